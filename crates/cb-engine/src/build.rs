@@ -1,0 +1,288 @@
+//! Running one recipe end to end.
+
+use crate::output::{append_line, write_kre, Outputs};
+use crate::progress::Progress;
+use crate::recipe::Recipe;
+use crate::source::{self, SourceOptions};
+use crate::steps::{Step, StepCtx, StepFailure};
+use crate::{EngineError, Item};
+use cb_llm::Llm;
+use cb_model::manifest::LlmTotals;
+use cb_model::{Manifest, Reject, StageCounts};
+use minijinja::Environment;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// The seed used when none is given; written in every manifest.
+pub const DEFAULT_SEED: u64 = 42;
+
+/// Options of a build that are not part of the recipe.
+#[derive(Debug, Clone)]
+pub struct BuildOptions {
+    pub sources: SourceOptions,
+    pub out: PathBuf,
+    pub prompts: PathBuf,
+    pub seed: u64,
+    /// Items processed at once (the LLM layer has its own bound on calls in flight).
+    pub concurrency: usize,
+    /// Write nothing (the dry run only counts).
+    pub write: bool,
+}
+
+/// What a recipe build produced.
+#[derive(Debug, Clone)]
+pub struct BuildOutcome {
+    pub recipe: String,
+    pub dir: PathBuf,
+    pub rows: u64,
+    pub rejected: u64,
+    pub manifest: Manifest,
+}
+
+struct Runner {
+    steps: Vec<Step>,
+    llm: Llm,
+    env: Environment<'static>,
+    seed: u64,
+    recipe: String,
+    stop: AtomicBool,
+}
+
+/// Where an item ended: finished, or rejected by step `usize`.
+type Ended = Result<(), (usize, StepFailure)>;
+
+impl Runner {
+    async fn process(&self, mut item: Item) -> (Item, Ended) {
+        let ctx = StepCtx {
+            llm: &self.llm,
+            env: &self.env,
+            seed: self.seed,
+            recipe: &self.recipe,
+        };
+        for (i, step) in self.steps.iter().enumerate() {
+            if self.stop.load(Ordering::Relaxed) {
+                return (
+                    item,
+                    Err((i, StepFailure::Fatal(EngineError::Config("stopped".into())))),
+                );
+            }
+            if let Err(f) = step.run(&mut item, &ctx).await {
+                if matches!(f, StepFailure::Fatal(_)) {
+                    self.stop.store(true, Ordering::Relaxed);
+                }
+                return (item, Err((i, f)));
+            }
+        }
+        (item, Ok(()))
+    }
+}
+
+/// Builds one recipe: reads, runs the steps, writes the outputs.
+pub async fn build_recipe(
+    recipe: &Recipe,
+    opts: &BuildOptions,
+    llm: &Llm,
+    progress: &dyn Progress,
+) -> Result<BuildOutcome, EngineError> {
+    let name = recipe.name();
+    let steps = recipe
+        .steps
+        .iter()
+        .map(|s| Step::from_spec(s, &opts.prompts))
+        .collect::<Result<Vec<_>, _>>()?;
+    let loaded = source::load(recipe, &opts.sources)?;
+    let runner = Arc::new(Runner {
+        steps,
+        llm: llm.clone(),
+        env: source::environment(),
+        seed: opts.seed,
+        recipe: name.clone(),
+        stop: AtomicBool::new(false),
+    });
+
+    let mut slots: Vec<Option<Result<Item, Reject>>> = Vec::new();
+    let mut work = Vec::new();
+    for entry in loaded.entries {
+        match entry {
+            Ok(item) => {
+                work.push((slots.len(), item));
+                slots.push(None);
+            }
+            Err(r) => slots.push(Some(Err(r))),
+        }
+    }
+    progress.start(&name, work.len() as u64);
+
+    let limit = Arc::new(tokio::sync::Semaphore::new(opts.concurrency.max(1)));
+    let mut tasks = tokio::task::JoinSet::new();
+    for (slot, item) in work {
+        let runner = Arc::clone(&runner);
+        let limit = Arc::clone(&limit);
+        tasks.spawn(async move {
+            let _permit = limit.acquire_owned().await.expect("semaphore never closed");
+            (slot, runner.process(item).await)
+        });
+    }
+    let n_steps = runner.steps.len();
+    let mut step_counts: Vec<StageCounts> = runner
+        .steps
+        .iter()
+        .map(|s| StageCounts {
+            name: s.name().to_owned(),
+            ..Default::default()
+        })
+        .collect();
+    let mut totals = LlmTotals::default();
+    let mut fatal: Option<EngineError> = None;
+    while let Some(joined) = tasks.join_next().await {
+        let (slot, (item, ended)) =
+            joined.map_err(|e| EngineError::Config(format!("a build task failed: {e}")))?;
+        progress.item_done(&name, &llm.stats());
+        for c in &item.calls {
+            totals.calls += 1;
+            totals.prompt_tokens += c.prompt_tokens;
+            totals.completion_tokens += c.completion_tokens;
+        }
+        let reached = match &ended {
+            Ok(()) => n_steps,
+            Err((i, _)) => *i + 1,
+        };
+        for c in step_counts.iter_mut().take(reached) {
+            c.in_ += 1;
+        }
+        match ended {
+            Ok(()) => slots[slot] = Some(Ok(item)),
+            Err((_, StepFailure::Fatal(e))) => {
+                if fatal.is_none()
+                    || matches!(fatal, Some(EngineError::Config(ref m)) if m == "stopped")
+                {
+                    fatal = Some(e);
+                }
+            }
+            Err((
+                i,
+                StepFailure::Reject {
+                    reason,
+                    detail,
+                    raw,
+                    attempts,
+                },
+            )) => {
+                let c = &mut step_counts[i];
+                c.rejected += 1;
+                *c.reasons.entry(reason.clone()).or_default() += 1;
+                slots[slot] = Some(Err(Reject {
+                    id: item.id.clone(),
+                    origin: item.origin.to_string(),
+                    stage: runner.steps[i].name().to_owned(),
+                    reason,
+                    detail,
+                    raw_response: raw,
+                    attempts,
+                }));
+            }
+        }
+    }
+    if let Some(e) = fatal {
+        return Err(e);
+    }
+    for c in &mut step_counts {
+        c.out = c.in_ - c.rejected;
+    }
+
+    let mut items = Vec::new();
+    let mut rejects = Vec::new();
+    for s in slots.into_iter().flatten() {
+        match s {
+            Ok(i) => items.push(i),
+            Err(r) => rejects.push(r),
+        }
+    }
+    let cfg = llm.config();
+    totals.price_per_million = [cfg.price.input_per_million, cfg.price.output_per_million];
+    totals.estimated_cost_usd = round6(
+        cfg.price
+            .usd(totals.prompt_tokens, totals.completion_tokens),
+    );
+    let offline = matches!(cfg.backend, cb_llm::BackendKind::Offline);
+    let mut stages = loaded.stages;
+    stages.extend(step_counts);
+    let dir = opts.out.join(&recipe.benchmark).join(&recipe.domain);
+    let mut manifest = Manifest {
+        tool: "conflictbench".into(),
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        benchmark: recipe.benchmark.clone(),
+        domain: recipe.domain.clone(),
+        recipe: recipe
+            .path
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        recipe_hash: recipe.hash.clone(),
+        description: recipe.description.clone(),
+        // A replay re-reads the answers of an `openai` build; its manifest is that build's.
+        // The run's own mode is in `runs.jsonl`.
+        backend: match cfg.backend {
+            cb_llm::BackendKind::Replay => cb_llm::BackendKind::Openai.name().into(),
+            b => b.name().into(),
+        },
+        offline,
+        model: cfg.model.clone(),
+        endpoint: llm.endpoint().to_owned(),
+        seed: opts.seed,
+        inputs: loaded.inputs,
+        prompts: runner
+            .steps
+            .iter()
+            .filter_map(Step::prompt)
+            .map(|p| (p.name.clone(), p.hash.clone()))
+            .collect::<BTreeMap<_, _>>(),
+        stages,
+        filtered: loaded.filtered,
+        rows: items.len() as u64,
+        rejected: rejects.len() as u64,
+        llm: totals,
+        files: Vec::new(),
+    };
+    manifest.files = vec![
+        format!("{}.json", recipe.domain),
+        format!("{}.jsonl", recipe.domain),
+        "rejects.jsonl".into(),
+        "README.md".into(),
+        "manifest.json".into(),
+    ];
+    if opts.write {
+        let card = crate::card::render(recipe, &manifest);
+        write_kre(
+            &dir,
+            &Outputs {
+                domain: &recipe.domain,
+                recipe: &name,
+                items: &items,
+                rejects: &rejects,
+                manifest: &manifest,
+                card,
+            },
+        )?;
+        let run = serde_json::json!({
+            "unix_time": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()),
+            "backend": cfg.backend.name(),
+            "llm": llm.stats(),
+        });
+        append_line(&dir.join("runs.jsonl"), &run.to_string())?;
+    }
+    progress.finish(&name, manifest.rows, manifest.rejected);
+    Ok(BuildOutcome {
+        recipe: name,
+        dir,
+        rows: manifest.rows,
+        rejected: manifest.rejected,
+        manifest,
+    })
+}
+
+fn round6(x: f64) -> f64 {
+    (x * 1e6).round() / 1e6
+}

@@ -1,0 +1,98 @@
+//! The dataset card (`README.md` of an output folder): what it is, how it was made, what
+//! the counts are, the schema, and how to cite the sources.
+
+use crate::recipe::Recipe;
+use cb_model::Manifest;
+use std::fmt::Write;
+
+pub fn render(recipe: &Recipe, m: &Manifest) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "# {} / {}\n", m.benchmark.to_uppercase(), m.domain);
+    let _ = writeln!(s, "{}\n", recipe.description);
+    if m.offline {
+        let _ = writeln!(
+            s,
+            "> **Offline build.** The generated parts of this dataset (negative answers' contexts and any other model output) were produced by the tool's deterministic offline rules, not by a language model. Use it to check the pipeline and the formats; regenerate with `--backend openai` for a benchmark.\n"
+        );
+    }
+    let _ = writeln!(s, "## How it was built\n");
+    let _ = writeln!(s, "| | |\n|---|---|");
+    let _ = writeln!(s, "| tool | {} {} |", m.tool, m.tool_version);
+    let _ = writeln!(
+        s,
+        "| recipe | `{}` (sha256 `{}`) |",
+        m.recipe,
+        short(&m.recipe_hash)
+    );
+    let _ = writeln!(s, "| backend | {} |", m.backend);
+    let _ = writeln!(s, "| model | {} |", m.model);
+    let _ = writeln!(s, "| endpoint | {} |", m.endpoint);
+    let _ = writeln!(s, "| seed | {} |", m.seed);
+    let _ = writeln!(s, "| rows | {} |", m.rows);
+    let _ = writeln!(s, "| rejected or filtered | {} |", m.rejected);
+    let _ = writeln!(
+        s,
+        "| model calls behind it | {} ({} prompt + {} completion tokens, about ${:.4}) |",
+        m.llm.calls, m.llm.prompt_tokens, m.llm.completion_tokens, m.llm.estimated_cost_usd
+    );
+    let _ = writeln!(s, "\nInputs:\n");
+    for i in &m.inputs {
+        let _ = writeln!(
+            s,
+            "- `{}` ({}, sha256 `{}`)",
+            i.path,
+            i.source,
+            short(&i.sha256)
+        );
+    }
+    let _ = writeln!(s, "\nPrompts:\n");
+    for (name, hash) in &m.prompts {
+        let _ = writeln!(s, "- `prompts/{name}` (sha256 `{}`)", short(hash));
+    }
+    let _ = writeln!(s, "\n## Counts per stage\n");
+    let _ = writeln!(
+        s,
+        "| stage | in | out | rejected | reasons |\n|---|---:|---:|---:|---|"
+    );
+    for c in &m.stages {
+        let reasons: Vec<String> = c.reasons.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} |",
+            c.name,
+            c.in_,
+            c.out,
+            c.rejected,
+            reasons.join(", ")
+        );
+    }
+    if !m.filtered.is_empty() {
+        let _ = writeln!(s, "\nFiltered out, by reason:\n");
+        for (k, v) in &m.filtered {
+            let _ = writeln!(s, "- {k}: {v}");
+        }
+    }
+    let _ = writeln!(s, "\n## Files\n");
+    let _ = writeln!(
+        s,
+        "- `{d}.json`: the released KRE layout, a JSON array indented by 4 spaces, each element `{{\"question\", \"answer\", \"negative_answer\", \"candidate\", \" golden_context\", \"negative_context\", \"choices\"}}`. The key `\" golden_context\"` keeps the leading space of the released files, so the released evaluation scripts read it unchanged. `answer` and `candidate` are letters indexing `choices`; `negative_answer == choices[candidate]`.\n- `{d}.jsonl`: the same rows with clean key names (`golden_context`), plus `id`, `source_id`, `origin` (source file and line) and `lineage` (per model call: step, prompt template and its hash, cache key, attempt).\n- `rejects.jsonl`: every source record that did not become a row: `id`, `origin`, `stage`, `reason`, `detail`, `raw_response` (the model's answer, when one was behind the rejection), `attempts`.\n- `manifest.json`: everything above in machine-readable form. For every stage, in = out + rejected.\n- `runs.jsonl`: one line per run of the build (calls made upstream, cache hits, spend). It is the only file that differs between two runs with the same inputs, seed and cache.",
+        d = m.domain
+    );
+    if !recipe.notes.is_empty() {
+        let _ = writeln!(s, "\n## Notes\n");
+        for n in &recipe.notes {
+            let _ = writeln!(s, "- {n}");
+        }
+    }
+    if !recipe.cite.is_empty() {
+        let _ = writeln!(s, "\n## Cite the sources\n");
+        for c in &recipe.cite {
+            let _ = writeln!(s, "- {c}");
+        }
+    }
+    s
+}
+
+fn short(h: &str) -> &str {
+    &h[..h.len().min(12)]
+}

@@ -1,0 +1,33 @@
+//! Engine errors: everything that stops a build (as opposed to rejecting one item).
+
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// A recipe, prompt or option is wrong: the CLI exits with code 2.
+    #[error("{0}")]
+    Config(String),
+    /// A source file cannot be read, or (with `--strict`) a record is malformed.
+    #[error("{0}")]
+    Input(String),
+    /// The budget is spent: nothing was written for this recipe; run again to resume.
+    #[error("{0}")]
+    Budget(String),
+    /// The LLM layer failed in a way that concerns the whole build (cache, replay miss).
+    #[error("{0}")]
+    Llm(#[from] cb_llm::LlmError),
+    #[error("cannot write {path}: {source}")]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+impl From<cb_readers::ReadError> for EngineError {
+    fn from(e: cb_readers::ReadError) -> Self {
+        match e {
+            cb_readers::ReadError::Config(m) => Self::Config(m),
+            other => Self::Input(other.to_string()),
+        }
+    }
+}

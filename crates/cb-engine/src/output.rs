@@ -1,0 +1,194 @@
+//! Output files. Every file is written to a temporary file in the same folder and renamed
+//! into place, so a killed build never leaves a half-written file.
+
+use crate::{EngineError, Item};
+use cb_model::{letter, letter_index, KreRow, Manifest, Reject};
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+use std::io::Write;
+use std::path::Path;
+
+/// Writes `bytes` to `path` atomically (temporary file in the same folder, fsync, rename).
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), EngineError> {
+    let err = |source| EngineError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(err)?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    let mut f = std::fs::File::create(&tmp).map_err(err)?;
+    f.write_all(bytes).map_err(err)?;
+    f.sync_all().map_err(err)?;
+    drop(f);
+    std::fs::rename(&tmp, path).map_err(err)
+}
+
+/// Appends one line to a log file (used for `runs.jsonl`, the one file that grows per run).
+pub fn append_line(path: &Path, line: &str) -> Result<(), EngineError> {
+    let err = |source| EngineError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(err)?;
+    writeln!(f, "{line}").map_err(err)
+}
+
+/// JSON with a 4-space indent and non-ASCII as is (the released KRE layout), no final newline.
+pub fn to_json_4(v: &impl Serialize) -> Vec<u8> {
+    let mut out = Vec::new();
+    let fmt = serde_json::ser::PrettyFormatter::with_indent(b"    ");
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, fmt);
+    v.serialize(&mut ser).expect("serialising to memory");
+    out
+}
+
+/// One JSON document per line.
+pub fn to_jsonl<T: Serialize>(rows: impl IntoIterator<Item = T>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for r in rows {
+        serde_json::to_writer(&mut out, &r).expect("serialising to memory");
+        out.push(b'\n');
+    }
+    out
+}
+
+/// Checks and normalises the mapped fields an output format needs (run at the `map` stage,
+/// so a bad mapping is a reject naming the record, not a crash at write time).
+pub fn check_mapped(format: &str, fields: &mut Map<String, Value>) -> Result<(), String> {
+    match format {
+        "kre" => {
+            for key in ["question", "golden_context"] {
+                if !fields.get(key).is_some_and(Value::is_string) {
+                    return Err(format!("field {key} must be a string"));
+                }
+            }
+            let choices = fields
+                .get("choices")
+                .and_then(Value::as_array)
+                .filter(|a| a.len() >= 2 && a.iter().all(Value::is_string))
+                .ok_or("field choices must be a list of at least two strings")?;
+            let n = choices.len();
+            let answer = match fields.get("answer") {
+                Some(Value::String(s)) => letter_index(s),
+                Some(Value::Number(i)) => i.as_u64().map(|i| i as usize),
+                _ => None,
+            }
+            .filter(|&i| i < n)
+            .ok_or_else(|| {
+                format!("field answer must be a letter (or index) of one of the {n} choices")
+            })?;
+            fields.insert("answer".into(), json!(letter(answer)));
+            Ok(())
+        }
+        other => Err(format!("unknown output format '{other}'")),
+    }
+}
+
+/// The released-format row of a finished KRE item.
+pub fn kre_row(item: &Item) -> KreRow {
+    KreRow {
+        question: item.text("question").to_owned(),
+        answer: item.text("answer").to_owned(),
+        negative_answer: item.text("negative_answer").to_owned(),
+        candidate: item.text("candidate").to_owned(),
+        golden_context: item.text("golden_context").to_owned(),
+        negative_context: item.text("negative_context").to_owned(),
+        choices: item.texts("choices"),
+    }
+}
+
+/// The clean JSONL row: the released fields under clean names, plus lineage.
+pub fn kre_clean_row(item: &Item, recipe: &str) -> Value {
+    let row = kre_row(item);
+    json!({
+        "id": format!("{recipe}/{}", item.id),
+        "source_id": item.id,
+        "origin": item.origin.to_string(),
+        "question": row.question,
+        "choices": row.choices,
+        "answer": row.answer,
+        "candidate": row.candidate,
+        "negative_answer": row.negative_answer,
+        "golden_context": row.golden_context,
+        "negative_context": row.negative_context,
+        "lineage": item.calls,
+    })
+}
+
+/// Everything a recipe's output folder gets (besides `runs.jsonl`).
+pub struct Outputs<'a> {
+    pub domain: &'a str,
+    pub recipe: &'a str,
+    pub items: &'a [Item],
+    pub rejects: &'a [Reject],
+    pub manifest: &'a Manifest,
+    pub card: String,
+}
+
+/// Writes the benchmark files, then the rejects, the card and, last, the manifest.
+pub fn write_kre(dir: &Path, o: &Outputs<'_>) -> Result<Vec<String>, EngineError> {
+    let release: Vec<KreRow> = o.items.iter().map(kre_row).collect();
+    let release_name = format!("{}.json", o.domain);
+    let clean_name = format!("{}.jsonl", o.domain);
+    write_atomic(&dir.join(&release_name), &to_json_4(&release))?;
+    write_atomic(
+        &dir.join(&clean_name),
+        &to_jsonl(o.items.iter().map(|i| kre_clean_row(i, o.recipe))),
+    )?;
+    write_atomic(&dir.join("rejects.jsonl"), &to_jsonl(o.rejects))?;
+    write_atomic(&dir.join("README.md"), o.card.as_bytes())?;
+    let mut manifest = serde_json::to_vec_pretty(o.manifest).expect("manifest serialises");
+    manifest.push(b'\n');
+    write_atomic(&dir.join("manifest.json"), &manifest)?;
+    Ok(vec![release_name, clean_name])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atomic_write_replaces_and_leaves_no_temporary() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.json");
+        write_atomic(&p, b"one").unwrap();
+        write_atomic(&p, b"two").unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"two");
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 1, "{names:?}");
+    }
+
+    #[test]
+    fn kre_mapping_checks_and_normalises_the_answer() {
+        let mut f: Map<String, Value> = serde_json::from_str(
+            r#"{"question":"q","golden_context":"g","choices":["a","b"],"answer":1}"#,
+        )
+        .unwrap();
+        check_mapped("kre", &mut f).unwrap();
+        assert_eq!(f["answer"], "B");
+        f.insert("answer".into(), json!("C"));
+        assert!(check_mapped("kre", &mut f).unwrap_err().contains("answer"));
+    }
+
+    #[test]
+    fn release_json_layout_matches_the_published_files() {
+        let v = vec![json!({"a": "é"})];
+        let s = String::from_utf8(to_json_4(&v)).unwrap();
+        assert_eq!(s, "[\n    {\n        \"a\": \"é\"\n    }\n]");
+    }
+}

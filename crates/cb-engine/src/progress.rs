@@ -1,0 +1,19 @@
+//! Progress reporting: library code calls these hooks; the CLI draws bars.
+
+use cb_llm::StatsSnapshot;
+
+/// Implemented by whoever shows progress. Every method has a no-op default.
+pub trait Progress: Send + Sync {
+    /// A recipe starts processing `total` items.
+    fn start(&self, _recipe: &str, _total: u64) {}
+    /// One more item is finished (written or rejected); `llm` is the layer's counters.
+    fn item_done(&self, _recipe: &str, _llm: &StatsSnapshot) {}
+    /// A recipe is done.
+    fn finish(&self, _recipe: &str, _rows: u64, _rejected: u64) {}
+}
+
+/// Reports nothing.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoProgress;
+
+impl Progress for NoProgress {}

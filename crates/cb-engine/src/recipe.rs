@@ -1,0 +1,184 @@
+//! Recipes: one TOML file per domain says which reader reads which files, how the
+//! source fields map onto the benchmark's fields, which filters apply and which steps run
+//! with which prompts. A new domain in a format an existing reader handles is a new recipe
+//! file (and its prompts), nothing else.
+
+use crate::EngineError;
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// A source: which reader reads which files of `--raw/<dir>`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SourceSpec {
+    /// The folder under `--raw`, and the name used by `--input NAME=PATH`.
+    pub name: String,
+    pub reader: String,
+    /// Glob patterns; the first one that matches any file is used.
+    pub files: Vec<String>,
+    /// Reader options (e.g. `id_field`).
+    #[serde(default)]
+    pub options: toml::Table,
+}
+
+/// A side table joined onto each primary record.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JoinSpec {
+    #[serde(flatten)]
+    pub source: SourceSpec,
+    /// Expression over the primary record that gives the key to look up (joined records are
+    /// keyed by their id).
+    pub on: String,
+    /// Name under which the joined record's fields are visible to expressions.
+    #[serde(rename = "as")]
+    pub alias: String,
+    /// An item without a match is rejected (`join` stage, reason `no_match`).
+    #[serde(default = "yes")]
+    pub required: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// Keep an item only when `when` is true; otherwise it is filtered out with `reason`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FilterSpec {
+    pub when: String,
+    pub reason: String,
+}
+
+/// One step: its kind (the engine's vocabulary) and its parameters.
+#[derive(Debug, Clone, Deserialize)]
+pub struct StepSpec {
+    pub kind: String,
+    /// Step name in manifests and rejects; defaults to the kind.
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(flatten)]
+    pub params: toml::Table,
+}
+
+impl StepSpec {
+    pub fn name(&self) -> &str {
+        self.name.as_deref().unwrap_or(&self.kind)
+    }
+}
+
+/// A recipe file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Recipe {
+    pub benchmark: String,
+    pub domain: String,
+    pub description: String,
+    /// Output format: `kre`.
+    pub format: String,
+    /// Built by `build <benchmark>` without `--domains` (alternates say `false`).
+    #[serde(default = "yes")]
+    pub default: bool,
+    /// How to cite the sources, one line each (goes into the card).
+    #[serde(default)]
+    pub cite: Vec<String>,
+    /// Notes for the card (quirks, what differs from the paper).
+    #[serde(default)]
+    pub notes: Vec<String>,
+    pub source: SourceSpec,
+    #[serde(default)]
+    pub join: Vec<JoinSpec>,
+    /// Output field -> expression over the source record.
+    pub fields: BTreeMap<String, String>,
+    #[serde(default)]
+    pub filter: Vec<FilterSpec>,
+    #[serde(default)]
+    pub steps: Vec<StepSpec>,
+    /// Where the file was read from, and its content hash.
+    #[serde(skip)]
+    pub path: PathBuf,
+    #[serde(skip)]
+    pub hash: String,
+}
+
+impl Recipe {
+    /// `benchmark-domain`, the recipe's name in seeds, manifests and progress.
+    pub fn name(&self) -> String {
+        format!("{}-{}", self.benchmark, self.domain)
+    }
+
+    pub fn load(path: &Path) -> Result<Self, EngineError> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            EngineError::Config(format!("cannot read recipe {}: {e}", path.display()))
+        })?;
+        let mut recipe: Recipe = toml::from_str(&text)
+            .map_err(|e| EngineError::Config(format!("recipe {}: {e}", path.display())))?;
+        recipe.path = path.to_path_buf();
+        recipe.hash = crate::prompt::sha256_hex(text.as_bytes());
+        Ok(recipe)
+    }
+}
+
+/// Converts a TOML table of options to the JSON object the readers and steps take.
+pub fn toml_to_json(t: &toml::Table) -> Map<String, Value> {
+    serde_json::to_value(t)
+        .ok()
+        .and_then(|v| v.as_object().cloned())
+        .unwrap_or_default()
+}
+
+/// Every `*.toml` recipe of `dir`, sorted by file name.
+pub fn load_recipes(dir: &Path) -> Result<Vec<Recipe>, EngineError> {
+    let entries = std::fs::read_dir(dir).map_err(|e| {
+        EngineError::Config(format!(
+            "cannot read the recipes folder {}: {e}",
+            dir.display()
+        ))
+    })?;
+    let mut paths: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    paths.sort();
+    paths.iter().map(|p| Recipe::load(p)).collect()
+}
+
+/// The recipes a `build` command selects: those of `benchmark` (or all for `all`), limited to
+/// `domains` when given (an unknown domain is an error listing the known ones), else the
+/// default ones.
+pub fn select<'a>(
+    recipes: &'a [Recipe],
+    benchmark: &str,
+    domains: &[String],
+) -> Result<Vec<&'a Recipe>, EngineError> {
+    let of_bench: Vec<&Recipe> = recipes
+        .iter()
+        .filter(|r| benchmark == "all" || r.benchmark == benchmark)
+        .collect();
+    if of_bench.is_empty() {
+        return Err(EngineError::Config(format!(
+            "no recipe for benchmark '{benchmark}'"
+        )));
+    }
+    if domains.is_empty() {
+        return Ok(of_bench.into_iter().filter(|r| r.default).collect());
+    }
+    domains
+        .iter()
+        .map(|d| {
+            of_bench
+                .iter()
+                .copied()
+                .find(|r| &r.domain == d)
+                .ok_or_else(|| {
+                    let known: Vec<&str> = of_bench.iter().map(|r| r.domain.as_str()).collect();
+                    EngineError::Config(format!(
+                        "unknown domain '{d}' for {benchmark}; known: {}",
+                        known.join(", ")
+                    ))
+                })
+        })
+        .collect()
+}

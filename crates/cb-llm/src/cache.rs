@@ -1,0 +1,143 @@
+//! The response cache: one SQLite file (WAL), one row per request key.
+//!
+//! A row is written in its own transaction before the answer is handed to the caller, so a
+//! process killed at any point keeps every answer it has seen. WAL with `synchronous=NORMAL`
+//! survives a killed process (the case resume is about); set `synchronous=FULL` semantics
+//! by copying the file only after the build if power loss matters to you.
+
+use crate::{Call, LlmError};
+use rusqlite::{params, Connection, OptionalExtension};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+/// A cached answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CachedResponse {
+    pub content: String,
+    pub finish_reason: String,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    /// The full response body as the server sent it.
+    pub raw: String,
+}
+
+/// Handle to the cache file; cheap to clone.
+#[derive(Clone)]
+pub struct Cache {
+    conn: Arc<Mutex<Connection>>,
+}
+
+impl std::fmt::Debug for Cache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Cache")
+    }
+}
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS responses (
+    key TEXT PRIMARY KEY,
+    cache_format INTEGER NOT NULL,
+    endpoint TEXT NOT NULL,
+    model TEXT NOT NULL,
+    template TEXT NOT NULL,
+    template_hash TEXT NOT NULL,
+    request TEXT NOT NULL,
+    content TEXT NOT NULL,
+    finish_reason TEXT NOT NULL,
+    prompt_tokens INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL,
+    raw TEXT NOT NULL,
+    created_unix INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS responses_template ON responses(template);
+";
+
+impl Cache {
+    pub fn open(path: &Path) -> Result<Self, LlmError> {
+        if let Some(dir) = path.parent() {
+            if !dir.as_os_str().is_empty() {
+                std::fs::create_dir_all(dir).map_err(|e| {
+                    LlmError::Cache(format!("cannot create {}: {e}", dir.display()))
+                })?;
+            }
+        }
+        let conn = Connection::open(path)
+            .map_err(|e| LlmError::Cache(format!("cannot open {}: {e}", path.display())))?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.busy_timeout(std::time::Duration::from_secs(30))?;
+        conn.execute_batch(SCHEMA)?;
+        Ok(Self {
+            conn: Arc::new(Mutex::new(conn)),
+        })
+    }
+
+    pub fn get(&self, key: &str) -> Result<Option<CachedResponse>, LlmError> {
+        let conn = self.conn.lock().expect("cache lock");
+        let mut stmt = conn.prepare_cached(
+            "SELECT content, finish_reason, prompt_tokens, completion_tokens, raw
+             FROM responses WHERE key = ?1",
+        )?;
+        Ok(stmt
+            .query_row([key], |r| {
+                Ok(CachedResponse {
+                    content: r.get(0)?,
+                    finish_reason: r.get(1)?,
+                    prompt_tokens: r.get::<_, i64>(2)? as u64,
+                    completion_tokens: r.get::<_, i64>(3)? as u64,
+                    raw: r.get(4)?,
+                })
+            })
+            .optional()?)
+    }
+
+    /// Commits one answer. An existing row with the same key is kept (first answer wins),
+    /// so concurrent identical calls cannot make a build depend on timing.
+    pub fn put(
+        &self,
+        key: &str,
+        endpoint: &str,
+        model: &str,
+        call: &Call,
+        response: &CachedResponse,
+    ) -> Result<(), LlmError> {
+        let request =
+            serde_json::to_string(&call.request).map_err(|e| LlmError::Cache(e.to_string()))?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        let conn = self.conn.lock().expect("cache lock");
+        conn.prepare_cached(
+            "INSERT OR IGNORE INTO responses
+             (key, cache_format, endpoint, model, template, template_hash, request, content,
+              finish_reason, prompt_tokens, completion_tokens, raw, created_unix)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+        )?
+        .execute(params![
+            key,
+            crate::CACHE_FORMAT,
+            endpoint,
+            model,
+            call.template,
+            call.template_hash,
+            request,
+            response.content,
+            response.finish_reason,
+            response.prompt_tokens as i64,
+            response.completion_tokens as i64,
+            response.raw,
+            now
+        ])?;
+        Ok(())
+    }
+
+    /// Number of cached answers.
+    pub fn len(&self) -> Result<u64, LlmError> {
+        let conn = self.conn.lock().expect("cache lock");
+        Ok(conn.query_row("SELECT COUNT(*) FROM responses", [], |r| r.get::<_, i64>(0))? as u64)
+    }
+
+    pub fn is_empty(&self) -> Result<bool, LlmError> {
+        Ok(self.len()? == 0)
+    }
+}

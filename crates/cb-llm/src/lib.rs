@@ -1,0 +1,465 @@
+//! The LLM layer: every model call of a build goes through [`Llm::complete`].
+//!
+//! Order of a call: cache lookup (SQLite) -> budget check -> limiter (concurrency, RPM,
+//! TPM, shared rate-limit pause) -> backend -> cache commit -> the caller. A response is
+//! committed to the cache before the caller sees it, so a build killed at any moment never
+//! pays for the same request twice.
+//!
+//! This is the only crate that knows HTTP and async-openai. Steps describe a call with
+//! [`Call`] and get a [`Completion`] back; they never learn which backend answered.
+
+mod cache;
+mod error;
+mod http;
+mod limiter;
+pub mod pricing;
+mod request;
+
+pub use cache::{Cache, CachedResponse};
+pub use error::LlmError;
+pub use pricing::Price;
+pub use request::{cache_key, endpoint_identity, Call, ChatRequest, Message, CACHE_FORMAT};
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The API key. It lives only in memory: its `Debug` and `Display` never show it.
+#[derive(Clone, Default)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    pub fn new(key: impl Into<String>) -> Self {
+        Self(key.into())
+    }
+    fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ApiKey(***)")
+    }
+}
+
+/// Which backend answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackendKind {
+    /// Any OpenAI-compatible endpoint.
+    Openai,
+    /// Deterministic rules, no network: the answer is the one the step computed itself.
+    Offline,
+    /// Answers only from the cache; a miss is an error.
+    Replay,
+    /// Counts what an `openai` build would call and spend, answering with the offline rules.
+    DryRun,
+}
+
+impl BackendKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Openai => "openai",
+            Self::Offline => "offline",
+            Self::Replay => "replay",
+            Self::DryRun => "dry-run",
+        }
+    }
+}
+
+/// Everything the LLM layer is configured with.
+#[derive(Debug, Clone)]
+pub struct LlmConfig {
+    pub backend: BackendKind,
+    pub base_url: String,
+    pub model: String,
+    pub api_key: ApiKey,
+    /// SQLite cache file; `None` disables caching (only sensible for the offline backend).
+    pub cache_path: Option<PathBuf>,
+    pub concurrency: usize,
+    pub rpm: Option<u32>,
+    pub tpm: Option<u32>,
+    /// Retries after the first attempt, for 429, 5xx, timeouts and connection errors.
+    pub max_retries: u32,
+    pub backoff_base: Duration,
+    pub backoff_max: Duration,
+    /// Longest wait a `Retry-After` header may impose.
+    pub retry_after_max: Duration,
+    pub request_timeout: Duration,
+    pub price: Price,
+    pub max_cost_usd: Option<f64>,
+    pub max_tokens: Option<u64>,
+}
+
+impl LlmConfig {
+    /// The offline configuration: no network, no cache.
+    pub fn offline() -> Self {
+        Self {
+            backend: BackendKind::Offline,
+            base_url: "offline:".into(),
+            model: pricing::OFFLINE_MODEL.into(),
+            api_key: ApiKey::default(),
+            cache_path: None,
+            concurrency: 16,
+            rpm: None,
+            tpm: None,
+            max_retries: 5,
+            backoff_base: Duration::from_millis(500),
+            backoff_max: Duration::from_secs(60),
+            retry_after_max: Duration::from_secs(300),
+            request_timeout: Duration::from_secs(120),
+            price: Price::default(),
+            max_cost_usd: None,
+            max_tokens: None,
+        }
+    }
+}
+
+/// A model answer, with where it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Completion {
+    pub text: String,
+    pub finish_reason: String,
+    pub cache_key: String,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    /// Served from the cache (no upstream call in this run).
+    pub cached: bool,
+}
+
+/// Counters of one run of the layer, for progress bars and `runs.jsonl`.
+#[derive(Debug, Default)]
+pub struct Stats {
+    pub calls: AtomicU64,
+    pub upstream_calls: AtomicU64,
+    pub cache_hits: AtomicU64,
+    pub retries: AtomicU64,
+    pub failures: AtomicU64,
+    pub prompt_tokens: AtomicU64,
+    pub completion_tokens: AtomicU64,
+    /// Cost of the upstream calls of this run, in micro-dollars.
+    pub spent_micro_usd: AtomicU64,
+    /// Tokens of the upstream calls of this run (what `--max-tokens` limits).
+    pub upstream_tokens: AtomicU64,
+    /// For dry runs: estimated tokens of the calls that would go upstream.
+    pub estimated_tokens: AtomicU64,
+}
+
+/// A plain copy of [`Stats`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct StatsSnapshot {
+    pub calls: u64,
+    pub upstream_calls: u64,
+    pub cache_hits: u64,
+    pub retries: u64,
+    pub failures: u64,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub spent_usd: f64,
+    pub estimated_tokens: u64,
+}
+
+impl Stats {
+    pub fn snapshot(&self) -> StatsSnapshot {
+        let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        StatsSnapshot {
+            calls: g(&self.calls),
+            upstream_calls: g(&self.upstream_calls),
+            cache_hits: g(&self.cache_hits),
+            retries: g(&self.retries),
+            failures: g(&self.failures),
+            prompt_tokens: g(&self.prompt_tokens),
+            completion_tokens: g(&self.completion_tokens),
+            spent_usd: g(&self.spent_micro_usd) as f64 / 1e6,
+            estimated_tokens: g(&self.estimated_tokens),
+        }
+    }
+}
+
+/// The LLM layer. Cheap to share (`Arc` inside).
+#[derive(Clone)]
+pub struct Llm {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: LlmConfig,
+    endpoint: String,
+    cache: Option<Cache>,
+    limiter: limiter::Limiter,
+    http: Option<http::OpenAiHttp>,
+    stats: Stats,
+    /// Estimated cost (micro-dollars) and tokens reserved by calls in flight.
+    reserved_micro_usd: AtomicU64,
+    reserved_tokens: AtomicU64,
+}
+
+impl std::fmt::Debug for Llm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Llm")
+            .field("backend", &self.inner.config.backend)
+            .field("endpoint", &self.inner.endpoint)
+            .field("model", &self.inner.config.model)
+            .finish()
+    }
+}
+
+impl Llm {
+    /// Opens the cache (when configured) and prepares the backend.
+    pub fn new(config: LlmConfig) -> Result<Self, LlmError> {
+        let cache = match &config.cache_path {
+            Some(p) => Some(Cache::open(p)?),
+            None => None,
+        };
+        if config.backend == BackendKind::Replay && cache.is_none() {
+            return Err(LlmError::Config(
+                "the replay backend needs a cache file".into(),
+            ));
+        }
+        let http = match config.backend {
+            BackendKind::Openai => Some(http::OpenAiHttp::new(&config)?),
+            _ => None,
+        };
+        let endpoint = match config.backend {
+            BackendKind::Offline => "offline".to_string(),
+            _ => endpoint_identity(&config.base_url),
+        };
+        Ok(Self {
+            inner: Arc::new(Inner {
+                limiter: limiter::Limiter::new(config.concurrency, config.rpm, config.tpm),
+                endpoint,
+                cache,
+                http,
+                config,
+                stats: Stats::default(),
+                reserved_micro_usd: AtomicU64::new(0),
+                reserved_tokens: AtomicU64::new(0),
+            }),
+        })
+    }
+
+    pub fn config(&self) -> &LlmConfig {
+        &self.inner.config
+    }
+
+    /// The endpoint identity that goes into cache keys (no credentials, no query).
+    pub fn endpoint(&self) -> &str {
+        &self.inner.endpoint
+    }
+
+    pub fn stats(&self) -> StatsSnapshot {
+        self.inner.stats.snapshot()
+    }
+
+    /// The cache key this call would have.
+    pub fn key_of(&self, call: &Call) -> String {
+        cache_key(
+            &self.inner.endpoint,
+            &self.inner.config.model,
+            &call.request,
+        )
+    }
+
+    /// Answers one call. See the crate documentation for the order of things.
+    pub async fn complete(&self, call: &Call) -> Result<Completion, LlmError> {
+        let inner = &self.inner;
+        inner.stats.calls.fetch_add(1, Ordering::Relaxed);
+        let key = self.key_of(call);
+        if inner.config.backend == BackendKind::Offline {
+            return Ok(Completion {
+                text: call.offline.clone(),
+                finish_reason: "offline".into(),
+                cache_key: key,
+                prompt_tokens: 0,
+                completion_tokens: 0,
+                cached: false,
+            });
+        }
+        if let Some(cache) = &inner.cache {
+            if let Some(hit) = cache.get(&key)? {
+                inner.stats.cache_hits.fetch_add(1, Ordering::Relaxed);
+                inner
+                    .stats
+                    .prompt_tokens
+                    .fetch_add(hit.prompt_tokens, Ordering::Relaxed);
+                inner
+                    .stats
+                    .completion_tokens
+                    .fetch_add(hit.completion_tokens, Ordering::Relaxed);
+                return Ok(Completion {
+                    text: hit.content,
+                    finish_reason: hit.finish_reason,
+                    cache_key: key,
+                    prompt_tokens: hit.prompt_tokens,
+                    completion_tokens: hit.completion_tokens,
+                    cached: true,
+                });
+            }
+        }
+        match inner.config.backend {
+            BackendKind::Replay => Err(LlmError::ReplayMiss {
+                key,
+                template: call.template.clone(),
+                item: call.item.clone(),
+            }),
+            BackendKind::DryRun => {
+                let est = call.request.estimated_prompt_tokens()
+                    + request::estimate_tokens(&call.offline);
+                inner.stats.upstream_calls.fetch_add(1, Ordering::Relaxed);
+                inner
+                    .stats
+                    .estimated_tokens
+                    .fetch_add(est, Ordering::Relaxed);
+                Ok(Completion {
+                    text: call.offline.clone(),
+                    finish_reason: "dry-run".into(),
+                    cache_key: key,
+                    prompt_tokens: 0,
+                    completion_tokens: 0,
+                    cached: false,
+                })
+            }
+            BackendKind::Openai => self.upstream(call, key).await,
+            BackendKind::Offline => unreachable!("handled above"),
+        }
+    }
+
+    async fn upstream(&self, call: &Call, key: String) -> Result<Completion, LlmError> {
+        let inner = &self.inner;
+        let est_tokens =
+            call.request.estimated_prompt_tokens() + u64::from(call.request.max_tokens);
+        let est_cost = inner.config.price.micro_usd(
+            call.request.estimated_prompt_tokens(),
+            u64::from(call.request.max_tokens),
+        );
+        let _reservation = self.reserve(est_cost, est_tokens)?;
+        let http = inner
+            .http
+            .as_ref()
+            .expect("openai backend has an http client");
+        let body = call.request.body(&inner.config.model);
+        let mut attempt: u32 = 0;
+        loop {
+            let permit = inner.limiter.acquire(est_tokens).await;
+            inner.stats.upstream_calls.fetch_add(1, Ordering::Relaxed);
+            let result = http.send(&body, inner.config.request_timeout).await;
+            drop(permit);
+            match result {
+                Ok(parsed) => {
+                    let (pt, ct) = parsed.usage.unwrap_or_else(|| {
+                        (
+                            call.request.estimated_prompt_tokens(),
+                            request::estimate_tokens(&parsed.content),
+                        )
+                    });
+                    let cost = inner.config.price.micro_usd(pt, ct);
+                    inner
+                        .stats
+                        .spent_micro_usd
+                        .fetch_add(cost, Ordering::Relaxed);
+                    inner.stats.prompt_tokens.fetch_add(pt, Ordering::Relaxed);
+                    inner
+                        .stats
+                        .completion_tokens
+                        .fetch_add(ct, Ordering::Relaxed);
+                    inner
+                        .stats
+                        .upstream_tokens
+                        .fetch_add(pt + ct, Ordering::Relaxed);
+                    let response = CachedResponse {
+                        content: parsed.content,
+                        finish_reason: parsed.finish_reason,
+                        prompt_tokens: pt,
+                        completion_tokens: ct,
+                        raw: parsed.raw,
+                    };
+                    if let Some(cache) = &inner.cache {
+                        cache.put(&key, &inner.endpoint, &inner.config.model, call, &response)?;
+                    }
+                    return Ok(Completion {
+                        text: response.content,
+                        finish_reason: response.finish_reason,
+                        cache_key: key,
+                        prompt_tokens: pt,
+                        completion_tokens: ct,
+                        cached: false,
+                    });
+                }
+                Err(e) if e.is_retryable() && attempt < inner.config.max_retries => {
+                    attempt += 1;
+                    inner.stats.retries.fetch_add(1, Ordering::Relaxed);
+                    let wait = match e.retry_after() {
+                        Some(d) => {
+                            let d = d.min(inner.config.retry_after_max);
+                            inner.limiter.pause_for(d);
+                            d
+                        }
+                        None => limiter::backoff(
+                            attempt,
+                            inner.config.backoff_base,
+                            inner.config.backoff_max,
+                        ),
+                    };
+                    tracing::warn!(item = %call.item, attempt, wait_ms = wait.as_millis() as u64, error = %e, "retrying model call");
+                    tokio::time::sleep(wait).await;
+                }
+                Err(e) => {
+                    inner.stats.failures.fetch_add(1, Ordering::Relaxed);
+                    return Err(if e.is_retryable() {
+                        LlmError::Exhausted {
+                            attempts: attempt + 1,
+                            last: Box::new(e),
+                        }
+                    } else {
+                        e
+                    });
+                }
+            }
+        }
+    }
+
+    /// Reserves the estimate of one call against the budget, or says the budget is spent.
+    fn reserve(&self, micro_usd: u64, tokens: u64) -> Result<Reservation<'_>, LlmError> {
+        let inner = &self.inner;
+        let spent = inner.stats.spent_micro_usd.load(Ordering::Relaxed);
+        let reserved = inner
+            .reserved_micro_usd
+            .fetch_add(micro_usd, Ordering::SeqCst);
+        let used_tokens = inner.stats.upstream_tokens.load(Ordering::Relaxed);
+        let reserved_tok = inner.reserved_tokens.fetch_add(tokens, Ordering::SeqCst);
+        let r = Reservation {
+            llm: inner,
+            micro_usd,
+            tokens,
+        };
+        if let Some(max) = inner.config.max_cost_usd {
+            if (spent + reserved + micro_usd) as f64 / 1e6 > max {
+                return Err(LlmError::Budget(format!("--max-cost {max} USD reached")));
+            }
+        }
+        if let Some(max) = inner.config.max_tokens {
+            if used_tokens + reserved_tok + tokens > max {
+                return Err(LlmError::Budget(format!("--max-tokens {max} reached")));
+            }
+        }
+        Ok(r)
+    }
+}
+
+struct Reservation<'a> {
+    llm: &'a Inner,
+    micro_usd: u64,
+    tokens: u64,
+}
+
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        self.llm
+            .reserved_micro_usd
+            .fetch_sub(self.micro_usd, Ordering::SeqCst);
+        self.llm
+            .reserved_tokens
+            .fetch_sub(self.tokens, Ordering::SeqCst);
+    }
+}

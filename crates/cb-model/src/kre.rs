@@ -1,0 +1,65 @@
+//! The KRE row, in the released format.
+//!
+//! The released files spell the golden-context key with a leading space (`" golden_context"`),
+//! and the released evaluation scripts read it that way, so the release format keeps it.
+//! The clean JSONL (see the engine) uses `golden_context`.
+
+use serde::{Deserialize, Serialize};
+
+/// One element of a released KRE file, fields in the released order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KreRow {
+    pub question: String,
+    pub answer: String,
+    pub negative_answer: String,
+    pub candidate: String,
+    #[serde(rename = " golden_context", alias = "golden_context")]
+    pub golden_context: String,
+    pub negative_context: String,
+    pub choices: Vec<String>,
+}
+
+/// `0 -> "A"`, `1 -> "B"`, ...
+pub fn letter(index: usize) -> String {
+    char::from(b'A' + u8::try_from(index).unwrap_or(u8::MAX - b'A')).to_string()
+}
+
+/// `"A" -> Some(0)`; anything that is not a single capital letter gives `None`.
+pub fn letter_index(letter: &str) -> Option<usize> {
+    let mut chars = letter.chars();
+    match (chars.next(), chars.next()) {
+        (Some(c @ 'A'..='Z'), None) => Some(c as usize - 'A' as usize),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn release_key_has_leading_space_and_both_spellings_read() {
+        let row = KreRow {
+            question: "q".into(),
+            answer: "A".into(),
+            negative_answer: "b".into(),
+            candidate: "B".into(),
+            golden_context: "g".into(),
+            negative_context: "n".into(),
+            choices: vec!["a".into(), "b".into()],
+        };
+        let s = serde_json::to_string(&row).unwrap();
+        assert!(s.contains("\" golden_context\":\"g\""), "{s}");
+        let clean = s.replace("\" golden_context\"", "\"golden_context\"");
+        assert_eq!(serde_json::from_str::<KreRow>(&clean).unwrap(), row);
+    }
+
+    #[test]
+    fn letters_round_trip() {
+        for i in 0..5 {
+            assert_eq!(letter_index(&letter(i)), Some(i));
+        }
+        assert_eq!(letter_index("a"), None);
+        assert_eq!(letter_index("AB"), None);
+    }
+}

@@ -1,0 +1,16 @@
+//! The core data model of conflictbench. This crate does no IO: it holds the types that
+//! readers produce, steps transform and writers serialise, plus the pure helpers every
+//! part shares (seeded randomness, text normalisation).
+
+pub mod kre;
+pub mod manifest;
+pub mod record;
+pub mod reject;
+pub mod rng;
+pub mod text;
+
+pub use kre::{letter, letter_index, KreRow};
+pub use manifest::{Manifest, StageCounts};
+pub use record::{Origin, SourceRecord};
+pub use reject::Reject;
+pub use rng::item_rng;

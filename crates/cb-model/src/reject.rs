@@ -1,0 +1,23 @@
+//! Rejects: every item that did not make it into a benchmark, with why.
+
+use serde::{Deserialize, Serialize};
+
+/// One line of `rejects.jsonl`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reject {
+    /// The source record's id (or the positional id when the record could not be parsed).
+    pub id: String,
+    /// `file:line` of the source record.
+    pub origin: String,
+    /// The stage that rejected it: `read`, `join`, `map`, `filter`, or a step name.
+    pub stage: String,
+    /// A stable machine-readable reason code, e.g. `malformed_json`, `refusal`, `http_500`.
+    pub reason: String,
+    /// A human-readable sentence.
+    pub detail: String,
+    /// The raw model response behind the rejection, when there was one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub raw_response: Option<String>,
+    /// How many model calls were made for this stage (0 for non-LLM stages).
+    pub attempts: u32,
+}

@@ -1,0 +1,208 @@
+//! Text helpers shared by steps, validators and the audit: normalisation for answer
+//! comparison, phrase search on word boundaries, and a token-level similarity.
+
+/// Lower-cases, drops punctuation and the articles a/an/the, maps number words up to
+/// twenty to digits, and collapses whitespace: the comparison key for answers.
+pub fn normalize(s: &str) -> String {
+    let lowered: String = s
+        .chars()
+        .map(|c| {
+            if c.is_alphanumeric() {
+                c.to_lowercase().next().unwrap_or(c)
+            } else {
+                ' '
+            }
+        })
+        .collect();
+    lowered
+        .split_whitespace()
+        .filter(|w| !matches!(*w, "a" | "an" | "the"))
+        .map(|w| number_word(w).unwrap_or(w))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn number_word(w: &str) -> Option<&'static str> {
+    const WORDS: [&str; 21] = [
+        "zero",
+        "one",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "seven",
+        "eight",
+        "nine",
+        "ten",
+        "eleven",
+        "twelve",
+        "thirteen",
+        "fourteen",
+        "fifteen",
+        "sixteen",
+        "seventeen",
+        "eighteen",
+        "nineteen",
+        "twenty",
+    ];
+    const DIGITS: [&str; 21] = [
+        "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14", "15", "16",
+        "17", "18", "19", "20",
+    ];
+    WORDS.iter().position(|x| *x == w).map(|i| DIGITS[i])
+}
+
+/// Whether `phrase` occurs in `text` as whole words, after [`normalize`] of both.
+/// An empty phrase never occurs.
+pub fn contains_phrase(text: &str, phrase: &str) -> bool {
+    let p = normalize(phrase);
+    if p.is_empty() {
+        return false;
+    }
+    let t = normalize(text);
+    format!(" {t} ").contains(&format!(" {p} "))
+}
+
+/// Byte ranges of the case-insensitive, whole-word occurrences of `needle` in `text`,
+/// left to right, not overlapping.
+pub fn find_word_occurrences(text: &str, needle: &str) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    if needle.trim().is_empty() {
+        return out;
+    }
+    let lt = text.to_lowercase();
+    let ln = needle.to_lowercase();
+    // Lower-casing can change byte lengths for some scripts; fall back to exact search then.
+    let (hay, pat) = if lt.len() == text.len() && ln.len() == needle.len() {
+        (lt.as_str(), ln.as_str())
+    } else {
+        (text, needle)
+    };
+    let mut start = 0;
+    while let Some(pos) = hay[start..].find(pat) {
+        let s = start + pos;
+        let e = s + pat.len();
+        let before_ok = hay[..s]
+            .chars()
+            .next_back()
+            .is_none_or(|c| !c.is_alphanumeric());
+        let after_ok = hay[e..].chars().next().is_none_or(|c| !c.is_alphanumeric());
+        if before_ok && after_ok {
+            out.push((s, e));
+            start = e;
+        } else {
+            start = s + hay[s..].chars().next().map_or(1, char::len_utf8);
+        }
+    }
+    out
+}
+
+/// Replaces every whole-word, case-insensitive occurrence of `from` in `text` by `to`.
+/// Returns the new text and the number of replacements.
+pub fn replace_words(text: &str, from: &str, to: &str) -> (String, usize) {
+    let spans = find_word_occurrences(text, from);
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    for (s, e) in &spans {
+        out.push_str(&text[last..*s]);
+        out.push_str(to);
+        last = *e;
+    }
+    out.push_str(&text[last..]);
+    (out, spans.len())
+}
+
+/// Word tokens (alphanumeric runs), lower-cased.
+pub fn tokens(s: &str) -> Vec<String> {
+    s.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect()
+}
+
+/// Similarity of two token sequences: 2·LCS / (|a| + |b|), in [0, 1] (1 for two empty
+/// sequences). Quadratic in memory only by the shorter side.
+pub fn token_similarity(a: &[String], b: &[String]) -> f64 {
+    if a.is_empty() && b.is_empty() {
+        return 1.0;
+    }
+    let (long, short) = if a.len() >= b.len() { (a, b) } else { (b, a) };
+    let mut prev = vec![0usize; short.len() + 1];
+    let mut cur = vec![0usize; short.len() + 1];
+    for x in long {
+        for (j, y) in short.iter().enumerate() {
+            cur[j + 1] = if x == y {
+                prev[j] + 1
+            } else {
+                cur[j].max(prev[j + 1])
+            };
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    let lcs = prev[short.len()];
+    2.0 * lcs as f64 / (a.len() + b.len()) as f64
+}
+
+/// Whether a model answer reads as a refusal or a non-answer rather than content.
+pub fn looks_like_refusal(s: &str) -> bool {
+    let l = s.trim().to_lowercase();
+    const MARKERS: [&str; 9] = [
+        "i'm sorry",
+        "i am sorry",
+        "i cannot",
+        "i can't",
+        "as an ai",
+        "i won't",
+        "i am unable",
+        "i'm unable",
+        "cannot help with",
+    ];
+    MARKERS
+        .iter()
+        .any(|m| l.starts_with(m) || l.contains(&format!(" {m}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalize_drops_case_punctuation_articles_and_number_words() {
+        assert_eq!(normalize("The Three  Musketeers!"), "3 musketeers");
+        assert_eq!(normalize("an Apple, a day"), "apple day");
+    }
+
+    #[test]
+    fn phrase_search_is_word_bounded() {
+        assert!(contains_phrase("He lived in New York City.", "new york"));
+        assert!(!contains_phrase("He played bankrupt.", "bank"));
+        assert!(!contains_phrase("anything", ""));
+    }
+
+    #[test]
+    fn replace_words_is_case_insensitive_and_word_bounded() {
+        let (s, n) = replace_words("Bank and bank, not banker.", "bank", "mall");
+        assert_eq!(s, "mall and mall, not banker.");
+        assert_eq!(n, 2);
+    }
+
+    #[test]
+    fn similarity_bounds() {
+        let a = tokens("the cat sat on the mat");
+        let b = tokens("the dog sat on the mat");
+        let s = token_similarity(&a, &b);
+        assert!(s > 0.8 && s < 1.0, "{s}");
+        assert_eq!(token_similarity(&a, &a), 1.0);
+        assert_eq!(token_similarity(&a, &[]), 0.0);
+    }
+
+    #[test]
+    fn refusals_are_recognised() {
+        assert!(looks_like_refusal("I'm sorry, but I can't help with that."));
+        assert!(looks_like_refusal("As an AI language model, I cannot"));
+        assert!(!looks_like_refusal(
+            "Banks use revolving doors to slow people down."
+        ));
+    }
+}

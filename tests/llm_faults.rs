@@ -1,0 +1,188 @@
+//! Faults of a real endpoint, injected by the mock server: each ends as a success after a
+//! retry or as a reject with its reason and raw text; the build finishes and counts add up.
+
+mod common;
+
+use cb_mock::{responder, MockServer, Reply};
+use common::*;
+use serde_json::Value;
+use std::time::Duration;
+
+const C: [&str; 5] = ["alpha", "bravo", "charlie", "delta", "echo"];
+
+#[tokio::test(flavor = "multi_thread")]
+async fn faults_end_in_retries_or_rejects_and_the_build_finishes() {
+    let raw = tempfile::tempdir().unwrap();
+    let names = [
+        "ok",
+        "ratelimit",
+        "always500",
+        "503once",
+        "hangonce",
+        "hangalways",
+        "droponce",
+        "badrequest",
+        "malformed",
+        "refusal",
+        "eosfinish",
+    ];
+    let rows: Vec<(String, [&str; 5], &str, Option<&str>)> = names
+        .iter()
+        .map(|n| {
+            (
+                format!("Case {n}: which word is first?"),
+                C,
+                "A",
+                Some("alpha comes first"),
+            )
+        })
+        .collect();
+    let rows_ref: Vec<(&str, [&str; 5], &str, Option<&str>)> = rows
+        .iter()
+        .map(|(q, c, a, e)| (q.as_str(), *c, *a, *e))
+        .collect();
+    write_cqa(raw.path(), &rows_ref);
+
+    let mock = MockServer::start(responder(|req| {
+        let all: String = req
+            .messages
+            .iter()
+            .map(|(_, c)| c.as_str())
+            .collect::<Vec<_>>()
+            .join("\n");
+        let case = between(&all, "Case ", ":").unwrap_or("").to_owned();
+        match (case.as_str(), req.attempt) {
+            ("ratelimit", 1) => Reply::rate_limited("1"),
+            ("always500", _) => Reply::server_error(500),
+            ("503once", 1) => Reply::server_error(503),
+            ("hangonce", 1) | ("hangalways", _) => Reply::Hang,
+            ("droponce", 1) => Reply::Drop,
+            ("badrequest", _) => Reply::bad_request("unsupported parameter"),
+            ("malformed", _) => Reply::RawBody("{\"choices\": [{\"message\": ".into()),
+            ("refusal", _) => Reply::Content("I'm sorry, but I can't help with that.".into()),
+            ("eosfinish", _) => {
+                let Reply::Content(c) = model_reply(req) else {
+                    unreachable!()
+                };
+                Reply::ContentWith {
+                    content: c,
+                    finish_reason: "eos".into(),
+                    usage: None,
+                }
+            }
+            _ => model_reply(req),
+        }
+    }))
+    .await;
+    let out = tempfile::tempdir().unwrap();
+    let base = mock.base_url();
+    let o = build(
+        &[
+            "kre",
+            "--domains",
+            "cose",
+            "--backend",
+            "openai",
+            "--base-url",
+            &base,
+            "--model",
+            "m",
+            "--raw",
+            raw.path().to_str().unwrap(),
+            "--out",
+            out.path().to_str().unwrap(),
+            "--max-retries",
+            "2",
+            "--backoff-ms",
+            "10",
+            "--timeout-s",
+            "1",
+        ],
+        &[],
+    )
+    .await;
+    assert!(o.status.success(), "{}", text(&o));
+    let dir = out.path().join("kre/cose");
+    assert_counts_add_up(&dir);
+    let rows = read_json(&dir.join("cose.json"));
+    let ok: Vec<&str> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["question"].as_str().unwrap())
+        .collect();
+    for n in [
+        "ok",
+        "ratelimit",
+        "503once",
+        "hangonce",
+        "droponce",
+        "eosfinish",
+    ] {
+        assert!(
+            ok.iter().any(|q| q.contains(&format!("Case {n}:"))),
+            "{n} should have succeeded: {ok:?}"
+        );
+    }
+    let rejects = read_jsonl(&dir.join("rejects.jsonl"));
+    let reject = |n: &str| -> &Value {
+        rejects
+            .iter()
+            .find(|r| {
+                r["detail"].as_str().is_some()
+                    && rows_ref
+                        .iter()
+                        .position(|x| x.0.contains(&format!("Case {n}:")))
+                        .map(|i| format!("{:032x}", i + 1))
+                        == r["id"].as_str().map(str::to_owned)
+            })
+            .unwrap_or_else(|| panic!("no reject for {n}: {rejects:?}"))
+    };
+    assert_eq!(reject("always500")["reason"], "retries_exhausted_http_500");
+    assert_eq!(
+        reject("always500")["attempts"],
+        1,
+        "one step call, retried inside the layer"
+    );
+    assert_eq!(reject("hangalways")["reason"], "retries_exhausted_timeout");
+    assert_eq!(reject("badrequest")["reason"], "http_400");
+    assert!(reject("badrequest")["raw_response"]
+        .as_str()
+        .unwrap()
+        .contains("unsupported parameter"));
+    assert_eq!(reject("malformed")["reason"], "malformed_response");
+    assert!(reject("malformed")["raw_response"]
+        .as_str()
+        .unwrap()
+        .contains("{\"choices\": [{\"message\": "));
+    assert_eq!(reject("refusal")["reason"], "refusal");
+    assert_eq!(
+        reject("refusal")["attempts"],
+        2,
+        "an unusable answer is sent back once"
+    );
+    assert!(reject("refusal")["raw_response"]
+        .as_str()
+        .unwrap()
+        .contains("I'm sorry"));
+    assert_eq!(rejects.len(), 5);
+
+    let journal = mock.journal();
+    let sent = |n: &str| -> Vec<&cb_mock::JournalEntry> {
+        journal
+            .iter()
+            .filter(|j| j.body.to_string().contains(&format!("Case {n}:")))
+            .collect()
+    };
+    assert_eq!(sent("always500").len(), 3, "first try + 2 retries");
+    assert_eq!(sent("hangalways").len(), 3);
+    assert_eq!(sent("badrequest").len(), 1, "400 is not retried");
+    assert_eq!(sent("malformed").len(), 1);
+    let rl = sent("ratelimit");
+    assert_eq!(rl.len(), 2);
+    let waited = rl[1].at.duration_since(rl[0].at);
+    assert!(
+        waited >= Duration::from_millis(990),
+        "Retry-After 1 s not honoured: {waited:?}"
+    );
+}

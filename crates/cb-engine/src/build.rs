@@ -47,6 +47,9 @@ struct Runner {
     env: Environment<'static>,
     seed: u64,
     recipe: String,
+    /// The golden answers (`answer_text`) of the recipe's items, in source order, without
+    /// repeats: the corpus the offline `distractors` rule draws from.
+    pool: Vec<String>,
     stop: AtomicBool,
 }
 
@@ -60,6 +63,7 @@ impl Runner {
             env: &self.env,
             seed: self.seed,
             recipe: &self.recipe,
+            pool: &self.pool,
         };
         for (i, step) in self.steps.iter().enumerate() {
             if self.stop.load(Ordering::Relaxed) {
@@ -93,12 +97,14 @@ pub async fn build_recipe(
         .map(|s| Step::from_spec(s, &opts.prompts))
         .collect::<Result<Vec<_>, _>>()?;
     let loaded = source::load(recipe, &opts.sources)?;
+    let pool = answers_pool(&loaded.entries);
     let runner = Arc::new(Runner {
         steps,
         llm: llm.clone(),
         env: source::environment(),
         seed: opts.seed,
         recipe: name.clone(),
+        pool,
         stop: AtomicBool::new(false),
     });
 
@@ -281,6 +287,17 @@ pub async fn build_recipe(
         rejected: manifest.rejected,
         manifest,
     })
+}
+
+/// The distinct non-empty `answer_text`s of the loaded items, in source order.
+fn answers_pool(entries: &[Result<Item, Reject>]) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    entries
+        .iter()
+        .filter_map(|e| e.as_ref().ok())
+        .map(|i| i.text("answer_text").trim().to_owned())
+        .filter(|a| !a.is_empty() && seen.insert(cb_model::text::normalize(a)))
+        .collect()
 }
 
 fn round6(x: f64) -> f64 {

@@ -92,6 +92,30 @@ pub fn check_mapped(format: &str, fields: &mut Map<String, Value>) -> Result<(),
             fields.insert("answer".into(), json!(letter(answer)));
             Ok(())
         }
+        // Reading comprehension: the choices are made by the steps (`distractors`), so the
+        // map stage only checks what they start from. The written row is the same `KreRow`.
+        // `answer_text` may be empty here so that an unanswerable question reaches the
+        // recipe's filters (and is counted there) instead of failing the mapping; the
+        // `distractors` step rejects an empty answer.
+        "kre_rc" => {
+            for key in ["question", "golden_context"] {
+                let text = fields.get(key).and_then(Value::as_str).unwrap_or("");
+                if text.trim().is_empty() {
+                    return Err(format!("field {key} must be a non-empty string"));
+                }
+            }
+            if !fields.get("answer_text").is_some_and(Value::is_string) {
+                return Err("field answer_text must be a string".into());
+            }
+            if !fields
+                .get("aliases")
+                .and_then(Value::as_array)
+                .is_some_and(|a| a.iter().all(Value::is_string))
+            {
+                return Err("field aliases must be a list of strings".into());
+            }
+            Ok(())
+        }
         other => Err(format!("unknown output format '{other}'")),
     }
 }
@@ -183,6 +207,24 @@ mod tests {
         assert_eq!(f["answer"], "B");
         f.insert("answer".into(), json!("C"));
         assert!(check_mapped("kre", &mut f).unwrap_err().contains("answer"));
+    }
+
+    #[test]
+    fn kre_rc_mapping_checks_the_reading_fields() {
+        let mut f: Map<String, Value> = serde_json::from_str(
+            r#"{"question":"q","golden_context":"g","answer_text":"a","aliases":["a","b"]}"#,
+        )
+        .unwrap();
+        check_mapped("kre_rc", &mut f).unwrap();
+        f.insert("aliases".into(), json!("a"));
+        assert!(check_mapped("kre_rc", &mut f)
+            .unwrap_err()
+            .contains("aliases"));
+        f.insert("aliases".into(), json!([]));
+        f.insert("golden_context".into(), json!(" "));
+        assert!(check_mapped("kre_rc", &mut f)
+            .unwrap_err()
+            .contains("golden_context"));
     }
 
     #[test]

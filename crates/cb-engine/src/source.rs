@@ -45,7 +45,27 @@ pub fn environment() -> Environment<'static> {
         s.trim().trim_end_matches(['.', '!', '?']).to_owned()
     });
     env.add_filter("fill_what", fill_what);
+    env.add_function("contains_answer", contains_answer);
     env
+}
+
+/// `contains_answer(context, answer, aliases, ...)`: whether any of the given answers (each
+/// argument a string or a list of strings) occurs in `context` as whole words, after
+/// normalisation ([`cb_model::text::contains_phrase`]). Empty answers never occur.
+fn contains_answer(context: String, answers: minijinja::value::Rest<JValue>) -> bool {
+    let mut found = false;
+    let mut check = |v: &JValue| {
+        if let Some(s) = v.as_str() {
+            found |= cb_model::text::contains_phrase(&context, s);
+        }
+    };
+    for a in answers.iter() {
+        match a.try_iter() {
+            Ok(items) if a.as_str().is_none() => items.for_each(|x| check(&x)),
+            _ => check(a),
+        }
+    }
+    found
 }
 
 /// Lower-cases the first letter when the sentence starts with a function word ("The ice
@@ -407,6 +427,20 @@ mod tests {
         assert_eq!(lcfirst("The cat"), "the cat");
         assert_eq!(lcfirst("DNA is"), "DNA is");
         assert_eq!(lcfirst("Tom forgot"), "Tom forgot");
+    }
+
+    #[test]
+    fn contains_answer_takes_strings_and_lists() {
+        let env = environment();
+        let ctx: Map<String, Value> = serde_json::from_str(
+            r#"{"c":"The Normans came from Normandy.","a":"normans","l":["x","Normandy"],"e":[]}"#,
+        )
+        .unwrap();
+        let t = |e: &str| eval(&env, e, &ctx).unwrap();
+        assert_eq!(t("contains_answer(c, a)"), Value::Bool(true));
+        assert_eq!(t("contains_answer(c, 'Norman')"), Value::Bool(false));
+        assert_eq!(t("contains_answer(c, 'zz', l)"), Value::Bool(true));
+        assert_eq!(t("contains_answer(c, '', e)"), Value::Bool(false));
     }
 
     #[test]

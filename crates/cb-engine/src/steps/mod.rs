@@ -6,6 +6,7 @@
 //! offline backend, and the layer decides which one is used.
 
 pub mod kre;
+pub mod kre_rc;
 
 use crate::prompt::Prompt;
 use crate::recipe::StepSpec;
@@ -21,6 +22,9 @@ pub struct StepCtx<'a> {
     pub env: &'a Environment<'static>,
     pub seed: u64,
     pub recipe: &'a str,
+    /// The recipe's golden answers (distinct `answer_text`s in source order), for steps whose
+    /// offline rule draws other answers from the corpus.
+    pub pool: &'a [String],
 }
 
 /// Why a step did not produce its output for an item.
@@ -82,6 +86,8 @@ impl LlmParams {
 pub enum Step {
     PickNegative(kre::PickNegative),
     NegativeExplanation(kre::NegativeExplanation),
+    Distractors(kre_rc::Distractors),
+    NegativeContext(kre_rc::NegativeContext),
 }
 
 impl Step {
@@ -92,8 +98,12 @@ impl Step {
             "negative_explanation" => Ok(Self::NegativeExplanation(kre::NegativeExplanation::new(
                 spec, prompts,
             )?)),
+            "distractors" => Ok(Self::Distractors(kre_rc::Distractors::new(spec, prompts)?)),
+            "negative_context" => Ok(Self::NegativeContext(kre_rc::NegativeContext::new(
+                spec, prompts,
+            )?)),
             other => Err(EngineError::Config(format!(
-                "unknown step kind '{other}'; known: pick_negative, negative_explanation"
+                "unknown step kind '{other}'; known: pick_negative, negative_explanation, distractors, negative_context"
             ))),
         }
     }
@@ -102,6 +112,8 @@ impl Step {
         match self {
             Self::PickNegative(s) => &s.name,
             Self::NegativeExplanation(s) => &s.name,
+            Self::Distractors(s) => &s.name,
+            Self::NegativeContext(s) => &s.name,
         }
     }
 
@@ -110,6 +122,8 @@ impl Step {
         match self {
             Self::PickNegative(_) => None,
             Self::NegativeExplanation(s) => Some(&s.prompt),
+            Self::Distractors(s) => Some(&s.prompt),
+            Self::NegativeContext(s) => Some(&s.prompt),
         }
     }
 
@@ -117,6 +131,8 @@ impl Step {
         match self {
             Self::PickNegative(s) => s.run(item, ctx),
             Self::NegativeExplanation(s) => s.run(item, ctx).await,
+            Self::Distractors(s) => s.run(item, ctx).await,
+            Self::NegativeContext(s) => s.run(item, ctx).await,
         }
     }
 }
@@ -248,7 +264,10 @@ pub fn clean_text_answer(s: &str) -> String {
         t = inner.trim_end().strip_suffix("```").unwrap_or(inner).trim();
     }
     for label in ["Explanation:", "Context:", "Answer:", "Negative context:"] {
-        if t.len() >= label.len() && t[..label.len()].eq_ignore_ascii_case(label) {
+        // `get`: the label's length may fall inside a multi-byte character of the answer.
+        if t.get(..label.len())
+            .is_some_and(|head| head.eq_ignore_ascii_case(label))
+        {
             t = t[label.len()..].trim();
         }
     }
@@ -332,5 +351,6 @@ mod tests {
             "Banks have doors."
         );
         assert_eq!(clean_text_answer("  plain  "), "plain");
+        assert_eq!(clean_text_answer("Akinoshū Kenji"), "Akinoshū Kenji");
     }
 }

@@ -1,0 +1,582 @@
+//! KRE steps for the reading-comprehension part (SQuAD v2.0, MuSiQue): the model writes
+//! three misleading options in the answer's form (`distractors`), one of them becomes the
+//! negative answer, and the golden context is rewritten around it (`negative_context`).
+//!
+//! Items come from a `kre_rc` recipe: `question`, `golden_context`, `answer_text` and
+//! `aliases` (other accepted forms of the answer).
+
+use super::{
+    ask, clean_text_answer, extract_json, param_str, Ask, LlmParams, StepCtx, StepFailure,
+};
+use crate::prompt::Prompt;
+use crate::recipe::StepSpec;
+use crate::{EngineError, Item};
+use cb_model::{item_rng, letter, text};
+use rand::seq::SliceRandom;
+use rand::Rng;
+use serde_json::{json, Map, Value};
+use std::collections::HashSet;
+use std::path::Path;
+
+fn load_prompt(spec: &StepSpec, prompts: &Path, default: &str) -> Result<Prompt, EngineError> {
+    Prompt::load(
+        prompts,
+        &param_str(spec, "prompt").unwrap_or_else(|| default.to_owned()),
+    )
+}
+
+/// The item's aliases that are worth checking and replacing: distinct from the answer and
+/// from each other after normalisation, and at least three characters long once normalised
+/// (MuSiQue lists codes such as "NO" for Norway or "US", which are also ordinary words).
+pub fn usable_aliases(item: &Item) -> Vec<String> {
+    let answer = item.text("answer_text").trim();
+    let mut seen: HashSet<String> = HashSet::from([text::normalize(answer)]);
+    item.texts("aliases")
+        .into_iter()
+        .map(|a| a.trim().to_owned())
+        .filter(|a| {
+            let n = text::normalize(a);
+            n.chars().count() >= 3 && seen.insert(n)
+        })
+        .collect()
+}
+
+/// Writes three misleading options, then `choices` (the answer and the three options in a
+/// seeded order, purpose `option_order`), `answer` and `candidate` (letters) and
+/// `negative_answer` (a seeded pick among the three, purpose `negative_answer`).
+///
+/// Validation: a JSON object `{"options": [...]}` with exactly three non-empty options,
+/// distinct after normalisation, none equal to the answer or one of its aliases.
+///
+/// Offline rule: when the answer contains a number, the number is shifted (a year by 1 to
+/// 15, a decade by 10 to 50, other numbers within about a third of their value), keeping the
+/// words around it; otherwise three other golden answers of the recipe with the same shape
+/// (digits or not, capitalised or not, word count) are drawn from [`StepCtx::pool`], leaving
+/// out answers that the question itself names.
+#[derive(Debug)]
+pub struct Distractors {
+    pub name: String,
+    pub prompt: Prompt,
+    params: LlmParams,
+}
+
+impl Distractors {
+    pub fn new(spec: &StepSpec, prompts: &Path) -> Result<Self, EngineError> {
+        Ok(Self {
+            name: spec.name().to_owned(),
+            prompt: load_prompt(spec, prompts, "kre/distractors.md")?,
+            params: LlmParams::from_spec(spec, 120)?,
+        })
+    }
+
+    pub async fn run(&self, item: &mut Item, ctx: &StepCtx<'_>) -> Result<(), StepFailure> {
+        let answer = item.text("answer_text").trim().to_owned();
+        if answer.is_empty() {
+            return Err(StepFailure::reject("no_answer", "answer_text is empty"));
+        }
+        let aliases = usable_aliases(item);
+        let mut rng = item_rng(ctx.seed, ctx.recipe, &item.id, "distractors");
+        let offline = json!({ "options": offline_options(item.text("question"), &answer, &aliases, ctx.pool, &mut rng) })
+            .to_string();
+        let mut vars: Map<String, Value> = item.fields.clone();
+        vars.insert("answer_text".into(), json!(answer));
+        vars.insert("aliases".into(), json!(aliases));
+        let a = Ask {
+            step: &self.name,
+            prompt: &self.prompt,
+            params: &self.params,
+            vars,
+            offline,
+        };
+        let options = ask(ctx, item, a, |raw| validate_options(raw, &answer, &aliases)).await?;
+        let mut rng = item_rng(ctx.seed, ctx.recipe, &item.id, "negative_answer");
+        let negative = rng.random_range(0..options.len()) + 1;
+        let mut all = vec![answer];
+        all.extend(options);
+        let mut order: Vec<usize> = (0..all.len()).collect();
+        order.shuffle(&mut item_rng(
+            ctx.seed,
+            ctx.recipe,
+            &item.id,
+            "option_order",
+        ));
+        let pos = |i: usize| order.iter().position(|&x| x == i).expect("in order");
+        item.set("negative_answer", all[negative].clone());
+        item.set("answer", letter(pos(0)));
+        item.set("candidate", letter(pos(negative)));
+        item.set(
+            "choices",
+            order.iter().map(|&i| all[i].clone()).collect::<Vec<_>>(),
+        );
+        Ok(())
+    }
+}
+
+/// Checks a `distractors` answer; the reason says what is wrong.
+pub fn validate_options(
+    raw: &str,
+    answer: &str,
+    aliases: &[String],
+) -> Result<Vec<String>, String> {
+    let v = extract_json(raw).ok_or("bad_json: the answer holds no JSON object")?;
+    let options: Vec<String> = v
+        .get("options")
+        .and_then(Value::as_array)
+        .filter(|a| a.iter().all(Value::is_string))
+        .ok_or(r#"bad_options: expected {"options": [three strings]}"#)?
+        .iter()
+        .filter_map(|o| o.as_str().map(|s| s.trim().to_owned()))
+        .collect();
+    if options.len() != 3 {
+        return Err(format!(
+            "bad_options: expected exactly 3 options, got {}",
+            options.len()
+        ));
+    }
+    let golden: Vec<String> = std::iter::once(answer)
+        .chain(aliases.iter().map(String::as_str))
+        .map(text::normalize)
+        .collect();
+    let mut seen = HashSet::new();
+    for o in &options {
+        let n = text::normalize(o);
+        if n.is_empty() {
+            return Err("bad_options: an option is empty".into());
+        }
+        if golden.contains(&n) {
+            return Err(format!("bad_options: \"{o}\" is the correct answer"));
+        }
+        if !seen.insert(n) {
+            return Err(format!("bad_options: \"{o}\" is given twice"));
+        }
+    }
+    Ok(options)
+}
+
+/// The offline rule's three options (fewer when nothing fits; validation then rejects).
+pub fn offline_options(
+    question: &str,
+    answer: &str,
+    aliases: &[String],
+    pool: &[String],
+    rng: &mut impl Rng,
+) -> Vec<String> {
+    let mut taken: HashSet<String> = std::iter::once(answer)
+        .chain(aliases.iter().map(String::as_str))
+        .map(text::normalize)
+        .collect();
+    let mut out = Vec::new();
+    let mut push = |s: String, out: &mut Vec<String>| {
+        if out.len() < 3 && taken.insert(text::normalize(&s)) {
+            out.push(s);
+        }
+    };
+    for s in number_variants(answer, rng) {
+        push(s, &mut out);
+    }
+    if out.len() == 3 {
+        return out;
+    }
+    out.clear();
+    let shape = Shape::of(answer);
+    let mut tiers: [Vec<&String>; 4] = Default::default();
+    for p in pool {
+        if text::contains_phrase(p, answer)
+            || text::contains_phrase(answer, p)
+            || text::contains_phrase(question, p)
+        {
+            continue;
+        }
+        let s = Shape::of(p);
+        let tier = if s == shape {
+            0
+        } else if (s.digits, s.capital) == (shape.digits, shape.capital) {
+            1
+        } else if s.digits == shape.digits {
+            2
+        } else {
+            3
+        };
+        tiers[tier].push(p);
+    }
+    for mut t in tiers {
+        t.shuffle(rng);
+        for p in t {
+            push(p.clone(), &mut out);
+        }
+    }
+    out
+}
+
+/// The rough kind of an answer: whether it has digits, whether it starts with a capital
+/// (a name), and its length in words (1, 2, 3, more).
+#[derive(Debug, PartialEq, Eq)]
+struct Shape {
+    digits: bool,
+    capital: bool,
+    words: usize,
+}
+
+impl Shape {
+    fn of(s: &str) -> Self {
+        let t = s.trim().trim_start_matches(|c: char| !c.is_alphanumeric());
+        let t = ["the ", "The ", "a ", "A ", "an ", "An "]
+            .iter()
+            .find_map(|a| t.strip_prefix(a))
+            .unwrap_or(t);
+        Self {
+            digits: s.chars().any(|c| c.is_ascii_digit()),
+            capital: t.chars().next().is_some_and(char::is_uppercase),
+            words: s.split_whitespace().count().min(4),
+        }
+    }
+}
+
+/// A number in an answer: its byte span, and how it is written.
+struct NumberSpan {
+    start: usize,
+    end: usize,
+    commas: bool,
+    decimals: usize,
+}
+
+fn number_spans(s: &str) -> Vec<NumberSpan> {
+    let b = s.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if !b[i].is_ascii_digit() || (i > 0 && b[i - 1].is_ascii_alphabetic()) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        let (mut commas, mut decimals) = (false, 0);
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+        }
+        // Thousands groups: ",ddd".
+        while i + 3 < b.len()
+            && b[i] == b','
+            && b[i + 1..i + 4].iter().all(u8::is_ascii_digit)
+            && b.get(i + 4).is_none_or(|c| !c.is_ascii_digit())
+        {
+            commas = true;
+            i += 4;
+        }
+        if i + 1 < b.len() && b[i] == b'.' && b[i + 1].is_ascii_digit() {
+            i += 1;
+            while i < b.len() && b[i].is_ascii_digit() {
+                i += 1;
+                decimals += 1;
+            }
+        }
+        out.push(NumberSpan {
+            start,
+            end: i,
+            commas,
+            decimals,
+        });
+    }
+    out
+}
+
+fn with_commas(n: u64) -> String {
+    let d = n.to_string();
+    let mut out = String::new();
+    for (i, c) in d.chars().enumerate() {
+        if i > 0 && (d.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Answers with the answer's number (its year when it has one) shifted; empty when the
+/// answer has no number.
+pub fn number_variants(answer: &str, rng: &mut impl Rng) -> Vec<String> {
+    let spans = number_spans(answer);
+    let is_year = |n: &NumberSpan| {
+        n.end - n.start == 4
+            && !n.commas
+            && n.decimals == 0
+            && answer[n.start..n.end]
+                .parse::<u32>()
+                .is_ok_and(|y| (1000..=2100).contains(&y))
+    };
+    let Some(n) = spans.iter().find(|n| is_year(n)).or(spans.first()) else {
+        return Vec::new();
+    };
+    let digits: String = answer[n.start..n.end].replace(',', "");
+    let mut values: Vec<String> = Vec::new();
+    if n.decimals > 0 {
+        let Ok(x) = digits.parse::<f64>() else {
+            return Vec::new();
+        };
+        let mut factors = [0.5, 0.6, 0.75, 0.8, 1.2, 1.25, 1.5, 2.0];
+        factors.shuffle(rng);
+        for f in factors {
+            values.push(format!("{:.*}", n.decimals, x * f));
+        }
+    } else {
+        let Ok(x) = digits.parse::<u64>() else {
+            return Vec::new();
+        };
+        let mut shifts: Vec<i64> = if is_year(n) {
+            let decade = x % 10 == 0 && answer[n.end..].starts_with('s');
+            if decade {
+                (-5..=5).filter(|&d| d != 0).map(|d| d * 10).collect()
+            } else {
+                (-15..=15).filter(|&d| d != 0).collect()
+            }
+        } else {
+            let r = (x / 3).max(2) as i64;
+            (-r..=r + 3).filter(|&d| d != 0).collect()
+        };
+        shifts.shuffle(rng);
+        for d in shifts {
+            let Some(v) = x.checked_add_signed(d) else {
+                continue;
+            };
+            if x > 0 && v == 0 {
+                continue;
+            }
+            values.push(if n.commas {
+                with_commas(v)
+            } else {
+                v.to_string()
+            });
+        }
+    }
+    let own = &answer[n.start..n.end];
+    values
+        .into_iter()
+        .filter(|v| v != own)
+        .map(|v| format!("{}{v}{}", &answer[..n.start], &answer[n.end..]))
+        .collect()
+}
+
+/// Rewrites `golden_context` so that it supports `negative_answer` (field `negative_context`).
+///
+/// Validation: not empty, not a refusal; mentions the negative answer; does not mention the
+/// golden answer or one of its aliases (unless the negative answer contains it); and keeps
+/// a token similarity (2·LCS / total length, over word tokens) of at least `min_similarity`
+/// (default 0.6) with the original. Swapping the answer's mentions leaves a context well above
+/// 0.6 (typically above 0.9), while an answer that drops or rewrites about half of the passage
+/// falls below it: the negative context must differ from the golden one only in what it says
+/// about the answer, so that the two contexts conflict on the answer and nothing else.
+///
+/// Offline rule: every whole-word, case-insensitive mention of the answer and its aliases
+/// (also without a leading article; longest first, in one pass) is replaced by the
+/// negative answer.
+#[derive(Debug)]
+pub struct NegativeContext {
+    pub name: String,
+    pub prompt: Prompt,
+    params: LlmParams,
+    min_similarity: f64,
+}
+
+impl NegativeContext {
+    pub fn new(spec: &StepSpec, prompts: &Path) -> Result<Self, EngineError> {
+        let min_similarity = spec
+            .params
+            .get("min_similarity")
+            .and_then(|v| v.as_float().or_else(|| v.as_integer().map(|i| i as f64)))
+            .unwrap_or(0.6);
+        Ok(Self {
+            name: spec.name().to_owned(),
+            prompt: load_prompt(spec, prompts, "kre/rewrite_context.md")?,
+            params: LlmParams::from_spec(spec, 1024)?,
+            min_similarity,
+        })
+    }
+
+    fn validate(
+        &self,
+        raw: &str,
+        golden: &str,
+        golden_answers: &[String],
+        negative: &str,
+    ) -> Result<String, String> {
+        let t = clean_text_answer(raw);
+        if t.is_empty() {
+            return Err("empty: the answer is empty".into());
+        }
+        if text::looks_like_refusal(&t) {
+            return Err("refusal: the answer declines the task".into());
+        }
+        if !text::contains_phrase(&t, negative) {
+            return Err(format!("no_mention: it must mention \"{negative}\""));
+        }
+        for a in golden_answers {
+            if !text::contains_phrase(negative, a) && text::contains_phrase(&t, a) {
+                return Err(format!(
+                    "states_golden: it still mentions the correct answer \"{a}\""
+                ));
+            }
+        }
+        let sim = text::token_similarity(&text::tokens(golden), &text::tokens(&t));
+        if sim < self.min_similarity {
+            return Err(format!(
+                "too_different: token similarity {sim:.2} to the original passage, at least {} required; change only what concerns the answer",
+                self.min_similarity
+            ));
+        }
+        Ok(t)
+    }
+
+    pub async fn run(&self, item: &mut Item, ctx: &StepCtx<'_>) -> Result<(), StepFailure> {
+        let answer = item.text("answer_text").trim().to_owned();
+        let negative = item.text("negative_answer").to_owned();
+        let golden = item.text("golden_context").to_owned();
+        let aliases = usable_aliases(item);
+        let golden_answers: Vec<String> = std::iter::once(answer.clone())
+            .chain(aliases.iter().cloned())
+            .collect();
+        let offline = replace_mentions(&golden, &golden_answers, &negative);
+        let mut vars: Map<String, Value> = item.fields.clone();
+        vars.insert("answer_text".into(), json!(answer));
+        vars.insert("aliases".into(), json!(aliases));
+        let a = Ask {
+            step: &self.name,
+            prompt: &self.prompt,
+            params: &self.params,
+            vars,
+            offline,
+        };
+        let context = ask(ctx, item, a, |raw| {
+            self.validate(raw, &golden, &golden_answers, &negative)
+        })
+        .await?;
+        item.set("negative_context", context);
+        Ok(())
+    }
+}
+
+/// Replaces every whole-word, case-insensitive mention of any of `answers` (and of each
+/// without a leading article) in `text` by `to`, longest first, in one pass (so a
+/// replacement is never replaced again).
+pub fn replace_mentions(text: &str, answers: &[String], to: &str) -> String {
+    let mut needles: Vec<String> = Vec::new();
+    for a in answers {
+        let a = a.trim();
+        needles.push(a.to_owned());
+        let lower = a.to_lowercase();
+        for article in ["the ", "a ", "an "] {
+            if lower.starts_with(article) {
+                needles.push(a[article.len()..].trim().to_owned());
+            }
+        }
+    }
+    needles.retain(|n| !n.is_empty());
+    needles.sort_by_key(|n| std::cmp::Reverse(n.len()));
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    for n in &needles {
+        for (s, e) in text::find_word_occurrences(text, n) {
+            if spans.iter().all(|&(a, b)| e <= a || s >= b) {
+                spans.push((s, e));
+            }
+        }
+    }
+    spans.sort_unstable();
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    for (s, e) in spans {
+        out.push_str(&text[last..s]);
+        out.push_str(to);
+        last = e;
+    }
+    out.push_str(&text[last..]);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rng() -> impl Rng {
+        item_rng(42, "kre-squad", "x", "distractors")
+    }
+
+    #[test]
+    fn numbers_are_shifted_keeping_the_words() {
+        let v = number_variants("16 December 1775", &mut rng());
+        assert!(v.len() >= 3);
+        for x in &v {
+            assert!(x.starts_with("16 December 17"), "{x}");
+            assert_ne!(x, "16 December 1775");
+        }
+        let d = number_variants("the 1990s", &mut rng());
+        assert!(
+            d.iter()
+                .all(|x| x.starts_with("the ") && x.ends_with("0s") && x != "the 1990s"),
+            "{d:?}"
+        );
+        let f = number_variants("6.8 inches", &mut rng());
+        assert!(
+            f.iter().all(|x| x.ends_with(" inches") && x.contains('.')),
+            "{f:?}"
+        );
+        let c = number_variants("about 12,000 people", &mut rng());
+        assert!(c.iter().take(3).all(|x| x.contains(',')), "{c:?}");
+        assert!(number_variants("Mount Everest", &mut rng()).is_empty());
+    }
+
+    #[test]
+    fn pool_answers_of_the_same_shape_come_first() {
+        let pool: Vec<String> = [
+            "Rollo",
+            "Normandy",
+            "in 911",
+            "the Franks",
+            "Paris",
+            "William the Conqueror",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let o = offline_options("Who was Emma's brother?", "Richard", &[], &pool, &mut rng());
+        assert_eq!(o.len(), 3);
+        for x in &o {
+            assert!(
+                ["Rollo", "Normandy", "Paris"].contains(&x.as_str()),
+                "{o:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn options_are_validated() {
+        let ok = validate_options(r#"{"options": ["a b", "c", "d"]}"#, "x", &[]).unwrap();
+        assert_eq!(ok.len(), 3);
+        let e = validate_options(r#"{"options": ["a", "c"]}"#, "x", &[]).unwrap_err();
+        assert!(e.starts_with("bad_options"), "{e}");
+        let e = validate_options(r#"{"options": ["The X", "c", "d"]}"#, "x", &[]).unwrap_err();
+        assert!(e.contains("correct answer"), "{e}");
+        let e =
+            validate_options(r#"{"options": ["y", "c", "d"]}"#, "x", &["Y".into()]).unwrap_err();
+        assert!(e.contains("correct answer"), "{e}");
+        let e = validate_options(r#"{"options": ["c", "C.", "d"]}"#, "x", &[]).unwrap_err();
+        assert!(e.contains("twice"), "{e}");
+        assert!(validate_options("{\"options\": [", "x", &[])
+            .unwrap_err()
+            .starts_with("bad_json"));
+    }
+
+    #[test]
+    fn mentions_are_replaced_once_longest_first() {
+        let t = "The Danube River is long; the Danube flows east. Danubes differ.";
+        let r = replace_mentions(t, &["Danube".into(), "Danube River".into()], "Danube Delta");
+        assert_eq!(
+            r,
+            "The Danube Delta is long; the Danube Delta flows east. Danubes differ."
+        );
+        let r = replace_mentions(
+            "It was the Anglican Communion; Anglican Communion grew.",
+            &["the Anglican Communion".into()],
+            "X",
+        );
+        assert_eq!(r, "It was X; X grew.");
+    }
+}

@@ -1,0 +1,335 @@
+#![allow(clippy::print_stderr)] // the tests print the figures they measure
+//! End-to-end tests of `conflictbench build kre` on the reading-comprehension recipes
+//! (SQuAD v2.0, MuSiQue): the rows' invariants, the filter counts, answers of a model that
+//! break the distractors' schema, and the prompts rendered with real records.
+
+mod common;
+
+use cb_engine::source::{self, SourceOptions};
+use cb_engine::Recipe;
+use cb_mock::{responder, MockServer, Reply};
+use common::*;
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+
+/// Whether `phrase` occurs in `text` case-insensitively, on word boundaries (written here,
+/// independently of the engine's text helpers).
+fn mentions(text: &str, phrase: &str) -> bool {
+    let (t, p) = (text.to_lowercase(), phrase.trim().to_lowercase());
+    if p.is_empty() {
+        return false;
+    }
+    let mut from = 0;
+    while let Some(i) = t[from..].find(&p).map(|i| i + from) {
+        let e = i + p.len();
+        let before = t[..i]
+            .chars()
+            .next_back()
+            .is_none_or(|c| !c.is_alphanumeric());
+        let after = t[e..].chars().next().is_none_or(|c| !c.is_alphanumeric());
+        if before && after {
+            return true;
+        }
+        from = i + t[i..].chars().next().map_or(1, char::len_utf8);
+    }
+    false
+}
+
+fn letter_index(l: &Value) -> usize {
+    (l.as_str().unwrap().as_bytes()[0] - b'A') as usize
+}
+
+/// Checks every released row of one built domain; returns the number of rows.
+fn check_rows(dir: &Path, domain: &str) -> usize {
+    assert_counts_add_up(dir);
+    let rows = read_json(&dir.join(format!("{domain}.json")));
+    let clean = read_jsonl(&dir.join(format!("{domain}.jsonl")));
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), clean.len());
+    for (r, c) in rows.iter().zip(&clean) {
+        let choices: Vec<&str> = r["choices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_str().unwrap())
+            .collect();
+        assert_eq!(choices.len(), 4, "{r}");
+        let distinct: HashSet<String> = choices.iter().map(|c| c.to_lowercase()).collect();
+        assert_eq!(distinct.len(), 4, "{r}");
+        let golden = choices[letter_index(&r["answer"])];
+        for key in [
+            "question",
+            "choices",
+            "answer",
+            "candidate",
+            "negative_context",
+        ] {
+            assert_eq!(c[key], r[key], "clean and released rows differ on {key}");
+        }
+        assert_ne!(r["candidate"], r["answer"], "{r}");
+        assert_eq!(
+            r["negative_answer"].as_str().unwrap(),
+            choices[letter_index(&r["candidate"])],
+            "{r}"
+        );
+        let negative = r["negative_answer"].as_str().unwrap();
+        let neg_ctx = r["negative_context"].as_str().unwrap();
+        assert!(
+            mentions(r[" golden_context"].as_str().unwrap(), golden) || domain == "musique",
+            "{r}"
+        );
+        assert!(mentions(neg_ctx, negative), "{r}");
+        if !mentions(negative, golden) {
+            assert!(
+                !mentions(neg_ctx, golden),
+                "negative context names the answer: {r}"
+            );
+        }
+    }
+    rows.len()
+}
+
+async fn offline_build(raw: &Path, out: &Path) {
+    let o = build(
+        &[
+            "kre",
+            "--domains",
+            "squad,musique",
+            "--raw",
+            raw.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &[],
+    )
+    .await;
+    assert!(o.status.success(), "{}", text(&o));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn offline_rows_have_four_options_and_a_conflicting_context() {
+    let mut sets = vec![("raw".to_owned(), repo().join("raw"))];
+    if let Some(d) = shared_data() {
+        sets.push(("shared".into(), d));
+    }
+    for (name, raw) in sets {
+        let out = tempfile::tempdir().unwrap();
+        offline_build(&raw, out.path()).await;
+        for domain in ["squad", "musique"] {
+            let dir = out.path().join("kre").join(domain);
+            let n = check_rows(&dir, domain);
+            assert!(n >= 3, "{name}/{domain}: only {n} rows");
+            let m = read_json(&dir.join("manifest.json"));
+            assert_eq!(m["offline"], true);
+            eprintln!(
+                "{name}/{domain}: {n} rows, {} rejected, filtered {}",
+                m["rejected"], m["filtered"]
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn filter_counts_on_the_normans_sample_match_the_file() {
+    let Some(data) = shared_data() else { return };
+    let doc = read_json(&data.join("squad_v2/dev-v2.0.normans.json"));
+    let (mut total, mut unanswerable, mut not_in_context) = (0u64, 0u64, 0u64);
+    for article in doc["data"].as_array().unwrap() {
+        for p in article["paragraphs"].as_array().unwrap() {
+            let context = p["context"].as_str().unwrap();
+            for q in p["qas"].as_array().unwrap() {
+                total += 1;
+                if q["is_impossible"].as_bool().unwrap_or(false) {
+                    unanswerable += 1;
+                } else if !mentions(context, q["answers"][0]["text"].as_str().unwrap()) {
+                    not_in_context += 1;
+                }
+            }
+        }
+    }
+    let out = tempfile::tempdir().unwrap();
+    offline_build(&data, out.path()).await;
+    let m = read_json(&out.path().join("kre/squad/manifest.json"));
+    let mut expect = BTreeMap::new();
+    if unanswerable > 0 {
+        expect.insert("unanswerable".to_owned(), json!(unanswerable));
+    }
+    if not_in_context > 0 {
+        expect.insert("answer_not_in_context".to_owned(), json!(not_in_context));
+    }
+    let filtered: BTreeMap<String, Value> = m["filtered"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    assert_eq!(filtered, expect);
+    let read = m["stages"][0]["in"].as_u64().unwrap();
+    assert_eq!(read, total);
+    let filter = m["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "filter")
+        .unwrap();
+    assert_eq!(
+        filter["out"].as_u64().unwrap(),
+        total - unanswerable - not_in_context
+    );
+    eprintln!(
+        "normans: {total} questions, {unanswerable} unanswerable, {not_in_context} answer not in context, {} rows",
+        m["rows"]
+    );
+}
+
+/// A SQuAD v2.0 document with one answerable question per case name.
+fn write_squad(raw: &Path, cases: &[&str]) {
+    let paragraphs: Vec<Value> = cases
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let context = format!(
+                "The town of Case{i} was founded by Alice Smith in 1820. Alice Smith also built its first bridge, which still stands."
+            );
+            json!({
+                "context": context,
+                "qas": [{
+                    "id": format!("q{i:03}"),
+                    "question": format!("Case {c}: who founded the town of Case{i}?"),
+                    "answers": [{"text": "Alice Smith", "answer_start": 31}],
+                    "is_impossible": false
+                }]
+            })
+        })
+        .collect();
+    let doc = json!({"version": "v2.0", "data": [{"title": "Towns", "paragraphs": paragraphs}]});
+    let dir = raw.join("squad_v2");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("dev-v2.0.json"), doc.to_string()).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn off_schema_distractors_end_in_rejects_and_the_rest_are_rows() {
+    let cases = ["ok1", "badjson", "ok2", "twooptions", "sameasanswer", "ok3"];
+    let raw = tempfile::tempdir().unwrap();
+    write_squad(raw.path(), &cases);
+    let mock = MockServer::start(responder(|req| {
+        let all: String = req
+            .messages
+            .iter()
+            .map(|(_, c)| c.as_str())
+            .collect::<Vec<_>>()
+            .join("\n");
+        let case = between(&all, "Case ", ":").unwrap_or("").to_owned();
+        if all.contains("misleading options") {
+            return Reply::content(match case.as_str() {
+                "badjson" => r#"{"options": ["Bob Jones", "Carol"#,
+                "twooptions" => r#"{"options": ["Bob Jones", "Carol White"]}"#,
+                "sameasanswer" => r#"{"options": ["Bob Jones", "alice smith", "Dan Brown"]}"#,
+                _ => "```json\n{\"options\": [\"Bob Jones\", \"Carol White\", \"Dan Brown\"]}\n```",
+            });
+        }
+        let passage = between(&all, "<<<\n", "\n>>>").unwrap_or_default();
+        let answer = between(&all, "Correct answer: \"", "\"").unwrap_or_default();
+        let negative = between(&all, "Replacement answer: \"", "\"").unwrap_or_default();
+        Reply::content(passage.replace(answer, negative))
+    }))
+    .await;
+    let out = tempfile::tempdir().unwrap();
+    let base = mock.base_url();
+    let o = build(
+        &[
+            "kre",
+            "--domains",
+            "squad",
+            "--backend",
+            "openai",
+            "--base-url",
+            &base,
+            "--model",
+            "m",
+            "--raw",
+            raw.path().to_str().unwrap(),
+            "--out",
+            out.path().to_str().unwrap(),
+        ],
+        &[],
+    )
+    .await;
+    assert!(o.status.success(), "{}", text(&o));
+    let dir = out.path().join("kre/squad");
+    assert_eq!(check_rows(&dir, "squad"), 3);
+    let rows = read_json(&dir.join("squad.json"));
+    for r in rows.as_array().unwrap() {
+        assert!(r["question"].as_str().unwrap().contains(": who founded"));
+        assert!(["Bob Jones", "Carol White", "Dan Brown"]
+            .contains(&r["negative_answer"].as_str().unwrap()));
+    }
+    let rejects = read_jsonl(&dir.join("rejects.jsonl"));
+    assert_eq!(rejects.len(), 3, "{rejects:?}");
+    let by_id: BTreeMap<&str, &Value> = rejects
+        .iter()
+        .map(|r| (r["id"].as_str().unwrap(), r))
+        .collect();
+    for (i, reason, raw_part) in [
+        (1, "bad_json", r#"["Bob Jones", "Carol"#),
+        (3, "bad_options", r#"["Bob Jones", "Carol White"]"#),
+        (4, "bad_options", "alice smith"),
+    ] {
+        let r = by_id[format!("q{i:03}").as_str()];
+        assert_eq!(r["stage"], "distractors", "{r}");
+        assert_eq!(r["reason"], reason, "{r}");
+        assert_eq!(r["attempts"], 2, "sent back once with the reason: {r}");
+        assert!(
+            r["raw_response"].as_str().unwrap().contains(raw_part),
+            "{r}"
+        );
+    }
+    let m = read_json(&dir.join("manifest.json"));
+    assert_eq!(m["backend"], "openai");
+    // 3 good items: 2 calls each; 3 bad ones: 2 distractors attempts each.
+    assert_eq!(mock.request_count(), 12);
+}
+
+#[test]
+fn prompts_carry_the_question_the_answer_and_the_context() {
+    let env = source::environment();
+    for domain in ["squad", "musique"] {
+        let recipe = Recipe::load(&repo().join(format!("recipes/kre-{domain}.toml"))).unwrap();
+        let loaded = source::load(
+            &recipe,
+            &SourceOptions {
+                raw: repo().join("raw"),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let item = loaded
+            .entries
+            .iter()
+            .find_map(|e| e.as_ref().ok())
+            .expect("a real record");
+        let mut vars = item.fields.clone();
+        vars.insert("negative_answer".into(), json!("Zanzibar"));
+        let vars = minijinja::Value::from_serialize(&vars);
+        for name in ["kre/distractors.md", "kre/rewrite_context.md"] {
+            let p = cb_engine::prompt::Prompt::load(&repo().join("prompts"), name).unwrap();
+            let (system, user) = p.render(&env, &vars).unwrap();
+            assert!(!system.is_empty(), "{name}");
+            for (what, v) in [
+                ("question", item.text("question")),
+                ("answer", item.text("answer_text")),
+                ("context", item.text("golden_context")),
+            ] {
+                assert!(!v.is_empty());
+                assert!(user.contains(v), "{domain} {name}: no {what} in\n{user}");
+            }
+            if name.contains("rewrite") {
+                assert!(user.contains("\"Zanzibar\""), "{user}");
+            } else {
+                assert!(user.contains(r#"{"options": ["#), "{user}");
+            }
+        }
+    }
+}

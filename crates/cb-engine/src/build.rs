@@ -67,10 +67,7 @@ impl Runner {
         };
         for (i, step) in self.steps.iter().enumerate() {
             if self.stop.load(Ordering::Relaxed) {
-                return (
-                    item,
-                    Err((i, StepFailure::Fatal(EngineError::Config("stopped".into())))),
-                );
+                return (item, Err((i, StepFailure::Cancelled)));
             }
             if let Err(f) = step.run(&mut item, &ctx).await {
                 if matches!(f, StepFailure::Fatal(_)) {
@@ -161,12 +158,9 @@ pub async fn build_recipe(
         match ended {
             Ok(()) => slots[slot] = Some(Ok(item)),
             Err((_, StepFailure::Fatal(e))) => {
-                if fatal.is_none()
-                    || matches!(fatal, Some(EngineError::Config(ref m)) if m == "stopped")
-                {
-                    fatal = Some(e);
-                }
+                fatal.get_or_insert(e);
             }
+            Err((_, StepFailure::Cancelled)) => {}
             Err((
                 i,
                 StepFailure::Reject {

@@ -39,6 +39,8 @@ pub enum StepFailure {
     },
     /// The build stops (budget spent, cache broken, replay miss).
     Fatal(EngineError),
+    /// Not run because another item's fatal failure is stopping the build.
+    Cancelled,
 }
 
 impl StepFailure {

@@ -12,6 +12,7 @@
 //! | `jsonl`         | [`jsonl`]         | any JSON-lines file of objects (e-CARE, ...)             |
 //! | `squad_v2`      | [`squad`]         | the official SQuAD v2.0 JSON document                    |
 //! | `musique`       | [`musique`]       | MuSiQue-Ans v1.0 JSONL                                   |
+//! | `uj`            | [`uj`]            | UJ-CS/Math/Phy: parallel `.src`/`.tgt` text, or JSONL    |
 //!
 //! # Streaming and errors
 //! Every reader streams: line-based files are read line by line through a `BufRead`, CSV
@@ -47,6 +48,7 @@ pub mod ecqa;
 pub mod jsonl;
 pub mod musique;
 pub mod squad;
+pub mod uj;
 mod util;
 
 /// An error of a reader.
@@ -100,6 +102,7 @@ const READER_NAMES: &[&str] = &[
     "jsonl",
     "squad_v2",
     "musique",
+    "uj",
 ];
 
 /// The names [`open`] accepts.
@@ -140,6 +143,7 @@ pub fn open(reader: &str, path: &Path, opts: &ReaderOptions) -> Result<Records, 
             util::no_options(reader, opts)?;
             util::json_lines(path, file, musique::Format)
         }
+        "uj" => uj::open(path, file, opts),
         other => Err(ReadError::Config(format!(
             "unknown reader `{other}`; known readers: {}",
             READER_NAMES.join(", ")

@@ -202,6 +202,16 @@ pub(crate) fn json_message(e: &serde_json::Error) -> String {
 /// How one JSON-lines format turns a line's object into a record's id and fields.
 pub(crate) trait LineFormat: Send + 'static {
     fn convert(&self, obj: Map<String, Value>) -> Result<(String, Map<String, Value>), Fault>;
+
+    /// [`LineFormat::convert`] with the record's 1-based line, for formats whose id may
+    /// depend on the position of the record (default: the line is not used).
+    fn convert_at(
+        &self,
+        obj: Map<String, Value>,
+        _line: u64,
+    ) -> Result<(String, Map<String, Value>), Fault> {
+        self.convert(obj)
+    }
 }
 
 /// Opens `path` as JSON lines read with `format`.
@@ -302,7 +312,7 @@ impl<F: LineFormat> Iterator for JsonLines<F> {
                     return Some(Err(self.record_error("bad_value", message)));
                 }
             };
-            return Some(match self.format.convert(obj) {
+            return Some(match self.format.convert_at(obj, self.line) {
                 Ok((id, fields)) => Ok(SourceRecord {
                     id,
                     origin: Origin {

@@ -1,13 +1,16 @@
 //! KRE steps for the commonsense part: the negative answer is a seeded pick among the
 //! dataset's wrong options, the negative context a brief explanation that supports it.
 
-use super::{ask, clean_text_answer, param_bool, param_str, Ask, LlmParams, StepCtx, StepFailure};
+use super::{
+    ask, clean_text_answer, param_bool, param_str, prompt_vars, Ask, LlmParams, StepCtx,
+    StepFailure,
+};
 use crate::prompt::Prompt;
 use crate::recipe::StepSpec;
 use crate::{EngineError, Item};
 use cb_model::{item_rng, letter, letter_index, text};
 use rand::Rng;
-use serde_json::{json, Map, Value};
+use serde_json::json;
 use std::path::Path;
 
 /// Picks the negative answer uniformly among the wrong choices, with the item's own
@@ -127,9 +130,11 @@ impl NegativeExplanation {
     pub async fn run(&self, item: &mut Item, ctx: &StepCtx<'_>) -> Result<(), StepFailure> {
         let answer = answer_text(item);
         let negative = item.text("negative_answer").to_owned();
-        let mut vars: Map<String, Value> = item.fields.clone();
-        vars.insert("answer_text".into(), json!(answer));
-        vars.insert("options".into(), json!(lettered(&item.texts("choices"))));
+        let vars = prompt_vars(
+            item,
+            &answer,
+            [("options", json!(lettered(&item.texts("choices"))))],
+        );
         let offline = self.offline(item, ctx);
         let a = Ask {
             step: &self.name,

@@ -6,7 +6,8 @@
 //! `aliases` (other accepted forms of the answer).
 
 use super::{
-    ask, clean_text_answer, extract_json, param_str, Ask, LlmParams, StepCtx, StepFailure,
+    ask, clean_text_answer, extract_json, param_str, prompt_vars, Ask, LlmParams, StepCtx,
+    StepFailure,
 };
 use crate::prompt::Prompt;
 use crate::recipe::StepSpec;
@@ -14,7 +15,7 @@ use crate::{EngineError, Item};
 use cb_model::{item_rng, letter, text};
 use rand::seq::SliceRandom;
 use rand::Rng;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use std::collections::HashSet;
 use std::path::Path;
 
@@ -78,9 +79,7 @@ impl Distractors {
         let mut rng = item_rng(ctx.seed, ctx.recipe, &item.id, "distractors");
         let offline = json!({ "options": offline_options(item.text("question"), &answer, &aliases, ctx.pool, &mut rng) })
             .to_string();
-        let mut vars: Map<String, Value> = item.fields.clone();
-        vars.insert("answer_text".into(), json!(answer));
-        vars.insert("aliases".into(), json!(aliases));
+        let vars = prompt_vars(item, &answer, [("aliases", json!(aliases))]);
         let a = Ask {
             step: &self.name,
             prompt: &self.prompt,
@@ -435,9 +434,7 @@ impl NegativeContext {
             .chain(aliases.iter().cloned())
             .collect();
         let offline = replace_mentions(&golden, &golden_answers, &negative);
-        let mut vars: Map<String, Value> = item.fields.clone();
-        vars.insert("answer_text".into(), json!(answer));
-        vars.insert("aliases".into(), json!(aliases));
+        let vars = prompt_vars(item, &answer, [("aliases", json!(aliases))]);
         let a = Ask {
             step: &self.name,
             prompt: &self.prompt,

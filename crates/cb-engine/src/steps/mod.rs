@@ -154,6 +154,20 @@ pub(crate) fn param_bool(spec: &StepSpec, key: &str, default: bool) -> bool {
         .unwrap_or(default)
 }
 
+/// The variables of a step's prompt: the item's fields, `answer_text`, and `extra`.
+pub(crate) fn prompt_vars<const N: usize>(
+    item: &Item,
+    answer: &str,
+    extra: [(&str, Value); N],
+) -> Map<String, Value> {
+    let mut vars = item.fields.clone();
+    vars.insert("answer_text".into(), Value::from(answer));
+    for (k, v) in extra {
+        vars.insert(k.to_owned(), v);
+    }
+    vars
+}
+
 /// One model question of a step.
 pub struct Ask<'a> {
     pub step: &'a str,

@@ -1,0 +1,96 @@
+//! The LLM layer against the mock server: cache commits, the cost budget, replay misses.
+
+use cb_llm::{BackendKind, Call, ChatRequest, Llm, LlmConfig, LlmError, Message, Price};
+
+fn call(i: usize) -> Call {
+    Call {
+        request: ChatRequest {
+            messages: vec![Message::user(format!("question {i}"))],
+            temperature: 0.0,
+            top_p: None,
+            max_tokens: 1000,
+            seed: None,
+            response_schema: None,
+        },
+        template: "t.md".into(),
+        template_hash: "h".into(),
+        item: format!("item-{i}"),
+        offline: "offline answer".into(),
+    }
+}
+
+fn config(base: &str, cache: &std::path::Path) -> LlmConfig {
+    let mut c = LlmConfig::offline();
+    c.backend = BackendKind::Openai;
+    c.base_url = base.into();
+    c.model = "m".into();
+    c.cache_path = Some(cache.to_path_buf());
+    c
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn max_cost_refuses_the_call_that_could_overrun_it_and_cached_answers_stay_free() {
+    // Every answer reports 500 + 500 tokens.
+    let mock = cb_mock::MockServer::start(cb_mock::responder(|_| cb_mock::Reply::ContentWith {
+        content: "fine".into(),
+        finish_reason: "stop".into(),
+        usage: Some((500, 500)),
+    }))
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(&mock.base_url(), &dir.path().join("c.sqlite"));
+    // At $1 per million tokens each way a call costs $0.001 and reserves its worst case
+    // (estimated prompt + 1000 max tokens, about $0.001) before it is sent: with $0.0025 the
+    // third call (0.002 spent + 0.001 reserved) could overrun, so it is refused.
+    c.price = Price {
+        input_per_million: 1.0,
+        output_per_million: 1.0,
+    };
+    c.max_cost_usd = Some(0.0025);
+    let llm = Llm::new(c.clone()).unwrap();
+    for i in 0..2 {
+        let got = llm.complete(&call(i)).await.unwrap();
+        assert!(!got.cached);
+    }
+    match llm.complete(&call(2)).await {
+        Err(e @ LlmError::Budget(_)) => assert!(e.is_fatal()),
+        other => panic!("expected a budget stop, got {other:?}"),
+    }
+    assert_eq!(mock.request_count(), 2);
+    // A new run with the same budget: the two answers come from the cache and cost nothing.
+    let llm = Llm::new(c).unwrap();
+    for i in 0..2 {
+        assert!(llm.complete(&call(i)).await.unwrap().cached);
+    }
+    assert_eq!(llm.stats().spent_usd, 0.0);
+    assert_eq!(mock.request_count(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn replay_answers_from_the_cache_and_names_a_miss() {
+    let mock = cb_mock::MockServer::start(cb_mock::fixed("cached text")).await;
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("c.sqlite");
+    let llm = Llm::new(config(&mock.base_url(), &cache)).unwrap();
+    llm.complete(&call(1)).await.unwrap();
+    let mut c = config(&mock.base_url(), &cache);
+    c.backend = BackendKind::Replay;
+    let replay = Llm::new(c).unwrap();
+    assert_eq!(replay.complete(&call(1)).await.unwrap().text, "cached text");
+    let miss = replay.complete(&call(2)).await.unwrap_err();
+    assert!(matches!(miss, LlmError::ReplayMiss { .. }));
+    assert!(
+        miss.to_string().contains("item-2") && miss.to_string().contains("t.md"),
+        "{miss}"
+    );
+    assert_eq!(mock.request_count(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn offline_answers_with_the_steps_rule_and_sends_nothing() {
+    let llm = Llm::new(LlmConfig::offline()).unwrap();
+    let got = llm.complete(&call(1)).await.unwrap();
+    assert_eq!(got.text, "offline answer");
+    assert_eq!(got.finish_reason, "offline");
+    assert_eq!(llm.endpoint(), "offline");
+}

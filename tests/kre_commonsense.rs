@@ -11,24 +11,6 @@ use serde_json::Value;
 use std::collections::HashMap;
 use std::path::Path;
 
-fn openai_args<'a>(base: &'a str, raw: &'a str, out: &'a str) -> Vec<&'a str> {
-    vec![
-        "kre",
-        "--domains",
-        "cose",
-        "--backend",
-        "openai",
-        "--base-url",
-        base,
-        "--model",
-        "gpt-4o-mini",
-        "--raw",
-        raw,
-        "--out",
-        out,
-    ]
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn built_rows_equal_the_released_rows_they_share() {
     let Some(data) = shared_data() else { return };
@@ -100,12 +82,12 @@ async fn second_build_makes_no_call_and_writes_identical_files_and_replay_reprod
     let out = tempfile::tempdir().unwrap();
     let (r, o) = (raw.path().to_str().unwrap(), out.path().to_str().unwrap());
     let base = mock.base_url();
-    let first = build(&openai_args(&base, r, o), &[]).await;
+    let first = build(&openai_args("cose", &base, r, o), &[]).await;
     assert!(first.status.success(), "{}", text(&first));
     let calls = mock.request_count();
     assert_eq!(calls, 30, "one call per item");
     let snap = snapshot(out.path());
-    let second = build(&openai_args(&base, r, o), &[]).await;
+    let second = build(&openai_args("cose", &base, r, o), &[]).await;
     assert!(second.status.success(), "{}", text(&second));
     assert_eq!(
         mock.request_count(),
@@ -149,7 +131,7 @@ async fn second_build_makes_no_call_and_writes_identical_files_and_replay_reprod
             "--base-url",
             &base,
             "--model",
-            "gpt-4o-mini",
+            "m",
             "--raw",
             r,
             "--out",
@@ -178,6 +160,7 @@ async fn concurrency_1_and_64_give_identical_files() {
         let out = tempfile::tempdir().unwrap();
         let base = mock.base_url();
         let mut args = openai_args(
+            "cose",
             &base,
             raw.path().to_str().unwrap(),
             out.path().to_str().unwrap(),
@@ -202,7 +185,7 @@ async fn killed_builds_resume_without_paying_twice() {
         let out = tempfile::tempdir().unwrap();
         let (r, o) = (raw.path().to_str().unwrap(), out.path().to_str().unwrap());
         let base = mock.base_url();
-        let mut args = openai_args(&base, r, o);
+        let mut args = openai_args("cose", &base, r, o);
         args.extend(["--concurrency", "4"]);
         let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_conflictbench"))
             .arg("build")
@@ -267,6 +250,7 @@ async fn the_api_key_is_never_written_or_logged() {
     let out = tempfile::tempdir().unwrap();
     let o = build(
         &openai_args(
+            "cose",
             &mock.base_url(),
             raw.path().to_str().unwrap(),
             out.path().to_str().unwrap(),
@@ -485,7 +469,7 @@ async fn a_budget_stops_cleanly_and_the_next_run_finishes() {
     let out = tempfile::tempdir().unwrap();
     let (r, o) = (raw.path().to_str().unwrap(), out.path().to_str().unwrap());
     let base = mock.base_url();
-    let mut args = openai_args(&base, r, o);
+    let mut args = openai_args("cose", &base, r, o);
     args.extend(["--concurrency", "1", "--max-tokens", "1500"]);
     let stopped = build(&args, &[]).await;
     assert_eq!(stopped.status.code(), Some(3), "{}", text(&stopped));
@@ -500,7 +484,7 @@ async fn a_budget_stops_cleanly_and_the_next_run_finishes() {
         !Path::new(o).join("kre/cose/cose.json").exists(),
         "a stopped build wrote outputs"
     );
-    let args = openai_args(&base, r, o);
+    let args = openai_args("cose", &base, r, o);
     let done = build(&args, &[]).await;
     assert!(done.status.success(), "{}", text(&done));
     assert_eq!(mock.request_count(), 20, "the resumed build paid twice");
@@ -514,6 +498,7 @@ async fn dry_run_counts_calls_without_calling() {
     let out = tempfile::tempdir().unwrap();
     let base = mock.base_url();
     let mut args = openai_args(
+        "cose",
         &base,
         raw.path().to_str().unwrap(),
         out.path().to_str().unwrap(),

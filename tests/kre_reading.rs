@@ -215,12 +215,7 @@ async fn off_schema_distractors_end_in_rejects_and_the_rest_are_rows() {
     let raw = tempfile::tempdir().unwrap();
     write_squad(raw.path(), &cases);
     let mock = MockServer::start(responder(|req| {
-        let all: String = req
-            .messages
-            .iter()
-            .map(|(_, c)| c.as_str())
-            .collect::<Vec<_>>()
-            .join("\n");
+        let all = all_text(req);
         let case = between(&all, "Case ", ":").unwrap_or("").to_owned();
         if all.contains("misleading options") {
             return Reply::content(match case.as_str() {
@@ -238,25 +233,8 @@ async fn off_schema_distractors_end_in_rejects_and_the_rest_are_rows() {
     .await;
     let out = tempfile::tempdir().unwrap();
     let base = mock.base_url();
-    let o = build(
-        &[
-            "kre",
-            "--domains",
-            "squad",
-            "--backend",
-            "openai",
-            "--base-url",
-            &base,
-            "--model",
-            "m",
-            "--raw",
-            raw.path().to_str().unwrap(),
-            "--out",
-            out.path().to_str().unwrap(),
-        ],
-        &[],
-    )
-    .await;
+    let (r, o) = (raw.path().to_str().unwrap(), out.path().to_str().unwrap());
+    let o = build(&openai_args("squad", &base, r, o), &[]).await;
     assert!(o.status.success(), "{}", text(&o));
     let dir = out.path().join("kre/squad");
     assert_eq!(check_rows(&dir, "squad"), 3);

@@ -44,12 +44,7 @@ async fn faults_end_in_retries_or_rejects_and_the_build_finishes() {
     write_cqa(raw.path(), &rows_ref);
 
     let mock = MockServer::start(responder(|req| {
-        let all: String = req
-            .messages
-            .iter()
-            .map(|(_, c)| c.as_str())
-            .collect::<Vec<_>>()
-            .join("\n");
+        let all = all_text(req);
         let case = between(&all, "Case ", ":").unwrap_or("").to_owned();
         match (case.as_str(), req.attempt) {
             ("ratelimit", 1) => Reply::rate_limited("1"),
@@ -76,31 +71,17 @@ async fn faults_end_in_retries_or_rejects_and_the_build_finishes() {
     .await;
     let out = tempfile::tempdir().unwrap();
     let base = mock.base_url();
-    let o = build(
-        &[
-            "kre",
-            "--domains",
-            "cose",
-            "--backend",
-            "openai",
-            "--base-url",
-            &base,
-            "--model",
-            "m",
-            "--raw",
-            raw.path().to_str().unwrap(),
-            "--out",
-            out.path().to_str().unwrap(),
-            "--max-retries",
-            "2",
-            "--backoff-ms",
-            "10",
-            "--timeout-s",
-            "1",
-        ],
-        &[],
-    )
-    .await;
+    let (r, o) = (raw.path().to_str().unwrap(), out.path().to_str().unwrap());
+    let mut args = openai_args("cose", &base, r, o);
+    args.extend([
+        "--max-retries",
+        "2",
+        "--backoff-ms",
+        "10",
+        "--timeout-s",
+        "1",
+    ]);
+    let o = build(&args, &[]).await;
     assert!(o.status.success(), "{}", text(&o));
     let dir = out.path().join("kre/cose");
     assert_counts_add_up(&dir);

@@ -122,20 +122,41 @@ pub fn assert_counts_add_up(dir: &Path) {
 /// The model stand-in: answers the negative-explanation prompt with a sentence that names
 /// the option it was asked to support, derived from the prompt alone (so it is deterministic).
 pub fn model_reply(req: &ChatRequest) -> Reply {
-    let user = req.last_user();
-    let all: String = req
-        .messages
-        .iter()
-        .map(|(_, c)| c.as_str())
-        .collect::<Vec<_>>()
-        .join("\n");
+    let all = all_text(req);
     let target = between(&all, "give a reason why \"", "\"")
         .or_else(|| between(&all, "explains why \"", "\""))
         .unwrap_or_default();
-    let _ = user;
     Reply::Content(format!(
         "Most people would agree that {target} is the natural answer here."
     ))
+}
+
+/// Every message of a request, joined by newlines.
+pub fn all_text(req: &ChatRequest) -> String {
+    req.messages
+        .iter()
+        .map(|(_, c)| c.as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `build kre --domains DOMAIN` against an OpenAI-compatible `base`, model `m`.
+pub fn openai_args<'a>(domain: &'a str, base: &'a str, raw: &'a str, out: &'a str) -> Vec<&'a str> {
+    vec![
+        "kre",
+        "--domains",
+        domain,
+        "--backend",
+        "openai",
+        "--base-url",
+        base,
+        "--model",
+        "m",
+        "--raw",
+        raw,
+        "--out",
+        out,
+    ]
 }
 
 pub fn model() -> cb_mock::Responder {

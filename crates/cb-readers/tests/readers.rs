@@ -1,6 +1,9 @@
 //! Each reader on the team's samples in `raw/` and on the real samples in `../shared/data`
 //! (skipped when absent, unless `CI=true`), plus malformed inputs.
 
+mod common;
+
+use common::{record_error, write};
 use std::path::{Path, PathBuf};
 
 use cb_readers::{open, reader_names, resolve_inputs, ReadError, ReaderOptions, SourceRecord};
@@ -76,24 +79,6 @@ fn strs(v: &Value) -> Vec<&str> {
 
 fn keys(r: &SourceRecord) -> Vec<&str> {
     r.fields.keys().map(String::as_str).collect()
-}
-
-fn write(dir: &Path, name: &str, content: &str) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, content).unwrap();
-    path
-}
-
-fn record_error(e: &ReadError) -> (&str, u64, &str, &str) {
-    match e {
-        ReadError::Record {
-            file,
-            line,
-            code,
-            message,
-        } => (file.as_str(), *line, *code, message.as_str()),
-        other => panic!("expected a record error, got {other:?}"),
-    }
 }
 
 // ---------------------------------------------------------------- CommonsenseQA

@@ -1,6 +1,9 @@
 //! Reader `uj`: the parallel `.src`/`.tgt` form and the JSONL form on the samples in
 //! `raw/uj`, the separator options, and malformed inputs.
 
+mod common;
+
+use common::{record_error, write};
 use std::path::{Path, PathBuf};
 
 use cb_readers::{open, ReadError, ReaderOptions, SourceRecord};
@@ -36,24 +39,6 @@ fn read_clean(path: &Path, options: &ReaderOptions) -> Vec<SourceRecord> {
 
 fn items(path: &Path, options: &ReaderOptions) -> Vec<Result<SourceRecord, ReadError>> {
     open("uj", path, options).unwrap().collect()
-}
-
-fn write(dir: &Path, name: &str, content: &str) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, content).unwrap();
-    path
-}
-
-fn record_error(e: &ReadError) -> (&str, u64, &str, &str) {
-    match e {
-        ReadError::Record {
-            file,
-            line,
-            code,
-            message,
-        } => (file.as_str(), *line, *code, message.as_str()),
-        other => panic!("expected a record error, got {other:?}"),
-    }
 }
 
 fn sentences(r: &SourceRecord) -> Vec<&str> {

@@ -1,11 +1,7 @@
 //! KRE steps for the commonsense part: the negative answer is a seeded pick among the
 //! dataset's wrong options, the negative context a brief explanation that supports it.
 
-use super::{
-    ask, clean_text_answer, param_bool, param_str, prompt_vars, Ask, LlmParams, StepCtx,
-    StepFailure,
-};
-use crate::prompt::Prompt;
+use super::{ask, clean_text_answer, param_bool, param_str, ModelStep, StepCtx, StepFailure};
 use crate::recipe::StepSpec;
 use crate::{EngineError, Item};
 use cb_model::{item_rng, letter, letter_index, text};
@@ -57,9 +53,7 @@ impl PickNegative {
 /// (a minijinja template over the item's fields).
 #[derive(Debug)]
 pub struct NegativeExplanation {
-    pub name: String,
-    pub prompt: Prompt,
-    params: LlmParams,
+    pub model: ModelStep,
     require_mention: bool,
     max_words: usize,
     offline_template: String,
@@ -67,13 +61,8 @@ pub struct NegativeExplanation {
 
 impl NegativeExplanation {
     pub fn new(spec: &StepSpec, prompts: &Path) -> Result<Self, EngineError> {
-        let prompt_name = param_str(spec, "prompt").ok_or_else(|| {
-            EngineError::Config(format!("step {}: missing `prompt`", spec.name()))
-        })?;
         Ok(Self {
-            name: spec.name().to_owned(),
-            prompt: Prompt::load(prompts, &prompt_name)?,
-            params: LlmParams::from_spec(spec, 160)?,
+            model: ModelStep::new(spec, prompts, None, 160)?,
             require_mention: param_bool(spec, "require_mention", false),
             max_words: spec
                 .params
@@ -130,19 +119,11 @@ impl NegativeExplanation {
     pub async fn run(&self, item: &mut Item, ctx: &StepCtx<'_>) -> Result<(), StepFailure> {
         let answer = answer_text(item);
         let negative = item.text("negative_answer").to_owned();
-        let vars = prompt_vars(
-            item,
-            &answer,
-            [("options", json!(lettered(&item.texts("choices"))))],
-        );
+        let options = json!(lettered(&item.texts("choices")));
         let offline = self.offline(item, ctx);
-        let a = Ask {
-            step: &self.name,
-            prompt: &self.prompt,
-            params: &self.params,
-            vars,
-            offline,
-        };
+        let a = self
+            .model
+            .ask(item, &answer, [("options", options)], offline);
         let context = ask(ctx, item, a, |raw| self.validate(raw, &answer, &negative)).await?;
         item.set("negative_context", context);
         Ok(())

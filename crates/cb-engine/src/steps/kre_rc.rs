@@ -5,11 +5,7 @@
 //! Items come from a `kre_rc` recipe: `question`, `golden_context`, `answer_text` and
 //! `aliases` (other accepted forms of the answer).
 
-use super::{
-    ask, clean_text_answer, extract_json, param_str, prompt_vars, Ask, LlmParams, StepCtx,
-    StepFailure,
-};
-use crate::prompt::Prompt;
+use super::{ask, clean_text_answer, extract_json, param_f64, ModelStep, StepCtx, StepFailure};
 use crate::recipe::StepSpec;
 use crate::{EngineError, Item};
 use cb_model::{item_rng, letter, text};
@@ -18,13 +14,6 @@ use rand::Rng;
 use serde_json::{json, Value};
 use std::collections::HashSet;
 use std::path::Path;
-
-fn load_prompt(spec: &StepSpec, prompts: &Path, default: &str) -> Result<Prompt, EngineError> {
-    Prompt::load(
-        prompts,
-        &param_str(spec, "prompt").unwrap_or_else(|| default.to_owned()),
-    )
-}
 
 /// The item's aliases that are worth checking and replacing: distinct from the answer and
 /// from each other after normalisation, and at least three characters long once normalised
@@ -56,17 +45,13 @@ pub fn usable_aliases(item: &Item) -> Vec<String> {
 /// out answers that the question itself names.
 #[derive(Debug)]
 pub struct Distractors {
-    pub name: String,
-    pub prompt: Prompt,
-    params: LlmParams,
+    pub model: ModelStep,
 }
 
 impl Distractors {
     pub fn new(spec: &StepSpec, prompts: &Path) -> Result<Self, EngineError> {
         Ok(Self {
-            name: spec.name().to_owned(),
-            prompt: load_prompt(spec, prompts, "kre/distractors.md")?,
-            params: LlmParams::from_spec(spec, 120)?,
+            model: ModelStep::new(spec, prompts, Some("kre/distractors.md"), 120)?,
         })
     }
 
@@ -79,14 +64,9 @@ impl Distractors {
         let mut rng = item_rng(ctx.seed, ctx.recipe, &item.id, "distractors");
         let offline = json!({ "options": offline_options(item.text("question"), &answer, &aliases, ctx.pool, &mut rng) })
             .to_string();
-        let vars = prompt_vars(item, &answer, [("aliases", json!(aliases))]);
-        let a = Ask {
-            step: &self.name,
-            prompt: &self.prompt,
-            params: &self.params,
-            vars,
-            offline,
-        };
+        let a = self
+            .model
+            .ask(item, &answer, [("aliases", json!(aliases))], offline);
         let options = ask(ctx, item, a, |raw| validate_options(raw, &answer, &aliases)).await?;
         let mut rng = item_rng(ctx.seed, ctx.recipe, &item.id, "negative_answer");
         let negative = rng.random_range(0..options.len()) + 1;
@@ -370,23 +350,15 @@ pub fn number_variants(answer: &str, rng: &mut impl Rng) -> Vec<String> {
 /// negative answer.
 #[derive(Debug)]
 pub struct NegativeContext {
-    pub name: String,
-    pub prompt: Prompt,
-    params: LlmParams,
+    pub model: ModelStep,
     min_similarity: f64,
 }
 
 impl NegativeContext {
     pub fn new(spec: &StepSpec, prompts: &Path) -> Result<Self, EngineError> {
-        let min_similarity = spec
-            .params
-            .get("min_similarity")
-            .and_then(|v| v.as_float().or_else(|| v.as_integer().map(|i| i as f64)))
-            .unwrap_or(0.6);
+        let min_similarity = param_f64(spec, "min_similarity").unwrap_or(0.6);
         Ok(Self {
-            name: spec.name().to_owned(),
-            prompt: load_prompt(spec, prompts, "kre/rewrite_context.md")?,
-            params: LlmParams::from_spec(spec, 1024)?,
+            model: ModelStep::new(spec, prompts, Some("kre/rewrite_context.md"), 1024)?,
             min_similarity,
         })
     }
@@ -434,14 +406,9 @@ impl NegativeContext {
             .chain(aliases.iter().cloned())
             .collect();
         let offline = replace_mentions(&golden, &golden_answers, &negative);
-        let vars = prompt_vars(item, &answer, [("aliases", json!(aliases))]);
-        let a = Ask {
-            step: &self.name,
-            prompt: &self.prompt,
-            params: &self.params,
-            vars,
-            offline,
-        };
+        let a = self
+            .model
+            .ask(item, &answer, [("aliases", json!(aliases))], offline);
         let context = ask(ctx, item, a, |raw| {
             self.validate(raw, &golden, &golden_answers, &negative)
         })

@@ -113,9 +113,9 @@ impl Step {
     pub fn name(&self) -> &str {
         match self {
             Self::PickNegative(s) => &s.name,
-            Self::NegativeExplanation(s) => &s.name,
-            Self::Distractors(s) => &s.name,
-            Self::NegativeContext(s) => &s.name,
+            Self::NegativeExplanation(s) => &s.model.name,
+            Self::Distractors(s) => &s.model.name,
+            Self::NegativeContext(s) => &s.model.name,
         }
     }
 
@@ -123,9 +123,9 @@ impl Step {
     pub fn prompt(&self) -> Option<&Prompt> {
         match self {
             Self::PickNegative(_) => None,
-            Self::NegativeExplanation(s) => Some(&s.prompt),
-            Self::Distractors(s) => Some(&s.prompt),
-            Self::NegativeContext(s) => Some(&s.prompt),
+            Self::NegativeExplanation(s) => Some(&s.model.prompt),
+            Self::Distractors(s) => Some(&s.model.prompt),
+            Self::NegativeContext(s) => Some(&s.model.prompt),
         }
     }
 
@@ -154,18 +154,64 @@ pub(crate) fn param_bool(spec: &StepSpec, key: &str, default: bool) -> bool {
         .unwrap_or(default)
 }
 
-/// The variables of a step's prompt: the item's fields, `answer_text`, and `extra`.
-pub(crate) fn prompt_vars<const N: usize>(
-    item: &Item,
-    answer: &str,
-    extra: [(&str, Value); N],
-) -> Map<String, Value> {
-    let mut vars = item.fields.clone();
-    vars.insert("answer_text".into(), Value::from(answer));
-    for (k, v) in extra {
-        vars.insert(k.to_owned(), v);
+/// A number parameter of a step (integers accepted).
+pub(crate) fn param_f64(spec: &StepSpec, key: &str) -> Option<f64> {
+    spec.params
+        .get(key)
+        .and_then(|v| v.as_float().or_else(|| v.as_integer().map(|i| i as f64)))
+}
+
+/// What every model step holds: its name, its prompt template and its sampling parameters.
+#[derive(Debug)]
+pub struct ModelStep {
+    pub name: String,
+    pub prompt: Prompt,
+    pub params: LlmParams,
+}
+
+impl ModelStep {
+    /// Reads the recipe entry's `prompt` (or `default_prompt`; without either it is a
+    /// configuration error) and its sampling parameters.
+    pub(crate) fn new(
+        spec: &StepSpec,
+        prompts: &Path,
+        default_prompt: Option<&str>,
+        default_max_tokens: u32,
+    ) -> Result<Self, EngineError> {
+        let prompt = param_str(spec, "prompt")
+            .or_else(|| default_prompt.map(str::to_owned))
+            .ok_or_else(|| {
+                EngineError::Config(format!("step {}: missing `prompt`", spec.name()))
+            })?;
+        Ok(Self {
+            name: spec.name().to_owned(),
+            prompt: Prompt::load(prompts, &prompt)?,
+            params: LlmParams::from_spec(spec, default_max_tokens)?,
+        })
     }
-    vars
+
+    /// The question for `item`: the template sees the item's fields, `answer_text` and
+    /// `extra`; `offline` is the step's rule-based answer.
+    pub(crate) fn ask<const N: usize>(
+        &self,
+        item: &Item,
+        answer: &str,
+        extra: [(&str, Value); N],
+        offline: String,
+    ) -> Ask<'_> {
+        let mut vars = item.fields.clone();
+        vars.insert("answer_text".into(), Value::from(answer));
+        for (k, v) in extra {
+            vars.insert(k.to_owned(), v);
+        }
+        Ask {
+            step: &self.name,
+            prompt: &self.prompt,
+            params: &self.params,
+            vars,
+            offline,
+        }
+    }
 }
 
 /// One model question of a step.

@@ -2,15 +2,18 @@
 //! readers produce, steps transform and writers serialise, plus the pure helpers every
 //! part shares (seeded randomness, text normalisation).
 
+pub mod date;
 pub mod kre;
 pub mod manifest;
 pub mod record;
+pub mod recall;
 pub mod reject;
 pub mod rng;
 pub mod text;
 
 pub use kre::{letter, letter_index, KreRow};
 pub use manifest::{Manifest, StageCounts};
+pub use recall::{Edit, KvItem, QaRow, TextGenRow};
 pub use record::{Origin, SourceRecord};
 pub use reject::Reject;
 pub use rng::item_rng;

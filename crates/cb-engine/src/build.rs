@@ -1,10 +1,10 @@
 //! Running one recipe end to end.
 
-use crate::output::{append_line, write_kre, Outputs};
+use crate::output::{append_line, Outputs};
 use crate::progress::Progress;
 use crate::recipe::Recipe;
 use crate::source::{self, SourceOptions};
-use crate::steps::{Step, StepCtx, StepFailure};
+use crate::steps::{Peer, Step, StepCtx, StepFailure};
 use crate::{EngineError, Item};
 use cb_llm::Llm;
 use cb_model::manifest::LlmTotals;
@@ -50,6 +50,7 @@ struct Runner {
     /// The golden answers (`answer_text`) of the recipe's items, in source order, without
     /// repeats: the corpus the offline `distractors` rule draws from.
     pool: Vec<String>,
+    peers: Vec<Peer>,
     stop: AtomicBool,
 }
 
@@ -64,6 +65,7 @@ impl Runner {
             seed: self.seed,
             recipe: &self.recipe,
             pool: &self.pool,
+            peers: &self.peers,
         };
         for (i, step) in self.steps.iter().enumerate() {
             if self.stop.load(Ordering::Relaxed) {
@@ -95,6 +97,15 @@ pub async fn build_recipe(
         .collect::<Result<Vec<_>, _>>()?;
     let loaded = source::load(recipe, &opts.sources)?;
     let pool = answers_pool(&loaded.entries);
+    let peers = loaded
+        .entries
+        .iter()
+        .filter_map(|e| e.as_ref().ok())
+        .map(|i| Peer {
+            id: i.id.clone(),
+            fields: i.fields.clone(),
+        })
+        .collect();
     let runner = Arc::new(Runner {
         steps,
         llm: llm.clone(),
@@ -102,6 +113,7 @@ pub async fn build_recipe(
         seed: opts.seed,
         recipe: name.clone(),
         pool,
+        peers,
         stop: AtomicBool::new(false),
     });
 
@@ -246,16 +258,11 @@ pub async fn build_recipe(
         llm: totals,
         files: Vec::new(),
     };
-    manifest.files = vec![
-        format!("{}.json", recipe.domain),
-        format!("{}.jsonl", recipe.domain),
-        "rejects.jsonl".into(),
-        "README.md".into(),
-        "manifest.json".into(),
-    ];
+    manifest.files = crate::output::file_names(&recipe.format, &recipe.domain);
     if opts.write {
         let card = crate::card::render(recipe, &manifest);
-        write_kre(
+        crate::output::write_outputs(
+            &recipe.format,
             &dir,
             &Outputs {
                 domain: &recipe.domain,

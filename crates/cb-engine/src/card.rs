@@ -73,11 +73,16 @@ pub fn render(recipe: &Recipe, m: &Manifest) -> String {
         }
     }
     let _ = writeln!(s, "\n## Files\n");
-    let _ = writeln!(
-        s,
-        "- `{d}.json`: the released KRE layout, a JSON array indented by 4 spaces, each element `{{\"question\", \"answer\", \"negative_answer\", \"candidate\", \" golden_context\", \"negative_context\", \"choices\"}}`. The key `\" golden_context\"` keeps the leading space of the released files, so the released evaluation scripts read it unchanged. `answer` and `candidate` are letters indexing `choices`; `negative_answer == choices[candidate]`.\n- `{d}.jsonl`: the same rows with clean key names (`golden_context`), plus `id`, `source_id`, `origin` (source file and line) and `lineage` (per model call: step, prompt template and its hash, cache key, attempt).\n- `rejects.jsonl`: every source record that did not become a row: `id`, `origin`, `stage`, `reason`, `detail`, `raw_response` (the model's answer, when one was behind the rejection), `attempts`.\n- `manifest.json`: everything above in machine-readable form. For every stage, in = out + rejected.\n- `runs.jsonl`: one line per run of the build (calls made upstream, cache hits, spend). It is the only file that differs between two runs with the same inputs, seed and cache.",
-        d = m.domain
-    );
+    if recipe.format == "recall" {
+        let _ = writeln!(s, "{RECALL_FILES}");
+    } else {
+        let _ = writeln!(
+            s,
+            "- `{d}.json`: the released KRE layout, a JSON array indented by 4 spaces, each element `{{\"question\", \"answer\", \"negative_answer\", \"candidate\", \" golden_context\", \"negative_context\", \"choices\"}}`. The key `\" golden_context\"` keeps the leading space of the released files, so the released evaluation scripts read it unchanged. `answer` and `candidate` are letters indexing `choices`; `negative_answer == choices[candidate]`.\n- `{d}.jsonl`: the same rows with clean key names (`golden_context`), plus `id`, `source_id`, `origin` (source file and line) and `lineage` (per model call: step, prompt template and its hash, cache key, attempt).",
+            d = m.domain
+        );
+    }
+    let _ = writeln!(s, "{COMMON_FILES}");
     if !recipe.notes.is_empty() {
         let _ = writeln!(s, "\n## Notes\n");
         for n in &recipe.notes {
@@ -96,3 +101,11 @@ pub fn render(recipe: &Recipe, m: &Manifest) -> String {
 fn short(h: &str) -> &str {
     &h[..h.len().min(12)]
 }
+
+const COMMON_FILES: &str = "- `rejects.jsonl`: every source record that did not become a row: `id`, `origin`, `stage`, `reason`, `detail`, `raw_response` (the model's answer, when one was behind the rejection), `attempts`.\n- `manifest.json`: everything above in machine-readable form. For every stage, in = out + rejected.\n- `runs.jsonl`: one line per run of the build (calls made upstream, cache hits, spend). It is the only file that differs between two runs with the same inputs, seed and cache.";
+
+const RECALL_FILES: &str = "RECALL was not released; these files are conflictbench's own, complete enough to compute the paper's metrics from them alone. Offsets count Unicode characters (Python `str` indices), end exclusive.
+
+- `qa_a.jsonl`: question answering with the answer edited (QA-A), one row per sample. `id`, `domain` (`eventkg`, or the UJ domain `cs` / `math` / `phy`), `source_id` (event or term), `origin` (source file and line), `subject` (the event's name or the term), `task` = `qa_a`, `edit` = `answer`, `question`, `answer` (as the context writes it), `edited_answer`, `answer_key` (EventKG: the record key the answer is the value of), `options` (the answer and the edited answer, in a seeded order), `answer_option` (the letter of the right option), `context` (the paragraph of step 1), `edited_context` (every mention of the answer replaced by the edited answer), `edits` (one per change: `original`, `edited`, `original_span`, `edited_span`), `lineage` (per model call: step, prompt template and its hash, cache key, attempt).
+- `qa_na.jsonl`: question answering with text outside the answer edited (QA-NA), same fields with `task` = `qa_na`. `edit` = `word`: people, places, dates (EventKG) or words (UJ) outside the answer replaced; `edit` = `sentence` (UJ): a sentence about another term (`donor_term`), renamed to this one, inserted. The answer still occurs verbatim in `edited_context`; the right option is still `answer`.
+- `text_generation.jsonl`: `source` and `edited_source` (EventKG: the key-value record, a list of `{key, value, kind}`, and the same record with the answer's item changed, `edited_key` naming it; UJ: the paragraph, and the paragraph with the answer edit and the word edits), `target` (EventKG: the paragraph; UJ: the definition), `edited_words` (E) and `original_words` (O) for the mistake reappearance rate, `aligned` (true: E[j] replaced O[j], EventKG; false: two sets of words, UJ, as the paper's formula 3 needs).";

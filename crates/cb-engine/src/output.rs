@@ -2,7 +2,8 @@
 //! into place, so a killed build never leaves a half-written file.
 
 use crate::{EngineError, Item};
-use cb_model::{letter, letter_index, KreRow, Manifest, Reject};
+use cb_model::recall::{Edit, QaRow, TextGenRow};
+use cb_model::{letter, letter_index, KreRow, KvItem, Manifest, Reject};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use std::io::Write;
@@ -116,8 +117,198 @@ pub fn check_mapped(format: &str, fields: &mut Map<String, Value>) -> Result<(),
             }
             Ok(())
         }
+        // RECALL: a domain on every row, and either a key-value record (EventKG) or a term
+        // with its sentences and definition (UJ).
+        "recall" => {
+            if fields
+                .get("domain")
+                .and_then(Value::as_str)
+                .is_none_or(|d| d.trim().is_empty())
+            {
+                return Err("field domain must be a non-empty string".into());
+            }
+            if let Some(kv) = fields.get("kv") {
+                let items: Vec<KvItem> = serde_json::from_value(kv.clone()).map_err(|e| {
+                    format!("field kv must be a list of {{key, value, kind}} objects: {e}")
+                })?;
+                if !items.iter().any(|i| i.kind == "name") {
+                    return Err("field kv has no item of kind name".into());
+                }
+                return Ok(());
+            }
+            for key in ["term", "definition"] {
+                if fields
+                    .get(key)
+                    .and_then(Value::as_str)
+                    .is_none_or(|t| t.trim().is_empty())
+                {
+                    return Err(format!(
+                        "field {key} must be a non-empty string (or give a `kv` record)"
+                    ));
+                }
+            }
+            if !fields
+                .get("sentences")
+                .and_then(Value::as_array)
+                .is_some_and(|a| !a.is_empty() && a.iter().all(Value::is_string))
+            {
+                return Err("field sentences must be a non-empty list of strings".into());
+            }
+            Ok(())
+        }
         other => Err(format!("unknown output format '{other}'")),
     }
+}
+
+/// The files a build of `format` writes, in the manifest's order.
+pub fn file_names(format: &str, domain: &str) -> Vec<String> {
+    let mut files = match format {
+        "recall" => vec![
+            "qa_a.jsonl".to_owned(),
+            "qa_na.jsonl".into(),
+            "text_generation.jsonl".into(),
+        ],
+        _ => vec![format!("{domain}.json"), format!("{domain}.jsonl")],
+    };
+    files.extend(["rejects.jsonl", "README.md", "manifest.json"].map(String::from));
+    files
+}
+
+fn edits_of(item: &Item, key: &str) -> Vec<Edit> {
+    item.fields
+        .get(key)
+        .and_then(|v| serde_json::from_value(v.clone()).ok())
+        .unwrap_or_default()
+}
+
+/// The RECALL rows of a finished item: its QA-A row, its QA-NA rows (word-grained, and
+/// sentence-grained where the recipe inserts a sentence) and its text-generation row.
+pub fn recall_rows(item: &Item, recipe: &str) -> (QaRow, Vec<QaRow>, TextGenRow) {
+    let lineage: Vec<Value> = item
+        .calls
+        .iter()
+        .map(|c| serde_json::to_value(c).expect("lineage serialises"))
+        .collect();
+    let subject = match item.fields.get("kv") {
+        Some(_) => crate::steps::recall::kv(item)
+            .into_iter()
+            .find(|i| i.kind == "name")
+            .map(|i| i.value)
+            .unwrap_or_default(),
+        None => item.text("term").to_owned(),
+    };
+    let qa = |task: &str, edit: &str, context_key: &str, edits_key: &str| QaRow {
+        id: format!("{recipe}/{}/{edit}", item.id),
+        domain: item.text("domain").to_owned(),
+        source_id: item.id.clone(),
+        origin: item.origin.to_string(),
+        subject: subject.clone(),
+        task: task.to_owned(),
+        edit: edit.to_owned(),
+        question: item.text("question").to_owned(),
+        answer: item.text("answer").to_owned(),
+        edited_answer: item.text("edited_answer").to_owned(),
+        answer_key: item.text("answer_key").to_owned(),
+        options: item.texts("options"),
+        answer_option: item.text("answer_option").to_owned(),
+        context: item.text("paragraph").to_owned(),
+        edited_context: item.text(context_key).to_owned(),
+        edits: edits_of(item, edits_key),
+        donor_term: if edit == "sentence" {
+            item.text("donor_term").to_owned()
+        } else {
+            String::new()
+        },
+        lineage: lineage.clone(),
+    };
+    let qa_a = qa("qa_a", "answer", "qa_a_context", "qa_a_edits");
+    let mut qa_na = vec![qa("qa_na", "word", "qa_na_context", "qa_na_edits")];
+    if item.fields.contains_key("qa_na_sentence_context") {
+        qa_na.push(qa(
+            "qa_na",
+            "sentence",
+            "qa_na_sentence_context",
+            "qa_na_sentence_edits",
+        ));
+    }
+    let paragraph = item.text("paragraph");
+    let base = TextGenRow {
+        id: format!("{recipe}/{}", item.id),
+        domain: item.text("domain").to_owned(),
+        source_id: item.id.clone(),
+        origin: item.origin.to_string(),
+        subject: subject.clone(),
+        source: Value::Null,
+        edited_source: Value::Null,
+        target: String::new(),
+        edited_key: String::new(),
+        edited_words: Vec::new(),
+        original_words: Vec::new(),
+        aligned: false,
+        lineage,
+    };
+    let tg = match item.fields.get("kv") {
+        // EventKG: record -> paragraph; the edited record differs in the answer's item.
+        Some(kv) => {
+            let original = item.text("answer_value").to_owned();
+            let edited = item.text("edited_answer").to_owned();
+            TextGenRow {
+                source: kv.clone(),
+                edited_source: item.fields.get("edited_kv").cloned().unwrap_or(Value::Null),
+                target: paragraph.to_owned(),
+                edited_key: item.text("answer_key").to_owned(),
+                edited_words: vec![edited],
+                original_words: vec![original],
+                aligned: true,
+                ..base
+            }
+        }
+        // UJ: paragraph -> definition; the edited paragraph carries the answer edit and the
+        // word-grained edits, which never overlap (the latter keep off the answer).
+        None => {
+            let mut reps =
+                crate::steps::recall::to_replacements(paragraph, &edits_of(item, "qa_a_edits"));
+            reps.extend(crate::steps::recall::to_replacements(
+                paragraph,
+                &edits_of(item, "qa_na_edits"),
+            ));
+            let (edited, edits) = cb_model::recall::apply_replacements(paragraph, &reps)
+                .unwrap_or_else(|_| (paragraph.to_owned(), Vec::new()));
+            let (e, o) = changed_words(&edits);
+            TextGenRow {
+                source: Value::String(paragraph.to_owned()),
+                edited_source: Value::String(edited),
+                target: item.text("definition").to_owned(),
+                edited_words: e,
+                original_words: o,
+                ..base
+            }
+        }
+    };
+    (qa_a, qa_na, tg)
+}
+
+/// The words the edits brought in (E) and the words they took out (O), each once, in
+/// order: a word both sides share (an edit of "the upper bound" to "the lower bound" keeps
+/// "the" and "bound") is in neither.
+pub fn changed_words(edits: &[Edit]) -> (Vec<String>, Vec<String>) {
+    let mut e: Vec<String> = Vec::new();
+    let mut o: Vec<String> = Vec::new();
+    for ed in edits {
+        let before = cb_model::text::tokens(&ed.original);
+        let after = cb_model::text::tokens(&ed.edited);
+        for w in &after {
+            if !before.contains(w) && !e.contains(w) {
+                e.push(w.clone());
+            }
+        }
+        for w in &before {
+            if !after.contains(w) && !o.contains(w) {
+                o.push(w.clone());
+            }
+        }
+    }
+    (e, o)
 }
 
 /// The released-format row of a finished KRE item.
@@ -161,22 +352,39 @@ pub struct Outputs<'a> {
     pub card: String,
 }
 
-/// Writes the benchmark files, then the rejects, the card and, last, the manifest.
-pub fn write_kre(dir: &Path, o: &Outputs<'_>) -> Result<Vec<String>, EngineError> {
-    let release: Vec<KreRow> = o.items.iter().map(kre_row).collect();
-    let release_name = format!("{}.json", o.domain);
-    let clean_name = format!("{}.jsonl", o.domain);
-    write_atomic(&dir.join(&release_name), &to_json_4(&release))?;
-    write_atomic(
-        &dir.join(&clean_name),
-        &to_jsonl(o.items.iter().map(|i| kre_clean_row(i, o.recipe))),
-    )?;
+/// Writes the benchmark files of `format`, then the rejects, the card and, last, the
+/// manifest.
+pub fn write_outputs(format: &str, dir: &Path, o: &Outputs<'_>) -> Result<(), EngineError> {
+    if format == "recall" {
+        let mut qa_a = Vec::new();
+        let mut qa_na = Vec::new();
+        let mut tg = Vec::new();
+        for item in o.items {
+            let (a, na, t) = recall_rows(item, o.recipe);
+            qa_a.push(a);
+            qa_na.extend(na);
+            tg.push(t);
+        }
+        write_atomic(&dir.join("qa_a.jsonl"), &to_jsonl(&qa_a))?;
+        write_atomic(&dir.join("qa_na.jsonl"), &to_jsonl(&qa_na))?;
+        write_atomic(&dir.join("text_generation.jsonl"), &to_jsonl(&tg))?;
+    } else {
+        let release: Vec<KreRow> = o.items.iter().map(kre_row).collect();
+        write_atomic(
+            &dir.join(format!("{}.json", o.domain)),
+            &to_json_4(&release),
+        )?;
+        write_atomic(
+            &dir.join(format!("{}.jsonl", o.domain)),
+            &to_jsonl(o.items.iter().map(|i| kre_clean_row(i, o.recipe))),
+        )?;
+    }
     write_atomic(&dir.join("rejects.jsonl"), &to_jsonl(o.rejects))?;
     write_atomic(&dir.join("README.md"), o.card.as_bytes())?;
     let mut manifest = serde_json::to_vec_pretty(o.manifest).expect("manifest serialises");
     manifest.push(b'\n');
     write_atomic(&dir.join("manifest.json"), &manifest)?;
-    Ok(vec![release_name, clean_name])
+    Ok(())
 }
 
 #[cfg(test)]

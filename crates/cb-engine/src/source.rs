@@ -86,7 +86,8 @@ fn lcfirst(s: &str) -> String {
     }
 }
 
-fn ucfirst(s: &str) -> String {
+/// The text with its first letter upper-cased.
+pub(crate) fn ucfirst(s: &str) -> String {
     let mut c = s.chars();
     match c.next() {
         Some(f) => f.to_uppercase().chain(c).collect(),

@@ -45,6 +45,8 @@ pub struct QaRow {
     pub source_id: String,
     /// Source file and line (or record index).
     pub origin: String,
+    /// What the sample is about: the event's name (EventKG) or the term (UJ).
+    pub subject: String,
     /// `qa_a` or `qa_na`.
     pub task: String,
     /// How the context was edited: `answer` (QA-A), `word` (words outside the answer
@@ -61,6 +63,10 @@ pub struct QaRow {
     pub context: String,
     pub edited_context: String,
     pub edits: Vec<Edit>,
+    /// Sentence-grained edits (UJ): the other term B whose sentence, renamed to this
+    /// term, was inserted.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub donor_term: String,
     /// Per model call behind the row: step, prompt template and hash, cache key, attempt.
     #[serde(default)]
     pub lineage: Vec<serde_json::Value>,
@@ -81,6 +87,8 @@ pub struct TextGenRow {
     pub domain: String,
     pub source_id: String,
     pub origin: String,
+    /// The event's name (EventKG) or the term whose definition is the target (UJ).
+    pub subject: String,
     pub source: serde_json::Value,
     pub edited_source: serde_json::Value,
     pub target: String,

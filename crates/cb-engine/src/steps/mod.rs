@@ -7,6 +7,7 @@
 
 pub mod kre;
 pub mod kre_rc;
+pub mod recall;
 
 use crate::prompt::Prompt;
 use crate::recipe::StepSpec;
@@ -25,6 +26,16 @@ pub struct StepCtx<'a> {
     /// The recipe's golden answers (distinct `answer_text`s in source order), for steps whose
     /// offline rule draws other answers from the corpus.
     pub pool: &'a [String],
+    /// Every item of the build as loaded (before any step), in source order: what offline
+    /// rules draw other values from (RECALL's same-kind replacements, UJ's donor sentences).
+    pub peers: &'a [Peer],
+}
+
+/// An item of the build as loaded, seen by the steps of the other items.
+#[derive(Debug, Clone)]
+pub struct Peer {
+    pub id: String,
+    pub fields: Map<String, Value>,
 }
 
 /// Why a step did not produce its output for an item.
@@ -90,6 +101,11 @@ pub enum Step {
     NegativeExplanation(kre::NegativeExplanation),
     Distractors(kre_rc::Distractors),
     NegativeContext(kre_rc::NegativeContext),
+    Paraphrase(recall::Paraphrase),
+    Qa(recall::Qa),
+    AnswerEdit(recall::AnswerEdit),
+    NonAnswerEdit(recall::NonAnswerEdit),
+    InsertSentence(recall::InsertSentence),
 }
 
 impl Step {
@@ -104,8 +120,15 @@ impl Step {
             "negative_context" => Ok(Self::NegativeContext(kre_rc::NegativeContext::new(
                 spec, prompts,
             )?)),
+            "paraphrase" => Ok(Self::Paraphrase(recall::Paraphrase::new(spec, prompts)?)),
+            "qa" => Ok(Self::Qa(recall::Qa::new(spec, prompts)?)),
+            "answer_edit" => Ok(Self::AnswerEdit(recall::AnswerEdit::new(spec, prompts)?)),
+            "nonanswer_edit" => Ok(Self::NonAnswerEdit(recall::NonAnswerEdit::new(
+                spec, prompts,
+            )?)),
+            "insert_sentence" => Ok(Self::InsertSentence(recall::InsertSentence::new(spec))),
             other => Err(EngineError::Config(format!(
-                "unknown step kind '{other}'; known: pick_negative, negative_explanation, distractors, negative_context"
+                "unknown step kind '{other}'; known: pick_negative, negative_explanation, distractors, negative_context, paraphrase, qa, answer_edit, nonanswer_edit, insert_sentence"
             ))),
         }
     }
@@ -116,16 +139,25 @@ impl Step {
             Self::NegativeExplanation(s) => &s.model.name,
             Self::Distractors(s) => &s.model.name,
             Self::NegativeContext(s) => &s.model.name,
+            Self::Paraphrase(s) => &s.model.name,
+            Self::Qa(s) => &s.model.name,
+            Self::AnswerEdit(s) => &s.model.name,
+            Self::NonAnswerEdit(s) => &s.model.name,
+            Self::InsertSentence(s) => &s.name,
         }
     }
 
     /// The prompt template this step renders, if it calls the model.
     pub fn prompt(&self) -> Option<&Prompt> {
         match self {
-            Self::PickNegative(_) => None,
+            Self::PickNegative(_) | Self::InsertSentence(_) => None,
             Self::NegativeExplanation(s) => Some(&s.model.prompt),
             Self::Distractors(s) => Some(&s.model.prompt),
             Self::NegativeContext(s) => Some(&s.model.prompt),
+            Self::Paraphrase(s) => Some(&s.model.prompt),
+            Self::Qa(s) => Some(&s.model.prompt),
+            Self::AnswerEdit(s) => Some(&s.model.prompt),
+            Self::NonAnswerEdit(s) => Some(&s.model.prompt),
         }
     }
 
@@ -135,6 +167,11 @@ impl Step {
             Self::NegativeExplanation(s) => s.run(item, ctx).await,
             Self::Distractors(s) => s.run(item, ctx).await,
             Self::NegativeContext(s) => s.run(item, ctx).await,
+            Self::Paraphrase(s) => s.run(item, ctx).await,
+            Self::Qa(s) => s.run(item, ctx).await,
+            Self::AnswerEdit(s) => s.run(item, ctx).await,
+            Self::NonAnswerEdit(s) => s.run(item, ctx).await,
+            Self::InsertSentence(s) => s.run(item, ctx),
         }
     }
 }

@@ -4,6 +4,7 @@
 //! Exit codes: 0 done; 1 a build failed; 2 a configuration or argument error; 3 the budget
 //! (`--max-cost`, `--max-tokens`) was reached: run the same command again to resume.
 
+mod audit_cmd;
 mod progress;
 
 use anyhow::Context;
@@ -41,6 +42,10 @@ enum Command {
         #[arg(long, default_value = "recipes")]
         recipes: PathBuf,
     },
+    /// Check generated or released benchmark files; report, HTML page, review sheet.
+    Audit(Box<audit_cmd::AuditArgs>),
+    /// Agreement of filled review sheets: per-item majority, percent agreement, Fleiss' kappa.
+    Agreement(audit_cmd::AgreementArgs),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -211,6 +216,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Build(args) => build(*args).await,
+        Command::Audit(args) => audit_cmd::run_audit(*args),
+        Command::Agreement(args) => audit_cmd::run_agreement(args),
     }
 }
 

@@ -1,0 +1,307 @@
+//! The human-review sheet (CSV) and the agreement of filled sheets.
+//!
+//! Raters fill `rating` with one of the KRE paper's three levels: `not`, `somewhat` or
+//! `highly` (misleading); `comment` is free. `agreement` joins several filled sheets on
+//! `item_id` and reports, per item, the counts, the majority (or the tie) and the share of
+//! agreeing rater pairs; over all items, the percent agreement (mean of the per-item
+//! shares) and Fleiss' kappa over the three categories.
+
+use crate::{AuditError, Report};
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// The columns of the sheet, in order.
+pub const COLUMNS: [&str; 13] = [
+    "item_id",
+    "domain",
+    "file",
+    "kind",
+    "question",
+    "options",
+    "answer",
+    "negative_or_edited_answer",
+    "context",
+    "edited_or_negative_context",
+    "failed_checks",
+    "rating",
+    "comment",
+];
+
+/// Writes the sheet for the rows at `rows` (indices into `report.items`).
+pub fn write_sheet<W: std::io::Write>(
+    out: W,
+    report: &Report,
+    rows: &[usize],
+) -> Result<(), csv::Error> {
+    let mut w = csv::Writer::from_writer(out);
+    w.write_record(COLUMNS)?;
+    for &i in rows {
+        let Some(it) = report.items.get(i) else {
+            continue;
+        };
+        let options = it
+            .options
+            .iter()
+            .enumerate()
+            .map(|(i, o)| format!("{}. {o}", cb_model::letter(i)))
+            .collect::<Vec<_>>()
+            .join(" | ");
+        let failed = it
+            .failed
+            .iter()
+            .map(|(c, _)| c.as_str())
+            .collect::<Vec<_>>()
+            .join(" ");
+        w.write_record([
+            it.item_id.as_str(),
+            &it.domain,
+            &it.file,
+            it.kind.as_str(),
+            &it.question,
+            &options,
+            &it.answer,
+            &it.other_answer,
+            &it.original,
+            &it.edited,
+            &failed,
+            "",
+            "",
+        ])?;
+    }
+    w.flush()?;
+    Ok(())
+}
+
+/// A rater's judgement of an item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rating {
+    Not,
+    Somewhat,
+    Highly,
+}
+
+impl Rating {
+    pub const ALL: [Rating; 3] = [Rating::Not, Rating::Somewhat, Rating::Highly];
+
+    /// `not`, `somewhat`, `highly`, case-insensitive, optionally followed by `misleading`.
+    pub fn parse(s: &str) -> Option<Rating> {
+        let l = s.trim().to_lowercase();
+        let l = l.strip_suffix("misleading").unwrap_or(&l).trim().to_owned();
+        match l.as_str() {
+            "not" => Some(Rating::Not),
+            "somewhat" => Some(Rating::Somewhat),
+            "highly" => Some(Rating::Highly),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Rating::Not => "not",
+            Rating::Somewhat => "somewhat",
+            Rating::Highly => "highly",
+        }
+    }
+}
+
+/// Reads the `item_id` and `rating` columns of a filled sheet. A missing or invalid rating,
+/// or a repeated item, is an error naming the file and line.
+pub fn read_ratings(path: &Path) -> Result<Vec<(String, Rating)>, AuditError> {
+    let p = path.display().to_string();
+    let file = std::fs::File::open(path).map_err(|e| AuditError::Io {
+        path: p.clone(),
+        source: e,
+    })?;
+    let mut r = csv::Reader::from_reader(file);
+    let sheet_err = |line: u64, message: String| AuditError::Sheet {
+        path: p.clone(),
+        line,
+        message,
+    };
+    let headers = r
+        .headers()
+        .map_err(|e| sheet_err(1, e.to_string()))?
+        .clone();
+    let col = |name: &str| {
+        headers
+            .iter()
+            .position(|h| h.trim() == name)
+            .ok_or_else(|| sheet_err(1, format!("no \"{name}\" column")))
+    };
+    let (id_col, rating_col) = (col("item_id")?, col("rating")?);
+    let mut out = Vec::new();
+    let mut seen = BTreeSet::new();
+    for rec in r.records() {
+        let rec = rec.map_err(|e| {
+            let line = e.position().map_or(0, |p| p.line());
+            sheet_err(line, e.to_string())
+        })?;
+        let line = rec.position().map_or(0, |p| p.line());
+        let id = rec.get(id_col).unwrap_or("").trim().to_owned();
+        if id.is_empty() {
+            return Err(sheet_err(line, "empty item_id".into()));
+        }
+        let raw = rec.get(rating_col).unwrap_or("");
+        let rating = Rating::parse(raw).ok_or_else(|| {
+            sheet_err(
+                line,
+                format!("rating \"{raw}\" of {id} is not one of not, somewhat, highly"),
+            )
+        })?;
+        if !seen.insert(id.clone()) {
+            return Err(sheet_err(line, format!("item {id} is rated twice")));
+        }
+        out.push((id, rating));
+    }
+    Ok(out)
+}
+
+/// The agreement on one item.
+#[derive(Debug, Clone, Serialize)]
+pub struct ItemAgreement {
+    pub item_id: String,
+    /// Ratings per category: not, somewhat, highly.
+    pub counts: [usize; 3],
+    /// The most frequent rating, or `None` on a tie.
+    pub majority: Option<Rating>,
+    /// The tied ratings (empty when there is a majority).
+    pub tied: Vec<Rating>,
+    /// Share of rater pairs that agree: sum n_j (n_j - 1) / (n (n - 1)).
+    pub agreement: f64,
+}
+
+/// The agreement of several raters over the same items.
+#[derive(Debug, Clone, Serialize)]
+pub struct Agreement {
+    pub raters: usize,
+    pub items: Vec<ItemAgreement>,
+    /// Mean of the per-item agreement.
+    pub percent_agreement: f64,
+    /// Share of all ratings per category (not, somewhat, highly).
+    pub category_shares: [f64; 3],
+    /// (P̄ - P_e) / (1 - P_e); `None` when P_e = 1 (every rating in one category).
+    pub fleiss_kappa: Option<f64>,
+}
+
+/// Computes the agreement of the sheets `(name, ratings)`; every sheet must rate the same
+/// items.
+pub fn agreement(sheets: &[(String, Vec<(String, Rating)>)]) -> Result<Agreement, AuditError> {
+    if sheets.len() < 2 {
+        return Err(AuditError::Input(
+            "agreement needs at least two filled sheets".into(),
+        ));
+    }
+    let mut per_item: BTreeMap<String, [usize; 3]> = BTreeMap::new();
+    let first: BTreeSet<&String> = sheets[0].1.iter().map(|(id, _)| id).collect();
+    for (name, ratings) in sheets {
+        let ids: BTreeSet<&String> = ratings.iter().map(|(id, _)| id).collect();
+        if let Some(missing) = first.difference(&ids).next() {
+            return Err(AuditError::Input(format!(
+                "{name} does not rate item {missing} (rated in {})",
+                sheets[0].0
+            )));
+        }
+        if let Some(extra) = ids.difference(&first).next() {
+            return Err(AuditError::Input(format!(
+                "{name} rates item {extra}, which {} does not",
+                sheets[0].0
+            )));
+        }
+        for (id, r) in ratings {
+            per_item.entry(id.clone()).or_default()[*r as usize] += 1;
+        }
+    }
+    let n = sheets.len();
+    let pairs = (n * (n - 1)) as f64;
+    let mut items = Vec::with_capacity(per_item.len());
+    let mut totals = [0usize; 3];
+    for (item_id, counts) in per_item {
+        for j in 0..3 {
+            totals[j] += counts[j];
+        }
+        let max = counts.iter().copied().max().unwrap_or(0);
+        let top: Vec<Rating> = Rating::ALL
+            .iter()
+            .copied()
+            .filter(|r| counts[*r as usize] == max)
+            .collect();
+        let agree = counts
+            .iter()
+            .map(|&c| (c * c.saturating_sub(1)) as f64)
+            .sum::<f64>()
+            / pairs;
+        items.push(ItemAgreement {
+            item_id,
+            counts,
+            majority: (top.len() == 1).then(|| top[0]),
+            tied: if top.len() > 1 { top } else { Vec::new() },
+            agreement: agree,
+        });
+    }
+    let m = items.len() as f64;
+    let p_bar = if items.is_empty() {
+        0.0
+    } else {
+        items.iter().map(|i| i.agreement).sum::<f64>() / m
+    };
+    let all = (items.len() * n) as f64;
+    let shares = totals.map(|t| if all > 0.0 { t as f64 / all } else { 0.0 });
+    let p_e: f64 = shares.iter().map(|p| p * p).sum();
+    let kappa = (p_e < 1.0 && !items.is_empty()).then(|| (p_bar - p_e) / (1.0 - p_e));
+    Ok(Agreement {
+        raters: n,
+        items,
+        percent_agreement: p_bar,
+        category_shares: shares,
+        fleiss_kappa: kappa,
+    })
+}
+
+impl Agreement {
+    /// A plain-text report: one line per item, then the totals.
+    pub fn summary(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "{:<40} {:>4} {:>9} {:>7}  majority  agreement",
+            "item", "not", "somewhat", "highly"
+        );
+        for it in &self.items {
+            let maj = match it.majority {
+                Some(r) => r.as_str().to_owned(),
+                None => format!(
+                    "tie ({})",
+                    it.tied
+                        .iter()
+                        .map(|r| r.as_str())
+                        .collect::<Vec<_>>()
+                        .join("/")
+                ),
+            };
+            let _ = writeln!(
+                s,
+                "{:<40} {:>4} {:>9} {:>7}  {maj:<8}  {:.3}",
+                it.item_id, it.counts[0], it.counts[1], it.counts[2], it.agreement
+            );
+        }
+        let _ = writeln!(
+            s,
+            "{} items, {} raters; percent agreement {:.1}%",
+            self.items.len(),
+            self.raters,
+            100.0 * self.percent_agreement
+        );
+        let _ = write!(
+            s,
+            "Fleiss' kappa: {}",
+            self.fleiss_kappa.map_or(
+                "undefined (all ratings in one category)".to_owned(),
+                |k| format!("{k:.4}")
+            )
+        );
+        s
+    }
+}

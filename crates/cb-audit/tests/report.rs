@@ -1,0 +1,291 @@
+//! Reading files (released and clean KRE, RECALL), the report, the sample, the HTML page,
+//! the sheet and the agreement.
+
+use cb_audit::sheet::{agreement, read_ratings, write_sheet, Rating};
+use cb_audit::{audit_paths, html, sample, AuditError};
+use serde_json::json;
+use std::path::Path;
+
+fn kre_json(question: &str, golden: &str, negative: &str) -> serde_json::Value {
+    json!({
+        "question": question, "answer": "A", "negative_answer": "oven", "candidate": "B",
+        " golden_context": golden, "negative_context": negative,
+        "choices": ["bookshelf", "oven", "river"]
+    })
+}
+
+fn write(p: &Path, s: &str) {
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, s).unwrap();
+}
+
+#[test]
+fn released_layout_and_clean_jsonl_are_read_and_ids_follow_the_file() {
+    let d = tempfile::tempdir().unwrap();
+    let rows = json!([
+        kre_json(
+            "Where is a book kept?",
+            "A book is kept on a bookshelf.",
+            "A book is kept in the oven."
+        ),
+        kre_json(
+            "Where is a pan kept?",
+            "bookshelf",
+            "The oven keeps the bookshelf warm."
+        )
+    ]);
+    write(
+        &d.path().join("rel/cose.json"),
+        &serde_json::to_string_pretty(&rows).unwrap(),
+    );
+    let mut clean = kre_json(
+        "Where is a cup kept?",
+        "A cup is kept on a bookshelf.",
+        "In the oven.",
+    );
+    let o = clean.as_object_mut().unwrap();
+    let g = o.remove(" golden_context").unwrap();
+    o.insert("golden_context".into(), g);
+    o.insert("id".into(), json!("kre-cose/q1"));
+    write(
+        &d.path().join("gen/kre/cose/cose.jsonl"),
+        &format!("{clean}\n"),
+    );
+    // The same rows in the released layout beside it, and files never audited.
+    write(
+        &d.path().join("gen/kre/cose/cose.json"),
+        &serde_json::to_string(&rows).unwrap(),
+    );
+    write(
+        &d.path().join("gen/kre/cose/manifest.json"),
+        "{\"rows\": 1}",
+    );
+    write(
+        &d.path().join("gen/kre/cose/rejects.jsonl"),
+        "{\"reason\": \"x\"}\n",
+    );
+    write(
+        &d.path().join("gen/kre/cose/runs.jsonl"),
+        "not json at all\n",
+    );
+    write(&d.path().join("gen/other.json"), "{\"not\": \"kre\"}");
+
+    let r = audit_paths(&[d.path().join("rel/cose.json"), d.path().join("gen")]).unwrap();
+    assert_eq!(r.files.len(), 2, "{:?}", r.files);
+    assert_eq!(r.rows, 3);
+    assert_eq!(r.items[0].id, "cose.json#0");
+    assert_eq!(r.items[1].id, "cose.json#1");
+    assert_eq!(r.items[2].id, "kre-cose/q1");
+    assert_eq!(r.items[2].item_id, "cose.jsonl#kre-cose/q1");
+    assert!(r.items.iter().all(|i| i.domain == "cose"));
+    assert_eq!(r.items[0].original, "A book is kept on a bookshelf.");
+    let short = r.check("kre_golden_context_short").unwrap();
+    assert_eq!((short.failed, short.checked), (1, 3));
+    assert_eq!(short.examples, vec!["cose.json#1".to_owned()]);
+    let states = r.check("kre_negative_context_states_golden").unwrap();
+    assert_eq!(states.failed, 1);
+    let j: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
+    assert!(j["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f["id"] == "cose.json#1" && f["check"] == "kre_golden_context_short"));
+    assert_eq!(j["checks"][0]["code"], "kre_answer_letter");
+    assert!(r.summary().contains("kre_golden_context_short"));
+}
+
+#[test]
+fn a_bad_record_names_the_file_and_line() {
+    let d = tempfile::tempdir().unwrap();
+    let good = json!({"golden_context": "g", "question": "q", "answer": "A", "negative_answer": "b",
+        "candidate": "B", "negative_context": "n", "choices": ["a", "b"]});
+    let p = d.path().join("cose.jsonl");
+    write(
+        &p,
+        &format!("{good}\n{{\"question\": \"q\", \"choices\": []}}\n"),
+    );
+    let e = audit_paths(std::slice::from_ref(&p)).unwrap_err();
+    assert!(matches!(e, AuditError::Parse { .. }));
+    let msg = e.to_string();
+    assert!(
+        msg.contains("cose.jsonl") && msg.contains("line 2"),
+        "{msg}"
+    );
+    let q = d.path().join("qa_a.jsonl");
+    write(&q, "{oops\n");
+    let msg = audit_paths(&[q]).unwrap_err().to_string();
+    assert!(msg.contains("qa_a.jsonl: line 1"), "{msg}");
+    let missing = audit_paths(&[d.path().join("nope.json")])
+        .unwrap_err()
+        .to_string();
+    assert!(missing.contains("nope.json"), "{missing}");
+}
+
+fn report_of(n: usize) -> cb_audit::Report {
+    let d = tempfile::tempdir().unwrap();
+    for (file, dom) in [("a/cose.json", "cose"), ("b/ecare.json", "ecare")] {
+        let rows: Vec<_> = (0..n)
+            .map(|i| {
+                let golden = if i % 3 == 0 {
+                    "bookshelf".to_owned()
+                } else {
+                    format!("Book {i} is kept on a bookshelf.")
+                };
+                kre_json(
+                    &format!("Where is book {i} of {dom} kept?"),
+                    &golden,
+                    "It is kept in the oven.",
+                )
+            })
+            .collect();
+        write(&d.path().join(file), &serde_json::to_string(&rows).unwrap());
+    }
+    audit_paths(&[d.path().to_path_buf()]).unwrap()
+}
+
+#[test]
+fn the_sample_is_seeded_and_covers_every_stratum() {
+    let r = report_of(30);
+    let a = sample::stratified_sample(&r.items, 10, 7);
+    assert_eq!(a.len(), 10);
+    assert_eq!(a, sample::stratified_sample(&r.items, 10, 7));
+    assert_ne!(a, sample::stratified_sample(&r.items, 10, 8));
+    assert!(a.windows(2).all(|w| w[0] < w[1]));
+    for dom in ["cose", "ecare"] {
+        for failing in [false, true] {
+            assert!(
+                a.iter()
+                    .any(|&i| r.items[i].domain == dom && r.items[i].failed.is_empty() != failing),
+                "no {dom}/{failing} row in the sample"
+            );
+        }
+    }
+    // 60 rows: 20 failing (short), 40 passing; proportional shares of 10 are 5 + 5 passing
+    // ... per domain: 10 failing + 20 passing each -> 2 (or 1) failing and 3 (or 4) passing.
+    let failing = a.iter().filter(|&&i| !r.items[i].failed.is_empty()).count();
+    assert!((3..=4).contains(&failing), "{failing}");
+    assert_eq!(sample::stratified_sample(&r.items, 1000, 7).len(), 60);
+}
+
+#[test]
+fn the_sheet_has_the_columns_and_the_same_seed_gives_the_same_sheet() {
+    let r = report_of(10);
+    let rows = sample::stratified_sample(&r.items, 6, 3);
+    let mut a = Vec::new();
+    write_sheet(&mut a, &r, &rows).unwrap();
+    let mut b = Vec::new();
+    write_sheet(&mut b, &r, &sample::stratified_sample(&r.items, 6, 3)).unwrap();
+    assert_eq!(a, b);
+    let text = String::from_utf8(a).unwrap();
+    let header = text.lines().next().unwrap();
+    assert!(header.starts_with("item_id,domain,file,kind,question,options,answer,"));
+    assert!(header.ends_with("failed_checks,rating,comment"));
+    assert_eq!(text.lines().count(), 7);
+}
+
+#[test]
+fn html_escapes_data_and_holds_no_external_url() {
+    let d = tempfile::tempdir().unwrap();
+    let rows = json!([kre_json(
+        "Where is <script>alert('x')</script> kept?",
+        "bookshelf <b>bold</b>",
+        "It is kept in the oven & \"quoted\" <img src=x onerror=alert(1)>."
+    )]);
+    write(&d.path().join("cose.json"), &rows.to_string());
+    let r = audit_paths(&[d.path().join("cose.json")]).unwrap();
+    let page = html::render(&r, &[0], "audit <of> things");
+    assert_eq!(
+        page.matches("<script").count(),
+        1,
+        "only the page's own script"
+    );
+    assert!(page.contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;"));
+    assert!(!page.contains("<img"));
+    assert!(!page.contains("<b>bold"));
+    assert!(page.contains("audit &lt;of&gt; things"));
+    for bad in ["http://", "https://", "src=\"", "@import", "url("] {
+        assert!(!page.contains(bad), "{bad}");
+    }
+    assert!(page.contains("<del class=\"cb-del\">") && page.contains("<ins class=\"cb-ins\">"));
+    assert!(page.contains("data-check=\"kre_golden_context_short\""));
+}
+
+fn sheet(dir: &Path, name: &str, ratings: &[&str]) -> std::path::PathBuf {
+    let p = dir.join(name);
+    let mut s = String::from("item_id,question,rating,comment\n");
+    for (i, r) in ratings.iter().enumerate() {
+        s.push_str(&format!("cose.json#{i},\"Q, {i}\",{r},\n"));
+    }
+    write(&p, &s);
+    p
+}
+
+#[test]
+fn fleiss_kappa_of_a_hand_computed_example() {
+    // 4 items, 3 raters, categories (not, somewhat, highly):
+    //   item 0: not, not, not                -> counts (3,0,0), P_0 = (3·2)/(3·2) = 1
+    //   item 1: not, not, somewhat           -> (2,1,0),        P_1 = (2·1)/6     = 1/3
+    //   item 2: somewhat, highly, highly     -> (0,1,2),        P_2 = (2·1)/6     = 1/3
+    //   item 3: highly, highly, highly       -> (0,0,3),        P_3 = 1
+    // P̄ = (1 + 1/3 + 1/3 + 1) / 4 = 2/3 (the percent agreement).
+    // Shares over the 12 ratings: not 5/12, somewhat 2/12, highly 5/12;
+    // P_e = (25 + 4 + 25) / 144 = 3/8.
+    // kappa = (2/3 - 3/8) / (1 - 3/8) = (7/24) / (5/8) = 7/15.
+    let d = tempfile::tempdir().unwrap();
+    let a = sheet(d.path(), "a.csv", &["not", "not", "somewhat", "highly"]);
+    let b = sheet(
+        d.path(),
+        "b.csv",
+        &["Not", "not", "highly", "highly misleading"],
+    );
+    let c = sheet(d.path(), "c.csv", &["not", "somewhat", "highly", "HIGHLY"]);
+    let sheets: Vec<_> = [a, b, c]
+        .iter()
+        .map(|p| (p.display().to_string(), read_ratings(p).unwrap()))
+        .collect();
+    let g = agreement(&sheets).unwrap();
+    assert!(
+        (g.fleiss_kappa.unwrap() - 7.0 / 15.0).abs() < 1e-12,
+        "{:?}",
+        g.fleiss_kappa
+    );
+    assert!((g.percent_agreement - 2.0 / 3.0).abs() < 1e-12);
+    assert_eq!(g.items[1].counts, [2, 1, 0]);
+    assert_eq!(g.items[1].majority, Some(Rating::Not));
+    assert_eq!(g.items[2].majority, Some(Rating::Highly));
+    assert!(g.summary().contains("0.4667"), "{}", g.summary());
+}
+
+#[test]
+fn ties_and_bad_sheets() {
+    let d = tempfile::tempdir().unwrap();
+    let a = sheet(d.path(), "a.csv", &["not", "highly"]);
+    let b = sheet(d.path(), "b.csv", &["somewhat", "highly"]);
+    let s: Vec<_> = [&a, &b]
+        .iter()
+        .map(|p| (p.display().to_string(), read_ratings(p).unwrap()))
+        .collect();
+    let g = agreement(&s).unwrap();
+    assert_eq!(g.items[0].majority, None);
+    assert_eq!(g.items[0].tied, vec![Rating::Not, Rating::Somewhat]);
+    let bad = sheet(d.path(), "bad.csv", &["not", "very"]);
+    let e = read_ratings(&bad).unwrap_err().to_string();
+    assert!(
+        e.contains("bad.csv") && e.contains("line 3") && e.contains("very"),
+        "{e}"
+    );
+    let empty = sheet(d.path(), "empty.csv", &["not", ""]);
+    assert!(read_ratings(&empty)
+        .unwrap_err()
+        .to_string()
+        .contains("line 3"));
+    let short = sheet(d.path(), "short.csv", &["not"]);
+    let s2 = vec![
+        s[0].clone(),
+        (short.display().to_string(), read_ratings(&short).unwrap()),
+    ];
+    assert!(agreement(&s2)
+        .unwrap_err()
+        .to_string()
+        .contains("cose.json#1"));
+}

@@ -19,6 +19,10 @@ pub struct SourceOptions {
     pub inputs: BTreeMap<String, PathBuf>,
     /// Read at most this many primary records.
     pub limit: Option<usize>,
+    /// A seeded sample of this many primary records (readers that select records only).
+    pub sample: Option<usize>,
+    /// The seed of the sample (the build's seed).
+    pub seed: u64,
     /// A malformed record stops the build instead of becoming a reject.
     pub strict: bool,
 }
@@ -235,148 +239,168 @@ pub fn load(recipe: &Recipe, opts: &SourceOptions) -> Result<Loaded, EngineError
         *c.reasons.entry(r.reason.clone()).or_default() += 1;
         entries.push(Err(r));
     }
-    let ropts = toml_to_json(&recipe.source.options);
-    let mut index = 0usize;
-    'files: for path in primary_files {
-        loaded.inputs.push(input_file(&recipe.source.name, &path)?);
-        for rec in cb_readers::open(&recipe.source.reader, &path, &ropts)? {
-            if opts.limit.is_some_and(|l| index >= l) {
-                break 'files;
-            }
-            counts.get_mut("read").expect("stage").in_ += 1;
-            let rec = match rec {
-                Ok(r) => r,
-                Err(e) if e.is_fatal() || opts.strict => return Err(e.into()),
-                Err(e) => {
-                    reject(
-                        &mut counts,
-                        "read",
-                        read_error_reject(&e, index),
-                        &mut loaded.entries,
-                    );
-                    index += 1;
-                    continue;
-                }
-            };
-            let base = |stage: &str, reason: &str, detail: String| Reject {
-                id: rec.id.clone(),
-                origin: rec.origin.to_string(),
-                stage: stage.into(),
-                reason: reason.into(),
-                detail,
-                raw_response: None,
-                attempts: 0,
-            };
-            // Context for expressions: the record's fields at top level and as `record`,
-            // each joined record under its alias.
-            let mut ctx: Map<String, Value> = rec.fields.clone();
-            ctx.insert("record".into(), Value::Object(rec.fields.clone()));
-            ctx.insert("id".into(), Value::String(rec.id.clone()));
-            counts.get_mut("join").expect("stage").in_ += 1;
-            let mut missing = None;
-            for (spec, table) in &tables {
-                let key = match eval(&env, &spec.on, &ctx) {
-                    Ok(Value::String(s)) => s,
-                    Ok(other) => other.to_string(),
-                    Err(e) => {
-                        missing = Some(base(
-                            "join",
-                            "bad_key",
-                            format!("join key `{}`: {e}", spec.on),
-                        ));
-                        break;
-                    }
-                };
-                match table.get(&key) {
-                    Some(j) => {
-                        ctx.insert(spec.alias.clone(), Value::Object(j.fields.clone()));
-                    }
-                    None if spec.required => {
-                        missing = Some(base(
-                            "join",
-                            "no_match",
-                            format!("no record with id {key} in source {}", spec.source.name),
-                        ));
-                        break;
-                    }
-                    None => {
-                        ctx.insert(spec.alias.clone(), Value::Null);
-                    }
-                }
-            }
-            if let Some(r) = missing {
-                reject(&mut counts, "join", r, &mut loaded.entries);
-                index += 1;
-                continue;
-            }
-            counts.get_mut("map").expect("stage").in_ += 1;
-            let mut fields = Map::new();
-            let mut failed = None;
-            for (name, expr) in &recipe.fields {
-                match eval(&env, expr, &ctx) {
-                    Ok(v) => {
-                        fields.insert(name.clone(), v);
-                    }
-                    Err(e) => {
-                        failed = Some(base(
-                            "map",
-                            "bad_field",
-                            format!("field {name} = `{expr}`: {e}"),
-                        ));
-                        break;
-                    }
-                }
-            }
-            if failed.is_none() {
-                if let Err(m) = crate::output::check_mapped(&recipe.format, &mut fields) {
-                    failed = Some(base("map", "bad_field", m));
-                }
-            }
-            if let Some(r) = failed {
-                reject(&mut counts, "map", r, &mut loaded.entries);
-                index += 1;
-                continue;
-            }
-            counts.get_mut("filter").expect("stage").in_ += 1;
-            let mut fctx = ctx.clone();
-            fctx.extend(fields.clone());
-            let mut dropped = None;
-            for f in &recipe.filter {
-                match eval(&env, &f.when, &fctx) {
-                    Ok(v) if truthy(&v) => {}
-                    Ok(_) => {
-                        dropped = Some(base(
-                            "filter",
-                            &f.reason,
-                            format!("filter `{}` is false", f.when),
-                        ));
-                        break;
-                    }
-                    Err(e) => {
-                        dropped = Some(base(
-                            "filter",
-                            "bad_filter",
-                            format!("filter `{}`: {e}", f.when),
-                        ));
-                        break;
-                    }
-                }
-            }
-            if let Some(r) = dropped {
-                *loaded.filtered.entry(r.reason.clone()).or_default() += 1;
-                reject(&mut counts, "filter", r, &mut loaded.entries);
-                index += 1;
-                continue;
-            }
-            loaded.entries.push(Ok(Item {
-                index,
-                id: rec.id.clone(),
-                origin: rec.origin.clone(),
-                fields,
-                calls: Vec::new(),
-            }));
-            index += 1;
+    let mut ropts = toml_to_json(&recipe.source.options);
+    let reader = recipe.source.reader.as_str();
+    // Readers that select records themselves (EventKG) take the limit and the sample, so
+    // that what they hold grows with the selection, not with the dump.
+    if cb_readers::selects_records(reader) {
+        if let Some(l) = opts.limit {
+            ropts.insert("limit".into(), Value::from(l as u64));
         }
+        if let Some(n) = opts.sample {
+            ropts.insert("sample".into(), Value::from(n as u64));
+            ropts.insert("seed".into(), Value::from(opts.seed));
+        }
+    } else if opts.sample.is_some() {
+        return Err(EngineError::Config(format!(
+            "--sample needs a reader that selects records itself (eventkg); recipe {} reads with `{reader}`",
+            recipe.name()
+        )));
+    }
+    for path in &primary_files {
+        loaded.inputs.push(input_file(&recipe.source.name, path)?);
+    }
+    let mut index = 0usize;
+    // A reader that selects records applies the limit itself (and reports its malformed
+    // lines before its records, which must not count against the limit).
+    let limit = opts.limit.filter(|_| !cb_readers::selects_records(reader));
+    for rec in cb_readers::open_set(reader, &primary_files, &ropts)? {
+        if limit.is_some_and(|l| index >= l) {
+            break;
+        }
+        counts.get_mut("read").expect("stage").in_ += 1;
+        let rec = match rec {
+            Ok(r) => r,
+            Err(e) if e.is_fatal() || opts.strict => return Err(e.into()),
+            Err(e) => {
+                reject(
+                    &mut counts,
+                    "read",
+                    read_error_reject(&e, index),
+                    &mut loaded.entries,
+                );
+                index += 1;
+                continue;
+            }
+        };
+        let base = |stage: &str, reason: &str, detail: String| Reject {
+            id: rec.id.clone(),
+            origin: rec.origin.to_string(),
+            stage: stage.into(),
+            reason: reason.into(),
+            detail,
+            raw_response: None,
+            attempts: 0,
+        };
+        // Context for expressions: the record's fields at top level and as `record`,
+        // each joined record under its alias.
+        let mut ctx: Map<String, Value> = rec.fields.clone();
+        ctx.insert("record".into(), Value::Object(rec.fields.clone()));
+        ctx.insert("id".into(), Value::String(rec.id.clone()));
+        counts.get_mut("join").expect("stage").in_ += 1;
+        let mut missing = None;
+        for (spec, table) in &tables {
+            let key = match eval(&env, &spec.on, &ctx) {
+                Ok(Value::String(s)) => s,
+                Ok(other) => other.to_string(),
+                Err(e) => {
+                    missing = Some(base(
+                        "join",
+                        "bad_key",
+                        format!("join key `{}`: {e}", spec.on),
+                    ));
+                    break;
+                }
+            };
+            match table.get(&key) {
+                Some(j) => {
+                    ctx.insert(spec.alias.clone(), Value::Object(j.fields.clone()));
+                }
+                None if spec.required => {
+                    missing = Some(base(
+                        "join",
+                        "no_match",
+                        format!("no record with id {key} in source {}", spec.source.name),
+                    ));
+                    break;
+                }
+                None => {
+                    ctx.insert(spec.alias.clone(), Value::Null);
+                }
+            }
+        }
+        if let Some(r) = missing {
+            reject(&mut counts, "join", r, &mut loaded.entries);
+            index += 1;
+            continue;
+        }
+        counts.get_mut("map").expect("stage").in_ += 1;
+        let mut fields = Map::new();
+        let mut failed = None;
+        for (name, expr) in &recipe.fields {
+            match eval(&env, expr, &ctx) {
+                Ok(v) => {
+                    fields.insert(name.clone(), v);
+                }
+                Err(e) => {
+                    failed = Some(base(
+                        "map",
+                        "bad_field",
+                        format!("field {name} = `{expr}`: {e}"),
+                    ));
+                    break;
+                }
+            }
+        }
+        if failed.is_none() {
+            if let Err(m) = crate::output::check_mapped(&recipe.format, &mut fields) {
+                failed = Some(base("map", "bad_field", m));
+            }
+        }
+        if let Some(r) = failed {
+            reject(&mut counts, "map", r, &mut loaded.entries);
+            index += 1;
+            continue;
+        }
+        counts.get_mut("filter").expect("stage").in_ += 1;
+        let mut fctx = ctx.clone();
+        fctx.extend(fields.clone());
+        let mut dropped = None;
+        for f in &recipe.filter {
+            match eval(&env, &f.when, &fctx) {
+                Ok(v) if truthy(&v) => {}
+                Ok(_) => {
+                    dropped = Some(base(
+                        "filter",
+                        &f.reason,
+                        format!("filter `{}` is false", f.when),
+                    ));
+                    break;
+                }
+                Err(e) => {
+                    dropped = Some(base(
+                        "filter",
+                        "bad_filter",
+                        format!("filter `{}`: {e}", f.when),
+                    ));
+                    break;
+                }
+            }
+        }
+        if let Some(r) = dropped {
+            *loaded.filtered.entry(r.reason.clone()).or_default() += 1;
+            reject(&mut counts, "filter", r, &mut loaded.entries);
+            index += 1;
+            continue;
+        }
+        loaded.entries.push(Ok(Item {
+            index,
+            id: rec.id.clone(),
+            origin: rec.origin.clone(),
+            fields,
+            calls: Vec::new(),
+        }));
+        index += 1;
     }
     for (_, mut c) in counts {
         c.out = c.in_ - c.rejected;

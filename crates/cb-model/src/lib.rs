@@ -5,8 +5,8 @@
 pub mod date;
 pub mod kre;
 pub mod manifest;
-pub mod record;
 pub mod recall;
+pub mod record;
 pub mod reject;
 pub mod rng;
 pub mod text;

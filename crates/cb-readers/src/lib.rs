@@ -9,6 +9,7 @@
 //! | `cos_e`         | [`cos_e`]         | CoS-E JSONL explanations                                 |
 //! | `ecqa_csv`      | [`ecqa`]          | ECQA `cqa_data_{train,val,test}.csv` written by pandas   |
 //! | `ecqa_jsonl`    | [`ecqa`]          | ECQA `ecqa.jsonl` (explanations keyed by CommonsenseQA id) |
+//! | `eventkg`       | [`eventkg`]       | an EventKG dump: a set of N-Quads (or N-Triples) files read as one |
 //! | `jsonl`         | [`jsonl`]         | any JSON-lines file of objects (e-CARE, ...)             |
 //! | `squad_v2`      | [`squad`]         | the official SQuAD v2.0 JSON document                    |
 //! | `musique`       | [`musique`]       | MuSiQue-Ans v1.0 JSONL                                   |
@@ -28,12 +29,18 @@
 //!   - `missing_field`: a required key or CSV column is absent;
 //!   - `bad_value`: a value has the wrong type or an impossible value (the line is not a JSON
 //!     object, an `answerKey` that is not among the labels, ...);
-//!   - `malformed_csv`: the CSV parser rejected the record.
+//!   - `malformed_csv`: the CSV parser rejected the record;
+//!   - `malformed_nquads`: an N-Quads line does not parse (reader `eventkg`).
 //! - [`ReadError::File`]: the file cannot be opened or read, or its overall structure is
 //!   broken (a bad CSV header, a SQuAD document that is not valid JSON). Fatal: it is the last
 //!   item the iterator yields.
 //! - [`ReadError::Config`]: an unknown reader, a bad option, no file matching the input
-//!   patterns. Returned by [`open`] and [`resolve_inputs`], never yielded.
+//!   patterns. Returned by [`open`], [`open_set`] and [`resolve_inputs`], never yielded
+//!   (except by [`open_set`] for a later file of the list that the reader refuses).
+//!
+//! Most readers read one file; [`open_set`] reads a list of files: the `eventkg` reader takes
+//! the list as one dump (its records join statements from all of them, see [`eventkg`]),
+//! every other reader reads the files one after the other.
 //!
 //! Blank lines are skipped; a last line without a final newline is read like any other; a
 //! UTF-8 byte order mark at the start of a file and `\r\n` line ends are accepted.
@@ -45,6 +52,7 @@ pub use cb_model::{Origin, SourceRecord};
 pub mod commonsenseqa;
 pub mod cos_e;
 pub mod ecqa;
+pub mod eventkg;
 pub mod jsonl;
 pub mod musique;
 pub mod squad;
@@ -99,6 +107,7 @@ const READER_NAMES: &[&str] = &[
     "cos_e",
     "ecqa_csv",
     "ecqa_jsonl",
+    "eventkg",
     "jsonl",
     "squad_v2",
     "musique",
@@ -110,7 +119,14 @@ pub fn reader_names() -> &'static [&'static str] {
     READER_NAMES
 }
 
-/// Opens one file with the named reader. Unknown name or bad option -> Config error naming
+/// Whether the named reader selects records itself, from the options `limit`, `sample` and
+/// `seed` (`eventkg`): its memory then grows with the selection, not with the input.
+pub fn selects_records(reader: &str) -> bool {
+    reader == "eventkg"
+}
+
+/// Opens one file with the named reader (`eventkg` also takes a dump folder: its `*.nq`
+/// files, sorted, as one dump). Unknown name or bad option -> Config error naming
 /// the reader/option; a file that cannot be opened -> File error naming the path.
 pub fn open(reader: &str, path: &Path, opts: &ReaderOptions) -> Result<Records, ReadError> {
     let file = path.display().to_string();
@@ -144,10 +160,73 @@ pub fn open(reader: &str, path: &Path, opts: &ReaderOptions) -> Result<Records, 
             util::json_lines(path, file, musique::Format)
         }
         "uj" => uj::open(path, file, opts),
+        "eventkg" if path.is_dir() => {
+            eventkg::open(&resolve_inputs(path, &["*.nq".to_string()])?, opts)
+        }
+        "eventkg" => eventkg::open(&[path.to_path_buf()], opts),
         other => Err(ReadError::Config(format!(
             "unknown reader `{other}`; known readers: {}",
             READER_NAMES.join(", ")
         ))),
+    }
+}
+
+/// Opens a list of files (the matches of the recipe's input patterns, in order) with the
+/// named reader. `eventkg` reads them as one dump; every other reader reads them one after
+/// the other, as [`open`] would, opening each file only when the one before it is done.
+/// No file -> Config error. The first file is opened at once (so a bad option or a missing
+/// first file is an `Err` here); a later file that cannot be opened is a File error yielded
+/// in its turn, and the iterator stops after it.
+pub fn open_set(
+    reader: &str,
+    paths: &[PathBuf],
+    opts: &ReaderOptions,
+) -> Result<Records, ReadError> {
+    if reader == "eventkg" {
+        return eventkg::open(paths, opts);
+    }
+    let Some((first, rest)) = paths.split_first() else {
+        return Err(ReadError::Config(format!(
+            "reader `{reader}`: no input file given"
+        )));
+    };
+    let current = open(reader, first, opts)?;
+    Ok(Box::new(Chain {
+        reader: reader.to_string(),
+        opts: opts.clone(),
+        rest: rest.iter().cloned().collect(),
+        current: Some(current),
+    }))
+}
+
+/// The records of several files, one file after the other.
+struct Chain {
+    reader: String,
+    opts: ReaderOptions,
+    rest: std::collections::VecDeque<PathBuf>,
+    current: Option<Records>,
+}
+
+impl Iterator for Chain {
+    type Item = Result<SourceRecord, ReadError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let current = self.current.as_mut()?;
+            if let Some(item) = current.next() {
+                if item.as_ref().is_err_and(ReadError::is_fatal) {
+                    self.current = None;
+                }
+                return Some(item);
+            }
+            let path = self.rest.pop_front();
+            self.current = None;
+            match path.map(|p| open(&self.reader, &p, &self.opts)) {
+                None => return None,
+                Some(Ok(records)) => self.current = Some(records),
+                Some(Err(e)) => return Some(Err(e)),
+            }
+        }
     }
 }
 

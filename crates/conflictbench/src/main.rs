@@ -89,6 +89,11 @@ struct BuildArgs {
     /// Read at most N records of each source.
     #[arg(long)]
     limit: Option<usize>,
+    /// Build from a seeded sample of N source records (drawn with `--seed`, kept in source
+    /// order). Readers that select records themselves only (EventKG), so that memory grows
+    /// with N, not with the dump.
+    #[arg(long, value_name = "N")]
+    sample: Option<usize>,
     /// Who answers: default `openai` when a base URL is set (flag or OPENAI_BASE_URL), else `offline`.
     #[arg(long, value_enum)]
     backend: Option<Backend>,
@@ -249,6 +254,8 @@ async fn build(args: BuildArgs) -> anyhow::Result<()> {
             raw: args.raw.clone(),
             inputs,
             limit: args.limit,
+            sample: args.sample,
+            seed: args.seed,
             strict: args.strict,
         },
         out: args.out.clone(),

@@ -446,6 +446,7 @@ pub fn offline_record_paragraph(record: &[KvItem]) -> String {
             ("part of", _) => format!("It was part of {v}."),
             ("previous event", _) => format!("It came after {v}."),
             ("next event", _) => format!("It was followed by {v}."),
+            (k, _) if k.ends_with(" of") => format!("It was the {k} {v}."),
             (k, _) => format!("Its {k} was {v}."),
         };
         out.push(s);
@@ -660,6 +661,9 @@ fn record_question(item: &KvItem, name: &str) -> String {
         ("part of", _) => format!("Which larger event was {name} part of?"),
         ("previous event", _) => format!("Which event came just before {name}?"),
         ("next event", _) => format!("Which event came just after {name}?"),
+        (k, _) if k.ends_with(" of") => {
+            format!("{name} was the {k} what?").replace(" of what?", " of whom or what?")
+        }
         (_, "actor") => format!("Who was the {key} of {name}?"),
         _ => format!("What was the {key} of {name}?"),
     }
@@ -673,7 +677,11 @@ pub fn offline_record_question(
 ) -> String {
     let stated: Vec<&KvItem> = record
         .iter()
-        .filter(|i| !is_fixed(&i.kind) && !mentions(paragraph, &i.value, &i.kind).is_empty())
+        .filter(|i| {
+            !is_fixed(&i.kind)
+                && !mentions(paragraph, &i.value, &i.kind).is_empty()
+                && mentions(name, &i.value, &i.kind).is_empty()
+        })
         .collect();
     let unique: Vec<&KvItem> = stated
         .iter()
@@ -886,7 +894,14 @@ impl AnswerEdit {
         match self.mode {
             Mode::Record => {
                 let is_date = item.text("answer_kind") == "date";
-                if is_date != looks_like_date(edited) {
+                // A date must read as one; another kind must not be a bare date (a name with
+                // a year in it, "Revolutions of 1989", is fine).
+                let wrong = if is_date {
+                    !looks_like_date(edited)
+                } else {
+                    date::parse_rendered(edited).is_some()
+                };
+                if wrong {
                     return Err(format!(
                         "wrong_kind: the edited answer must be {} like the answer",
                         if is_date {
@@ -1045,11 +1060,16 @@ impl NonAnswerEdit {
                     })
                     .collect();
                 items.shuffle(&mut rng);
+                let mut used: Vec<(usize, usize)> = Vec::new();
                 for i in items {
                     let spans = mentions(paragraph, &i.value, &i.kind);
-                    if reps.len() == 2 || !free(&spans) {
+                    if reps.len() == 2
+                        || !free(&spans)
+                        || spans.iter().any(|s| used.iter().any(|u| overlaps(*s, *u)))
+                    {
                         continue;
                     }
+                    used.extend(&spans);
                     let pool = pools.by_kind.get(&i.kind).map_or(&[][..], Vec::as_slice);
                     let fits: Vec<&String> = pool
                         .iter()
@@ -1152,7 +1172,22 @@ impl NonAnswerEdit {
                     ));
                 }
             }
-            reps.extend(spans.into_iter().map(|(s, e)| (s, e, new.to_owned())));
+            for (s, e) in spans {
+                // The same text listed twice (a date that is both begin and end) is one
+                // replacement; two different edits of it are not.
+                match reps
+                    .iter()
+                    .find(|r: &&(usize, usize, String)| (r.0, r.1) == (s, e))
+                {
+                    Some(r) if text::normalize(&r.2) == text::normalize(new) => {}
+                    Some(_) => {
+                        return Err(format!(
+                            "bad_replacements: \"{orig}\" is given two different replacements"
+                        ))
+                    }
+                    None => reps.push((s, e, new.to_owned())),
+                }
+            }
         }
         let (context, edits) =
             apply_replacements(paragraph, &reps).map_err(|m| format!("bad_replacements: {m}"))?;
@@ -1164,8 +1199,27 @@ impl NonAnswerEdit {
         Ok(edits)
     }
 
+    /// Record mode: whether the paragraph states a person, place or date outside the answer
+    /// (without one there is nothing the paper's edit could change, and no call is made).
+    fn has_editable(&self, item: &Item, paragraph: &str) -> bool {
+        let protected = self.protected(item, paragraph);
+        kv(item).iter().any(|i| {
+            matches!(i.kind.as_str(), "date" | "place" | "actor")
+                && i.key != item.text("answer_key")
+                && mentions(paragraph, &i.value, &i.kind)
+                    .iter()
+                    .any(|s| protected.iter().all(|p| !overlaps(*s, *p)))
+        })
+    }
+
     pub async fn run(&self, item: &mut Item, ctx: &StepCtx<'_>) -> Result<(), StepFailure> {
         let paragraph = item.text("paragraph").to_owned();
+        if self.mode == Mode::Record && !self.has_editable(item, &paragraph) {
+            return Err(StepFailure::reject(
+                "nothing_to_edit",
+                "the paragraph states no person, place or date outside the answer",
+            ));
+        }
         let offline = self.offline(item, ctx, &paragraph);
         let answer = item.text("answer").to_owned();
         let subject = self.subject(item);

@@ -280,23 +280,8 @@ fn eventkg_model(req: &ChatRequest) -> Reply {
 
 async fn mock_build(base: &str, out: &Path, concurrency: &str) -> std::process::Output {
     let raw = raw();
-    let args = [
-        "recall",
-        "--domains",
-        "eventkg",
-        "--backend",
-        "openai",
-        "--base-url",
-        base,
-        "--model",
-        "m",
-        "--raw",
-        &raw,
-        "--out",
-        out.to_str().unwrap(),
-        "--concurrency",
-        concurrency,
-    ];
+    let mut args = model_args("recall", "eventkg", base, &raw, out.to_str().unwrap());
+    args.extend(["--concurrency", concurrency]);
     build(&args, &[("OPENAI_API_KEY", "sk-test")]).await
 }
 

@@ -157,27 +157,10 @@ fn uj_model(req: &ChatRequest) -> Reply {
 }
 
 async fn mock_build(base: &str, out: &Path, concurrency: &str) -> std::process::Output {
-    let out = out.to_str().unwrap();
     let raw = repo().join("raw");
-    let args = [
-        "recall",
-        "--domains",
-        "uj",
-        "--backend",
-        "openai",
-        "--base-url",
-        base,
-        "--model",
-        "m",
-        "--raw",
-        raw.to_str().unwrap(),
-        "--out",
-        out,
-        "--concurrency",
-        concurrency,
-        "--max-retries",
-        "0",
-    ];
+    let (raw, out) = (raw.to_str().unwrap(), out.to_str().unwrap());
+    let mut args = model_args("recall", "uj", base, raw, out);
+    args.extend(["--concurrency", concurrency, "--max-retries", "0"]);
     build(&args, &[("OPENAI_API_KEY", "sk-test")]).await
 }
 

@@ -142,8 +142,19 @@ pub fn all_text(req: &ChatRequest) -> String {
 
 /// `build kre --domains DOMAIN` against an OpenAI-compatible `base`, model `m`.
 pub fn openai_args<'a>(domain: &'a str, base: &'a str, raw: &'a str, out: &'a str) -> Vec<&'a str> {
+    model_args("kre", domain, base, raw, out)
+}
+
+/// `build BENCHMARK --domains DOMAIN` against an OpenAI-compatible `base`, model `m`.
+pub fn model_args<'a>(
+    benchmark: &'a str,
+    domain: &'a str,
+    base: &'a str,
+    raw: &'a str,
+    out: &'a str,
+) -> Vec<&'a str> {
     vec![
-        "kre",
+        benchmark,
         "--domains",
         domain,
         "--backend",

@@ -58,12 +58,31 @@ impl Mode {
         }
     }
 
-    fn pick<'a>(self, record: &'a str, text: &'a str) -> &'a str {
-        match self {
-            Self::Record => record,
-            Self::Text => text,
-        }
+    /// The step's mode and model part; the default prompt is `recall/<stem>_record.md` or
+    /// `recall/<stem>_text.md` by mode.
+    fn with_model(
+        spec: &StepSpec,
+        prompts: &Path,
+        stem: &str,
+        default_max_tokens: u32,
+    ) -> Result<(Self, ModelStep), EngineError> {
+        let mode = Self::from_spec(spec)?;
+        let suffix = match mode {
+            Self::Record => "record",
+            Self::Text => "text",
+        };
+        let default = format!("recall/{stem}_{suffix}.md");
+        let model = ModelStep::new(spec, prompts, Some(&default), default_max_tokens)?;
+        Ok((mode, model))
     }
+}
+
+/// The record as `key: value` lines, as the prompts show it.
+fn record_lines(record: &[KvItem]) -> Value {
+    json!(record
+        .iter()
+        .map(|i| format!("{}: {}", i.key, i.value))
+        .collect::<Vec<_>>())
 }
 
 /// The item's key-value record.
@@ -319,12 +338,8 @@ pub struct Paraphrase {
 
 impl Paraphrase {
     pub fn new(spec: &StepSpec, prompts: &Path) -> Result<Self, EngineError> {
-        let mode = Mode::from_spec(spec)?;
-        let default = mode.pick("recall/paraphrase_record.md", "recall/paraphrase_text.md");
-        Ok(Self {
-            model: ModelStep::new(spec, prompts, Some(default), 400)?,
-            mode,
-        })
+        let (mode, model) = Mode::with_model(spec, prompts, "paraphrase", 400)?;
+        Ok(Self { model, mode })
     }
 
     pub async fn run(&self, item: &mut Item, ctx: &StepCtx<'_>) -> Result<(), StepFailure> {
@@ -334,14 +349,10 @@ impl Paraphrase {
                 if record.is_empty() {
                     return Err(StepFailure::reject("no_record", "the item has no `kv`"));
                 }
-                let lines: Vec<String> = record
-                    .iter()
-                    .map(|i| format!("{}: {}", i.key, i.value))
-                    .collect();
                 let a = self.model.ask(
                     item,
                     "",
-                    [("record_lines", json!(lines))],
+                    [("record_lines", record_lines(&record))],
                     offline_record_paragraph(&record),
                 );
                 ask(ctx, item, a, |raw| validate_record_paragraph(raw, &record)).await?
@@ -519,12 +530,8 @@ pub struct Qa {
 
 impl Qa {
     pub fn new(spec: &StepSpec, prompts: &Path) -> Result<Self, EngineError> {
-        let mode = Mode::from_spec(spec)?;
-        let default = mode.pick("recall/qa_record.md", "recall/qa_text.md");
-        Ok(Self {
-            model: ModelStep::new(spec, prompts, Some(default), 200)?,
-            mode,
-        })
+        let (mode, model) = Mode::with_model(spec, prompts, "qa", 200)?;
+        Ok(Self { model, mode })
     }
 
     pub async fn run(&self, item: &mut Item, ctx: &StepCtx<'_>) -> Result<(), StepFailure> {
@@ -539,13 +546,9 @@ impl Qa {
                     .map(|i| i.value.clone())
                     .unwrap_or_default();
                 let offline = offline_record_question(&record, &name, &paragraph, &mut rng);
-                let lines: Vec<String> = record
-                    .iter()
-                    .map(|i| format!("{}: {}", i.key, i.value))
-                    .collect();
-                let a = self
-                    .model
-                    .ask(item, "", [("record_lines", json!(lines))], offline);
+                let a =
+                    self.model
+                        .ask(item, "", [("record_lines", record_lines(&record))], offline);
                 let (q, surface, it) = ask(ctx, item, a, |raw| {
                     validate_record_qa(raw, &record, &paragraph)
                 })
@@ -800,10 +803,9 @@ pub struct AnswerEdit {
 
 impl AnswerEdit {
     pub fn new(spec: &StepSpec, prompts: &Path) -> Result<Self, EngineError> {
-        let mode = Mode::from_spec(spec)?;
-        let default = mode.pick("recall/edit_answer_record.md", "recall/edit_answer_text.md");
+        let (mode, model) = Mode::with_model(spec, prompts, "edit_answer", 100)?;
         Ok(Self {
-            model: ModelStep::new(spec, prompts, Some(default), 100)?,
+            model,
             mode,
             pools: OnceLock::new(),
         })
@@ -1009,13 +1011,9 @@ pub struct NonAnswerEdit {
 
 impl NonAnswerEdit {
     pub fn new(spec: &StepSpec, prompts: &Path) -> Result<Self, EngineError> {
-        let mode = Mode::from_spec(spec)?;
-        let default = mode.pick(
-            "recall/edit_nonanswer_record.md",
-            "recall/edit_nonanswer_text.md",
-        );
+        let (mode, model) = Mode::with_model(spec, prompts, "edit_nonanswer", 300)?;
         Ok(Self {
-            model: ModelStep::new(spec, prompts, Some(default), 300)?,
+            model,
             mode,
             max_replacements: spec
                 .params
@@ -1435,6 +1433,63 @@ mod tests {
         let p = offline_condense("stack", &s);
         validate_text_paragraph(&p, "stack", &s).unwrap();
         assert!(!p.contains("with push and pop"), "{p}");
+    }
+
+    fn nonanswer_step() -> NonAnswerEdit {
+        let spec: StepSpec =
+            toml::from_str("kind = \"nonanswer_edit\"\nmode = \"record\"").unwrap();
+        let prompts = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../prompts");
+        NonAnswerEdit::new(&spec, &prompts).unwrap()
+    }
+
+    #[test]
+    fn non_answer_edits_keep_off_the_answer_and_list_a_text_once() {
+        let step = nonanswer_step();
+        let p = "Battle of Hastings: a battle. It began on 14 October 1066. It ended on 14 October 1066. It took place in Hastings.";
+        let mut item = Item {
+            index: 0,
+            id: "e".into(),
+            origin: cb_model::Origin {
+                file: "f".into(),
+                line: 1,
+            },
+            fields: serde_json::Map::new(),
+            calls: Vec::new(),
+        };
+        item.set("kv", json!([kvi("name", "Battle of Hastings", "name")]));
+        item.set("answer", "Hastings");
+        item.set("answer_value", "Hastings");
+        item.set("answer_kind", "place");
+        item.set("edited_answer", "York");
+        let same_twice = r#"{"replacements": [{"original": "14 October 1066", "edited": "1 May 1200"}, {"original": "14 October 1066", "edited": "1 May 1200"}]}"#;
+        let edits = step.validate(same_twice, &item, p).unwrap();
+        assert_eq!(edits.len(), 2, "both mentions, once each: {edits:?}");
+        let two_ways = r#"{"replacements": [{"original": "14 October 1066", "edited": "1 May 1200"}, {"original": "14 October 1066", "edited": "2 May 1200"}]}"#;
+        assert!(step
+            .validate(two_ways, &item, p)
+            .unwrap_err()
+            .starts_with("bad_replacements"));
+        let answer = r#"{"replacements": [{"original": "in Hastings", "edited": "in Kent"}]}"#;
+        assert!(step
+            .validate(answer, &item, p)
+            .unwrap_err()
+            .starts_with("answer_modified"));
+        let brings =
+            r#"{"replacements": [{"original": "a battle", "edited": "a battle near York"}]}"#;
+        assert!(step
+            .validate(brings, &item, p)
+            .unwrap_err()
+            .starts_with("answer_modified"));
+        // Nothing but the answer to edit: no call is made, the item is rejected.
+        assert!(!step.has_editable(&item, p));
+        item.set(
+            "kv",
+            json!([
+                kvi("name", "Battle of Hastings", "name"),
+                kvi("begin time", "14 October 1066", "date")
+            ]),
+        );
+        assert!(step.has_editable(&item, p));
     }
 
     #[test]

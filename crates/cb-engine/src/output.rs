@@ -264,16 +264,10 @@ pub fn recall_rows(item: &Item, recipe: &str) -> (QaRow, Vec<QaRow>, TextGenRow)
             }
         }
         // UJ: paragraph -> definition; the edited paragraph carries the answer edit and the
-        // word-grained edits, which never overlap (the latter keep off the answer).
+        // word-grained edits (combined by the `nonanswer_edit` step).
         None => {
-            let mut reps =
-                crate::steps::recall::to_replacements(paragraph, &edits_of(item, "qa_a_edits"));
-            reps.extend(crate::steps::recall::to_replacements(
-                paragraph,
-                &edits_of(item, "qa_na_edits"),
-            ));
-            let (edited, edits) = cb_model::recall::apply_replacements(paragraph, &reps)
-                .unwrap_or_else(|_| (paragraph.to_owned(), Vec::new()));
+            let edits = edits_of(item, "tg_edits");
+            let edited = item.text("tg_edited_source").to_owned();
             let (e, o) = changed_words(&edits);
             TextGenRow {
                 source: Value::String(paragraph.to_owned()),

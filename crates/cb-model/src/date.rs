@@ -131,6 +131,14 @@ impl Date {
     pub fn variants(&self) -> Vec<String> {
         let y = year_text(self.year);
         let mut v = vec![self.render()];
+        if self.year <= 0 {
+            // "490 BC" is also written "490 BCE" and "490 B.C.".
+            let more: Vec<String> = v
+                .iter()
+                .flat_map(|r| [r.replace(" BC", " BCE"), r.replace(" BC", " B.C.")])
+                .collect();
+            v.extend(more);
+        }
         match (self.granularity, self.month, self.day) {
             (Granularity::Day, Some(m), Some(d)) => {
                 let name = MONTHS[m as usize - 1];
@@ -144,6 +152,8 @@ impl Date {
                     format!("{th} of {name} {y}"),
                     format!("{th} of {name}, {y}"),
                     format!("{name} {th}, {y}"),
+                    format!("{name} {th} {y}"),
+                    format!("{th} {name}, {y}"),
                     format!("{d} {short} {y}"),
                     format!("{short} {d}, {y}"),
                 ]);
@@ -170,7 +180,8 @@ impl Date {
 pub fn parse_rendered(s: &str) -> Option<Date> {
     let s = s.trim();
     if let Some(d) = parse_iso(s, Granularity::Day) {
-        if s.contains('-') || s.chars().all(|c| c.is_ascii_digit()) {
+        if s.contains('-') || (s.chars().all(|c| c.is_ascii_digit()) && (3..=4).contains(&s.len()))
+        {
             return Some(d);
         }
     }
@@ -196,6 +207,9 @@ pub fn parse_rendered(s: &str) -> Option<Date> {
         }),
         [c, "century"] => {
             let n: i64 = c.get(..c.len().checked_sub(2)?)?.parse().ok()?;
+            if n < 1 || ordinal(n as u64) != *c {
+                return None;
+            }
             Some(Date {
                 year: sign((n - 1) * 100 + 1),
                 month: None,
@@ -205,12 +219,19 @@ pub fn parse_rendered(s: &str) -> Option<Date> {
         }
         [y] => {
             if let Some(dec) = y.strip_suffix('s') {
+                if bc || !dec.ends_with('0') {
+                    return None;
+                }
                 return Some(Date {
                     year: dec.parse().ok()?,
                     month: None,
                     day: None,
                     granularity: Granularity::Decade,
                 });
+            }
+            // A bare number is a year only with three or four digits ("1066"), or with BC.
+            if !bc && !(3..=4).contains(&y.len()) {
+                return None;
             }
             Some(Date {
                 year: sign(y.parse().ok()?),
@@ -221,6 +242,70 @@ pub fn parse_rendered(s: &str) -> Option<Date> {
         }
         _ => None,
     }
+}
+
+/// Parses a date as prose writes it: what [`parse_rendered`] reads, and also `May 30, 1431`,
+/// `the 30th of May 1431`, `Jun 12, 1520` (full or three-letter month names), `490 BCE`,
+/// `490 B.C.`. Any word other than a month, a day, a year, an era marker and `the`, `of`,
+/// `on`, `in` makes it no date.
+pub fn parse_loose(s: &str) -> Option<Date> {
+    if let Some(d) = parse_rendered(s) {
+        return Some(d);
+    }
+    let cleaned = s
+        .replace("B.C.", "BC")
+        .replace("BCE", "BC")
+        .replace([',', '.'], " ");
+    let (mut year, mut month, mut day, mut bc) = (None, None, None, false);
+    for w in cleaned.split_whitespace() {
+        let lw = w.to_lowercase();
+        if matches!(lw.as_str(), "the" | "of" | "on" | "in") {
+            continue;
+        }
+        if lw == "bc" {
+            bc = true;
+            continue;
+        }
+        if let Some(m) = MONTHS.iter().position(|m| {
+            m.to_lowercase() == lw || (lw.len() == 3 && m.to_lowercase().starts_with(&lw))
+        }) {
+            month = month.or(Some(m as u32 + 1));
+            continue;
+        }
+        let digits = ["st", "nd", "rd", "th"]
+            .iter()
+            .find_map(|suf| lw.strip_suffix(suf))
+            .unwrap_or(&lw);
+        let n: i64 = digits.parse().ok()?;
+        let plain = digits.len() == lw.len();
+        if plain && year.is_none() && (digits.len() >= 3 || n > 31) && digits.len() <= 4 {
+            year = Some(n);
+        } else if (1..=31).contains(&n) && digits.len() <= 2 && day.is_none() {
+            day = Some(n as u32);
+        } else {
+            return None;
+        }
+    }
+    // A short number with BC is a year ("44 BC").
+    if year.is_none() && bc && month.is_none() {
+        year = day.take().map(i64::from);
+    }
+    let y = year?;
+    if !bc && y < 100 {
+        return None;
+    }
+    let granularity = match (month, day) {
+        (Some(_), Some(_)) => Granularity::Day,
+        (Some(_), None) => Granularity::Month,
+        (None, None) => Granularity::Year,
+        (None, Some(_)) => return None,
+    };
+    Some(Date {
+        year: if bc { -y } else { y },
+        month,
+        day,
+        granularity,
+    })
 }
 
 /// The byte span of the first mention of `date` in `text`, in any of its
@@ -290,7 +375,35 @@ mod tests {
             assert_eq!(back.render(), date.render(), "{iso} {g}");
         }
         assert!(parse_rendered("Rouen").is_none());
+        assert!(
+            parse_rendered("12").is_none(),
+            "a bare small number is no year"
+        );
+        assert!(parse_rendered("1234 century").is_none());
+        assert!(parse_rendered("11st century").is_none());
+        assert!(parse_rendered("1430s BC").is_none());
+        assert_eq!(parse_rendered("44 BC").unwrap().year, -44);
         assert!(parse_rendered("Pierre Cauchon").is_none());
+    }
+
+    #[test]
+    fn prose_dates_parse_loosely() {
+        for (text, rendered) in [
+            ("May 30, 1431", "30 May 1431"),
+            ("the 30th of May 1431", "30 May 1431"),
+            ("30 May 1431", "30 May 1431"),
+            ("Jun 12, 1520", "12 June 1520"),
+            ("June 1520", "June 1520"),
+            ("490 BCE", "490 BC"),
+            ("44 B.C.", "44 BC"),
+            ("1066", "1066"),
+        ] {
+            let d = parse_loose(text).unwrap_or_else(|| panic!("{text}"));
+            assert_eq!(d.render(), rendered, "{text}");
+        }
+        for not in ["Boeing 747", "Rouen", "12", "Apollo 11", "30 May"] {
+            assert!(parse_loose(not).is_none(), "{not}");
+        }
     }
 
     #[test]
@@ -306,6 +419,9 @@ mod tests {
             assert!(text[s..e].contains("1431"), "{text}");
         }
         assert!(find("She was burned in 1431.", &date).is_none());
+        assert!(find("Burned on May 30th 1431.", &date).is_some());
+        let marathon = parse_rendered("490 BC").unwrap();
+        assert!(find("The battle of 490 BCE.", &marathon).is_some());
         let text = "From 30 May 1431 to May 30, 1431.";
         assert_eq!(find_all(text, &date).len(), 2);
     }

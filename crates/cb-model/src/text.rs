@@ -71,14 +71,22 @@ pub fn find_word_occurrences(text: &str, needle: &str) -> Vec<(usize, usize)> {
     if needle.trim().is_empty() {
         return out;
     }
-    let lt = text.to_lowercase();
-    let ln = needle.to_lowercase();
-    // Lower-casing can change byte lengths for some scripts; fall back to exact search then.
-    let (hay, pat) = if lt.len() == text.len() && ln.len() == needle.len() {
-        (lt.as_str(), ln.as_str())
-    } else {
-        (text, needle)
+    // Lower-case character by character, keeping a character as it is where its lower case
+    // has another byte length (the Kelvin sign, dotted capital I): byte positions in the
+    // folded text are then positions in the original.
+    let fold = |s: &str| -> String {
+        s.chars()
+            .map(|c| {
+                let mut l = c.to_lowercase();
+                match (l.next(), l.next()) {
+                    (Some(x), None) if x.len_utf8() == c.len_utf8() => x,
+                    _ => c,
+                }
+            })
+            .collect()
     };
+    let (lt, ln) = (fold(text), fold(needle));
+    let (hay, pat) = (lt.as_str(), ln.as_str());
     let mut start = 0;
     while let Some(pos) = hay[start..].find(pat) {
         let s = start + pos;
@@ -185,6 +193,17 @@ mod tests {
         let (s, n) = replace_words("Bank and bank, not banker.", "bank", "mall");
         assert_eq!(s, "mall and mall, not banker.");
         assert_eq!(n, 2);
+    }
+
+    #[test]
+    fn word_search_never_splits_a_character() {
+        // The Kelvin sign lower-cases to a one-byte k and dotted capital I to two characters.
+        let t = "\u{212A} İİ k";
+        for (s, e) in find_word_occurrences(t, "K") {
+            assert!(t.is_char_boundary(s) && t.is_char_boundary(e));
+            assert_eq!(&t[s..e], "k");
+        }
+        assert_eq!(find_word_occurrences("Ångström units", "ångström").len(), 1);
     }
 
     #[test]

@@ -102,7 +102,7 @@ fn is_fixed(kind: &str) -> bool {
 /// anything else as whole words (case-insensitive).
 pub fn mentions(text: &str, value: &str, kind: &str) -> Vec<(usize, usize)> {
     if kind == "date" {
-        if let Some(d) = date::parse_rendered(value) {
+        if let Some(d) = date::parse_loose(value) {
             let found = date::find_all(text, &d);
             if !found.is_empty() {
                 return found;
@@ -110,6 +110,11 @@ pub fn mentions(text: &str, value: &str, kind: &str) -> Vec<(usize, usize)> {
         }
     }
     text::find_word_occurrences(text, value)
+}
+
+/// Whether `text` mentions the value (see [`mentions`]).
+fn states(text: &str, value: &str, kind: &str) -> bool {
+    !value.trim().is_empty() && !mentions(text, value, kind).is_empty()
 }
 
 /// The spans of the answer in `paragraph`: the value in any writing and the answer as the
@@ -146,13 +151,6 @@ fn occurs_verbatim(text: &str, phrase: &str) -> bool {
     text::find_word_occurrences(text, phrase)
         .iter()
         .any(|&(s, e)| &text[s..e] == phrase)
-}
-
-/// Whether a value reads as a date (a rendered date, or any text with a year in it).
-fn looks_like_date(s: &str) -> bool {
-    date::parse_rendered(s).is_some()
-        || s.split(|c: char| !c.is_ascii_digit())
-            .any(|d| (3..=4).contains(&d.len()))
 }
 
 fn json_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
@@ -599,9 +597,11 @@ fn validate_record_qa(
                 .any(|&(s, e)| answer[s..e].trim() == answer)
     };
     let item = match json_field(&v, "key") {
+        // A repeated key ("location", "location 2"): the one whose value is the answer.
         Some(k) => record
             .iter()
-            .find(|i| i.key.eq_ignore_ascii_case(k))
+            .filter(|i| i.key.eq_ignore_ascii_case(k) || base_key(&i.key).eq_ignore_ascii_case(k))
+            .min_by_key(|i| (!same(i), !i.key.eq_ignore_ascii_case(k)))
             .ok_or_else(|| format!("bad_key: the record has no item \"{k}\""))?,
         None => record
             .iter()
@@ -613,6 +613,14 @@ fn validate_record_qa(
             "bad_answer: the answer must not be the event's {}",
             item.kind
         ));
+    }
+    if let Some(name) = record.iter().find(|i| i.kind == "name") {
+        if states(&name.value, &item.value, &item.kind) {
+            return Err(format!(
+                "bad_answer: \"{}\" is part of the event's name; ask about another item",
+                item.value
+            ));
+        }
     }
     if !same(item) {
         return Err(format!(
@@ -640,8 +648,8 @@ fn validate_text_qa(raw: &str, term: &str, paragraph: &str) -> Result<(String, S
     if answer.split_whitespace().count() > 12 {
         return Err("too_long: the answer must be a short phrase (at most 12 words)".into());
     }
-    if text::normalize(&answer) == text::normalize(term) {
-        return Err("bad_answer: the answer must not be the term itself".into());
+    if text::contains_phrase(term, &answer) {
+        return Err("bad_answer: the answer must not be the term or part of it".into());
     }
     if !occurs_verbatim(paragraph, &answer) {
         return Err(format!(
@@ -877,11 +885,15 @@ impl AnswerEdit {
         if text::looks_like_refusal(edited) {
             return Err("refusal: the answer declines the task".into());
         }
+        let kind = item.text("answer_kind");
         if [answer, value]
             .iter()
             .any(|a| text::normalize(a) == text::normalize(edited))
+            || states(edited, value, kind)
         {
-            return Err("unchanged: the edited answer must differ from the answer".into());
+            return Err(
+                "unchanged: the edited answer must differ from the answer (in any writing)".into(),
+            );
         }
         if !text::find_word_occurrences(paragraph, edited).is_empty() {
             return Err(format!(
@@ -895,14 +907,10 @@ impl AnswerEdit {
         }
         match self.mode {
             Mode::Record => {
-                let is_date = item.text("answer_kind") == "date";
+                let is_date = kind == "date";
                 // A date must read as one; another kind must not be a bare date (a name with
                 // a year in it, "Revolutions of 1989", is fine).
-                let wrong = if is_date {
-                    !looks_like_date(edited)
-                } else {
-                    date::parse_rendered(edited).is_some()
-                };
+                let wrong = is_date != date::parse_loose(edited).is_some();
                 if wrong {
                     return Err(format!(
                         "wrong_kind: the edited answer must be {} like the answer",
@@ -1074,6 +1082,9 @@ impl NonAnswerEdit {
                         .filter(|c| {
                             text::normalize(c) != text::normalize(&i.value)
                                 && text::find_word_occurrences(&avoid, c).is_empty()
+                                && [item.text("answer_value"), item.text("edited_answer")]
+                                    .iter()
+                                    .all(|a| !states(c, a, item.text("answer_kind")))
                         })
                         .collect();
                     if let Some(new) = fits.choose(&mut rng) {
@@ -1163,8 +1174,9 @@ impl NonAnswerEdit {
                     ));
                 }
             }
-            for a in [answer, edited_answer] {
-                if text::contains_phrase(new, a) {
+            let kind = item.text("answer_kind");
+            for a in [item.text("answer_value"), answer, edited_answer] {
+                if text::contains_phrase(new, a) || states(new, a, kind) {
                     return Err(format!(
                         "answer_modified: the edit \"{new}\" brings in \"{a}\""
                     ));
@@ -1197,16 +1209,20 @@ impl NonAnswerEdit {
         Ok(edits)
     }
 
-    /// Record mode: whether the paragraph states a person, place or date outside the answer
-    /// (without one there is nothing the paper's edit could change, and no call is made).
+    /// Record mode: whether the paragraph states a person, place or date of the record, other
+    /// than the answer, whose every mention lies outside the answer and the name (an edit
+    /// replaces every mention of its original). Without one there is nothing the paper's
+    /// edit could change, and no call is made.
     fn has_editable(&self, item: &Item, paragraph: &str) -> bool {
         let protected = self.protected(item, paragraph);
         kv(item).iter().any(|i| {
+            let spans = mentions(paragraph, &i.value, &i.kind);
             matches!(i.kind.as_str(), "date" | "place" | "actor")
                 && i.key != item.text("answer_key")
-                && mentions(paragraph, &i.value, &i.kind)
+                && !spans.is_empty()
+                && spans
                     .iter()
-                    .any(|s| protected.iter().all(|p| !overlaps(*s, *p)))
+                    .all(|s| protected.iter().all(|p| !overlaps(*s, *p)))
         })
     }
 
@@ -1215,7 +1231,7 @@ impl NonAnswerEdit {
         if self.mode == Mode::Record && !self.has_editable(item, &paragraph) {
             return Err(StepFailure::reject(
                 "nothing_to_edit",
-                "the paragraph states no person, place or date outside the answer",
+                "no person, place or date of the record is stated outside the answer and the name",
             ));
         }
         let offline = self.offline(item, ctx, &paragraph);
@@ -1229,6 +1245,20 @@ impl NonAnswerEdit {
         let reps = to_replacements(&paragraph, &edits);
         let (context, _) = apply_replacements(&paragraph, &reps)
             .map_err(|m| StepFailure::reject("bad_replacements", m))?;
+        if self.mode == Mode::Text {
+            // Text generation's edited source carries the answer edit and these edits.
+            let answer_edits: Vec<Edit> = item
+                .fields
+                .get("qa_a_edits")
+                .and_then(|v| serde_json::from_value(v.clone()).ok())
+                .unwrap_or_default();
+            let mut all = to_replacements(&paragraph, &answer_edits);
+            all.extend(reps);
+            let (edited, tg_edits) = apply_replacements(&paragraph, &all)
+                .map_err(|m| StepFailure::reject("overlapping_edits", m))?;
+            item.set("tg_edited_source", edited);
+            item.set("tg_edits", json!(tg_edits));
+        }
         item.set("qa_na_context", context);
         item.set("qa_na_edits", json!(edits));
         Ok(())
@@ -1296,7 +1326,6 @@ impl InsertSentence {
                 .filter(|s| {
                     !text::find_word_occurrences(s, b).is_empty()
                         && text::find_word_occurrences(s, &term).is_empty()
-                        && !text::contains_phrase(s, &answer)
                 })
                 .collect();
             let Some(sentence) = usable.choose(&mut rng) else {
@@ -1305,6 +1334,16 @@ impl InsertSentence {
             let (mut moved, _) = text::replace_words(sentence.trim(), b, &term);
             if sentence.trim().starts_with(|c: char| c.is_uppercase()) {
                 moved = crate::source::ucfirst(&moved);
+            }
+            // The renamed sentence must be about this term only, and must not state the
+            // answer or the counterfactual option (renaming can create either).
+            let edited_answer = item.text("edited_answer");
+            if text::find_word_occurrences(&moved, &term).is_empty()
+                || !text::find_word_occurrences(&moved, b).is_empty()
+                || text::contains_phrase(&moved, &answer)
+                || (!edited_answer.is_empty() && text::contains_phrase(&moved, edited_answer))
+            {
+                continue;
             }
             // Insertion points: before the first sentence, between two, after the last.
             let bounds = split_sentences(&paragraph);
@@ -1446,16 +1485,7 @@ mod tests {
     fn non_answer_edits_keep_off_the_answer_and_list_a_text_once() {
         let step = nonanswer_step();
         let p = "Battle of Hastings: a battle. It began on 14 October 1066. It ended on 14 October 1066. It took place in Hastings.";
-        let mut item = Item {
-            index: 0,
-            id: "e".into(),
-            origin: cb_model::Origin {
-                file: "f".into(),
-                line: 1,
-            },
-            fields: serde_json::Map::new(),
-            calls: Vec::new(),
-        };
+        let mut item = empty_item();
         item.set("kv", json!([kvi("name", "Battle of Hastings", "name")]));
         item.set("answer", "Hastings");
         item.set("answer_value", "Hastings");
@@ -1490,6 +1520,71 @@ mod tests {
             ]),
         );
         assert!(step.has_editable(&item, p));
+    }
+
+    fn empty_item() -> Item {
+        Item {
+            index: 0,
+            id: "e".into(),
+            origin: cb_model::Origin {
+                file: "f".into(),
+                line: 1,
+            },
+            fields: serde_json::Map::new(),
+            calls: Vec::new(),
+        }
+    }
+
+    fn date_item() -> Item {
+        let mut item = empty_item();
+        item.set("kv", json!(trial()));
+        item.set("answer", "May 30, 1431");
+        item.set("answer_value", "30 May 1431");
+        item.set("answer_kind", "date");
+        item
+    }
+
+    #[test]
+    fn an_edited_date_must_be_another_date_in_any_writing() {
+        let spec: StepSpec = toml::from_str("kind = \"answer_edit\"\nmode = \"record\"").unwrap();
+        let prompts = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../prompts");
+        let step = AnswerEdit::new(&spec, &prompts).unwrap();
+        let item = date_item();
+        let p = "The trial ended on May 30, 1431 in Rouen.";
+        let v = |e: &str| step.validate(&json!({ "edited_answer": e }).to_string(), &item, p);
+        assert_eq!(v("12 June 1520").unwrap(), "12 June 1520");
+        assert!(v("the 30th of May 1431")
+            .unwrap_err()
+            .starts_with("unchanged"));
+        assert!(v("Boeing 747").unwrap_err().starts_with("wrong_kind"));
+        assert!(v("Rouen").unwrap_err().starts_with("already_in_context"));
+    }
+
+    #[test]
+    fn a_non_answer_edit_may_not_bring_in_the_edited_answer_in_another_writing() {
+        let step = nonanswer_step();
+        let mut item = date_item();
+        item.set("edited_answer", "12 June 1520");
+        let p = "The trial began on 9 January 1431 and ended on May 30, 1431 in Rouen.";
+        let bad =
+            r#"{"replacements": [{"original": "9 January 1431", "edited": "June 12, 1520"}]}"#;
+        assert!(step
+            .validate(bad, &item, p)
+            .unwrap_err()
+            .starts_with("answer_modified"));
+        let ok = r#"{"replacements": [{"original": "9 January 1431", "edited": "3 March 1402"}]}"#;
+        assert_eq!(step.validate(ok, &item, p).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn an_answer_inside_the_name_is_refused() {
+        let mut record = trial();
+        record[0].value = "Trial of Rouen".into();
+        let p = "The Trial of Rouen took place in Rouen.";
+        let raw = r#"{"key": "location", "question": "Where was it held?", "answer": "Rouen"}"#;
+        assert!(validate_record_qa(raw, &record, p)
+            .unwrap_err()
+            .contains("part of the event's name"));
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{record_error, write};
+use common::{keys, record_error, strs, write};
 use std::path::{Path, PathBuf};
 
 use cb_readers::{open, reader_names, resolve_inputs, ReadError, ReaderOptions, SourceRecord};
@@ -67,18 +67,6 @@ fn read_clean(reader: &str, path: &Path, options: &ReaderOptions) -> Vec<SourceR
     let (records, errors) = read_all(reader, path, options);
     assert!(errors.is_empty(), "{}: {errors:?}", path.display());
     records
-}
-
-fn strs(v: &Value) -> Vec<&str> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s.as_str().unwrap())
-        .collect()
-}
-
-fn keys(r: &SourceRecord) -> Vec<&str> {
-    r.fields.keys().map(String::as_str).collect()
 }
 
 // ---------------------------------------------------------------- CommonsenseQA

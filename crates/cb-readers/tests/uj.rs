@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{record_error, write};
+use common::{keys, record_error, strs, write};
 use std::path::{Path, PathBuf};
 
 use cb_readers::{open, ReadError, ReaderOptions, SourceRecord};
@@ -42,16 +42,7 @@ fn items(path: &Path, options: &ReaderOptions) -> Vec<Result<SourceRecord, ReadE
 }
 
 fn sentences(r: &SourceRecord) -> Vec<&str> {
-    r.fields["sentences"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s.as_str().unwrap())
-        .collect()
-}
-
-fn keys(r: &SourceRecord) -> Vec<&str> {
-    r.fields.keys().map(String::as_str).collect()
+    strs(&r.fields["sentences"])
 }
 
 #[test]

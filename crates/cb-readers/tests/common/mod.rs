@@ -1,7 +1,8 @@
 //! Helpers shared by the reader tests.
 #![allow(dead_code)]
 
-use cb_readers::ReadError;
+use cb_readers::{ReadError, SourceRecord};
+use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 /// Writes `content` to `dir/name` and returns the path.
@@ -22,4 +23,18 @@ pub fn record_error(e: &ReadError) -> (&str, u64, &str, &str) {
         } => (file.as_str(), *line, *code, message.as_str()),
         other => panic!("expected a record error, got {other:?}"),
     }
+}
+
+/// The strings of a JSON array; panics on anything else.
+pub fn strs(v: &Value) -> Vec<&str> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect()
+}
+
+/// A record's field names, in order.
+pub fn keys(r: &SourceRecord) -> Vec<&str> {
+    r.fields.keys().map(String::as_str).collect()
 }

@@ -4,7 +4,7 @@ use crate::output::{append_line, Outputs};
 use crate::progress::Progress;
 use crate::recipe::Recipe;
 use crate::source::{self, SourceOptions};
-use crate::steps::{Peer, Step, StepCtx, StepFailure};
+use crate::steps::{Corpus, Peer, Step, StepCtx, StepFailure};
 use crate::{EngineError, Item};
 use cb_llm::Llm;
 use cb_model::manifest::LlmTotals;
@@ -47,10 +47,7 @@ struct Runner {
     env: Environment<'static>,
     seed: u64,
     recipe: String,
-    /// The golden answers (`answer_text`) of the recipe's items, in source order, without
-    /// repeats: the corpus the offline `distractors` rule draws from.
-    pool: Vec<String>,
-    peers: Vec<Peer>,
+    corpus: Corpus,
     stop: AtomicBool,
 }
 
@@ -64,8 +61,7 @@ impl Runner {
             env: &self.env,
             seed: self.seed,
             recipe: &self.recipe,
-            pool: &self.pool,
-            peers: &self.peers,
+            corpus: &self.corpus,
         };
         for (i, step) in self.steps.iter().enumerate() {
             if self.stop.load(Ordering::Relaxed) {
@@ -96,7 +92,6 @@ pub async fn build_recipe(
         .map(|s| Step::from_spec(s, &opts.prompts))
         .collect::<Result<Vec<_>, _>>()?;
     let loaded = source::load(recipe, &opts.sources)?;
-    let pool = answers_pool(&loaded.entries);
     let peers = loaded
         .entries
         .iter()
@@ -112,8 +107,7 @@ pub async fn build_recipe(
         env: source::environment(),
         seed: opts.seed,
         recipe: name.clone(),
-        pool,
-        peers,
+        corpus: Corpus::new(peers),
         stop: AtomicBool::new(false),
     });
 
@@ -288,17 +282,6 @@ pub async fn build_recipe(
         rejected: manifest.rejected,
         manifest,
     })
-}
-
-/// The distinct non-empty `answer_text`s of the loaded items, in source order.
-fn answers_pool(entries: &[Result<Item, Reject>]) -> Vec<String> {
-    let mut seen = std::collections::HashSet::new();
-    entries
-        .iter()
-        .filter_map(|e| e.as_ref().ok())
-        .map(|i| i.text("answer_text").trim().to_owned())
-        .filter(|a| !a.is_empty() && seen.insert(cb_model::text::normalize(a)))
-        .collect()
 }
 
 fn round6(x: f64) -> f64 {

@@ -1,6 +1,7 @@
 //! The unit of work: one source example on its way through the steps.
 
 use cb_model::Origin;
+use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -48,7 +49,21 @@ impl Item {
             .unwrap_or_default()
     }
 
+    /// A structured field (a key-value record, a list of edits) read as `T`; missing or of
+    /// another shape gives `T::default()`.
+    pub fn parsed<T: DeserializeOwned + Default>(&self, key: &str) -> T {
+        parse_field(&self.fields, key)
+    }
+
     pub fn set(&mut self, key: &str, value: impl Into<Value>) {
         self.fields.insert(key.to_owned(), value.into());
     }
+}
+
+/// Field `key` of `fields` read as `T`; missing or of another shape gives `T::default()`.
+pub fn parse_field<T: DeserializeOwned + Default>(fields: &Map<String, Value>, key: &str) -> T {
+    fields
+        .get(key)
+        .and_then(|v| T::deserialize(v).ok())
+        .unwrap_or_default()
 }

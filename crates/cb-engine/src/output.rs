@@ -174,13 +174,6 @@ pub fn file_names(format: &str, domain: &str) -> Vec<String> {
     files
 }
 
-fn edits_of(item: &Item, key: &str) -> Vec<Edit> {
-    item.fields
-        .get(key)
-        .and_then(|v| serde_json::from_value(v.clone()).ok())
-        .unwrap_or_default()
-}
-
 /// The RECALL rows of a finished item: its QA-A row, its QA-NA rows (word-grained, and
 /// sentence-grained where the recipe inserts a sentence) and its text-generation row.
 pub fn recall_rows(item: &Item, recipe: &str) -> (QaRow, Vec<QaRow>, TextGenRow) {
@@ -213,7 +206,7 @@ pub fn recall_rows(item: &Item, recipe: &str) -> (QaRow, Vec<QaRow>, TextGenRow)
         answer_option: item.text("answer_option").to_owned(),
         context: item.text("paragraph").to_owned(),
         edited_context: item.text(context_key).to_owned(),
-        edits: edits_of(item, edits_key),
+        edits: item.parsed(edits_key),
         donor_term: if edit == "sentence" {
             item.text("donor_term").to_owned()
         } else {
@@ -266,7 +259,7 @@ pub fn recall_rows(item: &Item, recipe: &str) -> (QaRow, Vec<QaRow>, TextGenRow)
         // UJ: paragraph -> definition; the edited paragraph carries the answer edit and the
         // word-grained edits (combined by the `nonanswer_edit` step).
         None => {
-            let edits = edits_of(item, "tg_edits");
+            let edits = item.parsed::<Vec<Edit>>("tg_edits");
             let edited = item.text("tg_edited_source").to_owned();
             let (e, o) = changed_words(&edits);
             TextGenRow {

@@ -910,31 +910,20 @@ struct Joined {
 /// Takes in one statement whose subject is a selected event.
 fn event_fact(e: &mut EventState, q: &Quad, p: &str, lang: &str) {
     match p {
-        RDFS_LABEL | DC_DESCRIPTION => {
-            if let Some((value, tag)) = literal_of(q) {
-                if lang_matches(tag, lang) {
-                    let graph = graph_local(q);
-                    let rank = graph_rank(graph.as_deref(), lang);
-                    let slot = if p == RDFS_LABEL {
-                        &mut e.label
-                    } else {
-                        &mut e.description
-                    };
-                    slot.offer(rank, value, graph);
-                }
-            }
-        }
-        SEM_BEGIN | SEM_END => {
-            if let Some((value, _)) = literal_of(q) {
-                let graph = graph_local(q);
-                let rank = graph_rank(graph.as_deref(), lang);
-                let slot = if p == SEM_BEGIN {
-                    &mut e.begin
-                } else {
-                    &mut e.end
-                };
-                slot.offer(rank, value, graph);
-            }
+        RDFS_LABEL | DC_DESCRIPTION | SEM_BEGIN | SEM_END => {
+            let Some((value, tag)) = literal_of(q) else {
+                return;
+            };
+            // Labels and descriptions count in the chosen language only; dates have none.
+            let slot = match p {
+                RDFS_LABEL if lang_matches(tag, lang) => &mut e.label,
+                DC_DESCRIPTION if lang_matches(tag, lang) => &mut e.description,
+                SEM_BEGIN => &mut e.begin,
+                SEM_END => &mut e.end,
+                _ => return,
+            };
+            let graph = graph_local(q);
+            slot.offer(graph_rank(graph.as_deref(), lang), value, graph);
         }
         _ => {
             let Some(o) = iri_of_object(q) else { return };

@@ -41,7 +41,7 @@ pub fn usable_aliases(item: &Item) -> Vec<String> {
 /// Offline rule: when the answer contains a number, the number is shifted (a year by 1 to
 /// 15, a decade by 10 to 50, other numbers within about a third of their value), keeping the
 /// words around it; otherwise three other golden answers of the recipe with the same shape
-/// (digits or not, capitalised or not, word count) are drawn from [`StepCtx::pool`], leaving
+/// (digits or not, capitalised or not, word count) are drawn from [`Corpus::answers`](super::Corpus::answers), leaving
 /// out answers that the question itself names.
 #[derive(Debug)]
 pub struct Distractors {
@@ -62,7 +62,7 @@ impl Distractors {
         }
         let aliases = usable_aliases(item);
         let mut rng = item_rng(ctx.seed, ctx.recipe, &item.id, "distractors");
-        let offline = json!({ "options": offline_options(item.text("question"), &answer, &aliases, ctx.pool, &mut rng) })
+        let offline = json!({ "options": offline_options(item.text("question"), &answer, &aliases, ctx.corpus.answers(), &mut rng) })
             .to_string();
         let a = self
             .model

@@ -16,6 +16,7 @@ use cb_llm::{Call, ChatRequest, Llm, Message};
 use minijinja::Environment;
 use serde_json::{Map, Value};
 use std::path::Path;
+use std::sync::OnceLock;
 
 /// What a step run needs besides the item.
 pub struct StepCtx<'a> {
@@ -23,12 +24,8 @@ pub struct StepCtx<'a> {
     pub env: &'a Environment<'static>,
     pub seed: u64,
     pub recipe: &'a str,
-    /// The recipe's golden answers (distinct `answer_text`s in source order), for steps whose
-    /// offline rule draws other answers from the corpus.
-    pub pool: &'a [String],
-    /// Every item of the build as loaded (before any step), in source order: what offline
-    /// rules draw other values from (RECALL's same-kind replacements, UJ's donor sentences).
-    pub peers: &'a [Peer],
+    /// Every item of the build as loaded, for offline rules that draw from the other items.
+    pub corpus: &'a Corpus,
 }
 
 /// An item of the build as loaded, seen by the steps of the other items.
@@ -36,6 +33,42 @@ pub struct StepCtx<'a> {
 pub struct Peer {
     pub id: String,
     pub fields: Map<String, Value>,
+}
+
+/// Every item of the build as loaded (before any step), in source order, and the views of it
+/// that offline rules need, each derived once per build on first use.
+#[derive(Debug, Default)]
+pub struct Corpus {
+    pub peers: Vec<Peer>,
+    answers: OnceLock<Vec<String>>,
+    recall: OnceLock<recall::Pools>,
+}
+
+impl Corpus {
+    pub fn new(peers: Vec<Peer>) -> Self {
+        Self {
+            peers,
+            ..Default::default()
+        }
+    }
+
+    /// The distinct non-empty `answer_text`s, in source order (KRE reading comprehension).
+    pub fn answers(&self) -> &[String] {
+        self.answers.get_or_init(|| {
+            let mut seen = std::collections::HashSet::new();
+            self.peers
+                .iter()
+                .filter_map(|p| p.fields.get("answer_text").and_then(Value::as_str))
+                .map(|a| a.trim().to_owned())
+                .filter(|a| !a.is_empty() && seen.insert(cb_model::text::normalize(a)))
+                .collect()
+        })
+    }
+
+    /// Same-kind values, terms and vocabularies (RECALL).
+    pub(crate) fn recall(&self) -> &recall::Pools {
+        self.recall.get_or_init(|| recall::Pools::of(&self.peers))
+    }
 }
 
 /// Why a step did not produce its output for an item.

@@ -22,7 +22,7 @@
 //! exactly the difference between the two texts (see [`cb_model::recall::apply_replacements`]).
 //!
 //! Each model step has a deterministic offline rule (documented on the step) that draws its
-//! replacements from the other items of the build ([`StepCtx::peers`]).
+//! replacements from the other items of the build ([`StepCtx::corpus`]).
 
 use super::{ask, clean_text_answer, extract_json, param_str, ModelStep, StepCtx, StepFailure};
 use crate::recipe::StepSpec;
@@ -35,7 +35,6 @@ use rand::Rng;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
-use std::sync::OnceLock;
 
 /// Which of RECALL's two kinds of source a step works on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,10 +86,7 @@ fn record_lines(record: &[KvItem]) -> Value {
 
 /// The item's key-value record.
 pub fn kv(item: &Item) -> Vec<KvItem> {
-    item.fields
-        .get("kv")
-        .and_then(|v| serde_json::from_value(v.clone()).ok())
-        .unwrap_or_default()
+    item.parsed("kv")
 }
 
 /// Kinds that are never asked about nor edited.
@@ -160,11 +156,11 @@ fn json_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
         .filter(|s| !s.is_empty())
 }
 
-/// The other items of the build, grouped once per step: for the record mode the distinct
+/// The items of the build, grouped once per build ([`super::Corpus::recall`]): for the record mode the distinct
 /// values of each kind, for the text mode per domain the terms with their sentences and a
 /// vocabulary. Source order, so offline draws are deterministic.
 #[derive(Debug, Default)]
-struct Pools {
+pub(crate) struct Pools {
     by_kind: BTreeMap<String, Vec<String>>,
     /// Domain -> (item id, term, sentences).
     terms: BTreeMap<String, Vec<(String, String, Vec<String>)>>,
@@ -173,20 +169,15 @@ struct Pools {
 }
 
 impl Pools {
-    fn of(ctx: &StepCtx<'_>) -> Self {
+    pub(crate) fn of(peers: &[super::Peer]) -> Self {
         let mut p = Pools::default();
         let mut seen_values = HashSet::new();
         let mut seen_words = HashSet::new();
-        for peer in ctx.peers {
-            if let Some(items) = peer
-                .fields
-                .get("kv")
-                .and_then(|v| serde_json::from_value::<Vec<KvItem>>(v.clone()).ok())
-            {
-                for i in items.into_iter().filter(|i| !is_fixed(&i.kind)) {
-                    if seen_values.insert((i.kind.clone(), text::normalize(&i.value))) {
-                        p.by_kind.entry(i.kind).or_default().push(i.value);
-                    }
+        for peer in peers {
+            let items: Vec<KvItem> = crate::item::parse_field(&peer.fields, "kv");
+            for i in items.into_iter().filter(|i| !is_fixed(&i.kind)) {
+                if seen_values.insert((i.kind.clone(), text::normalize(&i.value))) {
+                    p.by_kind.entry(i.kind).or_default().push(i.value);
                 }
             }
             let term = peer.fields.get("term").and_then(Value::as_str);
@@ -806,21 +797,16 @@ fn word_spans(s: &str) -> Vec<(usize, usize)> {
 pub struct AnswerEdit {
     pub model: ModelStep,
     mode: Mode,
-    pools: OnceLock<Pools>,
 }
 
 impl AnswerEdit {
     pub fn new(spec: &StepSpec, prompts: &Path) -> Result<Self, EngineError> {
         let (mode, model) = Mode::with_model(spec, prompts, "edit_answer", 100)?;
-        Ok(Self {
-            model,
-            mode,
-            pools: OnceLock::new(),
-        })
+        Ok(Self { model, mode })
     }
 
     fn offline(&self, item: &Item, ctx: &StepCtx<'_>, paragraph: &str) -> String {
-        let pools = self.pools.get_or_init(|| Pools::of(ctx));
+        let pools = ctx.corpus.recall();
         let answer = item.text("answer");
         let mut rng = item_rng(ctx.seed, ctx.recipe, &item.id, "answer_edit");
         let edited = match self.mode {
@@ -1014,7 +1000,6 @@ pub struct NonAnswerEdit {
     pub model: ModelStep,
     mode: Mode,
     max_replacements: usize,
-    pools: OnceLock<Pools>,
 }
 
 impl NonAnswerEdit {
@@ -1028,7 +1013,6 @@ impl NonAnswerEdit {
                 .get("max_replacements")
                 .and_then(toml::Value::as_integer)
                 .map_or(4, |x| x.max(1) as usize),
-            pools: OnceLock::new(),
         })
     }
 
@@ -1045,7 +1029,7 @@ impl NonAnswerEdit {
     }
 
     fn offline(&self, item: &Item, ctx: &StepCtx<'_>, paragraph: &str) -> String {
-        let pools = self.pools.get_or_init(|| Pools::of(ctx));
+        let pools = ctx.corpus.recall();
         let mut rng = item_rng(ctx.seed, ctx.recipe, &item.id, "nonanswer_edit");
         let protected = self.protected(item, paragraph);
         let free = |spans: &[(usize, usize)]| {
@@ -1247,11 +1231,7 @@ impl NonAnswerEdit {
             .map_err(|m| StepFailure::reject("bad_replacements", m))?;
         if self.mode == Mode::Text {
             // Text generation's edited source carries the answer edit and these edits.
-            let answer_edits: Vec<Edit> = item
-                .fields
-                .get("qa_a_edits")
-                .and_then(|v| serde_json::from_value(v.clone()).ok())
-                .unwrap_or_default();
+            let answer_edits: Vec<Edit> = item.parsed("qa_a_edits");
             let mut all = to_replacements(&paragraph, &answer_edits);
             all.extend(reps);
             let (edited, tg_edits) = apply_replacements(&paragraph, &all)
@@ -1294,19 +1274,17 @@ pub fn to_replacements(text: &str, edits: &[Edit]) -> Vec<(usize, usize, String)
 #[derive(Debug)]
 pub struct InsertSentence {
     pub name: String,
-    pools: OnceLock<Pools>,
 }
 
 impl InsertSentence {
     pub fn new(spec: &StepSpec) -> Self {
         Self {
             name: spec.name().to_owned(),
-            pools: OnceLock::new(),
         }
     }
 
     pub fn run(&self, item: &mut Item, ctx: &StepCtx<'_>) -> Result<(), StepFailure> {
-        let pools = self.pools.get_or_init(|| Pools::of(ctx));
+        let pools = ctx.corpus.recall();
         let term = item.text("term").to_owned();
         let answer = item.text("answer").to_owned();
         let paragraph = item.text("paragraph").to_owned();

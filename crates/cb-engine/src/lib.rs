@@ -9,6 +9,7 @@
 pub mod build;
 pub mod card;
 pub mod error;
+pub mod hub;
 pub mod item;
 pub mod output;
 pub mod progress;

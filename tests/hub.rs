@@ -203,12 +203,48 @@ fn unify(a: Shape, b: Shape) -> Result<Shape, String> {
     }
 }
 
-/// Every row of the JSONL file `p` has the same keys with the same types.
-fn assert_stable_columns(p: &Path) {
+/// Every row of the JSONL file `p` has the same keys with the same types; returns the keys.
+fn assert_stable_columns(p: &Path) -> BTreeSet<String> {
     let mut all = Shape::Null;
     for (i, row) in read_jsonl(p).iter().enumerate() {
         assert!(row.is_object(), "{}:{}: not an object", p.display(), i + 1);
         all = unify(all, shape(row)).unwrap_or_else(|e| panic!("{}:{}: {e}", p.display(), i + 1));
+    }
+    match all {
+        Shape::Object(o) => o.into_keys().collect(),
+        _ => BTreeSet::new(),
+    }
+}
+
+/// Files of one kind have the same columns in every domain (a value that does not apply
+/// to a domain is `null`, not a missing key): the KRE rows, each RECALL file, the rejects.
+fn assert_same_columns_across_domains(builds: &[PathBuf]) {
+    let mut by_kind: BTreeMap<String, Vec<(PathBuf, BTreeSet<String>)>> = BTreeMap::new();
+    for dir in builds {
+        let domain = dir.file_name().unwrap().to_string_lossy().into_owned();
+        for f in data_files(dir, dir) {
+            let keys = assert_stable_columns(&dir.join(&f));
+            if keys.is_empty() {
+                continue;
+            }
+            let kind = if f == format!("{domain}.jsonl") {
+                "rows".to_owned()
+            } else {
+                f.clone()
+            };
+            by_kind.entry(kind).or_default().push((dir.join(&f), keys));
+        }
+    }
+    for (kind, files) in by_kind {
+        for (path, keys) in &files[1..] {
+            assert_eq!(
+                keys,
+                &files[0].1,
+                "{kind}: {} vs {}",
+                path.display(),
+                files[0].0.display()
+            );
+        }
     }
 }
 
@@ -339,6 +375,18 @@ async fn every_bundled_build_is_a_hub_dataset() {
         .find(|f| f["config"] == "qa_na")
         .unwrap();
     assert!(qa_na["rows"].as_u64().unwrap() > m["rows"].as_u64().unwrap());
+    let builds: Vec<PathBuf> = [
+        "kre/cose",
+        "kre/ecare",
+        "kre/ecqa",
+        "kre/musique",
+        "kre/squad",
+    ]
+    .iter()
+    .chain(&["recall/eventkg", "recall/uj"])
+    .map(|d| out.path.join(d))
+    .collect();
+    assert_same_columns_across_domains(&builds);
 
     let kre_license = check_benchmark(&kre, &["cose", "ecare", "ecqa", "musique", "squad"]);
     assert_eq!(kre_license, ["cc-by-sa-4.0", "cdla-sharing-1.0"]);

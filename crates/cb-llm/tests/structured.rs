@@ -243,3 +243,45 @@ async fn the_form_is_part_of_the_cache_key_and_calls_without_a_schema_never_prob
     assert_eq!(formats(&mock), vec!["-"], "no schema, no probe");
     assert_eq!(auto.structured_form(), None);
 }
+
+/// Opt-in, against a real server (CI does not run it):
+/// `CB_REAL_BASE_URL=http://127.0.0.1:8088/v1 CB_REAL_MODEL=smollm2 CB_REAL_FORM=json-object
+/// cargo test -p cb-llm --test structured -- --ignored --nocapture`.
+/// `auto` must find `CB_REAL_FORM` (when given), and every schema-constrained answer must be
+/// JSON that follows the schema.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs a real endpoint: CB_REAL_BASE_URL, CB_REAL_MODEL"]
+#[allow(clippy::print_stderr)]
+async fn a_real_server_gets_its_form_and_answers_in_shape() {
+    let base = std::env::var("CB_REAL_BASE_URL").expect("CB_REAL_BASE_URL");
+    let model = std::env::var("CB_REAL_MODEL").expect("CB_REAL_MODEL");
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(&base, &dir.path().join("c.sqlite"), Structured::Auto);
+    c.model = model;
+    c.api_key = cb_llm::ApiKey::new(std::env::var("OPENAI_API_KEY").unwrap_or_default());
+    let llm = Llm::new(c).unwrap();
+    let questions = [
+        "Where would you keep a sandwich fresh? Correct answer: refrigerator.",
+        "What do people use to cut paper? Correct answer: scissors.",
+        "What is the capital of France? Correct answer: Paris.",
+        "What animal says moo? Correct answer: cow.",
+        "What do you wear on your feet? Correct answer: shoes.",
+    ];
+    for (i, q) in questions.iter().enumerate() {
+        let mut call = call(i);
+        call.request.messages = vec![Message::user(format!(
+            "{q}\nGive three wrong but plausible answers. Reply with a JSON object whose key \"distractors\" holds them as a list of strings."
+        ))];
+        let got = llm.complete(&call).await.unwrap();
+        eprintln!("{} -> {}", q, got.text);
+        let v: Value = serde_json::from_str(&got.text)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", got.text));
+        let d = v["distractors"].as_array().expect("distractors array");
+        assert!(d.len() >= 3 && d.iter().all(Value::is_string), "{v}");
+    }
+    let form = llm.structured_form().unwrap();
+    eprintln!("structured form: {form}; stats {:?}", llm.stats());
+    if let Ok(want) = std::env::var("CB_REAL_FORM") {
+        assert_eq!(form, want);
+    }
+}

@@ -64,15 +64,18 @@ pub fn emulate(kind: StructuredServer, inner: Responder) -> Responder {
     })
 }
 
-/// The body llama-cpp-python's validation sends back for a `json_schema` response format.
+/// The body llama-cpp-python 0.3.36 sends back for a `json_schema` response format (HTTP
+/// 500), as seen from the real server (its source path left out).
 fn llama_cpp_python_refusal() -> String {
-    json!({"detail": [{
-        "type": "literal_error",
-        "loc": ["body", "response_format", "type"],
-        "msg": "Input should be 'text' or 'json_object'",
-        "input": "json_schema",
-        "ctx": {"expected": "'text' or 'json_object'"},
-    }]})
+    let message = "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), \
+                   'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', \
+                   'ctx': {'expected': \"'text' or 'json_object'\"}}\n\n    POST /v1/chat/completions";
+    json!({"error": {
+        "message": message,
+        "type": "internal_server_error",
+        "param": null,
+        "code": null,
+    }})
     .to_string()
 }
 

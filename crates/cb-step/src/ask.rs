@@ -187,8 +187,9 @@ pub async fn ask<T>(
                     reason: e.reason_code(),
                     detail: format!("{}: {e}", a.step),
                     raw: e.raw().map(str::to_owned),
-                    attempts: attempt,
-                })
+                    // Requests sent: one per earlier answer, and every retry of this call.
+                    attempts: attempt - 1 + e.attempts(),
+                });
             }
         };
         item.calls.push(CallRecord {

@@ -6,6 +6,7 @@
 
 mod audit_cmd;
 mod progress;
+mod structured_arg;
 
 use anyhow::Context;
 use cb_engine::recipe::{load_recipes, select};
@@ -139,6 +140,9 @@ struct BuildArgs {
     /// Print how many calls would go upstream, their estimated tokens and cost; call nothing, write nothing.
     #[arg(long)]
     dry_run: bool,
+    /// How steps' JSON schemas are sent: `auto` finds out once per endpoint and model.
+    #[arg(long, value_enum, default_value = "auto")]
+    structured: structured_arg::StructuredArg,
     /// A malformed source record stops the build instead of becoming a reject.
     #[arg(long)]
     strict: bool,
@@ -324,6 +328,7 @@ fn llm_config(
     c.request_timeout = Duration::from_secs(args.timeout_s.max(1));
     c.max_cost_usd = args.max_cost;
     c.max_tokens = args.max_tokens;
+    c.structured = args.structured.into();
     if backend == Backend::Offline {
         return Ok(c);
     }

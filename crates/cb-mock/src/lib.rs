@@ -22,6 +22,8 @@
 //! # }
 //! ```
 
+pub mod eval_script;
+
 use std::collections::{HashMap, VecDeque};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::pin::Pin;

@@ -143,6 +143,15 @@ pub fn extract(raw: &str, options: &[String]) -> Extracted {
     }
 }
 
+/// Extracts the choice of a model reply; a call that failed for good is invalid (`error`).
+pub fn extract_reply(reply: &crate::run::Reply, options: &[String]) -> Extracted {
+    if reply.error.is_some() {
+        Extracted::invalid("error")
+    } else {
+        extract(&reply.raw, options)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

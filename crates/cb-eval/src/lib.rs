@@ -14,6 +14,7 @@
 pub mod error;
 pub mod extract;
 pub mod kre;
+mod kre_tables;
 pub mod recall;
 pub mod report;
 pub mod run;

@@ -3,7 +3,7 @@
 //! source. Per seed: ACC and the invalid rate per setting, M-Rate (eq. 1) per QA task, corpus
 //! BLEU, mean ROUGE-L F-measure and R-Rate (eq. 2 or 3) for text generation.
 
-use crate::extract::extract;
+use crate::extract::extract_reply;
 use crate::report::{cell, Table};
 use crate::run::{run_jobs, Job};
 use crate::{
@@ -224,14 +224,7 @@ pub async fn evaluate(
                 .or_default()
                 .push((m.row, r.raw.clone()));
         } else {
-            let x = if r.error.is_some() {
-                crate::extract::Extracted {
-                    choice: None,
-                    how: "error",
-                }
-            } else {
-                extract(&r.raw, &m.options)
-            };
+            let x = extract_reply(r, &m.options);
             let ok = x.choice == Some(m.gold);
             line.insert("choice".into(), json!(x.choice.map(letter)));
             line.insert("choice_text".into(), json!(x.choice.map(|i| &m.options[i])));
@@ -335,20 +328,8 @@ pub async fn evaluate(
             figures.push(figure(&f.domain, task, "edited", "m_rate", n, mr));
         }
     }
-    let mut results = Results {
-        benchmark: "recall".into(),
-        backend: llm.config().backend.name().into(),
-        endpoint: llm.endpoint().into(),
-        model: llm.config().model.clone(),
-        seeds: opts.seeds.clone(),
-        settings: wanted,
-        prompts: [&t_qa, &t_record, &t_text]
-            .iter()
-            .map(|p| (format!("eval/{}", p.name), p.hash.clone()))
-            .collect(),
-        figures,
-        tables: Vec::new(),
-    };
+    let prompts = [&t_qa, &t_record, &t_text];
+    let mut results = Results::new("recall", llm, opts, wanted, &prompts, figures);
     results.tables = tables(&results, &files);
     Ok((results, predictions))
 }

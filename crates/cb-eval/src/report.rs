@@ -53,6 +53,31 @@ pub struct Results {
 }
 
 impl Results {
+    /// The results of a run of `benchmark` with `llm`, before the tables are made.
+    pub fn new(
+        benchmark: &str,
+        llm: &cb_llm::Llm,
+        opts: &crate::EvalOptions,
+        settings: Vec<String>,
+        prompts: &[&cb_engine::prompt::Prompt],
+        figures: Vec<Figure>,
+    ) -> Results {
+        Results {
+            benchmark: benchmark.into(),
+            backend: llm.config().backend.name().into(),
+            endpoint: llm.endpoint().into(),
+            model: llm.config().model.clone(),
+            seeds: opts.seeds.clone(),
+            settings,
+            prompts: prompts
+                .iter()
+                .map(|p| (format!("eval/{}", p.name), p.hash.clone()))
+                .collect(),
+            figures,
+            tables: Vec::new(),
+        }
+    }
+
     /// The figure for these keys, if any.
     pub fn get(&self, domain: &str, task: &str, setting: &str, metric: &str) -> Option<&Figure> {
         self.figures.iter().find(|f| {

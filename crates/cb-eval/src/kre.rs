@@ -8,7 +8,7 @@ use crate::extract::{extract_reply, Extracted};
 use crate::run::{run_jobs, Job, Reply};
 use crate::{load, option_views, settings, EvalError, EvalOptions, Loaded, Results, Templates};
 use cb_audit::{FileKind, Payload, Row};
-use cb_engine::prompt::Prompt;
+use cb_step::Prompt;
 use cb_engine::Progress;
 use cb_llm::Llm;
 use cb_model::{item_rng, letter, letter_index, KreRow};

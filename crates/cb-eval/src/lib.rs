@@ -25,7 +25,7 @@ pub use run::Sampling;
 
 use cb_audit::load::{find_files, read_rows};
 use cb_audit::{FileKind, Row};
-use cb_engine::prompt::Prompt;
+use cb_step::Prompt;
 use cb_metrics::Summary;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -154,7 +154,7 @@ pub(crate) fn option_views(texts: &[String]) -> Vec<OptionView<'_>> {
 impl Templates {
     pub fn new() -> Self {
         Templates {
-            env: cb_engine::source::environment(),
+            env: cb_step::template::environment(),
         }
     }
 

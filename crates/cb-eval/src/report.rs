@@ -59,7 +59,7 @@ impl Results {
         llm: &cb_llm::Llm,
         opts: &crate::EvalOptions,
         settings: Vec<String>,
-        prompts: &[&cb_engine::prompt::Prompt],
+        prompts: &[&cb_step::Prompt],
         figures: Vec<Figure>,
     ) -> Results {
         Results {

@@ -25,8 +25,8 @@ pub use run::Sampling;
 
 use cb_audit::load::{find_files, read_rows};
 use cb_audit::{FileKind, Row};
-use cb_step::Prompt;
 use cb_metrics::Summary;
+use cb_step::Prompt;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 

@@ -22,6 +22,7 @@
 //! # }
 //! ```
 
+pub mod eval_script;
 pub mod structured;
 
 use std::collections::{HashMap, VecDeque};

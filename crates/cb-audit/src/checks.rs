@@ -109,7 +109,7 @@ pub const CHECKS: &[CheckInfo] = &[
     check!("kre_negative_context_states_golden", "kre", Warning, "The negative context states the golden answer `choices[answer]` (whole words, normalised)."),
     check!("kre_contexts_identical", "kre", Error, "The negative context is the golden context (after normalisation)."),
     check!("kre_negative_context_echo", "kre", Error, "A line of the negative context starts with a prompt label (`Event:`, `Question:`, `Chosen cause:` ..., cb_model::quality::PROMPT_LABELS), or it names a part of the prompt (\"the reference explanation\", cb_model::quality::PROMPT_TERMS), that the question, choices and golden context do not have: the prompt repeated back."),
-    check!("kre_negative_context_restates", "kre", Warning, "The negative context adds no content word (function words left out, first 5 characters compared) to the negative answer: it only restates it.", "0 added words"),
+    check!("kre_negative_context_restates", "kre", Warning, "The negative context adds no content word (function words and task words such as \"answer\", \"question\" left out, first 5 characters compared) to the negative answer and the question: it only restates it.", "0 added words"),
     check!("kre_negative_context_language", "kre", Warning, "The negative context is clearly in another language than the question and golden context (cb_model::quality::language; unclear texts pass)."),
     check!("qa_task", "qa", Error, "`task` matches the file (qa_a / qa_na) and `edit` fits it (qa_a: answer; qa_na: word or sentence)."),
     check!("qa_options", "qa", Error, "`options` are exactly {answer, edited_answer}, two distinct texts, and `answer_option` is the letter of `answer`."),
@@ -274,7 +274,7 @@ fn check_kre(r: &cb_model::KreRow) -> Vec<Outcome> {
     }));
     out.push(ok_if(
         "kre_negative_context_restates",
-        !quality::restates(&r.negative_context, &r.negative_answer),
+        !quality::restates(&r.negative_context, &r.negative_answer, &[&r.question]),
         || {
             format!(
                 "adds {:?} to \"{}\"",

@@ -134,7 +134,7 @@ fn report_of(n: usize) -> cb_audit::Report {
                 kre_json(
                     &format!("Where is book {i} of {dom} kept?"),
                     &golden,
-                    "It is kept in the oven.",
+                    "It is kept in the oven, away from damp.",
                 )
             })
             .collect();

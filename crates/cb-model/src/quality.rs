@@ -156,13 +156,29 @@ pub fn added_words(context: &str, given: &str) -> Vec<String> {
 /// reviewers' call.
 pub const RESTATE_MIN_ADDED: usize = 1;
 
+/// Words about the task rather than the situation ("The answer to the question is ..."),
+/// and modal verbs; never counted as what a negative context adds.
+const TASK_WORDS: &[&str] = &[
+    "answer", "answers", "question", "correct", "option", "choice", "must", "should", "might",
+    "may",
+];
+
 /// Whether a negative context (or explanation) only restates the negative answer: it adds
-/// fewer than [`RESTATE_MIN_ADDED`] content words (none) to it ("The plants grew faster." for
-/// "The plants grew faster"). An empty context restates nothing (other checks catch it).
-pub fn restates(context: &str, negative_answer: &str) -> bool {
+/// fewer than [`RESTATE_MIN_ADDED`] content words (none) to it and to `given`, the texts the
+/// model was shown and may copy (the question, the premise), task words ([`TASK_WORDS`])
+/// left out. "The plants grew faster." for "The plants grew faster", or, real SmolLM2
+/// answers, "The answer is: A cupboard" for "cupboard" and "The dog barked loudly at the
+/// door. The dog was asleep." (the premise, then the negative answer). An empty context
+/// restates nothing (other checks catch it).
+pub fn restates(context: &str, negative_answer: &str, given: &[&str]) -> bool {
+    let mut known = format!("{negative_answer}\n{}", TASK_WORDS.join(" "));
+    for g in given {
+        known.push('\n');
+        known.push_str(g);
+    }
     !normalize(context).is_empty()
         && !normalize(negative_answer).is_empty()
-        && added_words(context, negative_answer).len() < RESTATE_MIN_ADDED
+        && added_words(context, &known).len() < RESTATE_MIN_ADDED
 }
 
 /// `text` with every case-insensitive occurrence of each of `copied` (trimmed, a final
@@ -438,18 +454,48 @@ mod tests {
         // A real SmolLM2 answer (issue #12) for the negative answer "The plants grew faster".
         assert!(restates(
             "The plants grew faster.",
-            "The plants grew faster"
+            "The plants grew faster",
+            &[]
         ));
         assert!(restates(
             "Yes, the plant grew faster.",
-            "The plants grew faster"
+            "The plants grew faster",
+            &[]
         ));
         assert!(!restates(
             "Water and sunlight help plants grow faster.",
-            "The plants grew faster"
+            "The plants grew faster",
+            &[]
         ));
-        assert!(!restates("It is kept in the oven.", "oven"));
-        assert!(!restates("", "x"));
+        assert!(!restates("It is kept in the oven.", "oven", &[]));
+        assert!(!restates("", "x", &[]));
+    }
+
+    #[test]
+    fn a_restatement_wrapped_in_task_words_or_the_question_is_found() {
+        // Real SmolLM2 answers (QUALITY.md run) that the rule above let through.
+        let q = "Where would you most likely keep milk so that it stays cold?";
+        assert!(restates("The answer is: A cupboard", "cupboard", &[q]));
+        let q = "A person who is very thirsty would most likely want to do what?";
+        assert!(restates(
+            "The answer to the question \"What a thirsty person would most likely want to do is run outside\" must be \"run outside\".",
+            "run outside",
+            &[q]
+        ));
+        let premise = "The dog barked loudly at the door.";
+        let q = "The dog barked loudly at the door. What is the more possible cause of this?";
+        assert!(restates(
+            "The dog barked loudly at the door. The dog was asleep.",
+            "The dog was asleep.",
+            &[premise, q]
+        ));
+        // A reason, however weak, is not a restatement.
+        let q = "The boy had a high fever. What is the more possible cause of this?";
+        assert!(!restates(
+            "The boy had a high fever and ate an apple, which is the primary cause of the flu.",
+            "He ate an apple.",
+            &[q]
+        ));
     }
 
     #[test]

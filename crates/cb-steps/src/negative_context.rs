@@ -54,7 +54,7 @@ impl NegativeContext {
         if text::looks_like_refusal(&quality::beyond_copies(&t, &kept)) {
             return Err("refusal: the answer declines the task".into());
         }
-        if quality::restates(&t, negative) {
+        if quality::restates(&t, negative, &[]) {
             return Err(format!(
                 "restates_negative: it only restates \"{negative}\"; rewrite the passage"
             ));

@@ -46,7 +46,7 @@ impl NegativeExplanation {
         let golden = item.text("golden_context");
         let (answer, negative) = (answer_text(item), item.text("negative_answer"));
         let (replaced, n) = text::replace_words(golden, &answer, negative);
-        if n > 0 && !answer.is_empty() && !quality::restates(&replaced, negative) {
+        if n > 0 && !answer.is_empty() && !quality::restates(&replaced, negative, &[]) {
             return replaced;
         }
         let vars = minijinja::Value::from_serialize(&item.fields);
@@ -86,7 +86,7 @@ impl NegativeExplanation {
                 "states_golden: it mentions the correct answer \"{answer}\""
             ));
         }
-        if quality::restates(&t, negative) {
+        if quality::restates(&t, negative, given) {
             return Err(format!(
                 "restates_negative: it only restates \"{negative}\"; give a reason that supports it"
             ));

@@ -362,9 +362,39 @@ pub fn clean_text_answer(s: &str) -> String {
 }
 
 /// Finds the JSON object in an answer: the whole text, inside a code fence, or the first
-/// balanced `{...}` in prose.
+/// balanced `{...}` in prose. A raw line break or tab inside a string, which JSON forbids but
+/// grammar-constrained servers send (llama-cpp-python's `json_object` with SmolLM2, see
+/// QUALITY.md), is read as its escape, so the answer is judged on its values.
 pub fn extract_json(s: &str) -> Option<Value> {
-    let t = s.trim();
+    find_json(s.trim()).or_else(|| find_json(&escape_controls_in_strings(s.trim())))
+}
+
+/// `s` with every control character inside a double-quoted string written as its JSON escape.
+fn escape_controls_in_strings(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let (mut in_str, mut escaped) = (false, false);
+    for c in s.chars() {
+        if in_str && !escaped && c.is_control() {
+            match c {
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                _ => out.push_str(&format!("\\u{:04x}", c as u32)),
+            }
+            continue;
+        }
+        out.push(c);
+        match c {
+            _ if escaped => escaped = false,
+            '\\' if in_str => escaped = true,
+            '"' => in_str = !in_str,
+            _ => {}
+        }
+    }
+    out
+}
+
+fn find_json(t: &str) -> Option<Value> {
     if let Ok(v @ Value::Object(_)) = serde_json::from_str::<Value>(t) {
         return Some(v);
     }
@@ -409,6 +439,20 @@ pub fn extract_json(s: &str) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn raw_line_breaks_inside_strings_are_read_as_escapes() {
+        // A real SmolLM2 answer under llama-cpp-python's json_object schema (QUALITY.md run):
+        // a line break inside a string value.
+        let raw = "{ \"options\": [\"first option\" , \"] }\nThe answer to this question should be a string (either either \",\" or \"] }";
+        let v = extract_json(raw).expect("parsed");
+        let options = v["options"].as_array().unwrap();
+        assert_eq!(options[0], "first option");
+        assert!(options[1].as_str().unwrap().contains('\n'));
+        // Valid JSON and JSON in prose read as before.
+        assert_eq!(extract_json("{\"a\": \"x\\ny\"}").unwrap()["a"], "x\ny");
+        assert_eq!(extract_json("He said \"hi.\n{\"a\": 1}").unwrap()["a"], 1);
+    }
 
     #[test]
     fn json_is_found_in_fences_and_prose() {

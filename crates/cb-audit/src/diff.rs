@@ -1,5 +1,7 @@
 //! Word-level diff: the two texts are cut into tokens (runs of letters and digits, runs of
 //! whitespace, single other characters) and aligned by a longest common subsequence.
+//! [`side_by_side`] turns the alignment into the two texts, each whole, with the tokens that
+//! are not in the other text marked, and says how much the texts share.
 
 /// What a piece of the diff is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,8 +54,95 @@ pub fn diff_tokens(s: &str) -> Vec<&str> {
     out
 }
 
+/// Below this share of common words ([`Compared::shared`]) two texts are "rewritten": the
+/// page shows them side by side without marks, since marking nearly every word helps no one.
+/// Edits of one span (RECALL) keep most words (typically above 0.8); a released KRE
+/// golden/negative context pair written independently shares only a few function words
+/// (typically below 0.3).
+pub const REWRITTEN_BELOW: f64 = 0.4;
+
+/// Two texts aligned for reading side by side.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Compared {
+    /// The original text in pieces; `true` marks a piece that is not in the edited text.
+    pub original: Vec<(bool, String)>,
+    /// The edited text in pieces; `true` marks a piece that is not in the original text.
+    pub edited: Vec<(bool, String)>,
+    /// 2 x common words / (words of the original + words of the edited text), in 0..=1 (1 for
+    /// two texts without words). `None` when the texts were too long to align
+    /// ([`MAX_CELLS`]).
+    pub shared: Option<f64>,
+}
+
+impl Compared {
+    /// Whether the texts share too little to mark the changes ([`REWRITTEN_BELOW`]), or
+    /// could not be aligned.
+    pub fn rewritten(&self) -> bool {
+        self.shared.is_none_or(|s| s < REWRITTEN_BELOW)
+    }
+}
+
+/// Aligns `original` and `edited`: concatenating each side's pieces gives its text back.
+pub fn side_by_side(original: &str, edited: &str) -> Compared {
+    let (ops, aligned) = token_diff(original, edited);
+    let is_word = |t: &str| t.chars().next().is_some_and(char::is_alphanumeric);
+    let (mut common, mut words_a, mut words_b) = (0usize, 0usize, 0usize);
+    for (op, t) in &ops {
+        if is_word(t) {
+            match op {
+                Op::Same => {
+                    common += 1;
+                    words_a += 1;
+                    words_b += 1;
+                }
+                Op::Del => words_a += 1,
+                Op::Ins => words_b += 1,
+            }
+        }
+    }
+    let shared = aligned.then(|| {
+        if words_a + words_b == 0 {
+            1.0
+        } else {
+            2.0 * common as f64 / (words_a + words_b) as f64
+        }
+    });
+    let side = |keep: Op| {
+        let mut out: Vec<(bool, String)> = Vec::new();
+        for (op, t) in &ops {
+            if *op != Op::Same && *op != keep {
+                continue;
+            }
+            let marked = *op == keep;
+            match out.last_mut() {
+                Some((m, s)) if *m == marked => s.push_str(t),
+                _ => out.push((marked, (*t).to_owned())),
+            }
+        }
+        out
+    };
+    Compared {
+        original: side(Op::Del),
+        edited: side(Op::Ins),
+        shared,
+    }
+}
+
 /// The diff of `original` and `edited`, adjacent pieces of the same kind merged.
-pub fn word_diff(original: &str, edited: &str) -> Vec<(Op, String)> {
+#[cfg(test)]
+fn word_diff(original: &str, edited: &str) -> Vec<(Op, String)> {
+    let mut out: Vec<(Op, String)> = Vec::new();
+    for (op, t) in token_diff(original, edited).0 {
+        match out.last_mut() {
+            Some((o, s)) if *o == op => s.push_str(t),
+            _ => out.push((op, t.to_owned())),
+        }
+    }
+    out
+}
+
+/// The token-level diff, and whether the middle was aligned (`false` above [`MAX_CELLS`]).
+fn token_diff<'a>(original: &'a str, edited: &'a str) -> (Vec<(Op, &'a str)>, bool) {
     let a = diff_tokens(original);
     let b = diff_tokens(edited);
     let mut pre = 0;
@@ -67,7 +156,8 @@ pub fn word_diff(original: &str, edited: &str) -> Vec<(Op, String)> {
     }
     let (am, bm) = (&a[pre..a.len() - suf], &b[pre..b.len() - suf]);
     let mut ops: Vec<(Op, &str)> = a[..pre].iter().map(|t| (Op::Same, *t)).collect();
-    if am.len().saturating_mul(bm.len()) > MAX_CELLS {
+    let aligned = am.len().saturating_mul(bm.len()) <= MAX_CELLS;
+    if !aligned {
         ops.extend(am.iter().map(|t| (Op::Del, *t)));
         ops.extend(bm.iter().map(|t| (Op::Ins, *t)));
     } else {
@@ -100,14 +190,7 @@ pub fn word_diff(original: &str, edited: &str) -> Vec<(Op, String)> {
         }
     }
     ops.extend(a[a.len() - suf..].iter().map(|t| (Op::Same, *t)));
-    let mut out: Vec<(Op, String)> = Vec::new();
-    for (op, t) in ops {
-        match out.last_mut() {
-            Some((o, s)) if *o == op => s.push_str(t),
-            _ => out.push((op, t.to_owned())),
-        }
-    }
-    out
+    (ops, aligned)
 }
 
 #[cfg(test)]
@@ -141,5 +224,47 @@ mod tests {
             vec![(Op::Same, "same".to_owned())]
         );
         assert_eq!(word_diff("", "new"), vec![(Op::Ins, "new".to_owned())]);
+    }
+
+    #[test]
+    fn each_side_is_its_whole_text_with_the_changes_marked() {
+        let (a, b) = (
+            "She was born in  Paris in 1900.",
+            "She was born in  Lyon, France in 1900.",
+        );
+        let c = side_by_side(a, b);
+        let whole = |v: &[(bool, String)]| v.iter().map(|p| p.1.as_str()).collect::<String>();
+        assert_eq!(whole(&c.original), a);
+        assert_eq!(whole(&c.edited), b);
+        assert_eq!(
+            c.original
+                .iter()
+                .filter(|p| p.0)
+                .map(|p| p.1.as_str())
+                .collect::<Vec<_>>(),
+            vec!["Paris"]
+        );
+        assert_eq!(
+            c.edited
+                .iter()
+                .filter(|p| p.0)
+                .map(|p| p.1.as_str())
+                .collect::<Vec<_>>(),
+            vec!["Lyon, France"]
+        );
+        // 6 common words of 7 + 8.
+        assert!((c.shared.unwrap() - 12.0 / 15.0).abs() < 1e-9);
+        assert!(!c.rewritten());
+    }
+
+    #[test]
+    fn texts_that_share_little_are_rewritten() {
+        let c = side_by_side(
+            "People wait for the doctor in the reception area.",
+            "A library is a quiet place where books are kept on shelves.",
+        );
+        assert!(c.shared.unwrap() < REWRITTEN_BELOW, "{:?}", c.shared);
+        assert!(c.rewritten());
+        assert!(side_by_side("", "").shared == Some(1.0));
     }
 }

@@ -9,6 +9,7 @@
 pub mod build;
 pub mod card;
 pub mod error;
+pub mod files;
 pub mod item;
 pub mod output;
 pub mod progress;
@@ -19,6 +20,7 @@ pub mod steps;
 
 pub use build::{build_recipe, BuildOptions, BuildOutcome};
 pub use error::EngineError;
+pub use files::Files;
 pub use item::{CallRecord, Item};
 pub use progress::{NoProgress, Progress};
 pub use recipe::{load_recipes, Recipe};

@@ -2,12 +2,12 @@
 //! dataset's wrong options, the negative context a brief explanation that supports it.
 
 use super::{ask, clean_text_answer, param_bool, param_str, ModelStep, StepCtx, StepFailure};
+use crate::files::Files;
 use crate::recipe::StepSpec;
 use crate::{EngineError, Item};
 use cb_model::{item_rng, letter, letter_index, text};
 use rand::Rng;
 use serde_json::json;
-use std::path::Path;
 
 /// Picks the negative answer uniformly among the wrong choices, with the item's own
 /// generator (purpose `negative_answer`). Writes `candidate` (letter) and `negative_answer`.
@@ -60,7 +60,7 @@ pub struct NegativeExplanation {
 }
 
 impl NegativeExplanation {
-    pub fn new(spec: &StepSpec, prompts: &Path) -> Result<Self, EngineError> {
+    pub fn new(spec: &StepSpec, prompts: &Files) -> Result<Self, EngineError> {
         Ok(Self {
             model: ModelStep::new(spec, prompts, None, 160)?,
             require_mention: param_bool(spec, "require_mention", false),

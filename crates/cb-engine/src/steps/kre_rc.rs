@@ -6,6 +6,7 @@
 //! `aliases` (other accepted forms of the answer).
 
 use super::{ask, clean_text_answer, extract_json, param_f64, ModelStep, StepCtx, StepFailure};
+use crate::files::Files;
 use crate::recipe::StepSpec;
 use crate::{EngineError, Item};
 use cb_model::{item_rng, letter, text};
@@ -13,7 +14,6 @@ use rand::seq::SliceRandom;
 use rand::Rng;
 use serde_json::{json, Value};
 use std::collections::HashSet;
-use std::path::Path;
 
 /// The item's aliases that are worth checking and replacing: distinct from the answer and
 /// from each other after normalisation, and at least three characters long once normalised
@@ -49,7 +49,7 @@ pub struct Distractors {
 }
 
 impl Distractors {
-    pub fn new(spec: &StepSpec, prompts: &Path) -> Result<Self, EngineError> {
+    pub fn new(spec: &StepSpec, prompts: &Files) -> Result<Self, EngineError> {
         Ok(Self {
             model: ModelStep::new(spec, prompts, Some("kre/distractors.md"), 120)?,
         })
@@ -355,7 +355,7 @@ pub struct NegativeContext {
 }
 
 impl NegativeContext {
-    pub fn new(spec: &StepSpec, prompts: &Path) -> Result<Self, EngineError> {
+    pub fn new(spec: &StepSpec, prompts: &Files) -> Result<Self, EngineError> {
         let min_similarity = param_f64(spec, "min_similarity").unwrap_or(0.6);
         Ok(Self {
             model: ModelStep::new(spec, prompts, Some("kre/rewrite_context.md"), 1024)?,

@@ -9,13 +9,13 @@ pub mod kre;
 pub mod kre_rc;
 pub mod recall;
 
+use crate::files::Files;
 use crate::prompt::Prompt;
 use crate::recipe::StepSpec;
 use crate::{CallRecord, EngineError, Item};
 use cb_llm::{Call, ChatRequest, Llm, Message};
 use minijinja::Environment;
 use serde_json::{Map, Value};
-use std::path::Path;
 use std::sync::OnceLock;
 
 /// What a step run needs besides the item.
@@ -143,7 +143,7 @@ pub enum Step {
 
 impl Step {
     /// Builds a step from its recipe entry; prompts are read from `prompts`.
-    pub fn from_spec(spec: &StepSpec, prompts: &Path) -> Result<Self, EngineError> {
+    pub fn from_spec(spec: &StepSpec, prompts: &Files) -> Result<Self, EngineError> {
         match spec.kind.as_str() {
             "pick_negative" => Ok(Self::PickNegative(kre::PickNegative::new(spec))),
             "negative_explanation" => Ok(Self::NegativeExplanation(kre::NegativeExplanation::new(
@@ -244,7 +244,7 @@ impl ModelStep {
     /// configuration error) and its sampling parameters.
     pub(crate) fn new(
         spec: &StepSpec,
-        prompts: &Path,
+        prompts: &Files,
         default_prompt: Option<&str>,
         default_max_tokens: u32,
     ) -> Result<Self, EngineError> {

@@ -25,6 +25,7 @@
 //! replacements from the other items of the build ([`StepCtx::corpus`]).
 
 use super::{ask, clean_text_answer, extract_json, param_str, ModelStep, StepCtx, StepFailure};
+use crate::files::Files;
 use crate::recipe::StepSpec;
 use crate::{EngineError, Item};
 use cb_model::date;
@@ -34,7 +35,6 @@ use rand::seq::{IndexedRandom, SliceRandom};
 use rand::Rng;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashSet};
-use std::path::Path;
 
 /// Which of RECALL's two kinds of source a step works on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,7 +61,7 @@ impl Mode {
     /// `recall/<stem>_text.md` by mode.
     fn with_model(
         spec: &StepSpec,
-        prompts: &Path,
+        prompts: &Files,
         stem: &str,
         default_max_tokens: u32,
     ) -> Result<(Self, ModelStep), EngineError> {
@@ -326,7 +326,7 @@ pub struct Paraphrase {
 }
 
 impl Paraphrase {
-    pub fn new(spec: &StepSpec, prompts: &Path) -> Result<Self, EngineError> {
+    pub fn new(spec: &StepSpec, prompts: &Files) -> Result<Self, EngineError> {
         let (mode, model) = Mode::with_model(spec, prompts, "paraphrase", 400)?;
         Ok(Self { model, mode })
     }
@@ -518,7 +518,7 @@ pub struct Qa {
 }
 
 impl Qa {
-    pub fn new(spec: &StepSpec, prompts: &Path) -> Result<Self, EngineError> {
+    pub fn new(spec: &StepSpec, prompts: &Files) -> Result<Self, EngineError> {
         let (mode, model) = Mode::with_model(spec, prompts, "qa", 200)?;
         Ok(Self { model, mode })
     }
@@ -800,7 +800,7 @@ pub struct AnswerEdit {
 }
 
 impl AnswerEdit {
-    pub fn new(spec: &StepSpec, prompts: &Path) -> Result<Self, EngineError> {
+    pub fn new(spec: &StepSpec, prompts: &Files) -> Result<Self, EngineError> {
         let (mode, model) = Mode::with_model(spec, prompts, "edit_answer", 100)?;
         Ok(Self { model, mode })
     }
@@ -1003,7 +1003,7 @@ pub struct NonAnswerEdit {
 }
 
 impl NonAnswerEdit {
-    pub fn new(spec: &StepSpec, prompts: &Path) -> Result<Self, EngineError> {
+    pub fn new(spec: &StepSpec, prompts: &Files) -> Result<Self, EngineError> {
         let (mode, model) = Mode::with_model(spec, prompts, "edit_nonanswer", 300)?;
         Ok(Self {
             model,
@@ -1455,7 +1455,8 @@ mod tests {
     fn nonanswer_step() -> NonAnswerEdit {
         let spec: StepSpec =
             toml::from_str("kind = \"nonanswer_edit\"\nmode = \"record\"").unwrap();
-        let prompts = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../prompts");
+        let prompts =
+            Files::Dir(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../prompts"));
         NonAnswerEdit::new(&spec, &prompts).unwrap()
     }
 
@@ -1525,7 +1526,8 @@ mod tests {
     #[test]
     fn an_edited_date_must_be_another_date_in_any_writing() {
         let spec: StepSpec = toml::from_str("kind = \"answer_edit\"\nmode = \"record\"").unwrap();
-        let prompts = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../prompts");
+        let prompts =
+            Files::Dir(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../prompts"));
         let step = AnswerEdit::new(&spec, &prompts).unwrap();
         let item = date_item();
         let p = "The trial ended on May 30, 1431 in Rouen.";

@@ -19,6 +19,12 @@ pub enum HostKind {
 
 /// Parses `url` and classes its host; the error says what is wrong in one sentence.
 pub fn check_base_url(url: &str) -> Result<HostKind, String> {
+    if !url.contains("://") {
+        return Err(format!(
+            "--base-url {url:?} has no scheme: write it as http://{} (a local server) or https://... (a hosted API)",
+            url.trim()
+        ));
+    }
     let u = Url::parse(url.trim()).map_err(|e| {
         format!("--base-url {url:?} is not a URL ({e}); expected e.g. http://127.0.0.1:8000/v1 or https://api.openai.com/v1")
     })?;

@@ -1,7 +1,7 @@
 //! Where recipes and prompt templates are read from: a folder on disk, or the copies compiled
 //! into the binary (the repository's `recipes/` and `prompts/` at build time).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// A set of text files, addressed by their path relative to the set's root with `/`
 /// separators (`kre-cose.toml`, `kre/negative_explanation.md`).
@@ -66,14 +66,6 @@ impl Files {
         };
         names.sort();
         Ok(names)
-    }
-
-    /// The folder, when the files are on disk.
-    pub fn dir(&self) -> Option<&Path> {
-        match self {
-            Self::Dir(d) => Some(d),
-            Self::Bundled(_) => None,
-        }
     }
 }
 

@@ -272,7 +272,7 @@ async fn off_schema_distractors_end_in_rejects_and_the_rest_are_rows() {
 
 #[test]
 fn prompts_carry_the_question_the_answer_and_the_context() {
-    let env = source::environment();
+    let env = cb_step::template::environment();
     for domain in ["squad", "musique"] {
         let recipes = cb_engine::Files::Dir(repo().join("recipes"));
         let recipe = Recipe::load(&recipes, &format!("kre-{domain}.toml")).unwrap();
@@ -293,8 +293,8 @@ fn prompts_carry_the_question_the_answer_and_the_context() {
         vars.insert("negative_answer".into(), json!("Zanzibar"));
         let vars = minijinja::Value::from_serialize(&vars);
         for name in ["kre/distractors.md", "kre/rewrite_context.md"] {
-            let prompts = cb_engine::Files::Dir(repo().join("prompts"));
-            let p = cb_engine::prompt::Prompt::load(&prompts, name).unwrap();
+            let prompts = cb_step::Files::Dir(repo().join("prompts"));
+            let p = cb_step::Prompt::load(&prompts, name).unwrap();
             let (system, user) = p.render(&env, &vars).unwrap();
             assert!(!system.is_empty(), "{name}");
             for (what, v) in [

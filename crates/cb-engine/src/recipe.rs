@@ -3,8 +3,9 @@
 //! with which prompts. A new domain in a format an existing reader handles is a new recipe
 //! file (and its prompts), nothing else.
 
-use crate::files::Files;
+use cb_step::Files;
 use crate::EngineError;
+pub use cb_step::StepSpec;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -50,23 +51,6 @@ fn yes() -> bool {
 pub struct FilterSpec {
     pub when: String,
     pub reason: String,
-}
-
-/// One step: its kind (the engine's vocabulary) and its parameters.
-#[derive(Debug, Clone, Deserialize)]
-pub struct StepSpec {
-    pub kind: String,
-    /// Step name in manifests and rejects; defaults to the kind.
-    #[serde(default)]
-    pub name: Option<String>,
-    #[serde(flatten)]
-    pub params: toml::Table,
-}
-
-impl StepSpec {
-    pub fn name(&self) -> &str {
-        self.name.as_deref().unwrap_or(&self.kind)
-    }
 }
 
 /// A recipe file.
@@ -121,7 +105,7 @@ impl Recipe {
             .map_err(|e| EngineError::Config(format!("recipe {}: {e}", recipes.locate(name))))?;
         recipe.file = name.to_owned();
         recipe.origin = recipes.origin();
-        recipe.hash = crate::prompt::sha256_hex(text.as_bytes());
+        recipe.hash = cb_step::prompt::sha256_hex(text.as_bytes());
         Ok(recipe)
     }
 }

@@ -1,45 +1,17 @@
-//! KRE steps for the commonsense part: the negative answer is a seeded pick among the
-//! dataset's wrong options, the negative context a brief explanation that supports it.
+//! KRE commonsense: the negative context, a brief explanation that supports the negative
+//! answer (the paper's "explanation" for CoS-E, ECQA and e-CARE).
 
-use super::{ask, clean_text_answer, param_bool, param_str, ModelStep, StepCtx, StepFailure};
-use crate::files::Files;
-use crate::recipe::StepSpec;
-use crate::{EngineError, Item};
-use cb_model::{item_rng, letter, letter_index, text};
-use rand::Rng;
+use cb_model::{letter, letter_index, text};
+use cb_step::{
+    ask, clean_text_answer, Item, Model, ModelBacked, ModelStep, Step, StepCtx, StepError,
+    StepFailure, StepSpec,
+};
 use serde_json::json;
+use cb_step::Files;
 
-/// Picks the negative answer uniformly among the wrong choices, with the item's own
-/// generator (purpose `negative_answer`). Writes `candidate` (letter) and `negative_answer`.
-#[derive(Debug)]
-pub struct PickNegative {
-    pub name: String,
-}
-
-impl PickNegative {
-    pub fn new(spec: &StepSpec) -> Self {
-        Self {
-            name: spec.name().to_owned(),
-        }
-    }
-
-    pub fn run(&self, item: &mut Item, ctx: &StepCtx<'_>) -> Result<(), StepFailure> {
-        let choices = item.texts("choices");
-        let answer = letter_index(item.text("answer"))
-            .ok_or_else(|| StepFailure::reject("bad_answer", "answer is not a letter"))?;
-        let wrong: Vec<usize> = (0..choices.len()).filter(|&i| i != answer).collect();
-        if wrong.is_empty() {
-            return Err(StepFailure::reject(
-                "no_wrong_choice",
-                "no wrong choice to pick",
-            ));
-        }
-        let mut rng = item_rng(ctx.seed, ctx.recipe, &item.id, "negative_answer");
-        let pick = wrong[rng.random_range(0..wrong.len())];
-        item.set("candidate", letter(pick));
-        item.set("negative_answer", choices[pick].clone());
-        Ok(())
-    }
+/// The step table's constructor.
+pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepError> {
+    Ok(Box::new(Model(NegativeExplanation::new(spec, prompts)?)))
 }
 
 /// Writes `negative_context`: a brief explanation that supports the negative answer.
@@ -60,16 +32,12 @@ pub struct NegativeExplanation {
 }
 
 impl NegativeExplanation {
-    pub fn new(spec: &StepSpec, prompts: &Files) -> Result<Self, EngineError> {
+    pub fn new(spec: &StepSpec, prompts: &Files) -> Result<Self, StepError> {
         Ok(Self {
             model: ModelStep::new(spec, prompts, None, 160)?,
-            require_mention: param_bool(spec, "require_mention", false),
-            max_words: spec
-                .params
-                .get("max_words")
-                .and_then(toml::Value::as_integer)
-                .map_or(80, |x| x as usize),
-            offline_template: param_str(spec, "offline_template").unwrap_or_else(|| {
+            require_mention: spec.bool("require_mention", false),
+            max_words: spec.int("max_words").map_or(80, |x| x as usize),
+            offline_template: spec.str("offline_template").unwrap_or_else(|| {
                 "{{ negative_answer }} is the most fitting answer here.".to_owned()
             }),
         })
@@ -115,8 +83,18 @@ impl NegativeExplanation {
         }
         Ok(t)
     }
+}
 
-    pub async fn run(&self, item: &mut Item, ctx: &StepCtx<'_>) -> Result<(), StepFailure> {
+impl ModelBacked for NegativeExplanation {
+    fn model(&self) -> &ModelStep {
+        &self.model
+    }
+
+    async fn apply<'a>(
+        &'a self,
+        item: &'a mut Item,
+        ctx: &'a StepCtx<'_>,
+    ) -> Result<(), StepFailure> {
         let answer = answer_text(item);
         let negative = item.text("negative_answer").to_owned();
         let options = json!(lettered(&item.texts("choices")));

@@ -2,7 +2,7 @@
 //! into a system and a user part by lines `=== system ===` and `=== user ===`.
 
 use crate::files::Files;
-use crate::EngineError;
+use crate::StepError;
 use sha2::{Digest, Sha256};
 
 /// A loaded prompt template.
@@ -22,12 +22,12 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 
 impl Prompt {
     /// Reads and parses template `name` of `prompts` (a folder or the bundled set).
-    pub fn load(prompts: &Files, name: &str) -> Result<Self, EngineError> {
+    pub fn load(prompts: &Files, name: &str) -> Result<Self, StepError> {
         let text = prompts
             .read(name)
-            .map_err(|e| EngineError::Config(format!("cannot read prompt {e}")))?;
+            .map_err(|e| StepError::Config(format!("cannot read prompt {e}")))?;
         Self::parse(name, &text)
-            .map_err(|m| EngineError::Config(format!("prompt {}: {m}", prompts.locate(name))))
+            .map_err(|m| StepError::Config(format!("prompt {}: {m}", prompts.locate(name))))
     }
 
     pub fn parse(name: &str, text: &str) -> Result<Self, String> {

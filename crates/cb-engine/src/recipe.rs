@@ -3,8 +3,8 @@
 //! with which prompts. A new domain in a format an existing reader handles is a new recipe
 //! file (and its prompts), nothing else.
 
-use cb_step::Files;
 use crate::EngineError;
+use cb_step::Files;
 pub use cb_step::StepSpec;
 use serde::Deserialize;
 use serde_json::{Map, Value};

@@ -3,12 +3,12 @@
 //! answer back with the reason (as often as `retries_on_invalid` says) and records every
 //! call in the item's lineage. Also the answer unwrappers every validator starts from.
 
+use crate::files::Files;
 use crate::prompt::Prompt;
 use crate::{CallRecord, Item, Step, StepCtx, StepError, StepFailure, StepFuture, StepSpec};
 use cb_llm::{Call, ChatRequest, Message};
 use serde_json::{Map, Value};
 use std::future::Future;
-use crate::files::Files;
 
 /// Sampling parameters and answer handling of a model step, from the recipe.
 #[derive(Debug, Clone)]

@@ -158,9 +158,15 @@ mod tests {
     fn a_kind_maps_to_its_step_and_an_unknown_one_lists_the_known() {
         const TABLE: Registry = Registry::new(&[("first", noop), ("second", noop)]);
         let spec: StepSpec = toml::from_str("kind = \"second\"\nname = \"mine\"").unwrap();
-        assert_eq!(TABLE.build(&spec, &Files::Dir(".".into())).unwrap().name(), "mine");
+        assert_eq!(
+            TABLE.build(&spec, &Files::Dir(".".into())).unwrap().name(),
+            "mine"
+        );
         let spec: StepSpec = toml::from_str("kind = \"third\"").unwrap();
-        let e = TABLE.build(&spec, &Files::Dir(".".into())).unwrap_err().to_string();
+        let e = TABLE
+            .build(&spec, &Files::Dir(".".into()))
+            .unwrap_err()
+            .to_string();
         assert_eq!(e, "unknown step kind 'third'; known: first, second");
     }
 }

@@ -5,13 +5,13 @@ use crate::recall::{answer_spans, json_field, kv, offline_word, opposite, Mode, 
 use cb_model::recall::apply_replacements;
 use cb_model::spans::{states, word_spans};
 use cb_model::{date, item_rng, letter, text, KvItem};
+use cb_step::Files;
 use cb_step::{
     ask, extract_json, Item, Model, ModelBacked, ModelStep, Step, StepCtx, StepError, StepFailure,
     StepSpec,
 };
 use rand::seq::{IndexedRandom, SliceRandom};
 use serde_json::json;
-use cb_step::Files;
 
 /// The step table's constructor.
 pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepError> {
@@ -234,7 +234,8 @@ mod tests {
     #[test]
     fn an_edited_date_must_be_another_date_in_any_writing() {
         let spec: StepSpec = toml::from_str("kind = \"answer_edit\"\nmode = \"record\"").unwrap();
-        let prompts = Files::Dir(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../prompts"));
+        let prompts =
+            Files::Dir(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../prompts"));
         let step = AnswerEdit::new(&spec, &prompts).unwrap();
         let item = date_item();
         let p = "The trial ended on May 30, 1431 in Rouen.";

@@ -3,6 +3,7 @@
 
 use crate::reading::{usable_aliases, GoldenAnswers};
 use cb_model::{item_rng, letter, text};
+use cb_step::Files;
 use cb_step::{
     ask, extract_json, Item, Model, ModelBacked, ModelStep, Step, StepCtx, StepError, StepFailure,
     StepSpec,
@@ -11,7 +12,6 @@ use rand::seq::SliceRandom;
 use rand::Rng;
 use serde_json::{json, Value};
 use std::collections::HashSet;
-use cb_step::Files;
 
 /// The step table's constructor.
 pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepError> {

@@ -3,12 +3,12 @@
 
 use crate::reading::usable_aliases;
 use cb_model::text;
+use cb_step::Files;
 use cb_step::{
     ask, clean_text_answer, Item, Model, ModelBacked, ModelStep, Step, StepCtx, StepError,
     StepFailure, StepSpec,
 };
 use serde_json::json;
-use cb_step::Files;
 
 /// The step table's constructor.
 pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepError> {

@@ -2,12 +2,12 @@
 //! answer (the paper's "explanation" for CoS-E, ECQA and e-CARE).
 
 use cb_model::{letter, letter_index, text};
+use cb_step::Files;
 use cb_step::{
     ask, clean_text_answer, Item, Model, ModelBacked, ModelStep, Step, StepCtx, StepError,
     StepFailure, StepSpec,
 };
 use serde_json::json;
-use cb_step::Files;
 
 /// The step table's constructor.
 pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepError> {

@@ -5,12 +5,12 @@ use crate::recall::{base_key, is_fixed, kv, record_lines, Mode};
 use cb_model::recall::name_of;
 use cb_model::spans::mentions;
 use cb_model::{date, text, KvItem};
+use cb_step::Files;
 use cb_step::{
     ask, clean_text_answer, Item, Model, ModelBacked, ModelStep, Step, StepCtx, StepError,
     StepFailure, StepSpec,
 };
 use std::collections::HashSet;
-use cb_step::Files;
 
 /// The step table's constructor.
 pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepError> {

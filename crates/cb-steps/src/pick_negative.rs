@@ -2,9 +2,9 @@
 //! the dataset's wrong options. No model.
 
 use cb_model::{item_rng, letter, letter_index};
+use cb_step::Files;
 use cb_step::{Item, Step, StepCtx, StepError, StepFailure, StepFuture, StepSpec};
 use rand::Rng;
-use cb_step::Files;
 
 /// The step table's constructor.
 pub fn build(spec: &StepSpec, _prompts: &Files) -> Result<Box<dyn Step>, StepError> {

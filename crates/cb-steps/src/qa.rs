@@ -5,6 +5,7 @@ use crate::recall::{base_key, content_words, is_fixed, json_field, kv, record_li
 use cb_model::recall::name_of;
 use cb_model::spans::{mentions, occurs_verbatim, sentence_spans, states, word_spans};
 use cb_model::{item_rng, text, KvItem};
+use cb_step::Files;
 use cb_step::{
     ask, extract_json, Item, Model, ModelBacked, ModelStep, Step, StepCtx, StepError, StepFailure,
     StepSpec,
@@ -12,7 +13,6 @@ use cb_step::{
 use rand::seq::{IndexedRandom, SliceRandom};
 use rand::Rng;
 use serde_json::{json, Value};
-use cb_step::Files;
 
 /// The step table's constructor.
 pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepError> {

@@ -7,6 +7,7 @@ use crate::recall::{answer_spans, content_words, json_field, kv, offline_word, M
 use cb_model::recall::{apply_replacements, name_of, to_replacements, Edit};
 use cb_model::spans::{mentions, occurs_verbatim, overlaps, states, word_spans};
 use cb_model::{item_rng, text, KvItem};
+use cb_step::Files;
 use cb_step::{
     ask, extract_json, Item, Model, ModelBacked, ModelStep, Step, StepCtx, StepError, StepFailure,
     StepSpec,
@@ -14,7 +15,6 @@ use cb_step::{
 use rand::seq::{IndexedRandom, SliceRandom};
 use serde_json::{json, Value};
 use std::collections::HashSet;
-use cb_step::Files;
 
 /// The step table's constructor.
 pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepError> {
@@ -298,7 +298,8 @@ mod tests {
     fn nonanswer_step() -> NonAnswerEdit {
         let spec: StepSpec =
             toml::from_str("kind = \"nonanswer_edit\"\nmode = \"record\"").unwrap();
-        let prompts = Files::Dir(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../prompts"));
+        let prompts =
+            Files::Dir(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../prompts"));
         NonAnswerEdit::new(&spec, &prompts).unwrap()
     }
 

@@ -6,10 +6,10 @@ use crate::recall::Pools;
 use cb_model::recall::apply_replacements;
 use cb_model::spans::sentence_spans;
 use cb_model::{item_rng, text};
+use cb_step::Files;
 use cb_step::{Item, Step, StepCtx, StepError, StepFailure, StepFuture, StepSpec};
 use rand::seq::{IndexedRandom, SliceRandom};
 use serde_json::json;
-use cb_step::Files;
 
 /// The step table's constructor.
 pub fn build(spec: &StepSpec, _prompts: &Files) -> Result<Box<dyn Step>, StepError> {

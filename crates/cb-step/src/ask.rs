@@ -87,34 +87,43 @@ impl ModelStep {
     }
 }
 
-/// A step that asks the model: its [`ModelStep`] gives the step's name and prompt, and
-/// [`Model`] makes it a [`Step`].
+/// The logic of a step that asks the model; [`Model`] pairs it with its [`ModelStep`]
+/// (name, prompt, sampling) to make a [`Step`].
 pub trait ModelBacked: Send + Sync + std::fmt::Debug {
-    fn model(&self) -> &ModelStep;
-
-    /// Runs the step on `item` (see [`Step::run`]).
+    /// Runs the step on `item` (see [`Step::run`]), asking through `model`.
     fn apply<'a>(
         &'a self,
+        model: &'a ModelStep,
         item: &'a mut Item,
         ctx: &'a StepCtx<'_>,
     ) -> impl Future<Output = Result<(), StepFailure>> + Send + 'a;
 }
 
-/// A [`ModelBacked`] step as a [`Step`].
+/// A model step: its prompt and parameters, and its logic.
 #[derive(Debug)]
-pub struct Model<T>(pub T);
+pub struct Model<T> {
+    pub model: ModelStep,
+    pub step: T,
+}
+
+impl<T: ModelBacked + 'static> Model<T> {
+    /// The step, ready for the step table.
+    pub fn boxed(model: ModelStep, step: T) -> Box<dyn Step> {
+        Box::new(Self { model, step })
+    }
+}
 
 impl<T: ModelBacked> Step for Model<T> {
     fn name(&self) -> &str {
-        &self.0.model().name
+        &self.model.name
     }
 
     fn prompt(&self) -> Option<&Prompt> {
-        Some(&self.0.model().prompt)
+        Some(&self.model.prompt)
     }
 
     fn run<'a>(&'a self, item: &'a mut Item, ctx: &'a StepCtx<'_>) -> StepFuture<'a> {
-        Box::pin(self.0.apply(item, ctx))
+        Box::pin(self.step.apply(&self.model, item, ctx))
     }
 }
 

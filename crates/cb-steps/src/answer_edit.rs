@@ -1,21 +1,18 @@
 //! Step 3 of RECALL (paper section 2.5, QA-A): the answer edited. The model proposes the
 //! counterfactual answer; the step puts it in place of every mention of the answer.
 
+use crate::prelude::*;
 use crate::recall::{answer_spans, json_field, kv, offline_word, opposite, Mode, Pools};
 use cb_model::recall::apply_replacements;
 use cb_model::spans::{states, word_spans};
 use cb_model::{date, item_rng, letter, text, KvItem};
-use cb_step::Files;
-use cb_step::{
-    ask, extract_json, Item, Model, ModelBacked, ModelStep, Step, StepCtx, StepError, StepFailure,
-    StepSpec,
-};
 use rand::seq::{IndexedRandom, SliceRandom};
 use serde_json::json;
 
 /// The step table's constructor.
 pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepError> {
-    Ok(Box::new(Model(AnswerEdit::new(spec, prompts)?)))
+    let (mode, model) = Mode::with_model(spec, prompts, "edit_answer", 100)?;
+    Ok(Model::boxed(model, AnswerEdit { mode }))
 }
 
 /// The model proposes the counterfactual answer (`{"edited_answer": ...}`); the
@@ -34,16 +31,10 @@ pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepErro
 /// else a word of the same domain's vocabulary.
 #[derive(Debug)]
 pub struct AnswerEdit {
-    pub model: ModelStep,
     mode: Mode,
 }
 
 impl AnswerEdit {
-    pub fn new(spec: &StepSpec, prompts: &Files) -> Result<Self, StepError> {
-        let (mode, model) = Mode::with_model(spec, prompts, "edit_answer", 100)?;
-        Ok(Self { model, mode })
-    }
-
     fn offline(&self, item: &Item, ctx: &StepCtx<'_>, paragraph: &str) -> String {
         let pools = ctx.corpus.view::<Pools>();
         let answer = item.text("answer");
@@ -164,19 +155,16 @@ impl AnswerEdit {
 }
 
 impl ModelBacked for AnswerEdit {
-    fn model(&self) -> &ModelStep {
-        &self.model
-    }
-
     async fn apply<'a>(
         &'a self,
+        model: &'a ModelStep,
         item: &'a mut Item,
         ctx: &'a StepCtx<'_>,
     ) -> Result<(), StepFailure> {
         let paragraph = item.text("paragraph").to_owned();
         let offline = self.offline(item, ctx, &paragraph);
         let answer = item.text("answer").to_owned();
-        let a = self.model.ask(
+        let a = model.ask(
             item,
             &answer,
             [("answer_kind", json!(item.text("answer_kind")))],
@@ -233,10 +221,7 @@ mod tests {
 
     #[test]
     fn an_edited_date_must_be_another_date_in_any_writing() {
-        let spec: StepSpec = toml::from_str("kind = \"answer_edit\"\nmode = \"record\"").unwrap();
-        let prompts =
-            Files::Dir(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../prompts"));
-        let step = AnswerEdit::new(&spec, &prompts).unwrap();
+        let step = AnswerEdit { mode: Mode::Record };
         let item = date_item();
         let p = "The trial ended on May 30, 1431 in Rouen.";
         let v = |e: &str| step.validate(&json!({ "edited_answer": e }).to_string(), &item, p);

@@ -1,13 +1,9 @@
 //! KRE reading comprehension (SQuAD v2.0, MuSiQue): three misleading options in the
 //! answer's form; one of them becomes the negative answer.
 
+use crate::prelude::*;
 use crate::reading::{usable_aliases, GoldenAnswers};
 use cb_model::{item_rng, letter, text};
-use cb_step::Files;
-use cb_step::{
-    ask, extract_json, Item, Model, ModelBacked, ModelStep, Step, StepCtx, StepError, StepFailure,
-    StepSpec,
-};
 use rand::seq::SliceRandom;
 use rand::Rng;
 use serde_json::{json, Value};
@@ -15,7 +11,8 @@ use std::collections::HashSet;
 
 /// The step table's constructor.
 pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepError> {
-    Ok(Box::new(Model(Distractors::new(spec, prompts)?)))
+    let model = ModelStep::new(spec, prompts, Some("kre/distractors.md"), 120)?;
+    Ok(Model::boxed(model, Distractors))
 }
 
 /// Writes three misleading options, then `choices` (the answer and the three options in a
@@ -28,28 +25,15 @@ pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepErro
 /// Offline rule: when the answer contains a number, the number is shifted (a year by 1 to
 /// 15, a decade by 10 to 50, other numbers within about a third of their value), keeping the
 /// words around it; otherwise three other golden answers of the recipe with the same shape
-/// (digits or not, capitalised or not, word count) are drawn from the [`GoldenAnswers`] of the build, leaving
-/// out answers that the question itself names.
+/// (digits or not, capitalised or not, word count) are drawn from the [`GoldenAnswers`] of
+/// the build, leaving out answers that the question itself names.
 #[derive(Debug)]
-pub struct Distractors {
-    pub model: ModelStep,
-}
-
-impl Distractors {
-    pub fn new(spec: &StepSpec, prompts: &Files) -> Result<Self, StepError> {
-        Ok(Self {
-            model: ModelStep::new(spec, prompts, Some("kre/distractors.md"), 120)?,
-        })
-    }
-}
+pub struct Distractors;
 
 impl ModelBacked for Distractors {
-    fn model(&self) -> &ModelStep {
-        &self.model
-    }
-
     async fn apply<'a>(
         &'a self,
+        model: &'a ModelStep,
         item: &'a mut Item,
         ctx: &'a StepCtx<'_>,
     ) -> Result<(), StepFailure> {
@@ -61,9 +45,7 @@ impl ModelBacked for Distractors {
         let mut rng = item_rng(ctx.seed, ctx.recipe, &item.id, "distractors");
         let offline = json!({ "options": offline_options(item.text("question"), &answer, &aliases, &ctx.corpus.view::<GoldenAnswers>().0, &mut rng) })
             .to_string();
-        let a = self
-            .model
-            .ask(item, &answer, [("aliases", json!(aliases))], offline);
+        let a = model.ask(item, &answer, [("aliases", json!(aliases))], offline);
         let options = ask(ctx, item, a, |raw| validate_options(raw, &answer, &aliases)).await?;
         let mut rng = item_rng(ctx.seed, ctx.recipe, &item.id, "negative_answer");
         let negative = rng.random_range(0..options.len()) + 1;

@@ -26,6 +26,14 @@ pub mod recall;
 
 use cb_step::Registry;
 
+/// What every step module imports from the step API.
+mod prelude {
+    pub(crate) use cb_step::{
+        ask, clean_text_answer, extract_json, Files, Item, Model, ModelBacked, ModelStep, Step,
+        StepCtx, StepError, StepFailure, StepFuture, StepSpec,
+    };
+}
+
 /// Every step kind a recipe may name, and its constructor.
 pub const STEPS: Registry = Registry::new(&[
     ("pick_negative", pick_negative::build),
@@ -38,3 +46,32 @@ pub const STEPS: Registry = Registry::new(&[
     ("nonanswer_edit", nonanswer_edit::build),
     ("insert_sentence", nonanswer_edit::sentence::build),
 ]);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cb_step::Files;
+
+    #[test]
+    fn every_kind_builds_with_the_bundled_prompts() {
+        let prompts =
+            Files::Dir(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../prompts"));
+        let kinds: Vec<&str> = STEPS.kinds().collect();
+        assert_eq!(kinds.len(), 9);
+        for kind in kinds {
+            for mode in ["record", "text"] {
+                let mut entry = format!("kind = \"{kind}\"\nmode = \"{mode}\"\n");
+                if kind == "negative_explanation" {
+                    entry.push_str("prompt = \"kre/negative_explanation_choice.md\"\n");
+                }
+                let spec: cb_step::StepSpec = toml::from_str(&entry).unwrap();
+                let step = STEPS.build(&spec, &prompts).unwrap();
+                assert_eq!(step.name(), kind);
+                let rule_only = matches!(kind, "pick_negative" | "insert_sentence");
+                assert_eq!(step.prompt().is_none(), rule_only, "{kind}");
+            }
+        }
+        let bad: cb_step::StepSpec = toml::from_str("kind = \"qa\"\nmode = \"table\"").unwrap();
+        assert!(STEPS.build(&bad, &prompts).is_err());
+    }
+}

@@ -1,18 +1,16 @@
 //! KRE reading comprehension: the negative context, the golden passage rewritten around the
 //! negative answer and changed nowhere else.
 
+use crate::prelude::*;
 use crate::reading::usable_aliases;
 use cb_model::text;
-use cb_step::Files;
-use cb_step::{
-    ask, clean_text_answer, Item, Model, ModelBacked, ModelStep, Step, StepCtx, StepError,
-    StepFailure, StepSpec,
-};
 use serde_json::json;
 
 /// The step table's constructor.
 pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepError> {
-    Ok(Box::new(Model(NegativeContext::new(spec, prompts)?)))
+    let model = ModelStep::new(spec, prompts, Some("kre/rewrite_context.md"), 1024)?;
+    let min_similarity = spec.f64("min_similarity").unwrap_or(0.6);
+    Ok(Model::boxed(model, NegativeContext { min_similarity }))
 }
 
 /// Rewrites `golden_context` so that it supports `negative_answer` (field `negative_context`).
@@ -30,19 +28,10 @@ pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepErro
 /// negative answer.
 #[derive(Debug)]
 pub struct NegativeContext {
-    pub model: ModelStep,
     min_similarity: f64,
 }
 
 impl NegativeContext {
-    pub fn new(spec: &StepSpec, prompts: &Files) -> Result<Self, StepError> {
-        let min_similarity = spec.f64("min_similarity").unwrap_or(0.6);
-        Ok(Self {
-            model: ModelStep::new(spec, prompts, Some("kre/rewrite_context.md"), 1024)?,
-            min_similarity,
-        })
-    }
-
     fn validate(
         &self,
         raw: &str,
@@ -79,12 +68,9 @@ impl NegativeContext {
 }
 
 impl ModelBacked for NegativeContext {
-    fn model(&self) -> &ModelStep {
-        &self.model
-    }
-
     async fn apply<'a>(
         &'a self,
+        model: &'a ModelStep,
         item: &'a mut Item,
         ctx: &'a StepCtx<'_>,
     ) -> Result<(), StepFailure> {
@@ -96,9 +82,7 @@ impl ModelBacked for NegativeContext {
             .chain(aliases.iter().cloned())
             .collect();
         let offline = replace_mentions(&golden, &golden_answers, &negative);
-        let a = self
-            .model
-            .ask(item, &answer, [("aliases", json!(aliases))], offline);
+        let a = model.ask(item, &answer, [("aliases", json!(aliases))], offline);
         let context = ask(ctx, item, a, |raw| {
             self.validate(raw, &golden, &golden_answers, &negative)
         })

@@ -1,17 +1,21 @@
 //! KRE commonsense: the negative context, a brief explanation that supports the negative
 //! answer (the paper's "explanation" for CoS-E, ECQA and e-CARE).
 
+use crate::prelude::*;
 use cb_model::{letter, letter_index, text};
-use cb_step::Files;
-use cb_step::{
-    ask, clean_text_answer, Item, Model, ModelBacked, ModelStep, Step, StepCtx, StepError,
-    StepFailure, StepSpec,
-};
 use serde_json::json;
 
 /// The step table's constructor.
 pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepError> {
-    Ok(Box::new(Model(NegativeExplanation::new(spec, prompts)?)))
+    let model = ModelStep::new(spec, prompts, None, 160)?;
+    let step = NegativeExplanation {
+        require_mention: spec.bool("require_mention", false),
+        max_words: spec.int("max_words").map_or(80, |x| x as usize),
+        offline_template: spec
+            .str("offline_template")
+            .unwrap_or_else(|| "{{ negative_answer }} is the most fitting answer here.".to_owned()),
+    };
+    Ok(Model::boxed(model, step))
 }
 
 /// Writes `negative_context`: a brief explanation that supports the negative answer.
@@ -25,24 +29,12 @@ pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepErro
 /// (a minijinja template over the item's fields).
 #[derive(Debug)]
 pub struct NegativeExplanation {
-    pub model: ModelStep,
     require_mention: bool,
     max_words: usize,
     offline_template: String,
 }
 
 impl NegativeExplanation {
-    pub fn new(spec: &StepSpec, prompts: &Files) -> Result<Self, StepError> {
-        Ok(Self {
-            model: ModelStep::new(spec, prompts, None, 160)?,
-            require_mention: spec.bool("require_mention", false),
-            max_words: spec.int("max_words").map_or(80, |x| x as usize),
-            offline_template: spec.str("offline_template").unwrap_or_else(|| {
-                "{{ negative_answer }} is the most fitting answer here.".to_owned()
-            }),
-        })
-    }
-
     fn offline(&self, item: &Item, ctx: &StepCtx<'_>) -> String {
         let golden = item.text("golden_context");
         let (answer, negative) = (answer_text(item), item.text("negative_answer"));
@@ -86,12 +78,9 @@ impl NegativeExplanation {
 }
 
 impl ModelBacked for NegativeExplanation {
-    fn model(&self) -> &ModelStep {
-        &self.model
-    }
-
     async fn apply<'a>(
         &'a self,
+        model: &'a ModelStep,
         item: &'a mut Item,
         ctx: &'a StepCtx<'_>,
     ) -> Result<(), StepFailure> {
@@ -99,9 +88,7 @@ impl ModelBacked for NegativeExplanation {
         let negative = item.text("negative_answer").to_owned();
         let options = json!(lettered(&item.texts("choices")));
         let offline = self.offline(item, ctx);
-        let a = self
-            .model
-            .ask(item, &answer, [("options", options)], offline);
+        let a = model.ask(item, &answer, [("options", options)], offline);
         let context = ask(ctx, item, a, |raw| self.validate(raw, &answer, &negative)).await?;
         item.set("negative_context", context);
         Ok(())

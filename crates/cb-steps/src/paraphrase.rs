@@ -1,20 +1,17 @@
 //! Step 1 of RECALL (paper section 2.3): the source as one paragraph. EventKG: the
 //! key-value record written out as prose; UJ: the term's sentences condensed.
 
+use crate::prelude::*;
 use crate::recall::{base_key, is_fixed, kv, record_lines, Mode};
 use cb_model::recall::name_of;
 use cb_model::spans::mentions;
 use cb_model::{date, text, KvItem};
-use cb_step::Files;
-use cb_step::{
-    ask, clean_text_answer, Item, Model, ModelBacked, ModelStep, Step, StepCtx, StepError,
-    StepFailure, StepSpec,
-};
 use std::collections::HashSet;
 
 /// The step table's constructor.
 pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepError> {
-    Ok(Box::new(Model(Paraphrase::new(spec, prompts)?)))
+    let (mode, model) = Mode::with_model(spec, prompts, "paraphrase", 400)?;
+    Ok(Model::boxed(model, Paraphrase { mode }))
 }
 
 /// Record mode: the record as one natural paragraph, which must state every value
@@ -29,24 +26,13 @@ pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepErro
 /// one (and, when none does, the one that overlaps the others most).
 #[derive(Debug)]
 pub struct Paraphrase {
-    pub model: ModelStep,
     mode: Mode,
 }
 
-impl Paraphrase {
-    pub fn new(spec: &StepSpec, prompts: &Files) -> Result<Self, StepError> {
-        let (mode, model) = Mode::with_model(spec, prompts, "paraphrase", 400)?;
-        Ok(Self { model, mode })
-    }
-}
-
 impl ModelBacked for Paraphrase {
-    fn model(&self) -> &ModelStep {
-        &self.model
-    }
-
     async fn apply<'a>(
         &'a self,
+        model: &'a ModelStep,
         item: &'a mut Item,
         ctx: &'a StepCtx<'_>,
     ) -> Result<(), StepFailure> {
@@ -56,7 +42,7 @@ impl ModelBacked for Paraphrase {
                 if record.is_empty() {
                     return Err(StepFailure::reject("no_record", "the item has no `kv`"));
                 }
-                let a = self.model.ask(
+                let a = model.ask(
                     item,
                     "",
                     [("record_lines", record_lines(&record))],
@@ -68,7 +54,7 @@ impl ModelBacked for Paraphrase {
                 let term = item.text("term").to_owned();
                 let sentences = item.texts("sentences");
                 let offline = offline_condense(&term, &sentences);
-                let a = self.model.ask(item, "", [], offline);
+                let a = model.ask(item, "", [], offline);
                 ask(ctx, item, a, |raw| {
                     validate_text_paragraph(raw, &term, &sentences)
                 })

@@ -1,9 +1,8 @@
 //! KRE commonsense (MRC with a negative answer): the negative answer is a seeded pick among
 //! the dataset's wrong options. No model.
 
+use crate::prelude::*;
 use cb_model::{item_rng, letter, letter_index};
-use cb_step::Files;
-use cb_step::{Item, Step, StepCtx, StepError, StepFailure, StepFuture, StepSpec};
 use rand::Rng;
 
 /// The step table's constructor.

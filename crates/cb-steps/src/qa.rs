@@ -1,22 +1,19 @@
 //! Step 2 of RECALL (paper section 2.4): a question about the paragraph and its answer.
 //! EventKG: the answer is one item's value; UJ: a phrase copied from the paragraph.
 
+use crate::prelude::*;
 use crate::recall::{base_key, content_words, is_fixed, json_field, kv, record_lines, Mode};
 use cb_model::recall::name_of;
 use cb_model::spans::{mentions, occurs_verbatim, sentence_spans, states, word_spans};
 use cb_model::{item_rng, text, KvItem};
-use cb_step::Files;
-use cb_step::{
-    ask, extract_json, Item, Model, ModelBacked, ModelStep, Step, StepCtx, StepError, StepFailure,
-    StepSpec,
-};
 use rand::seq::{IndexedRandom, SliceRandom};
 use rand::Rng;
 use serde_json::{json, Value};
 
 /// The step table's constructor.
 pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepError> {
-    Ok(Box::new(Model(Qa::new(spec, prompts)?)))
+    let (mode, model) = Mode::with_model(spec, prompts, "qa", 200)?;
+    Ok(Model::boxed(model, Qa { mode }))
 }
 
 /// Record mode: a question whose answer is exactly one item's value, never the
@@ -34,24 +31,13 @@ pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepErro
 /// seeded run of two to four words of a seeded sentence is blanked out and is the answer.
 #[derive(Debug)]
 pub struct Qa {
-    pub model: ModelStep,
     mode: Mode,
 }
 
-impl Qa {
-    pub fn new(spec: &StepSpec, prompts: &Files) -> Result<Self, StepError> {
-        let (mode, model) = Mode::with_model(spec, prompts, "qa", 200)?;
-        Ok(Self { model, mode })
-    }
-}
-
 impl ModelBacked for Qa {
-    fn model(&self) -> &ModelStep {
-        &self.model
-    }
-
     async fn apply<'a>(
         &'a self,
+        model: &'a ModelStep,
         item: &'a mut Item,
         ctx: &'a StepCtx<'_>,
     ) -> Result<(), StepFailure> {
@@ -62,9 +48,7 @@ impl ModelBacked for Qa {
                 let record = kv(item);
                 let name = name_of(&record).unwrap_or_default().to_owned();
                 let offline = offline_record_question(&record, &name, &paragraph, &mut rng);
-                let a =
-                    self.model
-                        .ask(item, "", [("record_lines", record_lines(&record))], offline);
+                let a = model.ask(item, "", [("record_lines", record_lines(&record))], offline);
                 let (q, surface, it) = ask(ctx, item, a, |raw| {
                     validate_record_qa(raw, &record, &paragraph)
                 })
@@ -78,7 +62,7 @@ impl ModelBacked for Qa {
             Mode::Text => {
                 let term = item.text("term").to_owned();
                 let offline = offline_cloze(&term, &paragraph, &mut rng);
-                let a = self.model.ask(item, "", [], offline);
+                let a = model.ask(item, "", [], offline);
                 let (q, answer) =
                     ask(ctx, item, a, |raw| validate_text_qa(raw, &term, &paragraph)).await?;
                 item.set("question", q);

@@ -3,22 +3,28 @@
 //! them); sentence-grained in [`sentence`] (a rule, kind `insert_sentence`).
 
 pub mod sentence;
+use crate::prelude::*;
 use crate::recall::{answer_spans, content_words, json_field, kv, offline_word, Mode, Pools};
 use cb_model::recall::{apply_replacements, name_of, to_replacements, Edit};
 use cb_model::spans::{mentions, occurs_verbatim, overlaps, states, word_spans};
 use cb_model::{item_rng, text, KvItem};
-use cb_step::Files;
-use cb_step::{
-    ask, extract_json, Item, Model, ModelBacked, ModelStep, Step, StepCtx, StepError, StepFailure,
-    StepSpec,
-};
 use rand::seq::{IndexedRandom, SliceRandom};
 use serde_json::{json, Value};
 use std::collections::HashSet;
 
 /// The step table's constructor.
 pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepError> {
-    Ok(Box::new(Model(NonAnswerEdit::new(spec, prompts)?)))
+    let (mode, model) = Mode::with_model(spec, prompts, "edit_nonanswer", 300)?;
+    let max_replacements = spec
+        .int("max_replacements")
+        .map_or(4, |x| x.max(1) as usize);
+    Ok(Model::boxed(
+        model,
+        NonAnswerEdit {
+            mode,
+            max_replacements,
+        },
+    ))
 }
 
 /// Word-grained. The model lists replacements (`{"replacements": [{"original",
@@ -38,23 +44,11 @@ pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepErro
 /// replaced by its opposite or a word of the domain's vocabulary.
 #[derive(Debug)]
 pub struct NonAnswerEdit {
-    pub model: ModelStep,
     mode: Mode,
     max_replacements: usize,
 }
 
 impl NonAnswerEdit {
-    pub fn new(spec: &StepSpec, prompts: &Files) -> Result<Self, StepError> {
-        let (mode, model) = Mode::with_model(spec, prompts, "edit_nonanswer", 300)?;
-        Ok(Self {
-            model,
-            mode,
-            max_replacements: spec
-                .int("max_replacements")
-                .map_or(4, |x| x.max(1) as usize),
-        })
-    }
-
     /// The name (record) or term (text) of the item: never edited.
     fn subject(&self, item: &Item) -> String {
         match self.mode {
@@ -247,12 +241,9 @@ impl NonAnswerEdit {
 }
 
 impl ModelBacked for NonAnswerEdit {
-    fn model(&self) -> &ModelStep {
-        &self.model
-    }
-
     async fn apply<'a>(
         &'a self,
+        model: &'a ModelStep,
         item: &'a mut Item,
         ctx: &'a StepCtx<'_>,
     ) -> Result<(), StepFailure> {
@@ -266,9 +257,7 @@ impl ModelBacked for NonAnswerEdit {
         let offline = self.offline(item, ctx, &paragraph);
         let answer = item.text("answer").to_owned();
         let subject = self.subject(item);
-        let a = self
-            .model
-            .ask(item, &answer, [("subject", json!(subject))], offline);
+        let a = model.ask(item, &answer, [("subject", json!(subject))], offline);
         let seen = item.clone();
         let edits = ask(ctx, item, a, |raw| self.validate(raw, &seen, &paragraph)).await?;
         let reps = to_replacements(&paragraph, &edits);
@@ -296,11 +285,10 @@ mod tests {
     use crate::recall::fixtures::{date_item, empty_item, kvi};
 
     fn nonanswer_step() -> NonAnswerEdit {
-        let spec: StepSpec =
-            toml::from_str("kind = \"nonanswer_edit\"\nmode = \"record\"").unwrap();
-        let prompts =
-            Files::Dir(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../prompts"));
-        NonAnswerEdit::new(&spec, &prompts).unwrap()
+        NonAnswerEdit {
+            mode: Mode::Record,
+            max_replacements: 4,
+        }
     }
 
     #[test]

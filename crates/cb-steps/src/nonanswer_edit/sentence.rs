@@ -2,12 +2,11 @@
 //! term of the domain, renamed to this one, inserted into the paragraph. No model: in the
 //! paper this edit was made by hand.
 
+use crate::prelude::*;
 use crate::recall::Pools;
 use cb_model::recall::apply_replacements;
 use cb_model::spans::sentence_spans;
 use cb_model::{item_rng, text};
-use cb_step::Files;
-use cb_step::{Item, Step, StepCtx, StepError, StepFailure, StepFuture, StepSpec};
 use rand::seq::{IndexedRandom, SliceRandom};
 use serde_json::json;
 

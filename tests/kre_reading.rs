@@ -266,15 +266,18 @@ async fn off_schema_distractors_end_in_rejects_and_the_rest_are_rows() {
     }
     let m = read_json(&dir.join("manifest.json"));
     assert_eq!(m["backend"], "openai");
-    // 3 good items: 2 calls each; 3 bad ones: 2 distractors attempts each.
-    assert_eq!(mock.request_count(), 12);
+    // 3 good items: 2 calls each; 3 bad ones: 2 distractors attempts each; and the two
+    // probes of `--structured auto` (json-schema, then json-object) to a mock that ignores
+    // `response_format`, after which the schema goes in the prompt only.
+    assert_eq!(mock.request_count(), 12 + 2);
 }
 
 #[test]
 fn prompts_carry_the_question_the_answer_and_the_context() {
     let env = cb_step::template::environment();
     for domain in ["squad", "musique"] {
-        let recipe = Recipe::load(&repo().join(format!("recipes/kre-{domain}.toml"))).unwrap();
+        let recipes = cb_engine::Files::Dir(repo().join("recipes"));
+        let recipe = Recipe::load(&recipes, &format!("kre-{domain}.toml")).unwrap();
         let loaded = source::load(
             &recipe,
             &SourceOptions {
@@ -292,7 +295,8 @@ fn prompts_carry_the_question_the_answer_and_the_context() {
         vars.insert("negative_answer".into(), json!("Zanzibar"));
         let vars = minijinja::Value::from_serialize(&vars);
         for name in ["kre/distractors.md", "kre/rewrite_context.md"] {
-            let p = cb_step::Prompt::load(&repo().join("prompts"), name).unwrap();
+            let prompts = cb_step::Files::Dir(repo().join("prompts"));
+            let p = cb_step::Prompt::load(&prompts, name).unwrap();
             let (system, user) = p.render(&env, &vars).unwrap();
             assert!(!system.is_empty(), "{name}");
             for (what, v) in [

@@ -8,6 +8,7 @@
 //! This is the only crate that knows HTTP and async-openai. Steps describe a call with
 //! [`Call`] and get a [`Completion`] back; they never learn which backend answered.
 
+pub mod base_url;
 mod cache;
 mod endpoint;
 mod error;

@@ -64,6 +64,7 @@ impl NegativeExplanation {
         answer: &str,
         negative: &str,
         given: &[&str],
+        restate_given: &[&str],
     ) -> Result<String, String> {
         let t = clean_text_answer(raw);
         if t.is_empty() {
@@ -85,7 +86,7 @@ impl NegativeExplanation {
                 "states_golden: it mentions the correct answer \"{answer}\""
             ));
         }
-        if quality::restates(&t, negative, given) {
+        if quality::restates(&t, negative, restate_given) {
             return Err(format!(
                 "restates_negative: it only restates \"{negative}\"; give a reason that supports it"
             ));
@@ -108,6 +109,9 @@ impl ModelBacked for NegativeExplanation {
         let negative = item.text("negative_answer").to_owned();
         let options = json!(lettered(&item.texts("choices")));
         let offline = self.offline(item, ctx);
+        // The offline rule fills the question in by design; only a model's answer is held to
+        // adding something beyond the question.
+        let offline_text = offline.clone();
         let a = model.ask(item, &answer, [("options", options)], offline);
         let (premise, question) = (
             item.text("premise").to_owned(),
@@ -115,7 +119,12 @@ impl ModelBacked for NegativeExplanation {
         );
         let given = [premise.as_str(), question.as_str()];
         let context = ask(ctx, item, a, |raw| {
-            self.validate(raw, &answer, &negative, &given)
+            let restate_given: &[&str] = if raw.trim() == offline_text {
+                &[]
+            } else {
+                &given
+            };
+            self.validate(raw, &answer, &negative, &given, restate_given)
         })
         .await?;
         item.set("negative_context", context);
@@ -195,14 +204,14 @@ mod tests {
             let question = format!("{premise} What is the more possible cause of this?");
             let vars = serde_json::json!({"ask_for": "cause", "premise": premise, "negative_answer": negative});
             let offline = env.render_str(&s.offline_template, vars).unwrap();
-            let got = s.validate(&offline, golden, negative, &[premise, &question]);
+            let got = s.validate(&offline, golden, negative, &[premise, &question], &[]);
             assert_eq!(got.as_deref(), Ok(offline.trim()), "{premise}");
         }
         // What the explanation adds is still checked.
         let refusal = "I cannot help with that. I cannot take new Photos now.";
         let (premise, golden, negative) = rows[0];
         assert!(s
-            .validate(refusal, golden, negative, &[premise])
+            .validate(refusal, golden, negative, &[premise], &[premise])
             .unwrap_err()
             .starts_with("refusal"));
     }
@@ -216,6 +225,7 @@ mod tests {
                 "The plants grew slower",
                 "The plants grew faster",
                 &[],
+                &[],
             )
             .unwrap_err();
         assert!(e.starts_with("restates_negative"), "{e}");
@@ -224,7 +234,8 @@ mod tests {
                 "Plants given more water and light grow faster.",
                 "The plants grew slower",
                 "The plants grew faster",
-                &[]
+                &[],
+                &[],
             )
             .is_ok());
     }

@@ -11,7 +11,7 @@ use cb_model::manifest::LlmTotals;
 use cb_model::{Manifest, Reject, StageCounts};
 use minijinja::Environment;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -91,6 +91,10 @@ pub async fn build_recipe(
         .iter()
         .map(|s| Step::from_spec(s, &opts.prompts))
         .collect::<Result<Vec<_>, _>>()?;
+    let dir = opts.out.join(&recipe.benchmark).join(&recipe.domain);
+    if opts.write {
+        crate::output::remove_stale_temp_files(&dir)?;
+    }
     let loaded = source::load(recipe, &opts.sources)?;
     let peers = loaded
         .entries
@@ -192,6 +196,12 @@ pub async fn build_recipe(
         }
     }
     if let Some(e) = fatal {
+        // Nothing is written, but what this run spent is recorded.
+        if opts.write {
+            if let Err(w) = record_run(&dir, llm, Some(&e)) {
+                tracing::warn!(error = %w, "cannot record the stopped run");
+            }
+        }
         return Err(e);
     }
     for c in &mut step_counts {
@@ -215,7 +225,6 @@ pub async fn build_recipe(
     let offline = matches!(cfg.backend, cb_llm::BackendKind::Offline);
     let mut stages = loaded.stages;
     stages.extend(step_counts);
-    let dir = opts.out.join(&recipe.benchmark).join(&recipe.domain);
     let mut manifest = Manifest {
         tool: "conflictbench".into(),
         tool_version: env!("CARGO_PKG_VERSION").into(),
@@ -267,12 +276,7 @@ pub async fn build_recipe(
                 card,
             },
         )?;
-        let run = serde_json::json!({
-            "unix_time": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()),
-            "backend": cfg.backend.name(),
-            "llm": llm.stats(),
-        });
-        append_line(&dir.join("runs.jsonl"), &run.to_string())?;
+        record_run(&dir, llm, None)?;
     }
     progress.finish(&name, manifest.rows, manifest.rejected);
     Ok(BuildOutcome {
@@ -282,6 +286,24 @@ pub async fn build_recipe(
         rejected: manifest.rejected,
         manifest,
     })
+}
+
+/// Appends this run's line to `runs.jsonl`: when, the backend, the LLM layer's counters (what
+/// was spent), and for a run that stopped early, why.
+fn record_run(dir: &Path, llm: &Llm, stopped: Option<&EngineError>) -> Result<(), EngineError> {
+    let mut run = serde_json::json!({
+        "unix_time": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()),
+        "backend": llm.config().backend.name(),
+        "llm": llm.stats(),
+    });
+    if let Some(e) = stopped {
+        run["stopped"] = serde_json::Value::String(e.to_string());
+    }
+    std::fs::create_dir_all(dir).map_err(|source| EngineError::Write {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    append_line(&dir.join("runs.jsonl"), &run.to_string())
 }
 
 fn round6(x: f64) -> f64 {

@@ -10,6 +10,7 @@ pub mod build;
 pub mod card;
 pub mod error;
 pub mod item;
+pub mod join;
 pub mod output;
 pub mod progress;
 pub mod prompt;

@@ -4,6 +4,7 @@
 
 pub mod date;
 pub mod kre;
+mod lcs;
 pub mod manifest;
 pub mod recall;
 pub mod record;

@@ -5,6 +5,7 @@
 //! (`--max-cost`, `--max-tokens`) was reached: run the same command again to resume.
 
 mod audit_cmd;
+mod build_args;
 mod progress;
 
 use anyhow::Context;
@@ -13,7 +14,6 @@ use cb_engine::source::SourceOptions;
 use cb_engine::{build_recipe, BuildOptions, EngineError};
 use cb_llm::{pricing, ApiKey, BackendKind, Llm, LlmConfig, Price};
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -86,13 +86,13 @@ struct BuildArgs {
     /// Model calls in flight at once.
     #[arg(long, default_value_t = 16)]
     concurrency: usize,
-    /// Read at most N records of each source.
-    #[arg(long)]
+    /// Read at most N records of each source (N >= 1).
+    #[arg(long, value_parser = build_args::at_least_one)]
     limit: Option<usize>,
     /// Build from a seeded sample of N source records (drawn with `--seed`, kept in source
     /// order). Readers that select records themselves only (EventKG), so that memory grows
     /// with N, not with the dump.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = build_args::at_least_one)]
     sample: Option<usize>,
     /// Who answers: default `openai` when a base URL is set (flag or OPENAI_BASE_URL), else `offline`.
     #[arg(long, value_enum)]
@@ -122,16 +122,16 @@ struct BuildArgs {
     #[arg(long, default_value_t = 120)]
     timeout_s: u64,
     /// Stop cleanly (resumable, exit code 3) before the calls of this run cost more than this many USD.
-    #[arg(long)]
+    #[arg(long, value_parser = build_args::amount)]
     max_cost: Option<f64>,
     /// Stop cleanly (resumable, exit code 3) before the calls of this run use more tokens than this.
     #[arg(long)]
     max_tokens: Option<u64>,
     /// USD per million prompt tokens (default: the built-in table, 0 for unknown models).
-    #[arg(long)]
+    #[arg(long, value_parser = build_args::amount)]
     price_input: Option<f64>,
     /// USD per million completion tokens (default: the built-in table, 0 for unknown models).
-    #[arg(long)]
+    #[arg(long, value_parser = build_args::amount)]
     price_output: Option<f64>,
     /// Response cache (SQLite). Default: OUT/llm-cache.sqlite.
     #[arg(long)]
@@ -178,7 +178,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             let code = match e.downcast_ref::<EngineError>() {
-                Some(EngineError::Config(_)) => 2,
+                Some(EngineError::Config(_) | EngineError::Llm(cb_llm::LlmError::Config(_))) => 2,
                 Some(EngineError::Budget(_)) => 3,
                 _ if e.downcast_ref::<ConfigError>().is_some() => 2,
                 _ => 1,
@@ -234,13 +234,7 @@ fn println_out(s: &str) {
 async fn build(args: BuildArgs) -> anyhow::Result<()> {
     let recipes = load_recipes(&args.recipes)?;
     let selected = select(&recipes, &args.benchmark, &args.domains)?;
-    let mut inputs = BTreeMap::new();
-    for spec in &args.inputs {
-        let (k, v) = spec
-            .split_once('=')
-            .ok_or_else(|| config_err(format!("--input {spec}: expected SOURCE=PATH")))?;
-        inputs.insert(k.to_owned(), PathBuf::from(v));
-    }
+    let inputs = build_args::inputs(&args.inputs, &selected)?;
     let backend = match args.backend {
         Some(b) => b,
         None if args.base_url.is_some() => Backend::Openai,

@@ -542,3 +542,27 @@ fn audit_names_the_line_of_invalid_utf8() {
     let t = text(&res);
     assert!(t.contains("rows.jsonl: line 2: invalid UTF-8"), "{t}");
 }
+
+#[test]
+fn agreement_counts_lines_from_the_header_on_any_line_end() {
+    let d = tempfile::tempdir().unwrap();
+    let good = d.path().join("good.csv");
+    std::fs::write(
+        &good,
+        "item_id,rating\ncose.json#0,not\ncose.json#1,highly\n",
+    )
+    .unwrap();
+    for (name, end) in [("unix.csv", "\n"), ("windows.csv", "\r\n")] {
+        let bad = d.path().join(name);
+        let body = ["item_id,rating", "cose.json#0,maybe", "cose.json#1,not", ""].join(end);
+        std::fs::write(&bad, body).unwrap();
+        let res = cli(&["agreement", good.to_str().unwrap(), bad.to_str().unwrap()]);
+        assert_eq!(res.status.code(), Some(2), "{}", text(&res));
+        let t = text(&res);
+        // The header is line 1: the first data row is line 2.
+        assert!(
+            t.contains(&format!("{name}: line 2: rating \"maybe\"")),
+            "{t}"
+        );
+    }
+}

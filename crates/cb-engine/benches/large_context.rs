@@ -110,7 +110,7 @@ fn child(dir: &Path) {
             .unwrap();
     let row = &rows[0];
     let (golden, negative) = (
-        tokens(row["golden_context"].as_str().unwrap()),
+        tokens(row[" golden_context"].as_str().unwrap()),
         tokens(row["negative_context"].as_str().unwrap()),
     );
     let start = Instant::now();

@@ -1,14 +1,14 @@
 //! Running one recipe end to end.
 
-use crate::output::{append_line, Outputs};
+use crate::output::append_line;
 use crate::progress::Progress;
 use crate::recipe::Recipe;
 use crate::source::{self, SourceOptions};
-use crate::steps::{Corpus, Peer, Step, StepCtx, StepFailure};
 use crate::{EngineError, Item};
 use cb_llm::Llm;
 use cb_model::manifest::LlmTotals;
 use cb_model::{Manifest, Reject, StageCounts};
+use cb_step::{Corpus, Peer, Registry, Step, StepCtx, StepFailure};
 use minijinja::Environment;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -29,6 +29,8 @@ pub struct BuildOptions {
     pub concurrency: usize,
     /// Write nothing (the dry run only counts).
     pub write: bool,
+    /// The step kinds recipes may name (the steps crate's table).
+    pub steps: Registry,
 }
 
 /// What a recipe build produced.
@@ -42,7 +44,7 @@ pub struct BuildOutcome {
 }
 
 struct Runner {
-    steps: Vec<Step>,
+    steps: Vec<Box<dyn Step>>,
     llm: Llm,
     env: Environment<'static>,
     seed: u64,
@@ -89,7 +91,7 @@ pub async fn build_recipe(
     let steps = recipe
         .steps
         .iter()
-        .map(|s| Step::from_spec(s, &opts.prompts))
+        .map(|s| opts.steps.build(s, &opts.prompts))
         .collect::<Result<Vec<_>, _>>()?;
     let dir = opts.out.join(&recipe.benchmark).join(&recipe.domain);
     if opts.write {
@@ -108,7 +110,7 @@ pub async fn build_recipe(
     let runner = Arc::new(Runner {
         steps,
         llm: llm.clone(),
-        env: source::environment(),
+        env: cb_step::template::environment(),
         seed: opts.seed,
         recipe: name.clone(),
         corpus: Corpus::new(peers),
@@ -168,7 +170,7 @@ pub async fn build_recipe(
         match ended {
             Ok(()) => slots[slot] = Some(Ok(item)),
             Err((_, StepFailure::Fatal(e))) => {
-                fatal.get_or_insert(e);
+                fatal.get_or_insert(e.into());
             }
             Err((_, StepFailure::Cancelled)) => {}
             Err((
@@ -225,7 +227,9 @@ pub async fn build_recipe(
     let offline = matches!(cfg.backend, cb_llm::BackendKind::Offline);
     let mut stages = loaded.stages;
     stages.extend(step_counts);
-    let mut manifest = Manifest {
+    let files = crate::output::out_files(&recipe.format, &recipe.domain, &name, &items, &rejects);
+    let card = crate::hub::complete(&recipe.card, &recipe.format);
+    let manifest = Manifest {
         tool: "conflictbench".into(),
         tool_version: env!("CARGO_PKG_VERSION").into(),
         benchmark: recipe.benchmark.clone(),
@@ -251,7 +255,7 @@ pub async fn build_recipe(
         prompts: runner
             .steps
             .iter()
-            .filter_map(Step::prompt)
+            .filter_map(|s| s.prompt())
             .map(|p| (p.name.clone(), p.hash.clone()))
             .collect::<BTreeMap<_, _>>(),
         stages,
@@ -259,24 +263,22 @@ pub async fn build_recipe(
         rows: items.len() as u64,
         rejected: rejects.len() as u64,
         llm: totals,
-        files: Vec::new(),
+        files: files
+            .iter()
+            .map(|f| f.path.clone())
+            .chain(["README.md".into(), "manifest.json".into()])
+            .collect(),
+        data_files: files
+            .iter()
+            .filter_map(|f| f.data_file(&card.split))
+            .collect(),
+        card,
     };
-    manifest.files = crate::output::file_names(&recipe.format, &recipe.domain);
     if opts.write {
         let card = crate::card::render(recipe, &manifest);
-        crate::output::write_outputs(
-            &recipe.format,
-            &dir,
-            &Outputs {
-                domain: &recipe.domain,
-                recipe: &name,
-                items: &items,
-                rejects: &rejects,
-                manifest: &manifest,
-                card,
-            },
-        )?;
+        crate::output::write_outputs(&dir, &files, &card, &manifest)?;
         record_run(&dir, llm, None)?;
+        crate::hub::write_benchmark_card(&opts.out, &recipe.benchmark)?;
     }
     progress.finish(&name, manifest.rows, manifest.rejected);
     Ok(BuildOutcome {

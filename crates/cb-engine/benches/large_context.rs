@@ -95,6 +95,7 @@ fn child(dir: &Path) {
         seed: cb_engine::build::DEFAULT_SEED,
         concurrency: 4,
         write: true,
+        steps: cb_steps::STEPS,
     };
     let llm = Llm::new(LlmConfig::offline()).unwrap();
     let runtime = tokio::runtime::Runtime::new().unwrap();

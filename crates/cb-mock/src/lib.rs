@@ -22,6 +22,9 @@
 //! # }
 //! ```
 
+pub mod eval_script;
+pub mod structured;
+
 use std::collections::{HashMap, VecDeque};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::pin::Pin;

@@ -7,6 +7,7 @@ pub mod date;
 pub mod kre;
 mod lcs;
 pub mod manifest;
+pub mod quality;
 pub mod recall;
 pub mod record;
 pub mod reject;

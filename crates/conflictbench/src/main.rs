@@ -17,7 +17,6 @@ use cb_engine::source::SourceOptions;
 use cb_engine::{build_recipe, BuildOptions, EngineError};
 use cb_llm::Llm;
 use clap::{Args, Parser, Subcommand};
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 

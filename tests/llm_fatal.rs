@@ -53,11 +53,20 @@ async fn fails_and_keeps_the_good_build(base: &str, cause: &str) {
         "{said}"
     );
     assert!(!said.contains("sk-test-secret-key"), "{said}");
-    assert_eq!(
-        files_with_runs(out.path()),
-        before,
-        "the good build was touched"
+    // The data files, card and manifest are as they were; the run log only gained the
+    // stopped run's line (what it sent and spent), appended after the good build's lines.
+    let mut after = files_with_runs(out.path());
+    let mut before = before;
+    let (runs_before, runs_after) = (
+        before.remove("runs.jsonl").unwrap(),
+        after.remove("runs.jsonl").unwrap(),
     );
+    assert_eq!(after, before, "the good build was touched");
+    let added = String::from_utf8(runs_after[runs_before.len()..].to_vec()).unwrap();
+    assert!(runs_after.starts_with(&runs_before), "{added}");
+    assert_eq!(added.lines().count(), 1, "{added}");
+    assert!(added.contains("\"stopped\""), "{added}");
+    assert!(!added.contains("sk-test-secret-key"), "{added}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

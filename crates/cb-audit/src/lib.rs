@@ -142,6 +142,8 @@ pub struct FileSummary {
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
     pub files: Vec<FileSummary>,
+    /// Files of the folders walked that hold no KRE rows, with why (never silently left out).
+    pub skipped: Vec<load::Skipped>,
     pub rows: usize,
     pub checks: Vec<CheckSummary>,
     pub findings: Vec<Finding>,
@@ -152,14 +154,17 @@ pub struct Report {
 
 /// Audits every known file under `paths` (files or folders).
 pub fn audit_paths(paths: &[PathBuf]) -> Result<Report, AuditError> {
-    let files = load::find_files(paths)?;
+    let found = load::find_files(paths)?;
     let mut rows_by_file = Vec::new();
-    for (path, kind) in files {
+    for (path, kind) in found.files {
         let rows = load::read_rows(&path, kind)?;
         tracing::info!(file = %path.display(), rows = rows.len(), "read");
         rows_by_file.push((path.display().to_string(), kind, rows));
     }
-    Ok(audit_rows(rows_by_file))
+    Ok(Report {
+        skipped: found.skipped,
+        ..audit_rows(rows_by_file)
+    })
 }
 
 /// Audits rows already read, grouped by file: `(file, kind, rows)`.
@@ -229,6 +234,7 @@ pub fn audit_rows(files: Vec<(String, FileKind, Vec<Row>)>) -> Report {
     Report {
         rows: items.len(),
         files: summaries,
+        skipped: Vec::new(),
         checks,
         findings,
         items,
@@ -312,6 +318,9 @@ impl Report {
         );
         for f in &self.files {
             let _ = writeln!(s, "  {} ({:?}, {} rows)", f.path, f.kind, f.rows);
+        }
+        for f in &self.skipped {
+            let _ = writeln!(s, "  skipped {}: {}", f.path, f.reason);
         }
         let _ = writeln!(
             s,

@@ -4,7 +4,10 @@
 //! ours), `*.jsonl` clean KRE rows, and RECALL's `qa_a.jsonl`, `qa_na.jsonl`,
 //! `text_generation.jsonl`. `manifest.json`, `rejects.jsonl` and `runs.jsonl` are never
 //! audited. When a folder holds both `<stem>.json` and `<stem>.jsonl` (a build of ours writes
-//! the same rows twice), only the JSONL is read: it carries the ids.
+//! the same rows twice), only the JSONL is read: it carries the ids. Any other `*.json` or
+//! `*.jsonl` a folder walk meets that does not hold KRE rows is reported as skipped, with
+//! why. An empty array or an empty JSON-lines file is a file of 0 rows (a build that kept
+//! none). A UTF-8 byte order mark at the start of a file is accepted.
 
 use crate::AuditError;
 use cb_model::{KreRow, QaRow, TextGenRow};
@@ -63,18 +66,35 @@ fn kind_by_name(name: &str) -> Option<FileKind> {
     }
 }
 
+/// A file a folder walk did not audit, and why.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Skipped {
+    pub path: String,
+    pub reason: String,
+}
+
+/// What [`find_files`] found.
+#[derive(Debug, Clone, Default)]
+pub struct Found {
+    /// The files to audit, in a stable order.
+    pub files: Vec<(PathBuf, FileKind)>,
+    /// JSON files of folders that hold no KRE rows.
+    pub skipped: Vec<Skipped>,
+}
+
 /// The auditable files under `paths`, in a stable order (folders walked in name order).
 /// A file named explicitly must be of a known kind; inside folders, JSON that is not KRE
-/// is skipped (with a debug log).
-pub fn find_files(paths: &[PathBuf]) -> Result<Vec<(PathBuf, FileKind)>, AuditError> {
-    let mut out = Vec::new();
+/// is skipped and reported in [`Found::skipped`].
+pub fn find_files(paths: &[PathBuf]) -> Result<Found, AuditError> {
+    let mut found = Found::default();
+    let out = &mut found.files;
     for p in paths {
         let meta = std::fs::metadata(p).map_err(|e| AuditError::Io {
             path: p.display().to_string(),
             source: e,
         })?;
         if meta.is_dir() {
-            walk(p, &mut out)?;
+            walk(p, out, &mut found.skipped)?;
         } else {
             let name = file_name(p);
             let kind = kind_by_name(&name).ok_or_else(|| {
@@ -86,9 +106,14 @@ pub fn find_files(paths: &[PathBuf]) -> Result<Vec<(PathBuf, FileKind)>, AuditEr
             out.push((p.clone(), kind));
         }
     }
-    if out.is_empty() {
+    if found.files.is_empty() {
+        let skipped: String = found
+            .skipped
+            .iter()
+            .map(|s| format!("; skipped {}: {}", s.path, s.reason))
+            .collect();
         return Err(AuditError::Input(format!(
-            "no auditable file found under {}",
+            "no auditable file found under {}{skipped}",
             paths
                 .iter()
                 .map(|p| p.display().to_string())
@@ -96,7 +121,7 @@ pub fn find_files(paths: &[PathBuf]) -> Result<Vec<(PathBuf, FileKind)>, AuditEr
                 .join(", ")
         )));
     }
-    Ok(out)
+    Ok(found)
 }
 
 fn file_name(p: &Path) -> String {
@@ -105,7 +130,11 @@ fn file_name(p: &Path) -> String {
         .unwrap_or_default()
 }
 
-fn walk(dir: &Path, out: &mut Vec<(PathBuf, FileKind)>) -> Result<(), AuditError> {
+fn walk(
+    dir: &Path,
+    out: &mut Vec<(PathBuf, FileKind)>,
+    skipped: &mut Vec<Skipped>,
+) -> Result<(), AuditError> {
     let io = |e| AuditError::Io {
         path: dir.display().to_string(),
         source: e,
@@ -119,7 +148,7 @@ fn walk(dir: &Path, out: &mut Vec<(PathBuf, FileKind)>) -> Result<(), AuditError
     let names: Vec<String> = entries.iter().map(|p| file_name(p)).collect();
     for p in &entries {
         if p.is_dir() {
-            walk(p, out)?;
+            walk(p, out, skipped)?;
             continue;
         }
         let name = file_name(p);
@@ -132,14 +161,16 @@ fn walk(dir: &Path, out: &mut Vec<(PathBuf, FileKind)>) -> Result<(), AuditError
                     tracing::debug!(file = %p.display(), "skipped: the .jsonl beside it holds the same rows");
                     continue;
                 }
-                if !looks_like_kre_json(p)? {
-                    tracing::debug!(file = %p.display(), "skipped: not a KRE array");
+                if let Some(reason) = not_kre_json(p)? {
+                    skip(p, reason, skipped);
                     continue;
                 }
             }
-            FileKind::KreJsonl if !looks_like_kre_jsonl(p)? => {
-                tracing::debug!(file = %p.display(), "skipped: not KRE rows");
-                continue;
+            FileKind::KreJsonl => {
+                if let Some(reason) = not_kre_jsonl(p)? {
+                    skip(p, reason, skipped);
+                    continue;
+                }
             }
             _ => {}
         }
@@ -148,10 +179,35 @@ fn walk(dir: &Path, out: &mut Vec<(PathBuf, FileKind)>) -> Result<(), AuditError
     Ok(())
 }
 
+fn skip(p: &Path, reason: String, skipped: &mut Vec<Skipped>) {
+    tracing::warn!(file = %p.display(), %reason, "not audited");
+    skipped.push(Skipped {
+        path: p.display().to_string(),
+        reason,
+    });
+}
+
+/// The text of a file, without a UTF-8 byte order mark; invalid UTF-8 is an error naming
+/// its line.
 fn read(p: &Path) -> Result<String, AuditError> {
-    std::fs::read_to_string(p).map_err(|e| AuditError::Io {
+    let mut bytes = std::fs::read(p).map_err(|e| AuditError::Io {
         path: p.display().to_string(),
         source: e,
+    })?;
+    if bytes.starts_with(b"\xEF\xBB\xBF") {
+        bytes.drain(..3);
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+        let line_start = valid.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+        AuditError::Parse {
+            path: p.display().to_string(),
+            location: format!("line {}", valid.iter().filter(|b| **b == b'\n').count() + 1),
+            message: format!(
+                "invalid UTF-8 at byte {} of the line",
+                valid.len() - line_start + 1
+            ),
+        }
     })
 }
 
@@ -159,26 +215,57 @@ fn is_kre_object(v: &Value) -> bool {
     v.get("question").is_some() && v.get("choices").is_some() && v.get("negative_context").is_some()
 }
 
-fn looks_like_kre_json(p: &Path) -> Result<bool, AuditError> {
+/// Why a `*.json` file met in a folder is not a KRE array (`None`: it is one, maybe empty).
+fn not_kre_json(p: &Path) -> Result<Option<String>, AuditError> {
     let v: Value = serde_json::from_str(&read(p)?).map_err(|e| AuditError::Parse {
         path: p.display().to_string(),
         location: format!("line {}", e.line()),
         message: e.to_string(),
     })?;
-    Ok(matches!(&v, Value::Array(a) if a.first().is_some_and(is_kre_object)))
+    Ok(match &v {
+        Value::Array(a) => match a.first() {
+            None => None,
+            Some(first) if is_kre_object(first) => None,
+            Some(Value::Object(_)) => Some(
+                "its objects are not KRE rows (no question, choices and negative_context)".into(),
+            ),
+            Some(other) => Some(format!("an array of {}, not of objects", json_type(other))),
+        },
+        other => Some(format!(
+            "its top level is {}, not an array of objects",
+            json_type(other)
+        )),
+    })
 }
 
-fn looks_like_kre_jsonl(p: &Path) -> Result<bool, AuditError> {
+/// Why a `*.jsonl` file met in a folder does not hold KRE rows (`None`: it does, or is empty).
+fn not_kre_jsonl(p: &Path) -> Result<Option<String>, AuditError> {
     let text = read(p)?;
     let Some((n, first)) = text.lines().enumerate().find(|(_, l)| !l.trim().is_empty()) else {
-        return Ok(false);
+        return Ok(None);
     };
     let v: Value = serde_json::from_str(first).map_err(|e| AuditError::Parse {
         path: p.display().to_string(),
         location: format!("line {}", n + 1),
         message: e.to_string(),
     })?;
-    Ok(is_kre_object(&v))
+    Ok((!is_kre_object(&v)).then(|| {
+        format!(
+            "its line {} is not a KRE row (no question, choices and negative_context)",
+            n + 1
+        )
+    }))
+}
+
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
 }
 
 /// Reads every row of a file. Any record that does not parse is an error naming the file

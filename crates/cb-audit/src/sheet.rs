@@ -111,11 +111,23 @@ impl Rating {
 /// or a repeated item, is an error naming the file and line.
 pub fn read_ratings(path: &Path) -> Result<Vec<(String, Rating)>, AuditError> {
     let p = path.display().to_string();
-    let file = std::fs::File::open(path).map_err(|e| AuditError::Io {
+    let bytes = std::fs::read(path).map_err(|e| AuditError::Io {
         path: p.clone(),
         source: e,
     })?;
-    let mut r = csv::Reader::from_reader(file);
+    // Lines are counted here: on `\r\n` line ends the CSV reader's record position stops
+    // at the `\n` of the line before (its line count is then one short), so the line ends
+    // at that position are skipped before counting.
+    let line_of = |pos: Option<&csv::Position>| {
+        pos.map_or(0, |pos| {
+            let mut start = (pos.byte() as usize).min(bytes.len());
+            while bytes.get(start).is_some_and(|b| matches!(b, b'\r' | b'\n')) {
+                start += 1;
+            }
+            1 + bytes[..start].iter().filter(|b| **b == b'\n').count() as u64
+        })
+    };
+    let mut r = csv::Reader::from_reader(bytes.as_slice());
     let sheet_err = |line: u64, message: String| AuditError::Sheet {
         path: p.clone(),
         line,
@@ -135,11 +147,8 @@ pub fn read_ratings(path: &Path) -> Result<Vec<(String, Rating)>, AuditError> {
     let mut out = Vec::new();
     let mut seen = BTreeSet::new();
     for rec in r.records() {
-        let rec = rec.map_err(|e| {
-            let line = e.position().map_or(0, |p| p.line());
-            sheet_err(line, e.to_string())
-        })?;
-        let line = rec.position().map_or(0, |p| p.line());
+        let rec = rec.map_err(|e| sheet_err(line_of(e.position()), e.to_string()))?;
+        let line = line_of(rec.position());
         let id = rec.get(id_col).unwrap_or("").trim().to_owned();
         if id.is_empty() {
             return Err(sheet_err(line, "empty item_id".into()));

@@ -11,7 +11,7 @@ use cb_model::{Manifest, Reject, StageCounts};
 use cb_step::{Corpus, Peer, Registry, Step, StepCtx, StepFailure};
 use minijinja::Environment;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -94,6 +94,10 @@ pub async fn build_recipe(
         .iter()
         .map(|s| opts.steps.build(s, &opts.prompts))
         .collect::<Result<Vec<_>, _>>()?;
+    let dir = opts.out.join(&recipe.benchmark).join(&recipe.domain);
+    if opts.write {
+        crate::output::remove_stale_temp_files(&dir)?;
+    }
     let loaded = source::load(recipe, &opts.sources)?;
     let peers = loaded
         .entries
@@ -194,10 +198,13 @@ pub async fn build_recipe(
             }
         }
     }
-    if let Some(e) = fatal {
-        return Err(e);
-    }
-    if let Some(e) = endpoint_never_answered(&name, llm, &totals, &step_counts) {
+    if let Some(e) = fatal.or_else(|| endpoint_never_answered(&name, llm, &totals, &step_counts)) {
+        // Nothing is written, but what this run sent and spent is recorded.
+        if opts.write {
+            if let Err(w) = record_run(&dir, llm, Some(&e)) {
+                tracing::warn!(error = %w, "cannot record the stopped run");
+            }
+        }
         return Err(e);
     }
     for c in &mut step_counts {
@@ -221,7 +228,6 @@ pub async fn build_recipe(
     let offline = matches!(cfg.backend, cb_llm::BackendKind::Offline);
     let mut stages = loaded.stages;
     stages.extend(step_counts);
-    let dir = opts.out.join(&recipe.benchmark).join(&recipe.domain);
     let files = crate::output::out_files(&recipe.format, &recipe.domain, &name, &items, &rejects);
     let card = crate::hub::complete(&recipe.card, &recipe.format);
     let manifest = Manifest {
@@ -270,13 +276,7 @@ pub async fn build_recipe(
     if opts.write {
         let card = crate::card::render(recipe, &manifest);
         crate::output::write_outputs(&dir, &files, &card, &manifest)?;
-        let run = serde_json::json!({
-            "unix_time": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()),
-            "backend": cfg.backend.name(),
-            "structured": llm.structured_form(),
-            "llm": llm.stats(),
-        });
-        append_line(&dir.join("runs.jsonl"), &run.to_string())?;
+        record_run(&dir, llm, None)?;
         crate::hub::write_benchmark_card(&opts.out, &recipe.benchmark)?;
     }
     progress.finish(&name, manifest.rows, manifest.rejected);
@@ -287,6 +287,25 @@ pub async fn build_recipe(
         rejected: manifest.rejected,
         manifest,
     })
+}
+
+/// Appends this run's line to `runs.jsonl`: when, the backend, the LLM layer's counters (what
+/// was spent), and for a run that stopped early, why.
+fn record_run(dir: &Path, llm: &Llm, stopped: Option<&EngineError>) -> Result<(), EngineError> {
+    let mut run = serde_json::json!({
+        "unix_time": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()),
+        "backend": llm.config().backend.name(),
+        "structured": llm.structured_form(),
+        "llm": llm.stats(),
+    });
+    if let Some(e) = stopped {
+        run["stopped"] = serde_json::Value::String(e.to_string());
+    }
+    std::fs::create_dir_all(dir).map_err(|source| EngineError::Write {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    append_line(&dir.join("runs.jsonl"), &run.to_string())
 }
 
 /// The partial-failure rule: a recipe whose model calls got no answer at all while some

@@ -27,7 +27,12 @@ pub fn check_mapped(format: &str, fields: &mut Map<String, Value>) -> Result<(),
             }
             .filter(|&i| i < n)
             .ok_or_else(|| {
-                format!("field answer must be a letter (or index) of one of the {n} choices")
+                let got = fields
+                    .get("answer")
+                    .map_or("nothing".into(), Value::to_string);
+                format!(
+                    "field answer must be a letter (or index) of one of the {n} choices, not {got}"
+                )
             })?;
             fields.insert("answer".into(), json!(letter(answer)));
             Ok(())

@@ -13,6 +13,7 @@ pub mod card;
 pub mod error;
 pub mod format;
 pub mod hub;
+pub mod join;
 pub mod output;
 pub mod progress;
 pub mod recipe;

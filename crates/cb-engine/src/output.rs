@@ -32,6 +32,48 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), EngineError> {
     std::fs::rename(&tmp, path).map_err(err)
 }
 
+/// Removes the temporary files (`.NAME.tmp-PID`) that a killed build left in `dir`: those
+/// of a process that no longer runs (where `/proc` cannot tell, those of any other process).
+/// Returns how many were removed; a folder that does not exist has none.
+pub fn remove_stale_temp_files(dir: &Path) -> Result<usize, EngineError> {
+    let err = |source| EngineError::Write {
+        path: dir.to_path_buf(),
+        source,
+    };
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(err(e)),
+    };
+    let own = std::process::id();
+    let proc_fs = Path::new("/proc/self").exists();
+    let mut removed = 0;
+    for entry in entries {
+        let path = entry.map_err(err)?.path();
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let Some(pid) = name
+            .strip_prefix('.')
+            .and_then(|n| n.rsplit_once(".tmp-"))
+            .and_then(|(_, pid)| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let running = pid == own || (proc_fs && Path::new("/proc").join(pid.to_string()).exists());
+        if !running && path.is_file() {
+            std::fs::remove_file(&path).map_err(|source| EngineError::Write {
+                path: path.clone(),
+                source,
+            })?;
+            tracing::info!(file = %path.display(), "removed a temporary file left by a killed build");
+            removed += 1;
+        }
+    }
+    Ok(removed)
+}
+
 /// Appends one line to a log file (used for `runs.jsonl`, the one file that grows per run).
 pub fn append_line(path: &Path, line: &str) -> Result<(), EngineError> {
     let err = |source| EngineError::Write {

@@ -2,13 +2,15 @@
 //! the joined side tables, map its fields with the recipe's expressions, apply the filters.
 //! Everything that does not become an item becomes a [`Reject`] at its position.
 
+use crate::join::Table;
 use crate::recipe::{toml_to_json, Recipe, SourceSpec};
 use crate::{EngineError, Item};
 use cb_model::manifest::InputFile;
-use cb_model::{Reject, SourceRecord};
+use cb_model::Reject;
 use cb_step::template::environment;
 use minijinja::{Environment, Value as JValue};
 use serde_json::{Map, Value};
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
@@ -62,7 +64,7 @@ pub fn resolve(spec: &SourceSpec, opts: &SourceOptions) -> Result<Vec<PathBuf>, 
     }
 }
 
-fn input_file(source: &str, path: &Path) -> Result<InputFile, EngineError> {
+pub(crate) fn input_file(source: &str, path: &Path) -> Result<InputFile, EngineError> {
     use sha2::{Digest, Sha256};
     use std::io::Read;
     let mut f = std::fs::File::open(path)
@@ -86,17 +88,18 @@ fn input_file(source: &str, path: &Path) -> Result<InputFile, EngineError> {
 }
 
 fn read_error_reject(e: &cb_readers::ReadError, index: usize) -> Reject {
-    let (origin, detail) = match e {
+    let (id, origin, detail) = match e {
         cb_readers::ReadError::Record {
             file,
             line,
+            id,
             message,
             ..
-        } => (format!("{file}:{line}"), message.clone()),
-        other => (String::new(), other.to_string()),
+        } => (id.clone(), format!("{file}:{line}"), message.clone()),
+        other => (None, String::new(), other.to_string()),
     };
     Reject {
-        id: format!("#{index}"),
+        id: id.unwrap_or_else(|| format!("#{index}")),
         origin,
         stage: "read".into(),
         reason: e.code().to_owned(),
@@ -106,33 +109,6 @@ fn read_error_reject(e: &cb_readers::ReadError, index: usize) -> Reject {
     }
 }
 
-/// Reads one source spec's files completely into a table keyed by record id (for joins).
-fn load_table(
-    spec: &SourceSpec,
-    opts: &SourceOptions,
-    inputs: &mut Vec<InputFile>,
-) -> Result<HashMap<String, SourceRecord>, EngineError> {
-    let mut table = HashMap::new();
-    let ropts = toml_to_json(&spec.options);
-    for path in resolve(spec, opts)? {
-        inputs.push(input_file(&spec.name, &path)?);
-        for rec in cb_readers::open(&spec.reader, &path, &ropts)? {
-            match rec {
-                Ok(r) => {
-                    table.entry(r.id.clone()).or_insert(r);
-                }
-                Err(e) if e.is_fatal() || opts.strict => return Err(e.into()),
-                // A broken line of a side table: the items that needed it are rejected as
-                // `no_match`; the line itself is reported in the log.
-                Err(e) => {
-                    tracing::warn!(source = %spec.name, error = %e, "skipping a malformed record of a joined source")
-                }
-            }
-        }
-    }
-    Ok(table)
-}
-
 /// Reads, joins, maps and filters the recipe's source.
 pub fn load(recipe: &Recipe, opts: &SourceOptions) -> Result<Loaded, EngineError> {
     let env = environment();
@@ -140,7 +116,7 @@ pub fn load(recipe: &Recipe, opts: &SourceOptions) -> Result<Loaded, EngineError
     let primary_files = resolve(&recipe.source, opts)?;
     let mut tables = Vec::new();
     for j in &recipe.join {
-        tables.push((j, load_table(&j.source, opts, &mut loaded.inputs)?));
+        tables.push((j, Table::load(&j.source, opts, &mut loaded.inputs)?));
     }
     let mut counts: BTreeMap<&str, cb_model::StageCounts> = BTreeMap::new();
     for s in ["read", "join", "map", "filter"] {
@@ -185,6 +161,8 @@ pub fn load(recipe: &Recipe, opts: &SourceOptions) -> Result<Loaded, EngineError
         loaded.inputs.push(input_file(&recipe.source.name, path)?);
     }
     let mut index = 0usize;
+    // Where each id was first read: a second record with the same id is a reject.
+    let mut seen: HashMap<String, String> = HashMap::new();
     // A reader that selects records applies the limit itself (and reports its malformed
     // lines before its records, which must not count against the limit).
     let limit = opts.limit.filter(|_| !cb_readers::selects_records(reader));
@@ -194,7 +172,26 @@ pub fn load(recipe: &Recipe, opts: &SourceOptions) -> Result<Loaded, EngineError
         }
         counts.get_mut("read").expect("stage").in_ += 1;
         let rec = match rec {
-            Ok(r) => r,
+            Ok(r) => match seen.entry(r.id.clone()) {
+                Entry::Vacant(v) => {
+                    v.insert(r.origin.to_string());
+                    r
+                }
+                Entry::Occupied(first) => {
+                    let r = Reject {
+                        id: r.id.clone(),
+                        origin: r.origin.to_string(),
+                        stage: "read".into(),
+                        reason: "duplicate_id".into(),
+                        detail: format!("id {} was already read at {}", r.id, first.get()),
+                        raw_response: None,
+                        attempts: 0,
+                    };
+                    reject(&mut counts, "read", r, &mut loaded.entries);
+                    index += 1;
+                    continue;
+                }
+            },
             Err(e) if e.is_fatal() || opts.strict => return Err(e.into()),
             Err(e) => {
                 reject(
@@ -236,20 +233,16 @@ pub fn load(recipe: &Recipe, opts: &SourceOptions) -> Result<Loaded, EngineError
                     break;
                 }
             };
-            match table.get(&key) {
-                Some(j) => {
+            match table.get(&key, spec.required) {
+                Ok(Some(j)) => {
                     ctx.insert(spec.alias.clone(), Value::Object(j.fields.clone()));
                 }
-                None if spec.required => {
-                    missing = Some(base(
-                        "join",
-                        "no_match",
-                        format!("no record with id {key} in source {}", spec.source.name),
-                    ));
-                    break;
-                }
-                None => {
+                Ok(None) => {
                     ctx.insert(spec.alias.clone(), Value::Null);
+                }
+                Err(miss) => {
+                    missing = Some(base("join", &miss.reason, miss.detail));
+                    break;
                 }
             }
         }

@@ -75,7 +75,7 @@ pub(crate) fn load(
     domain_of: impl Fn(&Path, &Row) -> String,
 ) -> Result<Vec<Loaded>, EvalError> {
     let mut out = Vec::new();
-    for (path, kind) in find_files(&opts.data)? {
+    for (path, kind) in find_files(&opts.data)?.files {
         if !accept(kind) {
             continue;
         }

@@ -421,6 +421,20 @@ impl Llm {
             micro_usd,
             tokens,
         };
+        // A budget that cannot pay for one call would stop every run before any progress.
+        if inner
+            .config
+            .max_cost_usd
+            .is_some_and(|max| micro_usd as f64 / 1e6 > max)
+            || inner.config.max_tokens.is_some_and(|max| tokens > max)
+        {
+            return Err(LlmError::Config(format!(
+                "the budget cannot pay for one call: the next call may use {tokens} tokens, about {:.6} USD (--max-tokens {}, --max-cost {}); raise the budget",
+                micro_usd as f64 / 1e6,
+                inner.config.max_tokens.map_or("none".into(), |t| t.to_string()),
+                inner.config.max_cost_usd.map_or("none".into(), |c| c.to_string()),
+            )));
+        }
         if let Some(max) = inner.config.max_cost_usd {
             if (spent + reserved + micro_usd) as f64 / 1e6 > max {
                 return Err(LlmError::Budget(format!("--max-cost {max} USD reached")));

@@ -149,6 +149,7 @@ impl Iterator for CsvRecords {
                         csv::ErrorKind::Utf8 { err, .. } => ReadError::Record {
                             file: self.file.clone(),
                             line,
+                            id: None,
                             code: "bad_encoding",
                             message: format!(
                                 "invalid UTF-8 in cell {} of the record",
@@ -158,6 +159,7 @@ impl Iterator for CsvRecords {
                         _ => ReadError::Record {
                             file: self.file.clone(),
                             line,
+                            id: None,
                             code: "malformed_csv",
                             message: e.to_string(),
                         },
@@ -180,6 +182,7 @@ impl Iterator for CsvRecords {
                 Err(fault) => Err(ReadError::Record {
                     file: self.file.clone(),
                     line,
+                    id: None,
                     code: fault.code,
                     message: fault.message,
                 }),

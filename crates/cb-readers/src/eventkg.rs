@@ -720,6 +720,7 @@ fn run_passes(
                 errors.push_back(ReadError::Record {
                     file: files[pos.0].1.clone(),
                     line: pos.1,
+                    id: None,
                     code: "malformed_nquads",
                     message: format!("malformed N-Quads line: {message}"),
                 });

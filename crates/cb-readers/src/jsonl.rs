@@ -94,4 +94,8 @@ impl LineFormat for Format {
         let id = id_of(&obj, &self.id_field)?;
         Ok((id, obj))
     }
+
+    fn id_key(&self) -> &str {
+        &self.id_field
+    }
 }

@@ -70,6 +70,9 @@ pub enum ReadError {
     Record {
         file: String,
         line: u64,
+        /// The record's own id when it could be read in spite of the fault (a JSON line
+        /// whose id key is usable, a SQuAD question with its `id`), so that a reject names it.
+        id: Option<String>,
         code: &'static str,
         message: String,
     },

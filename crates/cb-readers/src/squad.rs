@@ -44,7 +44,7 @@ use std::sync::mpsc::{sync_channel, SyncSender};
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
-use crate::util::{as_object, get, json_message, open_file, req_str, type_name, Fault};
+use crate::util::{as_object, get, json_message, open_file, req_str, skip_bom, type_name, Fault};
 use crate::{ReadError, Records, SourceRecord};
 use cb_model::Origin;
 
@@ -87,7 +87,15 @@ impl State {
 }
 
 fn run(handle: File, file: String, tx: SyncSender<Item>) {
-    let mut de = serde_json::Deserializer::from_reader(BufReader::new(handle));
+    let mut reader = BufReader::new(handle);
+    if let Err(e) = skip_bom(&mut reader) {
+        let _ = tx.send(Err(ReadError::File {
+            file,
+            message: format!("read error: {e}"),
+        }));
+        return;
+    }
+    let mut de = serde_json::Deserializer::from_reader(reader);
     let mut state = State {
         file,
         tx,
@@ -301,6 +309,7 @@ impl ParagraphsSeed<'_, '_> {
                 Err(fault) => Err(ReadError::Record {
                     file: self.state.file.clone(),
                     line,
+                    id: qa.get("id").and_then(Value::as_str).map(str::to_owned),
                     code: fault.code,
                     message: format!("{place}: {}", fault.message),
                 }),

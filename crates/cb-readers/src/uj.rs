@@ -258,6 +258,7 @@ impl Parallel {
         ReadError::Record {
             file: file.to_string(),
             line: self.line,
+            id: None,
             code: fault.code,
             message: fault.message,
         }

@@ -192,6 +192,14 @@ pub(crate) fn open_file(path: &Path, file: &str) -> Result<File, ReadError> {
     })
 }
 
+/// Skips a UTF-8 byte order mark at the start of a stream.
+pub(crate) fn skip_bom(reader: &mut impl BufRead) -> std::io::Result<()> {
+    if reader.fill_buf()?.starts_with(b"\xEF\xBB\xBF") {
+        reader.consume(3);
+    }
+    Ok(())
+}
+
 /// A serde_json error message without its " at line L column C" suffix.
 pub(crate) fn json_message(e: &serde_json::Error) -> String {
     let text = e.to_string();
@@ -211,6 +219,12 @@ pub(crate) trait LineFormat: Send + 'static {
         _line: u64,
     ) -> Result<(String, Map<String, Value>), Fault> {
         self.convert(obj)
+    }
+
+    /// The key of the record's id, read to name a record that [`LineFormat::convert`]
+    /// rejects (default `id`).
+    fn id_key(&self) -> &str {
+        "id"
     }
 }
 
@@ -242,10 +256,11 @@ struct JsonLines<F> {
 }
 
 impl<F> JsonLines<F> {
-    fn record_error(&self, code: &'static str, message: String) -> ReadError {
+    fn record_error(&self, id: Option<String>, code: &'static str, message: String) -> ReadError {
         ReadError::Record {
             file: self.file.clone(),
             line: self.line,
+            id,
             code,
             message,
         }
@@ -290,7 +305,7 @@ impl<F: LineFormat> Iterator for JsonLines<F> {
                 Err(e) => {
                     let message =
                         format!("invalid UTF-8 after byte {} of the line", e.valid_up_to());
-                    return Some(Err(self.record_error("bad_encoding", message)));
+                    return Some(Err(self.record_error(None, "bad_encoding", message)));
                 }
             };
             let value: Value = match serde_json::from_str(text) {
@@ -302,16 +317,17 @@ impl<F: LineFormat> Iterator for JsonLines<F> {
                         "invalid JSON"
                     };
                     let message = format!("{what} at column {}: {}", e.column(), json_message(&e));
-                    return Some(Err(self.record_error("malformed_json", message)));
+                    return Some(Err(self.record_error(None, "malformed_json", message)));
                 }
             };
             let obj = match value {
                 Value::Object(o) => o,
                 other => {
                     let message = format!("the line is {}, not a JSON object", type_name(&other));
-                    return Some(Err(self.record_error("bad_value", message)));
+                    return Some(Err(self.record_error(None, "bad_value", message)));
                 }
             };
+            let id = id_of(&obj, self.format.id_key()).ok();
             return Some(match self.format.convert_at(obj, self.line) {
                 Ok((id, fields)) => Ok(SourceRecord {
                     id,
@@ -321,7 +337,7 @@ impl<F: LineFormat> Iterator for JsonLines<F> {
                     },
                     fields,
                 }),
-                Err(fault) => Err(self.record_error(fault.code, fault.message)),
+                Err(fault) => Err(self.record_error(id, fault.code, fault.message)),
             });
         }
     }

@@ -492,7 +492,42 @@ fn jsonl_required_and_options() {
     }
 }
 
+#[test]
+fn a_faulty_record_whose_id_can_be_read_names_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "x.jsonl",
+        "{\"index\": \"dev-7\", \"k\": 1}\n{\"index\": 12}\n{\"k\": 2}\n",
+    );
+    let options = opts(json!({"id_field": "index", "required": ["k"]}));
+    let (records, errors) = read_all("jsonl", &path, &options);
+    assert_eq!(records.len(), 1);
+    let ids: Vec<Option<&str>> = errors
+        .iter()
+        .map(|e| match e {
+            ReadError::Record { id, .. } => id.as_deref(),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    // Line 2 misses `k` but has its id; line 3 has no id at all.
+    assert_eq!(ids, [Some("12"), None]);
+}
+
 // ---------------------------------------------------------------- SQuAD v2.0
+
+#[test]
+fn squad_accepts_a_byte_order_mark() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bytes = b"\xEF\xBB\xBF".to_vec();
+    bytes.extend(std::fs::read(raw("squad_v2/dev-v2.0.json")).unwrap());
+    let path = dir.path().join("bom.json");
+    std::fs::write(&path, bytes).unwrap();
+    let with_bom = read_clean("squad_v2", &path, &no_opts());
+    let without = read_clean("squad_v2", &raw("squad_v2/dev-v2.0.json"), &no_opts());
+    assert_eq!(with_bom.len(), without.len());
+    assert_eq!(with_bom[0].fields, without[0].fields);
+}
 
 /// `text` at `start` code points into `context`.
 fn span_at(context: &str, start: u64, text: &str) -> bool {

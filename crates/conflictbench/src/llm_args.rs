@@ -50,16 +50,16 @@ pub struct LlmArgs {
     #[arg(long, default_value_t = 120)]
     pub timeout_s: u64,
     /// Stop cleanly (resumable, exit code 3) before the calls of this run cost more than this many USD.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::build_args::amount)]
     pub max_cost: Option<f64>,
     /// Stop cleanly (resumable, exit code 3) before the calls of this run use more tokens than this.
     #[arg(long)]
     pub max_tokens: Option<u64>,
     /// USD per million prompt tokens (default: the built-in table, 0 for unknown models).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::build_args::amount)]
     pub price_input: Option<f64>,
     /// USD per million completion tokens (default: the built-in table, 0 for unknown models).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::build_args::amount)]
     pub price_output: Option<f64>,
     /// Response cache (SQLite). Default: OUT/llm-cache.sqlite.
     #[arg(long)]

@@ -6,6 +6,7 @@
 
 mod assets;
 mod audit_cmd;
+mod build_args;
 mod eval_cmd;
 mod llm_args;
 mod preflight;
@@ -18,7 +19,6 @@ use cb_engine::source::SourceOptions;
 use cb_engine::{build_recipe, BuildOptions, EngineError};
 use cb_llm::Llm;
 use clap::{Args, Parser, Subcommand};
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -81,13 +81,13 @@ struct BuildArgs {
     /// Seed of every random choice (written in the manifest).
     #[arg(long, default_value_t = cb_engine::build::DEFAULT_SEED)]
     seed: u64,
-    /// Read at most N records of each source.
-    #[arg(long)]
+    /// Read at most N records of each source (N >= 1).
+    #[arg(long, value_parser = build_args::at_least_one)]
     limit: Option<usize>,
     /// Build from a seeded sample of N source records (drawn with `--seed`, kept in source
     /// order). Readers that select records themselves only (EventKG), so that memory grows
     /// with N, not with the dump.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = build_args::at_least_one)]
     sample: Option<usize>,
     #[command(flatten)]
     llm: llm_args::LlmArgs,
@@ -131,7 +131,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             let code = match e.downcast_ref::<EngineError>() {
-                Some(EngineError::Config(_)) => 2,
+                Some(EngineError::Config(_) | EngineError::Llm(cb_llm::LlmError::Config(_))) => 2,
                 Some(EngineError::Budget(_)) => 3,
                 _ if e.downcast_ref::<cb_eval::EvalError>().is_some() => eval_cmd::exit_code(&e),
                 _ if e.downcast_ref::<ConfigError>().is_some() => 2,
@@ -195,13 +195,7 @@ async fn build(args: BuildArgs) -> anyhow::Result<()> {
     let (_, recipes) = assets::recipes(args.recipes.as_deref())?;
     let selected = select(&recipes, &args.benchmark, &args.domains)?;
     let prompts = assets::prompt_files(args.prompts.as_deref())?;
-    let mut inputs = BTreeMap::new();
-    for spec in &args.inputs {
-        let (k, v) = spec
-            .split_once('=')
-            .ok_or_else(|| config_err(format!("--input {spec}: expected SOURCE=PATH")))?;
-        inputs.insert(k.to_owned(), PathBuf::from(v));
-    }
+    let inputs = build_args::inputs(&args.inputs, &selected)?;
     if args.llm.concurrency == 0 {
         return Err(config_err("--concurrency must be at least 1"));
     }

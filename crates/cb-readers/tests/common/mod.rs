@@ -20,6 +20,7 @@ pub fn record_error(e: &ReadError) -> (&str, u64, &str, &str) {
             line,
             code,
             message,
+            ..
         } => (file.as_str(), *line, *code, message.as_str()),
         other => panic!("expected a record error, got {other:?}"),
     }

@@ -141,19 +141,7 @@ fn lcs_len(a: &[&str], b: &[&str]) -> Option<usize> {
     if a.len().saturating_mul(b.len()) > MAX_CELLS {
         return None;
     }
-    let mut prev = vec![0usize; b.len() + 1];
-    let mut cur = vec![0usize; b.len() + 1];
-    for x in a {
-        for (j, y) in b.iter().enumerate() {
-            cur[j + 1] = if x == y {
-                prev[j] + 1
-            } else {
-                prev[j + 1].max(cur[j])
-            };
-        }
-        std::mem::swap(&mut prev, &mut cur);
-    }
-    Some(prev[b.len()])
+    Some(cb_model::lcs::exact(a, b))
 }
 
 /// The token-level diff, and whether the middle was aligned (`false` above [`MAX_CELLS`]).

@@ -24,23 +24,6 @@ pub fn tokenize(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// Length of the longest common subsequence (one row of the table at a time).
-pub fn lcs_len<T: PartialEq>(a: &[T], b: &[T]) -> usize {
-    let mut prev = vec![0usize; b.len() + 1];
-    let mut cur = vec![0usize; b.len() + 1];
-    for x in a {
-        for (j, y) in b.iter().enumerate() {
-            cur[j + 1] = if x == y {
-                prev[j] + 1
-            } else {
-                cur[j].max(prev[j + 1])
-            };
-        }
-        std::mem::swap(&mut prev, &mut cur);
-    }
-    prev[b.len()]
-}
-
 /// ROUGE-L of `prediction` against `target` (rouge-score's `score(target, prediction)`).
 pub fn rouge_l(target: &str, prediction: &str) -> RougeScore {
     let t = tokenize(target);
@@ -48,7 +31,7 @@ pub fn rouge_l(target: &str, prediction: &str) -> RougeScore {
     if t.is_empty() || p.is_empty() {
         return RougeScore::default();
     }
-    let lcs = lcs_len(&t, &p) as f64;
+    let lcs = cb_model::lcs::exact(&t, &p) as f64;
     let precision = lcs / p.len() as f64;
     let recall = lcs / t.len() as f64;
     let fmeasure = if precision + recall > 0.0 {

@@ -68,8 +68,9 @@ fn intern<'a>(a: &'a [String], b: &'a [String]) -> (Vec<u32>, Vec<u32>) {
     (x, y)
 }
 
-/// The full dynamic programme, two rows of the shorter side.
-fn exact(long: &[u32], short: &[u32]) -> usize {
+/// The exact LCS length by the full dynamic programme, two rows of `short` (pass the shorter
+/// sequence second): O(len × len) time, O(len of `short`) memory. Callers bound the size.
+pub fn exact<T: PartialEq>(long: &[T], short: &[T]) -> usize {
     let mut prev = vec![0usize; short.len() + 1];
     let mut cur = vec![0usize; short.len() + 1];
     for x in long {

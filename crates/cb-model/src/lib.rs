@@ -5,7 +5,7 @@
 pub mod card;
 pub mod date;
 pub mod kre;
-mod lcs;
+pub mod lcs;
 pub mod manifest;
 pub mod quality;
 pub mod recall;

@@ -270,6 +270,7 @@ pub async fn build_recipe(
         let run = serde_json::json!({
             "unix_time": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()),
             "backend": cfg.backend.name(),
+            "transport": llm.transport(),
             "llm": llm.stats(),
         });
         append_line(&dir.join("runs.jsonl"), &run.to_string())?;

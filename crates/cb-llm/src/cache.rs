@@ -52,6 +52,12 @@ CREATE TABLE IF NOT EXISTS responses (
 CREATE INDEX IF NOT EXISTS responses_template ON responses(template);
 ";
 
+/// Commits one answer; an existing row with the same key is kept (first answer wins).
+pub(crate) const INSERT_RESPONSE: &str = "INSERT OR IGNORE INTO responses
+     (key, cache_format, endpoint, model, template, template_hash, request, content,
+      finish_reason, prompt_tokens, completion_tokens, raw, created_unix)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)";
+
 impl Cache {
     pub fn open(path: &Path) -> Result<Self, LlmError> {
         if let Some(dir) = path.parent() {
@@ -67,9 +73,15 @@ impl Cache {
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.busy_timeout(std::time::Duration::from_secs(30))?;
         conn.execute_batch(SCHEMA)?;
+        conn.execute_batch(crate::batch_store::SCHEMA)?;
+        conn.execute_batch(crate::pool::SCHEMA)?;
         Ok(Self {
             conn: Arc::new(Mutex::new(conn)),
         })
+    }
+
+    pub(crate) fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
+        self.conn.lock().expect("cache lock")
     }
 
     pub fn get(&self, key: &str) -> Result<Option<CachedResponse>, LlmError> {
@@ -107,12 +119,7 @@ impl Cache {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs() as i64);
         let conn = self.conn.lock().expect("cache lock");
-        conn.prepare_cached(
-            "INSERT OR IGNORE INTO responses
-             (key, cache_format, endpoint, model, template, template_hash, request, content,
-              finish_reason, prompt_tokens, completion_tokens, raw, created_unix)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-        )?
+        conn.prepare_cached(INSERT_RESPONSE)?
         .execute(params![
             key,
             crate::CACHE_FORMAT,

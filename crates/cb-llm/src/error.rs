@@ -20,6 +20,9 @@ pub enum LlmError {
     /// The server answered 200 with a body that is not a usable chat completion.
     #[error("malformed response: {reason}")]
     Malformed { reason: String, raw: String },
+    /// A batch answered a request with an error of its own (expired, cancelled, failed).
+    #[error("batch: {code}: {message}")]
+    Batch { code: String, message: String },
     /// Retries ran out; `last` is the last error.
     #[error("gave up after {attempts} attempts: {last}")]
     Exhausted { attempts: u32, last: Box<LlmError> },
@@ -45,6 +48,10 @@ impl LlmError {
         match self {
             Self::Status { status, .. } => *status == 429 || *status == 408 || *status >= 500,
             Self::Timeout(_) | Self::Connection(_) => true,
+            Self::Batch { code, .. } => !matches!(
+                code.as_str(),
+                "batch_cancelled" | "batch_failed" | "invalid_request"
+            ),
             _ => false,
         }
     }
@@ -71,6 +78,8 @@ impl LlmError {
             Self::Timeout(_) => "timeout".into(),
             Self::Connection(_) => "connection".into(),
             Self::Malformed { .. } => "malformed_response".into(),
+            Self::Batch { code, .. } if code.starts_with("batch_") => code.clone(),
+            Self::Batch { code, .. } => format!("batch_{code}"),
             Self::Exhausted { last, .. } => format!("retries_exhausted_{}", last.reason_code()),
             Self::ReplayMiss { .. } => "replay_miss".into(),
             Self::Budget(_) => "budget".into(),

@@ -8,15 +8,22 @@
 //! This is the only crate that knows HTTP and async-openai. Steps describe a call with
 //! [`Call`] and get a [`Completion`] back; they never learn which backend answered.
 
+mod batch;
+mod batch_api;
+mod batch_store;
 mod cache;
 mod error;
 mod http;
 mod limiter;
+mod pool;
 pub mod pricing;
 mod request;
 
+pub use batch::BatchOptions;
+pub use batch_store::BatchRecord;
 pub use cache::{Cache, CachedResponse};
 pub use error::LlmError;
+pub use pool::{EndpointSpec, PoolConfig};
 pub use pricing::Price;
 pub use request::{cache_key, endpoint_identity, Call, ChatRequest, Message, CACHE_FORMAT};
 
@@ -90,6 +97,10 @@ pub struct LlmConfig {
     pub price: Price,
     pub max_cost_usd: Option<f64>,
     pub max_tokens: Option<u64>,
+    /// `--batch`: cache misses go through the provider's Batch API (openai backend only).
+    pub batch: Option<BatchOptions>,
+    /// Several endpoints for the same model (openai backend); replaces `base_url`.
+    pub pool: Option<PoolConfig>,
 }
 
 impl LlmConfig {
@@ -112,6 +123,8 @@ impl LlmConfig {
             price: Price::default(),
             max_cost_usd: None,
             max_tokens: None,
+            batch: None,
+            pool: None,
         }
     }
 }
@@ -144,6 +157,8 @@ pub struct Stats {
     pub upstream_tokens: AtomicU64,
     /// For dry runs: estimated tokens of the calls that would go upstream.
     pub estimated_tokens: AtomicU64,
+    /// Batches submitted by this run (`--batch`).
+    pub batches: AtomicU64,
 }
 
 /// A plain copy of [`Stats`].
@@ -158,6 +173,7 @@ pub struct StatsSnapshot {
     pub completion_tokens: u64,
     pub spent_usd: f64,
     pub estimated_tokens: u64,
+    pub batches: u64,
 }
 
 impl Stats {
@@ -173,6 +189,7 @@ impl Stats {
             completion_tokens: g(&self.completion_tokens),
             spent_usd: g(&self.spent_micro_usd) as f64 / 1e6,
             estimated_tokens: g(&self.estimated_tokens),
+            batches: g(&self.batches),
         }
     }
 }
@@ -189,6 +206,8 @@ struct Inner {
     cache: Option<Cache>,
     limiter: limiter::Limiter,
     http: Option<http::OpenAiHttp>,
+    batch: Option<batch::Collector>,
+    pool: Option<pool::Pool>,
     stats: Stats,
     /// Estimated cost (micro-dollars) and tokens reserved by calls in flight.
     reserved_micro_usd: AtomicU64,
@@ -217,12 +236,14 @@ impl Llm {
                 "the replay backend needs a cache file".into(),
             ));
         }
-        let http = match config.backend {
-            BackendKind::Openai => Some(http::OpenAiHttp::new(&config)?),
-            _ => None,
+        let (http, pool) = match (config.backend, &config.pool) {
+            (BackendKind::Openai, Some(p)) => (None, Some(pool::Pool::new(&config, p)?)),
+            (BackendKind::Openai, None) => (Some(http::OpenAiHttp::new(&config)?), None),
+            _ => (None, None),
         };
-        let endpoint = match config.backend {
-            BackendKind::Offline => "offline".to_string(),
+        let endpoint = match (config.backend, &config.pool) {
+            (BackendKind::Offline, _) => "offline".to_string(),
+            (_, Some(p)) => format!("pool:{}", p.name),
             _ => endpoint_identity(&config.base_url),
         };
         Ok(Self {
@@ -231,6 +252,9 @@ impl Llm {
                 endpoint,
                 cache,
                 http,
+                pool,
+                batch: (config.batch.is_some() && config.backend == BackendKind::Openai)
+                    .then(batch::Collector::default),
                 config,
                 stats: Stats::default(),
                 reserved_micro_usd: AtomicU64::new(0),
@@ -250,6 +274,19 @@ impl Llm {
 
     pub fn stats(&self) -> StatsSnapshot {
         self.inner.stats.snapshot()
+    }
+
+    /// How this run reached the model, for `runs.jsonl`: `online`, `batch` (with the batches
+    /// submitted) or `pool` (with calls, answers, failures and pauses per endpoint).
+    pub fn transport(&self) -> serde_json::Value {
+        let inner = &self.inner;
+        if let Some(pool) = &inner.pool {
+            serde_json::json!({"mode": "pool", "endpoints": pool.report()})
+        } else if inner.batch.is_some() {
+            serde_json::json!({"mode": "batch", "batches": inner.stats.batches.load(Ordering::Relaxed)})
+        } else {
+            serde_json::json!({"mode": "online"})
+        }
     }
 
     /// The cache key this call would have.
@@ -320,6 +357,8 @@ impl Llm {
                     cached: false,
                 })
             }
+            BackendKind::Openai if inner.pool.is_some() => self.via_pool(call, key).await,
+            BackendKind::Openai if inner.batch.is_some() => self.via_batch(call, key).await,
             BackendKind::Openai => self.upstream(call, key).await,
             BackendKind::Offline => unreachable!("handled above"),
         }

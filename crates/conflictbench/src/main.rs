@@ -5,6 +5,8 @@
 //! (`--max-cost`, `--max-tokens`) was reached: run the same command again to resume.
 
 mod audit_cmd;
+mod batch_cmd;
+mod pool_cmd;
 mod progress;
 
 use anyhow::Context;
@@ -46,6 +48,8 @@ enum Command {
     Audit(Box<audit_cmd::AuditArgs>),
     /// Agreement of filled review sheets: per-item majority, percent agreement, Fleiss' kappa.
     Agreement(audit_cmd::AgreementArgs),
+    /// List the Batch API batches in a cache's journal (state, counts), or cancel one.
+    Batches(batch_cmd::BatchesArgs),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -145,6 +149,10 @@ struct BuildArgs {
     /// No progress bars.
     #[arg(long)]
     no_progress: bool,
+    #[command(flatten)]
+    batch: batch_cmd::BatchFlags,
+    #[command(flatten)]
+    pool: pool_cmd::PoolFlags,
 }
 
 #[allow(clippy::print_stderr)] // the binary's own last word on stderr
@@ -223,6 +231,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Build(args) => build(*args).await,
         Command::Audit(args) => audit_cmd::run_audit(*args),
         Command::Agreement(args) => audit_cmd::run_agreement(args),
+        Command::Batches(args) => batch_cmd::run(args).await,
     }
 }
 
@@ -231,7 +240,21 @@ fn println_out(s: &str) {
     println!("{s}");
 }
 
-async fn build(args: BuildArgs) -> anyhow::Result<()> {
+async fn build(mut args: BuildArgs) -> anyhow::Result<()> {
+    let pool = args
+        .pool
+        .resolve(args.concurrency, args.rpm, args.tpm)
+        .map_err(config_err)?;
+    if let Some(p) = &pool {
+        if args.batch.batch {
+            return Err(config_err("--batch and an endpoint pool cannot be combined"));
+        }
+        // The pool stands in for --base-url (its first endpoint makes the backend openai).
+        args.base_url.get_or_insert_with(|| p.endpoints[0].base_url.clone());
+    }
+    let calls_in_flight = pool.as_ref().map_or(args.concurrency, |p| {
+        p.endpoints.iter().map(|e| e.concurrency).sum()
+    });
     let recipes = load_recipes(&args.recipes)?;
     let selected = select(&recipes, &args.benchmark, &args.domains)?;
     let mut inputs = BTreeMap::new();
@@ -261,13 +284,23 @@ async fn build(args: BuildArgs) -> anyhow::Result<()> {
         out: args.out.clone(),
         prompts: args.prompts.clone(),
         seed: args.seed,
-        concurrency: args.concurrency.saturating_mul(2),
+        // A batch round holds every item waiting on the model, so none is held back.
+        concurrency: if args.batch.batch {
+            1 << 30
+        } else {
+            calls_in_flight.saturating_mul(2)
+        },
         write: !args.dry_run,
     };
     let reporter = progress::Bars::new(!args.no_progress && !args.dry_run);
     let mut dry_totals = (0u64, 0u64, 0f64);
     for recipe in selected {
-        let config = llm_config(&args, backend, recipe)?;
+        let mut config = llm_config(&args, backend, recipe)?;
+        args.batch.apply(&mut config).map_err(config_err)?;
+        if config.backend != BackendKind::Offline {
+            config.pool.clone_from(&pool);
+            config.concurrency = calls_in_flight;
+        }
         let llm = Llm::new(config.clone()).context("cannot set up the LLM layer")?;
         let outcome = build_recipe(recipe, &opts, &llm, &reporter).await?;
         let stats = llm.stats();
@@ -278,13 +311,14 @@ async fn build(args: BuildArgs) -> anyhow::Result<()> {
             dry_totals.1 += stats.estimated_tokens;
             dry_totals.2 += cost;
             println_out(&format!(
-                "{}: {} calls ({} cached, {} to make), ~{} tokens, ~${:.4}",
+                "{}: {} calls ({} cached, {} to make), ~{} tokens, ~${:.4}{}",
                 outcome.recipe,
                 stats.calls,
                 stats.cache_hits,
                 stats.upstream_calls,
                 stats.estimated_tokens,
-                cost
+                cost,
+                if args.batch.batch { " at the batch price" } else { "" }
             ));
         } else {
             println_out(&format!(

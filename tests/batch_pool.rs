@@ -49,7 +49,11 @@ async fn batch_build_makes_no_online_call_and_writes_what_an_online_build_writes
     args.extend(["--batch", "--batch-poll-ms", "20"]);
     let o = build(&args, &[]).await;
     assert!(o.status.success(), "{}", text(&o));
-    assert_eq!(mock.request_count(), online_calls, "the batch build made online calls");
+    assert_eq!(
+        mock.request_count(),
+        online_calls,
+        "the batch build made online calls"
+    );
     assert_eq!(unique_custom_ids(&mock), online_calls);
     // Each input line carries the exact online body.
     let online_bodies: HashSet<String> =
@@ -98,7 +102,10 @@ async fn a_build_killed_during_its_batch_resumes_it_and_submits_each_request_onc
         .unwrap();
     let t0 = std::time::Instant::now();
     while mock.batch_count() == 0 {
-        assert!(t0.elapsed() < Duration::from_secs(60), "no batch was submitted");
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "no batch was submitted"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     tokio::time::sleep(Duration::from_millis(100)).await;
@@ -115,7 +122,12 @@ async fn a_build_killed_during_its_batch_resumes_it_and_submits_each_request_onc
     for domain in ["cose", "ecare"] {
         let dir = out.path().join("kre").join(domain);
         assert_counts_add_up(&dir);
-        assert!(read_json(&dir.join("manifest.json"))["rows"].as_u64().unwrap() > 0);
+        assert!(
+            read_json(&dir.join("manifest.json"))["rows"]
+                .as_u64()
+                .unwrap()
+                > 0
+        );
     }
     let list = std::process::Command::new(env!("CARGO_BIN_EXE_conflictbench"))
         .args(["batches", "--json", "--cache"])
@@ -142,10 +154,19 @@ async fn batch_errors_become_retries_in_the_next_round_or_rejects() {
     let names = ["ok", "flaky", "bad", "late1", "late2", "late3"];
     let rows: Vec<(String, [&str; 5], &str, Option<&str>)> = names
         .iter()
-        .map(|n| (format!("Case {n}: which word is first?"), c, "A", Some("alpha first")))
+        .map(|n| {
+            (
+                format!("Case {n}: which word is first?"),
+                c,
+                "A",
+                Some("alpha first"),
+            )
+        })
         .collect();
-    let refs: Vec<(&str, [&str; 5], &str, Option<&str>)> =
-        rows.iter().map(|(q, c, a, e)| (q.as_str(), *c, *a, *e)).collect();
+    let refs: Vec<(&str, [&str; 5], &str, Option<&str>)> = rows
+        .iter()
+        .map(|(q, c, a, e)| (q.as_str(), *c, *a, *e))
+        .collect();
     write_cqa(raw.path(), &refs);
     let mock = MockServer::start(responder(|req| {
         let all = all_text(req);
@@ -205,8 +226,18 @@ async fn cancel_cost_and_budget_of_a_batch() {
     // Dry run: the batch price is half the online price.
     let dry = |batch: bool| {
         let mut a = vec![
-            "kre", "--domains", "cose", "--backend", "openai", "--base-url", &base, "--model",
-            "m", "--raw", &raw, "--dry-run",
+            "kre",
+            "--domains",
+            "cose",
+            "--backend",
+            "openai",
+            "--base-url",
+            &base,
+            "--model",
+            "m",
+            "--raw",
+            &raw,
+            "--dry-run",
         ];
         a.extend(price);
         if batch {
@@ -216,7 +247,11 @@ async fn cancel_cost_and_budget_of_a_batch() {
     };
     let dollars = |o: &std::process::Output| -> f64 {
         let t = String::from_utf8_lossy(&o.stdout).into_owned();
-        let line = t.lines().find(|l| l.starts_with("total:")).unwrap().to_owned();
+        let line = t
+            .lines()
+            .find(|l| l.starts_with("total:"))
+            .unwrap()
+            .to_owned();
         between(&line, "~$", " ").unwrap().parse().unwrap()
     };
     let online = build(&dry(false), &[]).await;
@@ -242,7 +277,7 @@ async fn cancel_cost_and_budget_of_a_batch() {
     });
     let out = tempfile::tempdir().unwrap();
     let o_str = out.path().to_str().unwrap().to_owned();
-    let mut args: Vec<String> = kre_args(&base, &o_str, &raw)
+    let mut args: Vec<String> = model_args("kre", "cose", &base, &raw, &o_str)
         .into_iter()
         .map(str::to_owned)
         .collect();
@@ -254,7 +289,10 @@ async fn cancel_cost_and_budget_of_a_batch() {
     });
     let t0 = std::time::Instant::now();
     while mock.batch_count() == 0 {
-        assert!(t0.elapsed() < Duration::from_secs(60), "no batch was submitted");
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "no batch was submitted"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let id = mock.batch_submissions()[0].batch_id.clone();
@@ -271,7 +309,10 @@ async fn cancel_cost_and_budget_of_a_batch() {
     let dir = out.path().join("kre/cose");
     assert_counts_add_up(&dir);
     let rejects = read_jsonl(&dir.join("rejects.jsonl"));
-    assert!(rejects.iter().any(|r| r["reason"] == "batch_cancelled"), "{rejects:?}");
+    assert!(
+        rejects.iter().any(|r| r["reason"] == "batch_cancelled"),
+        "{rejects:?}"
+    );
     let m = read_json(&dir.join("manifest.json"));
     assert_eq!(m["rows"], 0);
     assert_eq!(m["llm"]["price_per_million"], serde_json::json!([5.0, 5.0]));
@@ -286,16 +327,35 @@ async fn a_pool_spreads_calls_records_the_replica_and_gets_past_a_dead_endpoint(
     // A port nothing listens on: every call to it is refused.
     let dead = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        format!("http://{}/v1", l.local_addr().unwrap())
+        format!("http://{}/v1,concurrency=2", l.local_addr().unwrap())
     };
     let raw = tempfile::tempdir().unwrap();
     many_questions(raw.path(), 60);
     let out = tempfile::tempdir().unwrap();
-    let (a, b) = (mocks[0].base_url(), format!("{},concurrency=2", mocks[1].base_url()));
+    let (a, b) = (
+        mocks[0].base_url(),
+        format!("{},concurrency=2", mocks[1].base_url()),
+    );
     let (r, o) = (raw.path().to_str().unwrap(), out.path().to_str().unwrap());
     let args = [
-        "kre", "--domains", "cose", "--model", "m", "--raw", r, "--out", o, "--endpoint", &a,
-        "--endpoint", &b, "--endpoint", &dead, "--pool-cooldown-ms", "60000", "--backoff-ms",
+        "kre",
+        "--domains",
+        "cose",
+        "--model",
+        "m",
+        "--raw",
+        r,
+        "--out",
+        o,
+        "--endpoint",
+        &a,
+        "--endpoint",
+        &b,
+        "--endpoint",
+        &dead,
+        "--pool-cooldown-ms",
+        "60000",
+        "--backoff-ms",
         "10",
     ];
     let res = build(&args, &[]).await;
@@ -314,9 +374,11 @@ async fn a_pool_spreads_calls_records_the_replica_and_gets_past_a_dead_endpoint(
     assert_eq!(eps[0]["answers"].as_u64().unwrap(), mocks[0].answered());
     assert_eq!(eps[1]["answers"].as_u64().unwrap(), mocks[1].answered());
     assert_eq!(eps[2]["answers"], 0);
-    // The breaker paused the dead endpoint after 3 failures and the long cooldown kept it out.
+    // The breaker paused the dead endpoint after 3 failures (plus the one other call already
+    // in flight there) and the long cooldown kept it out.
     assert_eq!(eps[2]["paused"], 1, "{eps:?}");
-    assert_eq!(eps[2]["failures"], 3, "{eps:?}");
+    let failures = eps[2]["failures"].as_u64().unwrap();
+    assert!((3..=4).contains(&failures), "{eps:?}");
     // A second build hits the cache under the pool's identity, whatever the replicas.
     let res = build(&args[..args.len() - 8], &[]).await;
     assert!(res.status.success(), "{}", text(&res));

@@ -10,8 +10,7 @@
 #![allow(clippy::print_stdout)]
 
 use cb_llm::{
-    BackendKind, BatchOptions, Call, ChatRequest, EndpointSpec, Llm, LlmConfig, Message,
-    PoolConfig,
+    BackendKind, BatchOptions, Call, ChatRequest, EndpointSpec, Llm, LlmConfig, Message, PoolConfig,
 };
 use cb_mock::{fixed, MockServer};
 use std::sync::Arc;
@@ -87,7 +86,8 @@ fn base(cache: &std::path::Path) -> LlmConfig {
 
 async fn batch_bench(dir: &std::path::Path) {
     let n = env_n("BATCH_N", 100_000);
-    let mock = MockServer::start(fixed("Because the steam escapes through a narrow opening.")).await;
+    let mock =
+        MockServer::start(fixed("Because the steam escapes through a narrow opening.")).await;
     let mut c = base(&dir.join("batch.sqlite"));
     c.base_url = mock.base_url();
     c.batch = Some(BatchOptions {

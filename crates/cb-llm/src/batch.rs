@@ -220,7 +220,10 @@ impl Llm {
             .cache
             .as_ref()
             .ok_or_else(|| LlmError::Config("--batch needs a cache file".into()))?;
-        let http = inner.http.as_ref().expect("openai backend has an http client");
+        let http = inner
+            .http
+            .as_ref()
+            .expect("openai backend has an http client");
         let api = BatchApi::new(http, &inner.config);
         let mut answers = HashMap::new();
         let mut open = HashSet::new();
@@ -301,7 +304,10 @@ impl Llm {
         }
         // Counted against --max-cost before anything is sent.
         let reservation = self.reserve(micro, tokens)?;
-        let name = format!("conflictbench-{}.jsonl", &chunk[0][..chunk[0].len().min(16)]);
+        let name = format!(
+            "conflictbench-{}.jsonl",
+            &chunk[0][..chunk[0].len().min(16)]
+        );
         let size = bytes.len();
         let file_id = api.upload(&name, bytes).await?;
         let est_usd = micro as f64 / 1e6;
@@ -420,10 +426,9 @@ impl Llm {
                     key.clone(),
                     LlmError::Batch {
                         code: code.into(),
-                        message: remote
-                            .errors
-                            .clone()
-                            .unwrap_or_else(|| format!("batch {} ended {}", remote.id, remote.status)),
+                        message: remote.errors.clone().unwrap_or_else(|| {
+                            format!("batch {} ended {}", remote.id, remote.status)
+                        }),
                     },
                 );
             }
@@ -432,7 +437,10 @@ impl Llm {
         for (_, r) in &answers {
             s.upstream_calls.fetch_add(1, Ordering::Relaxed);
             s.spent_micro_usd.fetch_add(
-                inner.config.price.micro_usd(r.prompt_tokens, r.completion_tokens),
+                inner
+                    .config
+                    .price
+                    .micro_usd(r.prompt_tokens, r.completion_tokens),
                 Ordering::Relaxed,
             );
             s.upstream_tokens

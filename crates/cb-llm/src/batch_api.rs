@@ -38,7 +38,10 @@ impl RemoteBatch {
             error_file_id: s("error_file_id"),
             completed: count("completed"),
             failed: count("failed"),
-            errors: v.get("errors").filter(|e| !e.is_null()).map(Value::to_string),
+            errors: v
+                .get("errors")
+                .filter(|e| !e.is_null())
+                .map(Value::to_string),
         })
     }
 
@@ -69,7 +72,11 @@ pub(crate) fn input_line(key: &str, body: &Value) -> String {
 pub(crate) fn parse_results(bytes: &[u8], estimate: impl Fn(&str) -> u64) -> Vec<ResultLine> {
     let text = String::from_utf8_lossy(bytes);
     let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+    for (i, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
         let Ok(v) = serde_json::from_str::<Value>(line) else {
             tracing::warn!(line = i + 1, "batch result line is not JSON; skipped");
             continue;
@@ -82,9 +89,12 @@ pub(crate) fn parse_results(bytes: &[u8], estimate: impl Fn(&str) -> u64) -> Vec
         let status = response["status_code"].as_u64().unwrap_or(0) as u16;
         let outcome = if status == 200 {
             parse_completion(response["body"].clone()).map(|p| {
-                let (pt, ct) = p
-                    .usage
-                    .unwrap_or_else(|| (estimate(&custom_id), crate::request::estimate_tokens(&p.content)));
+                let (pt, ct) = p.usage.unwrap_or_else(|| {
+                    (
+                        estimate(&custom_id),
+                        crate::request::estimate_tokens(&p.content),
+                    )
+                });
                 CachedResponse {
                     content: p.content,
                     finish_reason: p.finish_reason,
@@ -212,7 +222,10 @@ impl<'a> BatchApi<'a> {
 
     /// The batch made of this input file, if the provider lists one (a process killed between
     /// creating a batch and recording its id finds it this way).
-    pub async fn find_by_input(&self, input_file_id: &str) -> Result<Option<RemoteBatch>, LlmError> {
+    pub async fn find_by_input(
+        &self,
+        input_file_id: &str,
+    ) -> Result<Option<RemoteBatch>, LlmError> {
         let v: Value = self
             .retry("list batches", || async move {
                 self.http.client.batches().list_byot().await
@@ -254,7 +267,10 @@ mod tests {
         assert_eq!(lines.len(), 3);
         let a = lines[0].outcome.as_ref().unwrap();
         assert_eq!((a.content.as_str(), a.prompt_tokens), ("hi", 5));
-        assert!(matches!(lines[1].outcome, Err(LlmError::Status { status: 400, .. })));
+        assert!(matches!(
+            lines[1].outcome,
+            Err(LlmError::Status { status: 400, .. })
+        ));
         let e = lines[2].outcome.as_ref().unwrap_err();
         assert_eq!(e.reason_code(), "batch_expired");
         assert!(e.is_retryable());

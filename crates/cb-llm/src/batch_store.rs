@@ -76,7 +76,8 @@ fn now() -> i64 {
         .map_or(0, |d| d.as_secs() as i64)
 }
 
-const SELECT: &str = "SELECT file_id, batch_id, endpoint, model, state, requests, completed, failed,
+const SELECT: &str =
+    "SELECT file_id, batch_id, endpoint, model, state, requests, completed, failed,
     estimated_usd, collected, created_unix, updated_unix FROM batches";
 
 fn record(r: &rusqlite::Row<'_>) -> rusqlite::Result<BatchRecord> {
@@ -131,7 +132,14 @@ impl Cache {
         tx.execute(
             "INSERT INTO batches (file_id, endpoint, model, state, requests, estimated_usd,
              created_unix, updated_unix) VALUES (?1, ?2, ?3, 'uploaded', ?4, ?5, ?6, ?6)",
-            params![file_id, endpoint, model, rows.len() as i64, estimated_usd, now()],
+            params![
+                file_id,
+                endpoint,
+                model,
+                rows.len() as i64,
+                estimated_usd,
+                now()
+            ],
         )?;
         {
             let mut stmt = tx.prepare(
@@ -139,7 +147,13 @@ impl Cache {
                  VALUES (?1, ?2, ?3, ?4, ?5)",
             )?;
             for r in rows {
-                stmt.execute(params![r.key, file_id, r.template, r.template_hash, r.request])?;
+                stmt.execute(params![
+                    r.key,
+                    file_id,
+                    r.template,
+                    r.template_hash,
+                    r.request
+                ])?;
             }
         }
         tx.commit()?;
@@ -158,7 +172,14 @@ impl Cache {
         self.conn().execute(
             "UPDATE batches SET batch_id = ?2, state = ?3, completed = ?4, failed = ?5,
              updated_unix = ?6 WHERE file_id = ?1",
-            params![file_id, batch_id, state, completed as i64, failed as i64, now()],
+            params![
+                file_id,
+                batch_id,
+                state,
+                completed as i64,
+                failed as i64,
+                now()
+            ],
         )?;
         Ok(())
     }

@@ -119,8 +119,7 @@ impl Cache {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs() as i64);
         let conn = self.conn.lock().expect("cache lock");
-        conn.prepare_cached(INSERT_RESPONSE)?
-        .execute(params![
+        conn.prepare_cached(INSERT_RESPONSE)?.execute(params![
             key,
             crate::CACHE_FORMAT,
             endpoint,

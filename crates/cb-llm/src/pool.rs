@@ -14,7 +14,9 @@
 
 use crate::http::OpenAiHttp;
 use crate::limiter::{backoff, Limiter};
-use crate::{endpoint_identity, request, Cache, CachedResponse, Call, Completion, Llm, LlmConfig, LlmError};
+use crate::{
+    endpoint_identity, request, Cache, CachedResponse, Call, Completion, Llm, LlmConfig, LlmError,
+};
 use serde_json::json;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -74,7 +76,9 @@ pub(crate) struct Pool {
 impl Pool {
     pub(crate) fn new(config: &LlmConfig, pool: &PoolConfig) -> Result<Self, LlmError> {
         if pool.endpoints.is_empty() {
-            return Err(LlmError::Config("an endpoint pool needs at least one endpoint".into()));
+            return Err(LlmError::Config(
+                "an endpoint pool needs at least one endpoint".into(),
+            ));
         }
         let replicas = pool
             .endpoints
@@ -209,7 +213,9 @@ impl Cache {
         use rusqlite::OptionalExtension;
         Ok(self
             .conn()
-            .query_row("SELECT replica FROM replicas WHERE key = ?1", [key], |r| r.get(0))
+            .query_row("SELECT replica FROM replicas WHERE key = ?1", [key], |r| {
+                r.get(0)
+            })
             .optional()?)
     }
 }
@@ -240,9 +246,9 @@ impl Llm {
             match result {
                 Ok(parsed) => {
                     r.answers.fetch_add(1, Ordering::Relaxed);
-                    let (pt, ct) = parsed.usage.unwrap_or_else(|| {
-                        (prompt_est, request::estimate_tokens(&parsed.content))
-                    });
+                    let (pt, ct) = parsed
+                        .usage
+                        .unwrap_or_else(|| (prompt_est, request::estimate_tokens(&parsed.content)));
                     let s = &inner.stats;
                     s.spent_micro_usd
                         .fetch_add(inner.config.price.micro_usd(pt, ct), Ordering::Relaxed);

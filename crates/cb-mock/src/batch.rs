@@ -144,7 +144,10 @@ async fn upload(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
         .and_then(|ct| ct.split("boundary=").nth(1))
         .map(|b| b.trim_matches('"').to_owned());
     let Some(boundary) = boundary else {
-        return invalid(StatusCode::BAD_REQUEST, "cb-mock: expected multipart/form-data");
+        return invalid(
+            StatusCode::BAD_REQUEST,
+            "cb-mock: expected multipart/form-data",
+        );
     };
     let parts = multipart(&body, &boundary);
     let field = |name: &str| parts.iter().find(|p| p.name == name);
@@ -204,7 +207,10 @@ async fn create(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
         );
     };
     if purpose != "batch" {
-        return invalid(StatusCode::BAD_REQUEST, "cb-mock: file purpose is not batch");
+        return invalid(
+            StatusCode::BAD_REQUEST,
+            "cb-mock: file purpose is not batch",
+        );
     }
     let lines = match parse_input(&bytes) {
         Ok(l) => l,
@@ -239,7 +245,11 @@ fn parse_input(bytes: &[u8]) -> Result<Vec<(String, Value)>, String> {
     let text = std::str::from_utf8(bytes).map_err(|_| "cb-mock: input is not UTF-8")?;
     let mut seen = HashSet::new();
     let mut lines = Vec::new();
-    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+    for (i, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
         let v: Value = serde_json::from_str(line)
             .map_err(|e| format!("cb-mock: input line {}: {e}", i + 1))?;
         let custom_id = v["custom_id"].as_str().unwrap_or_default().to_owned();
@@ -249,8 +259,7 @@ fn parse_input(bytes: &[u8]) -> Result<Vec<(String, Value)>, String> {
                 i + 1
             ));
         }
-        if v["method"] != "POST" || v["url"] != "/v1/chat/completions" || !v["body"].is_object()
-        {
+        if v["method"] != "POST" || v["url"] != "/v1/chat/completions" || !v["body"].is_object() {
             return Err(format!(
                 "cb-mock: input line {}: needs method POST, url /v1/chat/completions and a body",
                 i + 1
@@ -383,9 +392,7 @@ fn answer_line(
             &finish_reason,
             usage,
         ))),
-        Reply::RawBody(raw) => Ok(ok(
-            serde_json::from_str(&raw).unwrap_or(Value::String(raw))
-        )),
+        Reply::RawBody(raw) => Ok(ok(serde_json::from_str(&raw).unwrap_or(Value::String(raw)))),
         Reply::Status { code, body, .. } => {
             let body = serde_json::from_str(&body).unwrap_or(Value::String(body));
             Err(json!({"id": format!("batch_req_{custom_id}"), "custom_id": custom_id,
@@ -483,7 +490,11 @@ fn multipart<'a>(body: &'a [u8], boundary: &str) -> Vec<Part<'a>> {
         let data = data.strip_suffix(b"\r\n").unwrap_or(data);
         let attr = |key: &str| {
             let pat = format!("{key}=\"");
-            headers.split(&pat).nth(1).and_then(|s| s.split('"').next()).map(str::to_owned)
+            headers
+                .split(&pat)
+                .nth(1)
+                .and_then(|s| s.split('"').next())
+                .map(str::to_owned)
         };
         parts.push(Part {
             name: attr("name").unwrap_or_default(),

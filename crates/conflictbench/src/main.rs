@@ -247,10 +247,13 @@ async fn build(mut args: BuildArgs) -> anyhow::Result<()> {
         .map_err(config_err)?;
     if let Some(p) = &pool {
         if args.batch.batch {
-            return Err(config_err("--batch and an endpoint pool cannot be combined"));
+            return Err(config_err(
+                "--batch and an endpoint pool cannot be combined",
+            ));
         }
         // The pool stands in for --base-url (its first endpoint makes the backend openai).
-        args.base_url.get_or_insert_with(|| p.endpoints[0].base_url.clone());
+        args.base_url
+            .get_or_insert_with(|| p.endpoints[0].base_url.clone());
     }
     let calls_in_flight = pool.as_ref().map_or(args.concurrency, |p| {
         p.endpoints.iter().map(|e| e.concurrency).sum()
@@ -318,7 +321,11 @@ async fn build(mut args: BuildArgs) -> anyhow::Result<()> {
                 stats.upstream_calls,
                 stats.estimated_tokens,
                 cost,
-                if args.batch.batch { " at the batch price" } else { "" }
+                if args.batch.batch {
+                    " at the batch price"
+                } else {
+                    ""
+                }
             ));
         } else {
             println_out(&format!(

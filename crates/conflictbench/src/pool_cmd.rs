@@ -90,9 +90,8 @@ impl PoolFlags {
             let mut parts = spec.split(',').map(str::trim);
             let mut e = default(parts.next().unwrap_or_default().to_owned());
             for p in parts {
-                let bad = || {
-                    format!("--endpoint {spec}: `{p}` is not concurrency=N, rpm=N or tpm=N")
-                };
+                let bad =
+                    || format!("--endpoint {spec}: `{p}` is not concurrency=N, rpm=N or tpm=N");
                 let (k, v) = p.split_once('=').ok_or_else(bad)?;
                 match k.trim() {
                     "concurrency" => e.concurrency = v.trim().parse().map_err(|_| bad())?,

@@ -253,7 +253,11 @@ impl Llm {
             .collect();
         fresh.sort_unstable();
         let mut reservations = Vec::new();
-        for chunk in chunks(&fresh, taken, opts) {
+        let lines: Vec<(&str, String)> = fresh
+            .iter()
+            .map(|k| (*k, input_line(k, &taken[*k].body)))
+            .collect();
+        for chunk in chunks(&lines, opts) {
             let (record, reservation) = self.submit(cache, &api, &chunk, taken).await?;
             reservations.push(reservation);
             tracked.push(record);
@@ -278,7 +282,7 @@ impl Llm {
         &self,
         cache: &Cache,
         api: &BatchApi<'_>,
-        chunk: &[&str],
+        chunk: &[(&str, String)],
         taken: &HashMap<String, Waiting>,
     ) -> Result<(BatchRecord, crate::Reservation<'_>), LlmError> {
         let inner = &self.inner;
@@ -286,13 +290,13 @@ impl Llm {
         let (mut micro, mut tokens) = (0u64, 0u64);
         let mut bytes = Vec::new();
         let mut rows = Vec::with_capacity(chunk.len());
-        for key in chunk {
+        for (key, line) in chunk {
             let w = &taken[*key];
             let prompt = w.call.request.estimated_prompt_tokens();
             let max_out = u64::from(w.call.request.max_tokens);
             micro += price.micro_usd(prompt, max_out);
             tokens += prompt + max_out;
-            bytes.extend_from_slice(input_line(key, &w.body).as_bytes());
+            bytes.extend_from_slice(line.as_bytes());
             bytes.push(b'\n');
             rows.push(BatchRequestRow {
                 key: (*key).to_owned(),
@@ -304,10 +308,8 @@ impl Llm {
         }
         // Counted against --max-cost before anything is sent.
         let reservation = self.reserve(micro, tokens)?;
-        let name = format!(
-            "conflictbench-{}.jsonl",
-            &chunk[0][..chunk[0].len().min(16)]
-        );
+        let first = chunk[0].0;
+        let name = format!("conflictbench-{}.jsonl", &first[..first.len().min(16)]);
         let size = bytes.len();
         let file_id = api.upload(&name, bytes).await?;
         let est_usd = micro as f64 / 1e6;
@@ -482,25 +484,48 @@ impl Llm {
     }
 }
 
-/// Splits keys into input files under the request and byte limits.
-fn chunks<'a>(
-    keys: &[&'a str],
-    taken: &HashMap<String, Waiting>,
+/// Splits input lines into files under the request and byte limits.
+fn chunks<'a, 'b>(
+    lines: &'b [(&'a str, String)],
     opts: &BatchOptions,
-) -> Vec<Vec<&'a str>> {
-    let mut out: Vec<Vec<&str>> = Vec::new();
-    let mut bytes = 0usize;
-    for key in keys {
-        let size = input_line(key, &taken[*key].body).len() + 1;
-        let full = out.last().is_none_or(|c| {
-            c.len() >= opts.max_requests_per_file.max(1) || bytes + size > opts.max_bytes_per_file
-        });
-        if full {
-            out.push(Vec::new());
-            bytes = 0;
+) -> Vec<&'b [(&'a str, String)]> {
+    let mut out = Vec::new();
+    let (mut start, mut bytes) = (0, 0usize);
+    for (i, (_, line)) in lines.iter().enumerate() {
+        let size = line.len() + 1;
+        let n = i - start;
+        if n > 0
+            && (n >= opts.max_requests_per_file.max(1) || bytes + size > opts.max_bytes_per_file)
+        {
+            out.push(&lines[start..i]);
+            (start, bytes) = (i, 0);
         }
         bytes += size;
-        out.last_mut().expect("pushed above").push(key);
+    }
+    if start < lines.len() {
+        out.push(&lines[start..]);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_are_split_under_both_limits() {
+        // Lines of 10 and 11 bytes with their newline.
+        let lines: Vec<(&str, String)> = (0..10).map(|i| ("k", "x".repeat(9 + i % 2))).collect();
+        let opts = |n, b| BatchOptions {
+            max_requests_per_file: n,
+            max_bytes_per_file: b,
+            ..BatchOptions::default()
+        };
+        let sizes = |c: Vec<&[(&str, String)]>| c.iter().map(|c| c.len()).collect::<Vec<_>>();
+        assert_eq!(sizes(chunks(&lines, &opts(4, 1000))), [4, 4, 2]);
+        assert_eq!(sizes(chunks(&lines, &opts(100, 32))), [3, 3, 3, 1]);
+        // A line larger than the byte limit still goes, alone.
+        assert_eq!(sizes(chunks(&lines, &opts(100, 5))), [1; 10]);
+        assert!(chunks(&[], &opts(4, 1000)).is_empty());
+    }
 }

@@ -157,7 +157,7 @@ async fn upload(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
             "cb-mock: the form needs `purpose` and `file`",
         );
     };
-    let purpose = String::from_utf8_lossy(&purpose.data).into_owned();
+    let purpose = String::from_utf8_lossy(purpose.data).into_owned();
     let filename = file.filename.clone().unwrap_or_else(|| "upload".into());
     let info = shared
         .batch

@@ -21,7 +21,6 @@
 use crate::batch_api::{input_line, parse_results, BatchApi, RemoteBatch};
 use crate::batch_store::{BatchRecord, BatchRequestRow};
 use crate::{Cache, CachedResponse, Call, ChatRequest, Completion, Llm, LlmError};
-use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
@@ -58,7 +57,8 @@ type Answer = Result<CachedResponse, LlmError>;
 
 struct Waiting {
     call: Call,
-    body: Value,
+    /// The request's input line (`custom_id` = key, the exact online body).
+    line: String,
     waiters: Vec<oneshot::Sender<Answer>>,
     rounds: u32,
 }
@@ -117,7 +117,7 @@ impl Llm {
                 .entry(key.clone())
                 .or_insert_with(|| Waiting {
                     call: call.clone(),
-                    body: call.request.body(&inner.config.model),
+                    line: input_line(&key, &call.request.body(&inner.config.model)),
                     waiters: Vec::new(),
                     rounds: 0,
                 })
@@ -253,12 +253,12 @@ impl Llm {
             .collect();
         fresh.sort_unstable();
         let mut reservations = Vec::new();
-        let lines: Vec<(&str, String)> = fresh
+        let lines: Vec<(&str, &str)> = fresh
             .iter()
-            .map(|k| (*k, input_line(k, &taken[*k].body)))
+            .map(|k| (*k, taken[*k].line.as_str()))
             .collect();
         for chunk in chunks(&lines, opts) {
-            let (record, reservation) = self.submit(cache, &api, &chunk, taken).await?;
+            let (record, reservation) = self.submit(cache, &api, chunk, taken).await?;
             reservations.push(reservation);
             tracked.push(record);
         }
@@ -282,7 +282,7 @@ impl Llm {
         &self,
         cache: &Cache,
         api: &BatchApi<'_>,
-        chunk: &[(&str, String)],
+        chunk: &[(&str, &str)],
         taken: &HashMap<String, Waiting>,
     ) -> Result<(BatchRecord, crate::Reservation<'_>), LlmError> {
         let inner = &self.inner;
@@ -486,9 +486,9 @@ impl Llm {
 
 /// Splits input lines into files under the request and byte limits.
 fn chunks<'a, 'b>(
-    lines: &'b [(&'a str, String)],
+    lines: &'b [(&'a str, &'a str)],
     opts: &BatchOptions,
-) -> Vec<&'b [(&'a str, String)]> {
+) -> Vec<&'b [(&'a str, &'a str)]> {
     let mut out = Vec::new();
     let (mut start, mut bytes) = (0, 0usize);
     for (i, (_, line)) in lines.iter().enumerate() {
@@ -515,13 +515,14 @@ mod tests {
     #[test]
     fn files_are_split_under_both_limits() {
         // Lines of 10 and 11 bytes with their newline.
-        let lines: Vec<(&str, String)> = (0..10).map(|i| ("k", "x".repeat(9 + i % 2))).collect();
+        let text: Vec<String> = (0..10).map(|i| "x".repeat(9 + i % 2)).collect();
+        let lines: Vec<(&str, &str)> = text.iter().map(|t| ("k", t.as_str())).collect();
         let opts = |n, b| BatchOptions {
             max_requests_per_file: n,
             max_bytes_per_file: b,
             ..BatchOptions::default()
         };
-        let sizes = |c: Vec<&[(&str, String)]>| c.iter().map(|c| c.len()).collect::<Vec<_>>();
+        let sizes = |c: Vec<&[(&str, &str)]>| c.iter().map(|c| c.len()).collect::<Vec<_>>();
         assert_eq!(sizes(chunks(&lines, &opts(4, 1000))), [4, 4, 2]);
         assert_eq!(sizes(chunks(&lines, &opts(100, 32))), [3, 3, 3, 1]);
         // A line larger than the byte limit still goes, alone.

@@ -4,11 +4,11 @@ use crate::output::{append_line, Outputs};
 use crate::progress::Progress;
 use crate::recipe::Recipe;
 use crate::source::{self, SourceOptions};
-use crate::steps::{Corpus, Peer, Step, StepCtx, StepFailure};
 use crate::{EngineError, Item};
 use cb_llm::Llm;
 use cb_model::manifest::LlmTotals;
 use cb_model::{Manifest, Reject, StageCounts};
+use cb_step::{Corpus, Peer, Registry, Step, StepCtx, StepFailure};
 use minijinja::Environment;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -29,6 +29,8 @@ pub struct BuildOptions {
     pub concurrency: usize,
     /// Write nothing (the dry run only counts).
     pub write: bool,
+    /// The step kinds recipes may name (the steps crate's table).
+    pub steps: Registry,
 }
 
 /// What a recipe build produced.
@@ -42,7 +44,7 @@ pub struct BuildOutcome {
 }
 
 struct Runner {
-    steps: Vec<Step>,
+    steps: Vec<Box<dyn Step>>,
     llm: Llm,
     env: Environment<'static>,
     seed: u64,
@@ -89,7 +91,7 @@ pub async fn build_recipe(
     let steps = recipe
         .steps
         .iter()
-        .map(|s| Step::from_spec(s, &opts.prompts))
+        .map(|s| opts.steps.build(s, &opts.prompts))
         .collect::<Result<Vec<_>, _>>()?;
     let loaded = source::load(recipe, &opts.sources)?;
     let peers = loaded
@@ -104,7 +106,7 @@ pub async fn build_recipe(
     let runner = Arc::new(Runner {
         steps,
         llm: llm.clone(),
-        env: source::environment(),
+        env: cb_step::template::environment(),
         seed: opts.seed,
         recipe: name.clone(),
         corpus: Corpus::new(peers),
@@ -164,7 +166,7 @@ pub async fn build_recipe(
         match ended {
             Ok(()) => slots[slot] = Some(Ok(item)),
             Err((_, StepFailure::Fatal(e))) => {
-                fatal.get_or_insert(e);
+                fatal.get_or_insert(e.into());
             }
             Err((_, StepFailure::Cancelled)) => {}
             Err((
@@ -242,7 +244,7 @@ pub async fn build_recipe(
         prompts: runner
             .steps
             .iter()
-            .filter_map(Step::prompt)
+            .filter_map(|s| s.prompt())
             .map(|p| (p.name.clone(), p.hash.clone()))
             .collect::<BTreeMap<_, _>>(),
         stages,
@@ -252,7 +254,7 @@ pub async fn build_recipe(
         llm: totals,
         files: Vec::new(),
     };
-    manifest.files = crate::output::file_names(&recipe.format, &recipe.domain);
+    manifest.files = crate::format::file_names(&recipe.format, &recipe.domain);
     if opts.write {
         let card = crate::card::render(recipe, &manifest);
         crate::output::write_outputs(

@@ -23,6 +23,16 @@ pub enum EngineError {
     },
 }
 
+impl From<cb_step::StepError> for EngineError {
+    fn from(e: cb_step::StepError) -> Self {
+        match e {
+            cb_step::StepError::Config(m) => Self::Config(m),
+            cb_step::StepError::Budget(m) => Self::Budget(m),
+            cb_step::StepError::Llm(e) => Self::Llm(e),
+        }
+    }
+}
+
 impl From<cb_readers::ReadError> for EngineError {
     fn from(e: cb_readers::ReadError) -> Self {
         match e {

@@ -1,6 +1,8 @@
-//! The build engine: recipes (files that describe a domain), the steps they chain, the
-//! runner that feeds source records through those steps with bounded concurrency, and the
-//! writers of every output file (atomic: temporary file, then rename).
+//! The build engine: recipes (files that describe a domain), the runner that feeds source
+//! records through the steps a recipe chains with bounded concurrency, and the writers of
+//! every output file (atomic: temporary file, then rename). The engine knows no particular
+//! step: it drives items through [`cb_step::Step`]s built from the step table
+//! ([`cb_step::Registry`]) that whoever builds hands it in [`BuildOptions::steps`].
 //!
 //! Flow of one recipe: read the source (streaming) and its joins -> map fields with the
 //! recipe's expressions -> filters -> steps, item by item, concurrently -> outputs in source
@@ -9,16 +11,14 @@
 pub mod build;
 pub mod card;
 pub mod error;
-pub mod item;
+pub mod format;
 pub mod output;
 pub mod progress;
-pub mod prompt;
 pub mod recipe;
 pub mod source;
-pub mod steps;
 
 pub use build::{build_recipe, BuildOptions, BuildOutcome};
+pub use cb_step::{CallRecord, Item};
 pub use error::EngineError;
-pub use item::{CallRecord, Item};
 pub use progress::{NoProgress, Progress};
 pub use recipe::{load_recipes, Recipe};

@@ -4,6 +4,7 @@
 //! file (and its prompts), nothing else.
 
 use crate::EngineError;
+pub use cb_step::StepSpec;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -50,23 +51,6 @@ fn yes() -> bool {
 pub struct FilterSpec {
     pub when: String,
     pub reason: String,
-}
-
-/// One step: its kind (the engine's vocabulary) and its parameters.
-#[derive(Debug, Clone, Deserialize)]
-pub struct StepSpec {
-    pub kind: String,
-    /// Step name in manifests and rejects; defaults to the kind.
-    #[serde(default)]
-    pub name: Option<String>,
-    #[serde(flatten)]
-    pub params: toml::Table,
-}
-
-impl StepSpec {
-    pub fn name(&self) -> &str {
-        self.name.as_deref().unwrap_or(&self.kind)
-    }
 }
 
 /// A recipe file.
@@ -116,7 +100,7 @@ impl Recipe {
         let mut recipe: Recipe = toml::from_str(&text)
             .map_err(|e| EngineError::Config(format!("recipe {}: {e}", path.display())))?;
         recipe.path = path.to_path_buf();
-        recipe.hash = crate::prompt::sha256_hex(text.as_bytes());
+        recipe.hash = cb_step::prompt::sha256_hex(text.as_bytes());
         Ok(recipe)
     }
 }

@@ -6,7 +6,8 @@ use crate::recipe::{toml_to_json, Recipe, SourceSpec};
 use crate::{EngineError, Item};
 use cb_model::manifest::InputFile;
 use cb_model::{Reject, SourceRecord};
-use minijinja::{Environment, UndefinedBehavior, Value as JValue};
+use cb_step::template::environment;
+use minijinja::{Environment, Value as JValue};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -35,83 +36,6 @@ pub struct Loaded {
     /// Counts per stage name (`read`, `join`, `map`, `filter`): (in, rejected, reasons).
     pub stages: Vec<cb_model::StageCounts>,
     pub filtered: BTreeMap<String, u64>,
-}
-
-/// The expression environment shared by recipes and prompts: strict about unknown names,
-/// with a few text filters recipes and prompts need.
-pub fn environment() -> Environment<'static> {
-    let mut env = Environment::new();
-    env.set_undefined_behavior(UndefinedBehavior::Strict);
-    env.set_keep_trailing_newline(false);
-    env.add_filter("lcfirst", |s: String| lcfirst(&s));
-    env.add_filter("ucfirst", |s: String| ucfirst(&s));
-    env.add_filter("trim_period", |s: String| {
-        s.trim().trim_end_matches(['.', '!', '?']).to_owned()
-    });
-    env.add_filter("fill_what", fill_what);
-    env.add_function("contains_answer", contains_answer);
-    env
-}
-
-/// `contains_answer(context, answer, aliases, ...)`: whether any of the given answers (each
-/// argument a string or a list of strings) occurs in `context` as whole words, after
-/// normalisation ([`cb_model::text::contains_phrase`]). Empty answers never occur.
-fn contains_answer(context: String, answers: minijinja::value::Rest<JValue>) -> bool {
-    let mut found = false;
-    let mut check = |v: &JValue| {
-        if let Some(s) = v.as_str() {
-            found |= cb_model::text::contains_phrase(&context, s);
-        }
-    };
-    for a in answers.iter() {
-        match a.try_iter() {
-            Ok(items) if a.as_str().is_none() => items.for_each(|x| check(&x)),
-            _ => check(a),
-        }
-    }
-    found
-}
-
-/// Lower-cases the first letter when the sentence starts with a function word ("The ice
-/// melted" -> "the ice melted"), and leaves names and acronyms alone ("Tom", "DNA").
-fn lcfirst(s: &str) -> String {
-    const FUNCTION_WORDS: [&str; 24] = [
-        "a", "an", "the", "this", "that", "these", "those", "it", "he", "she", "they", "we", "you",
-        "his", "her", "their", "its", "our", "my", "some", "many", "most", "people", "there",
-    ];
-    let first = s.split(|c: char| !c.is_alphanumeric()).next().unwrap_or("");
-    if !FUNCTION_WORDS.contains(&first.to_lowercase().as_str()) {
-        return s.to_owned();
-    }
-    let mut c = s.chars();
-    match c.next() {
-        Some(f) => f.to_lowercase().chain(c).collect(),
-        None => String::new(),
-    }
-}
-
-/// The text with its first letter upper-cased.
-pub(crate) fn ucfirst(s: &str) -> String {
-    let mut c = s.chars();
-    match c.next() {
-        Some(f) => f.to_uppercase().chain(c).collect(),
-        None => String::new(),
-    }
-}
-
-/// Turns a question ending in "what?" into a statement with `answer` in its place
-/// ("... a security measure at a what?" -> "... a security measure at a mall."), or returns
-/// "" when the question has no such ending.
-fn fill_what(question: String, answer: String) -> String {
-    let q = question.trim();
-    let lower = q.to_lowercase();
-    for ending in ["what?", "what ?"] {
-        if lower.ends_with(ending) {
-            let stem = q[..q.len() - ending.len()].trim_end();
-            return format!("{stem} {answer}.");
-        }
-    }
-    String::new()
 }
 
 /// The files one source spec reads.
@@ -353,7 +277,7 @@ pub fn load(recipe: &Recipe, opts: &SourceOptions) -> Result<Loaded, EngineError
             }
         }
         if failed.is_none() {
-            if let Err(m) = crate::output::check_mapped(&recipe.format, &mut fields) {
+            if let Err(m) = crate::format::check_mapped(&recipe.format, &mut fields) {
                 failed = Some(base("map", "bad_field", m));
             }
         }
@@ -441,32 +365,6 @@ pub fn eval(env: &Environment<'_>, expr: &str, ctx: &Map<String, Value>) -> Resu
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn filters_for_recipes() {
-        assert_eq!(
-            fill_what("It serves as a measure at a what?".into(), "mall".into()),
-            "It serves as a measure at a mall."
-        );
-        assert_eq!(fill_what("Where is it?".into(), "x".into()), "");
-        assert_eq!(lcfirst("The cat"), "the cat");
-        assert_eq!(lcfirst("DNA is"), "DNA is");
-        assert_eq!(lcfirst("Tom forgot"), "Tom forgot");
-    }
-
-    #[test]
-    fn contains_answer_takes_strings_and_lists() {
-        let env = environment();
-        let ctx: Map<String, Value> = serde_json::from_str(
-            r#"{"c":"The Normans came from Normandy.","a":"normans","l":["x","Normandy"],"e":[]}"#,
-        )
-        .unwrap();
-        let t = |e: &str| eval(&env, e, &ctx).unwrap();
-        assert_eq!(t("contains_answer(c, a)"), Value::Bool(true));
-        assert_eq!(t("contains_answer(c, 'Norman')"), Value::Bool(false));
-        assert_eq!(t("contains_answer(c, 'zz', l)"), Value::Bool(true));
-        assert_eq!(t("contains_answer(c, '', e)"), Value::Bool(false));
-    }
 
     #[test]
     fn expressions_see_fields_and_dashed_keys() {

@@ -9,6 +9,7 @@ pub mod recall;
 pub mod record;
 pub mod reject;
 pub mod rng;
+pub mod spans;
 pub mod text;
 
 pub use kre::{letter, letter_index, KreRow};

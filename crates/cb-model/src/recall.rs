@@ -188,6 +188,53 @@ pub fn check_edits(original: &str, edited: &str, edits: &[Edit]) -> Result<(), S
     Ok(())
 }
 
+/// The value of the record's item of kind `name` (the event's name), if it has one.
+pub fn name_of(record: &[KvItem]) -> Option<&str> {
+    record
+        .iter()
+        .find(|i| i.kind == "name")
+        .map(|i| i.value.as_str())
+}
+
+/// Turns recorded edits of `text` back into byte-span replacements of it (the inverse of
+/// [`apply_replacements`]).
+pub fn to_replacements(text: &str, edits: &[Edit]) -> Vec<(usize, usize, String)> {
+    let byte = |c: usize| text.char_indices().nth(c).map_or(text.len(), |(b, _)| b);
+    edits
+        .iter()
+        .map(|e| {
+            (
+                byte(e.original_span[0]),
+                byte(e.original_span[1]),
+                e.edited.clone(),
+            )
+        })
+        .collect()
+}
+
+/// The words the edits brought in (E) and the words they took out (O), each once, in
+/// order: a word both sides share (an edit of "the upper bound" to "the lower bound" keeps
+/// "the" and "bound") is in neither.
+pub fn changed_words(edits: &[Edit]) -> (Vec<String>, Vec<String>) {
+    let mut e: Vec<String> = Vec::new();
+    let mut o: Vec<String> = Vec::new();
+    for ed in edits {
+        let before = crate::text::tokens(&ed.original);
+        let after = crate::text::tokens(&ed.edited);
+        for w in &after {
+            if !before.contains(w) && !e.contains(w) {
+                e.push(w.clone());
+            }
+        }
+        for w in &before {
+            if !after.contains(w) && !o.contains(w) {
+                o.push(w.clone());
+            }
+        }
+    }
+    (e, o)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -171,6 +171,15 @@ pub fn looks_like_refusal(s: &str) -> bool {
         .any(|m| l.starts_with(m) || l.contains(&format!(" {m}")))
 }
 
+/// The text with its first letter upper-cased.
+pub fn ucfirst(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -294,6 +294,7 @@ async fn build(mut args: BuildArgs) -> anyhow::Result<()> {
             calls_in_flight.saturating_mul(2)
         },
         write: !args.dry_run,
+        steps: cb_steps::STEPS,
     };
     let reporter = progress::Bars::new(!args.no_progress && !args.dry_run);
     let mut dry_totals = (0u64, 0u64, 0f64);

@@ -1,45 +1,22 @@
-//! KRE steps for the commonsense part: the negative answer is a seeded pick among the
-//! dataset's wrong options, the negative context a brief explanation that supports it.
+//! KRE commonsense: the negative context, a brief explanation that supports the negative
+//! answer (the paper's "explanation" for CoS-E, ECQA and e-CARE).
 
-use super::{ask, clean_text_answer, param_bool, param_str, ModelStep, StepCtx, StepFailure};
-use crate::recipe::StepSpec;
-use crate::{EngineError, Item};
-use cb_model::{item_rng, letter, letter_index, text};
-use rand::Rng;
+use crate::prelude::*;
+use cb_model::{letter, letter_index, text};
 use serde_json::json;
 use std::path::Path;
 
-/// Picks the negative answer uniformly among the wrong choices, with the item's own
-/// generator (purpose `negative_answer`). Writes `candidate` (letter) and `negative_answer`.
-#[derive(Debug)]
-pub struct PickNegative {
-    pub name: String,
-}
-
-impl PickNegative {
-    pub fn new(spec: &StepSpec) -> Self {
-        Self {
-            name: spec.name().to_owned(),
-        }
-    }
-
-    pub fn run(&self, item: &mut Item, ctx: &StepCtx<'_>) -> Result<(), StepFailure> {
-        let choices = item.texts("choices");
-        let answer = letter_index(item.text("answer"))
-            .ok_or_else(|| StepFailure::reject("bad_answer", "answer is not a letter"))?;
-        let wrong: Vec<usize> = (0..choices.len()).filter(|&i| i != answer).collect();
-        if wrong.is_empty() {
-            return Err(StepFailure::reject(
-                "no_wrong_choice",
-                "no wrong choice to pick",
-            ));
-        }
-        let mut rng = item_rng(ctx.seed, ctx.recipe, &item.id, "negative_answer");
-        let pick = wrong[rng.random_range(0..wrong.len())];
-        item.set("candidate", letter(pick));
-        item.set("negative_answer", choices[pick].clone());
-        Ok(())
-    }
+/// The step table's constructor.
+pub fn build(spec: &StepSpec, prompts: &Path) -> Result<Box<dyn Step>, StepError> {
+    let model = ModelStep::new(spec, prompts, None, 160)?;
+    let step = NegativeExplanation {
+        require_mention: spec.bool("require_mention", false),
+        max_words: spec.int("max_words").map_or(80, |x| x as usize),
+        offline_template: spec
+            .str("offline_template")
+            .unwrap_or_else(|| "{{ negative_answer }} is the most fitting answer here.".to_owned()),
+    };
+    Ok(Model::boxed(model, step))
 }
 
 /// Writes `negative_context`: a brief explanation that supports the negative answer.
@@ -53,28 +30,12 @@ impl PickNegative {
 /// (a minijinja template over the item's fields).
 #[derive(Debug)]
 pub struct NegativeExplanation {
-    pub model: ModelStep,
     require_mention: bool,
     max_words: usize,
     offline_template: String,
 }
 
 impl NegativeExplanation {
-    pub fn new(spec: &StepSpec, prompts: &Path) -> Result<Self, EngineError> {
-        Ok(Self {
-            model: ModelStep::new(spec, prompts, None, 160)?,
-            require_mention: param_bool(spec, "require_mention", false),
-            max_words: spec
-                .params
-                .get("max_words")
-                .and_then(toml::Value::as_integer)
-                .map_or(80, |x| x as usize),
-            offline_template: param_str(spec, "offline_template").unwrap_or_else(|| {
-                "{{ negative_answer }} is the most fitting answer here.".to_owned()
-            }),
-        })
-    }
-
     fn offline(&self, item: &Item, ctx: &StepCtx<'_>) -> String {
         let golden = item.text("golden_context");
         let (answer, negative) = (answer_text(item), item.text("negative_answer"));
@@ -115,15 +76,20 @@ impl NegativeExplanation {
         }
         Ok(t)
     }
+}
 
-    pub async fn run(&self, item: &mut Item, ctx: &StepCtx<'_>) -> Result<(), StepFailure> {
+impl ModelBacked for NegativeExplanation {
+    async fn apply<'a>(
+        &'a self,
+        model: &'a ModelStep,
+        item: &'a mut Item,
+        ctx: &'a StepCtx<'_>,
+    ) -> Result<(), StepFailure> {
         let answer = answer_text(item);
         let negative = item.text("negative_answer").to_owned();
         let options = json!(lettered(&item.texts("choices")));
         let offline = self.offline(item, ctx);
-        let a = self
-            .model
-            .ask(item, &answer, [("options", options)], offline);
+        let a = model.ask(item, &answer, [("options", options)], offline);
         let context = ask(ctx, item, a, |raw| self.validate(raw, &answer, &negative)).await?;
         item.set("negative_context", context);
         Ok(())

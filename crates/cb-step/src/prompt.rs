@@ -1,7 +1,7 @@
 //! Prompt templates: one file per step and domain under `prompts/`, minijinja syntax, split
 //! into a system and a user part by lines `=== system ===` and `=== user ===`.
 
-use crate::EngineError;
+use crate::StepError;
 use sha2::{Digest, Sha256};
 use std::path::Path;
 
@@ -21,13 +21,13 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 impl Prompt {
-    pub fn load(dir: &Path, name: &str) -> Result<Self, EngineError> {
+    pub fn load(dir: &Path, name: &str) -> Result<Self, StepError> {
         let path = dir.join(name);
         let text = std::fs::read_to_string(&path).map_err(|e| {
-            EngineError::Config(format!("cannot read prompt {}: {e}", path.display()))
+            StepError::Config(format!("cannot read prompt {}: {e}", path.display()))
         })?;
         Self::parse(name, &text)
-            .map_err(|m| EngineError::Config(format!("prompt {}: {m}", path.display())))
+            .map_err(|m| StepError::Config(format!("prompt {}: {m}", path.display())))
     }
 
     pub fn parse(name: &str, text: &str) -> Result<Self, String> {

@@ -1,0 +1,164 @@
+//! What a construction step is, for the engine that drives steps and for the crates that
+//! implement them. The engine (`cb-engine`) knows no particular step and the steps
+//! (`cb-steps`) know nothing of the engine: both depend on this crate only.
+//!
+//! - [`Step`]: one construction step; it reads fields of an [`Item`] and adds its own.
+//! - [`StepCtx`]: what a run needs besides the item (the LLM layer, the template
+//!   environment, the seed, the [`Corpus`] of every loaded item and its derived views).
+//! - [`Registry`]: the table from a recipe's `kind = "..."` to the step's constructor; the
+//!   steps crate declares it, whoever builds hands it to the engine.
+//! - [`ask()`]: how a step asks the model: render the prompt, call, validate, send an
+//!   unusable answer back with the reason, record the lineage. Steps never learn which
+//!   backend answered: each supplies its own rule-based answer for the offline backend.
+
+pub mod ask;
+pub mod corpus;
+pub mod item;
+pub mod prompt;
+pub mod spec;
+pub mod template;
+
+pub use ask::{
+    ask, clean_text_answer, extract_json, Ask, LlmParams, Model, ModelBacked, ModelStep,
+};
+pub use corpus::{Corpus, Peer, View};
+pub use item::{CallRecord, Item};
+pub use prompt::Prompt;
+pub use spec::StepSpec;
+
+use std::future::Future;
+use std::path::Path;
+use std::pin::Pin;
+
+/// Errors that stop a build (as opposed to rejecting one item).
+#[derive(Debug, thiserror::Error)]
+pub enum StepError {
+    /// A recipe's step entry or a prompt is wrong.
+    #[error("{0}")]
+    Config(String),
+    /// The budget is spent.
+    #[error("{0}")]
+    Budget(String),
+    /// The LLM layer failed in a way that concerns the whole build (cache, replay miss).
+    #[error("{0}")]
+    Llm(#[from] cb_llm::LlmError),
+}
+
+/// Why a step did not produce its output for an item.
+#[derive(Debug)]
+pub enum StepFailure {
+    /// The item goes to `rejects.jsonl`.
+    Reject {
+        reason: String,
+        detail: String,
+        raw: Option<String>,
+        attempts: u32,
+    },
+    /// The build stops (budget spent, cache broken, replay miss).
+    Fatal(StepError),
+    /// Not run because another item's fatal failure is stopping the build.
+    Cancelled,
+}
+
+impl StepFailure {
+    pub fn reject(reason: &str, detail: impl Into<String>) -> Self {
+        Self::Reject {
+            reason: reason.into(),
+            detail: detail.into(),
+            raw: None,
+            attempts: 0,
+        }
+    }
+}
+
+/// What a step run needs besides the item.
+pub struct StepCtx<'a> {
+    pub llm: &'a cb_llm::Llm,
+    pub env: &'a minijinja::Environment<'static>,
+    pub seed: u64,
+    pub recipe: &'a str,
+    /// Every item of the build as loaded, for offline rules that draw from the other items.
+    pub corpus: &'a Corpus,
+}
+
+/// The future a step's run returns.
+pub type StepFuture<'a> = Pin<Box<dyn Future<Output = Result<(), StepFailure>> + Send + 'a>>;
+
+/// One construction step, ready to run on items (concurrently: `&self`).
+pub trait Step: Send + Sync + std::fmt::Debug {
+    /// The name in manifests and rejects (the recipe's `name`, else its kind).
+    fn name(&self) -> &str;
+
+    /// The prompt template this step renders, if it calls the model.
+    fn prompt(&self) -> Option<&Prompt> {
+        None
+    }
+
+    /// Runs the step on `item`: adds its fields, or says why the item ends here.
+    fn run<'a>(&'a self, item: &'a mut Item, ctx: &'a StepCtx<'_>) -> StepFuture<'a>;
+}
+
+/// Builds a step from its recipe entry; prompts are read from the folder given.
+pub type Constructor = fn(&StepSpec, &Path) -> Result<Box<dyn Step>, StepError>;
+
+/// The step kinds a build knows: `kind` -> constructor, in the order the unknown-kind
+/// error lists them.
+#[derive(Debug, Clone, Copy)]
+pub struct Registry {
+    kinds: &'static [(&'static str, Constructor)],
+}
+
+impl Registry {
+    pub const fn new(kinds: &'static [(&'static str, Constructor)]) -> Self {
+        Self { kinds }
+    }
+
+    /// The known kinds, in table order.
+    pub fn kinds(&self) -> impl Iterator<Item = &'static str> {
+        self.kinds.iter().map(|(k, _)| *k)
+    }
+
+    /// Builds the step a recipe entry names; an unknown kind is a configuration error that
+    /// lists the known ones.
+    pub fn build(&self, spec: &StepSpec, prompts: &Path) -> Result<Box<dyn Step>, StepError> {
+        match self.kinds.iter().find(|(k, _)| *k == spec.kind) {
+            Some((_, make)) => make(spec, prompts),
+            None => Err(StepError::Config(format!(
+                "unknown step kind '{}'; known: {}",
+                spec.kind,
+                self.kinds().collect::<Vec<_>>().join(", ")
+            ))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug)]
+    struct Noop(String);
+
+    impl Step for Noop {
+        fn name(&self) -> &str {
+            &self.0
+        }
+        fn run<'a>(&'a self, _: &'a mut Item, _: &'a StepCtx<'_>) -> StepFuture<'a> {
+            Box::pin(std::future::ready(Ok(())))
+        }
+    }
+
+    fn noop(spec: &StepSpec, _: &Path) -> Result<Box<dyn Step>, StepError> {
+        Ok(Box::new(Noop(spec.name().to_owned())))
+    }
+
+    #[test]
+    fn a_kind_maps_to_its_step_and_an_unknown_one_lists_the_known() {
+        const TABLE: Registry = Registry::new(&[("first", noop), ("second", noop)]);
+        let spec: StepSpec = toml::from_str("kind = \"second\"\nname = \"mine\"").unwrap();
+        assert_eq!(TABLE.build(&spec, Path::new(".")).unwrap().name(), "mine");
+        let spec: StepSpec = toml::from_str("kind = \"third\"").unwrap();
+        let e = TABLE.build(&spec, Path::new(".")).unwrap_err().to_string();
+        assert_eq!(e, "unknown step kind 'third'; known: first, second");
+    }
+}

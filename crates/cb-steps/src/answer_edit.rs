@@ -1,0 +1,236 @@
+//! Step 3 of RECALL (paper section 2.5, QA-A): the answer edited. The model proposes the
+//! counterfactual answer; the step puts it in place of every mention of the answer.
+
+use crate::prelude::*;
+use crate::recall::{answer_spans, json_field, kv, offline_word, opposite, Mode, Pools};
+use cb_model::recall::apply_replacements;
+use cb_model::spans::{states, word_spans};
+use cb_model::{date, item_rng, letter, text, KvItem};
+use rand::seq::{IndexedRandom, SliceRandom};
+use serde_json::json;
+use std::path::Path;
+
+/// The step table's constructor.
+pub fn build(spec: &StepSpec, prompts: &Path) -> Result<Box<dyn Step>, StepError> {
+    let (mode, model) = Mode::with_model(spec, prompts, "edit_answer", 100)?;
+    Ok(Model::boxed(model, AnswerEdit { mode }))
+}
+
+/// The model proposes the counterfactual answer (`{"edited_answer": ...}`); the
+/// step replaces every mention of the answer in the paragraph by it (QA-A edited context)
+/// and, in record mode, the item's value in the record (the edited record of text
+/// generation). Also writes the two options (answer and edited answer, seeded order,
+/// purpose `options`) and the letter of the right one.
+///
+/// Validated: not empty, different from the answer, not already in the paragraph; record
+/// mode: of the answer's kind (a date for a date, not a date otherwise); text mode: at most
+/// twice as many words as the answer, plus three.
+///
+/// Offline rule. Record: a seeded value of the same kind from the other items of the build
+/// (for a date, one with the same granularity first) that the paragraph does not mention.
+/// Text: one word of the answer changed: its opposite from a small list when it has one,
+/// else a word of the same domain's vocabulary.
+#[derive(Debug)]
+pub struct AnswerEdit {
+    mode: Mode,
+}
+
+impl AnswerEdit {
+    fn offline(&self, item: &Item, ctx: &StepCtx<'_>, paragraph: &str) -> String {
+        let pools = ctx.corpus.view::<Pools>();
+        let answer = item.text("answer");
+        let mut rng = item_rng(ctx.seed, ctx.recipe, &item.id, "answer_edit");
+        let edited = match self.mode {
+            Mode::Record => {
+                let kind = item.text("answer_kind");
+                let value = item.text("answer_value");
+                let granularity = date::parse_rendered(value).map(|d| d.granularity);
+                let candidates: Vec<&String> = pools
+                    .by_kind
+                    .get(kind)
+                    .map(|v| v.iter().collect())
+                    .unwrap_or_default();
+                let fits = |c: &&String| {
+                    text::normalize(c) != text::normalize(value)
+                        && text::find_word_occurrences(paragraph, c).is_empty()
+                        && !text::contains_phrase(c, item.text("answer"))
+                };
+                let same_grain: Vec<&String> = candidates
+                    .iter()
+                    .copied()
+                    .filter(|c| fits(c))
+                    .filter(|c| date::parse_rendered(c).map(|d| d.granularity) == granularity)
+                    .collect();
+                let any: Vec<&String> = candidates.iter().copied().filter(|c| fits(c)).collect();
+                let pick = if same_grain.is_empty() {
+                    any
+                } else {
+                    same_grain
+                };
+                pick.choose(&mut rng).map(|s| (*s).clone())
+            }
+            Mode::Text => {
+                let domain = item.text("domain");
+                let vocab = pools.words.get(domain).map_or(&[][..], Vec::as_slice);
+                let spans = word_spans(answer);
+                let mut order: Vec<usize> = (0..spans.len()).collect();
+                order.shuffle(&mut rng);
+                // Opposites first, then the longest word.
+                order.sort_by_key(|&i| {
+                    let w = &answer[spans[i].0..spans[i].1];
+                    (opposite(w).is_none(), std::cmp::Reverse(w.len()))
+                });
+                order.iter().find_map(|&i| {
+                    let (s, e) = spans[i];
+                    let w = &answer[s..e];
+                    if w.chars().count() < 4 && opposite(w).is_none() {
+                        return None;
+                    }
+                    let new = offline_word(w, vocab, paragraph, &mut rng)?;
+                    Some(format!("{}{new}{}", &answer[..s], &answer[e..]))
+                })
+            }
+        };
+        edited.map_or_else(String::new, |e| json!({ "edited_answer": e }).to_string())
+    }
+
+    fn validate(&self, raw: &str, item: &Item, paragraph: &str) -> Result<String, String> {
+        let v = extract_json(raw).ok_or("bad_json: the answer holds no JSON object")?;
+        let edited = json_field(&v, "edited_answer").ok_or("bad_json: no \"edited_answer\"")?;
+        let answer = item.text("answer");
+        let value = item.text("answer_value");
+        if text::looks_like_refusal(edited) {
+            return Err("refusal: the answer declines the task".into());
+        }
+        let kind = item.text("answer_kind");
+        if [answer, value]
+            .iter()
+            .any(|a| text::normalize(a) == text::normalize(edited))
+            || states(edited, value, kind)
+        {
+            return Err(
+                "unchanged: the edited answer must differ from the answer (in any writing)".into(),
+            );
+        }
+        if !text::find_word_occurrences(paragraph, edited).is_empty() {
+            return Err(format!(
+                "already_in_context: \"{edited}\" already occurs in the paragraph"
+            ));
+        }
+        if text::contains_phrase(edited, answer) {
+            return Err(format!(
+                "contains_answer: \"{edited}\" still contains the answer \"{answer}\""
+            ));
+        }
+        match self.mode {
+            Mode::Record => {
+                let is_date = kind == "date";
+                // A date must read as one; another kind must not be a bare date (a name with
+                // a year in it, "Revolutions of 1989", is fine).
+                let wrong = is_date != date::parse_loose(edited).is_some();
+                if wrong {
+                    return Err(format!(
+                        "wrong_kind: the edited answer must be {} like the answer",
+                        if is_date {
+                            "a date"
+                        } else {
+                            "a value of the same kind, not a date,"
+                        }
+                    ));
+                }
+            }
+            Mode::Text => {
+                let (n, m) = (
+                    answer.split_whitespace().count(),
+                    edited.split_whitespace().count(),
+                );
+                if m > 2 * n + 3 {
+                    return Err(format!(
+                        "too_long: {m} words for an answer of {n}: change words, do not add a sentence"
+                    ));
+                }
+            }
+        }
+        Ok(edited.to_owned())
+    }
+}
+
+impl ModelBacked for AnswerEdit {
+    async fn apply<'a>(
+        &'a self,
+        model: &'a ModelStep,
+        item: &'a mut Item,
+        ctx: &'a StepCtx<'_>,
+    ) -> Result<(), StepFailure> {
+        let paragraph = item.text("paragraph").to_owned();
+        let offline = self.offline(item, ctx, &paragraph);
+        let answer = item.text("answer").to_owned();
+        let a = model.ask(
+            item,
+            &answer,
+            [("answer_kind", json!(item.text("answer_kind")))],
+            offline,
+        );
+        let seen = item.clone();
+        let edited = ask(ctx, item, a, |raw| self.validate(raw, &seen, &paragraph)).await?;
+        let spans = answer_spans(item, &paragraph);
+        if spans.is_empty() {
+            return Err(StepFailure::reject(
+                "answer_not_in_paragraph",
+                "the answer no longer occurs in the paragraph",
+            ));
+        }
+        let reps: Vec<(usize, usize, String)> =
+            spans.iter().map(|&(s, e)| (s, e, edited.clone())).collect();
+        let (context, edits) = apply_replacements(&paragraph, &reps)
+            .map_err(|m| StepFailure::reject("bad_replacements", m))?;
+        if !answer_spans(item, &context).is_empty() {
+            return Err(StepFailure::reject(
+                "answer_not_replaced",
+                format!("the edited context still states \"{answer}\""),
+            ));
+        }
+        if self.mode == Mode::Record {
+            let key = item.text("answer_key").to_owned();
+            let record: Vec<KvItem> = kv(item)
+                .into_iter()
+                .map(|mut i| {
+                    if i.key == key {
+                        i.value = edited.clone();
+                    }
+                    i
+                })
+                .collect();
+            item.set("edited_kv", json!(record));
+        }
+        let mut options = vec![answer.clone(), edited.clone()];
+        options.shuffle(&mut item_rng(ctx.seed, ctx.recipe, &item.id, "options"));
+        let right = options.iter().position(|o| *o == answer).unwrap_or(0);
+        item.set("options", json!(options));
+        item.set("answer_option", letter(right));
+        item.set("edited_answer", edited);
+        item.set("qa_a_context", context);
+        item.set("qa_a_edits", json!(edits));
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::recall::fixtures::date_item;
+
+    #[test]
+    fn an_edited_date_must_be_another_date_in_any_writing() {
+        let step = AnswerEdit { mode: Mode::Record };
+        let item = date_item();
+        let p = "The trial ended on May 30, 1431 in Rouen.";
+        let v = |e: &str| step.validate(&json!({ "edited_answer": e }).to_string(), &item, p);
+        assert_eq!(v("12 June 1520").unwrap(), "12 June 1520");
+        assert!(v("the 30th of May 1431")
+            .unwrap_err()
+            .starts_with("unchanged"));
+        assert!(v("Boeing 747").unwrap_err().starts_with("wrong_kind"));
+        assert!(v("Rouen").unwrap_err().starts_with("already_in_context"));
+    }
+}

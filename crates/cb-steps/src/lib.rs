@@ -1,0 +1,76 @@
+//! The papers' construction steps, one module per step. Each module holds, side by side,
+//! what its prompt sees (the variables it adds to the item's fields), how the model's
+//! answer is validated (with stable reason codes), and the deterministic offline rule that
+//! answers in place of a model on the offline backend.
+//!
+//! KRE (Li et al.), commonsense part (CoS-E, ECQA, e-CARE):
+//! [`pick_negative`] -> [`negative_explanation`].
+//! KRE, reading-comprehension part (SQuAD v2.0, MuSiQue):
+//! [`distractors`] -> [`negative_context`].
+//! RECALL (sections 2.3 to 2.5), EventKG records and UJ terms:
+//! [`paraphrase`] -> [`qa`] -> [`answer_edit`] -> [`nonanswer_edit`] (word-grained) and
+//! [`nonanswer_edit::sentence`] (sentence-grained, kind `insert_sentence`).
+//!
+//! A new step is one module here and one line in [`STEPS`].
+
+pub mod answer_edit;
+pub mod distractors;
+pub mod negative_context;
+pub mod negative_explanation;
+pub mod nonanswer_edit;
+pub mod paraphrase;
+pub mod pick_negative;
+pub mod qa;
+pub mod reading;
+pub mod recall;
+
+use cb_step::Registry;
+
+/// What every step module imports from the step API.
+mod prelude {
+    pub(crate) use cb_step::{
+        ask, clean_text_answer, extract_json, Item, Model, ModelBacked, ModelStep, Step, StepCtx,
+        StepError, StepFailure, StepFuture, StepSpec,
+    };
+}
+
+/// Every step kind a recipe may name, and its constructor.
+pub const STEPS: Registry = Registry::new(&[
+    ("pick_negative", pick_negative::build),
+    ("negative_explanation", negative_explanation::build),
+    ("distractors", distractors::build),
+    ("negative_context", negative_context::build),
+    ("paraphrase", paraphrase::build),
+    ("qa", qa::build),
+    ("answer_edit", answer_edit::build),
+    ("nonanswer_edit", nonanswer_edit::build),
+    ("insert_sentence", nonanswer_edit::sentence::build),
+]);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn every_kind_builds_with_the_bundled_prompts() {
+        let prompts = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../prompts");
+        let kinds: Vec<&str> = STEPS.kinds().collect();
+        assert_eq!(kinds.len(), 9);
+        for kind in kinds {
+            for mode in ["record", "text"] {
+                let mut entry = format!("kind = \"{kind}\"\nmode = \"{mode}\"\n");
+                if kind == "negative_explanation" {
+                    entry.push_str("prompt = \"kre/negative_explanation_choice.md\"\n");
+                }
+                let spec: cb_step::StepSpec = toml::from_str(&entry).unwrap();
+                let step = STEPS.build(&spec, &prompts).unwrap();
+                assert_eq!(step.name(), kind);
+                let rule_only = matches!(kind, "pick_negative" | "insert_sentence");
+                assert_eq!(step.prompt().is_none(), rule_only, "{kind}");
+            }
+        }
+        let bad: cb_step::StepSpec = toml::from_str("kind = \"qa\"\nmode = \"table\"").unwrap();
+        assert!(STEPS.build(&bad, &prompts).is_err());
+    }
+}

@@ -1,0 +1,152 @@
+//! KRE reading comprehension: the negative context, the golden passage rewritten around the
+//! negative answer and changed nowhere else.
+
+use crate::prelude::*;
+use crate::reading::usable_aliases;
+use cb_model::text;
+use serde_json::json;
+use std::path::Path;
+
+/// The step table's constructor.
+pub fn build(spec: &StepSpec, prompts: &Path) -> Result<Box<dyn Step>, StepError> {
+    let model = ModelStep::new(spec, prompts, Some("kre/rewrite_context.md"), 1024)?;
+    let min_similarity = spec.f64("min_similarity").unwrap_or(0.6);
+    Ok(Model::boxed(model, NegativeContext { min_similarity }))
+}
+
+/// Rewrites `golden_context` so that it supports `negative_answer` (field `negative_context`).
+///
+/// Validation: not empty, not a refusal; mentions the negative answer; does not mention the
+/// golden answer or one of its aliases (unless the negative answer contains it); and keeps
+/// a token similarity (2·LCS / total length, over word tokens) of at least `min_similarity`
+/// (default 0.6) with the original. Swapping the answer's mentions leaves a context well above
+/// 0.6 (typically above 0.9), while an answer that drops or rewrites about half of the passage
+/// falls below it: the negative context must differ from the golden one only in what it says
+/// about the answer, so that the two contexts conflict on the answer and nothing else.
+///
+/// Offline rule: every whole-word, case-insensitive mention of the answer and its aliases
+/// (also without a leading article; longest first, in one pass) is replaced by the
+/// negative answer.
+#[derive(Debug)]
+pub struct NegativeContext {
+    min_similarity: f64,
+}
+
+impl NegativeContext {
+    fn validate(
+        &self,
+        raw: &str,
+        golden: &str,
+        golden_answers: &[String],
+        negative: &str,
+    ) -> Result<String, String> {
+        let t = clean_text_answer(raw);
+        if t.is_empty() {
+            return Err("empty: the answer is empty".into());
+        }
+        if text::looks_like_refusal(&t) {
+            return Err("refusal: the answer declines the task".into());
+        }
+        if !text::contains_phrase(&t, negative) {
+            return Err(format!("no_mention: it must mention \"{negative}\""));
+        }
+        for a in golden_answers {
+            if !text::contains_phrase(negative, a) && text::contains_phrase(&t, a) {
+                return Err(format!(
+                    "states_golden: it still mentions the correct answer \"{a}\""
+                ));
+            }
+        }
+        let sim = text::token_similarity(&text::tokens(golden), &text::tokens(&t));
+        if sim < self.min_similarity {
+            return Err(format!(
+                "too_different: token similarity {sim:.2} to the original passage, at least {} required; change only what concerns the answer",
+                self.min_similarity
+            ));
+        }
+        Ok(t)
+    }
+}
+
+impl ModelBacked for NegativeContext {
+    async fn apply<'a>(
+        &'a self,
+        model: &'a ModelStep,
+        item: &'a mut Item,
+        ctx: &'a StepCtx<'_>,
+    ) -> Result<(), StepFailure> {
+        let answer = item.text("answer_text").trim().to_owned();
+        let negative = item.text("negative_answer").to_owned();
+        let golden = item.text("golden_context").to_owned();
+        let aliases = usable_aliases(item);
+        let golden_answers: Vec<String> = std::iter::once(answer.clone())
+            .chain(aliases.iter().cloned())
+            .collect();
+        let offline = replace_mentions(&golden, &golden_answers, &negative);
+        let a = model.ask(item, &answer, [("aliases", json!(aliases))], offline);
+        let context = ask(ctx, item, a, |raw| {
+            self.validate(raw, &golden, &golden_answers, &negative)
+        })
+        .await?;
+        item.set("negative_context", context);
+        Ok(())
+    }
+}
+
+/// Replaces every whole-word, case-insensitive mention of any of `answers` (and of each
+/// without a leading article) in `text` by `to`, longest first, in one pass (so a
+/// replacement is never replaced again).
+pub fn replace_mentions(text: &str, answers: &[String], to: &str) -> String {
+    let mut needles: Vec<String> = Vec::new();
+    for a in answers {
+        let a = a.trim();
+        needles.push(a.to_owned());
+        let lower = a.to_lowercase();
+        for article in ["the ", "a ", "an "] {
+            if lower.starts_with(article) {
+                needles.push(a[article.len()..].trim().to_owned());
+            }
+        }
+    }
+    needles.retain(|n| !n.is_empty());
+    needles.sort_by_key(|n| std::cmp::Reverse(n.len()));
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    for n in &needles {
+        for (s, e) in text::find_word_occurrences(text, n) {
+            if spans.iter().all(|&(a, b)| e <= a || s >= b) {
+                spans.push((s, e));
+            }
+        }
+    }
+    spans.sort_unstable();
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    for (s, e) in spans {
+        out.push_str(&text[last..s]);
+        out.push_str(to);
+        last = e;
+    }
+    out.push_str(&text[last..]);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mentions_are_replaced_once_longest_first() {
+        let t = "The Danube River is long; the Danube flows east. Danubes differ.";
+        let r = replace_mentions(t, &["Danube".into(), "Danube River".into()], "Danube Delta");
+        assert_eq!(
+            r,
+            "The Danube Delta is long; the Danube Delta flows east. Danubes differ."
+        );
+        let r = replace_mentions(
+            "It was the Anglican Communion; Anglican Communion grew.",
+            &["the Anglican Communion".into()],
+            "X",
+        );
+        assert_eq!(r, "It was X; X grew.");
+    }
+}

@@ -1,0 +1,43 @@
+//! What the KRE reading-comprehension steps share: items from a `kre_rc` recipe carry
+//! `question`, `golden_context`, `answer_text` and `aliases` (other accepted forms of the
+//! answer).
+
+use cb_model::text;
+use cb_step::{Item, Peer, View};
+use serde_json::Value;
+use std::collections::HashSet;
+
+/// The item's aliases that are worth checking and replacing: distinct from the answer and
+/// from each other after normalisation, and at least three characters long once normalised
+/// (MuSiQue lists codes such as "NO" for Norway or "US", which are also ordinary words).
+pub fn usable_aliases(item: &Item) -> Vec<String> {
+    let answer = item.text("answer_text").trim();
+    let mut seen: HashSet<String> = HashSet::from([text::normalize(answer)]);
+    item.texts("aliases")
+        .into_iter()
+        .map(|a| a.trim().to_owned())
+        .filter(|a| {
+            let n = text::normalize(a);
+            n.chars().count() >= 3 && seen.insert(n)
+        })
+        .collect()
+}
+
+/// The distinct non-empty `answer_text`s of the build, in source order (the offline
+/// distractors draw from them).
+#[derive(Debug)]
+pub struct GoldenAnswers(pub Vec<String>);
+
+impl View for GoldenAnswers {
+    fn of(peers: &[Peer]) -> Self {
+        let mut seen = HashSet::new();
+        Self(
+            peers
+                .iter()
+                .filter_map(|p| p.fields.get("answer_text").and_then(Value::as_str))
+                .map(|a| a.trim().to_owned())
+                .filter(|a| !a.is_empty() && seen.insert(text::normalize(a)))
+                .collect(),
+        )
+    }
+}

@@ -1,0 +1,326 @@
+//! What the RECALL steps (paper sections 2.3 to 2.5) share, for both of RECALL's domains:
+//!
+//! - `mode = "record"` (EventKG): the item carries `kv`, an ordered key-value record
+//!   ([`KvItem`]s); the paragraph must state every value, the answer is one item's value,
+//!   the answer edit puts a value of the same kind in its place.
+//! - `mode = "text"` (UJ): the item carries `term`, `sentences` and `definition`; the
+//!   paragraph condenses the sentences, the answer is a phrase copied from it, the answer
+//!   edit changes some of its words.
+//!
+//! Steps, in recipe order, and the fields they add:
+//!
+//! | kind              | module                     | adds                                                     |
+//! |-------------------|----------------------------|----------------------------------------------------------|
+//! | `paraphrase`      | [`crate::paraphrase`]      | `paragraph`                                              |
+//! | `qa`              | [`crate::qa`]              | `question`, `answer` (as written in the paragraph), `answer_value`, `answer_key`, `answer_kind` |
+//! | `answer_edit`     | [`crate::answer_edit`]     | `edited_answer`, `options`, `answer_option`, `qa_a_context`, `qa_a_edits`, `edited_kv` (record) |
+//! | `nonanswer_edit`  | [`crate::nonanswer_edit`]  | `qa_na_context`, `qa_na_edits` (text: `tg_edited_source`, `tg_edits`) |
+//! | `insert_sentence` | [`crate::nonanswer_edit::sentence`] | `qa_na_sentence_context`, `qa_na_sentence_edits`, `donor_term` (no model: a rule) |
+//!
+//! Edits are never left to the model's rewriting: the model proposes values or
+//! replacements, and the step applies them to the paragraph, so every recorded edit is
+//! exactly the difference between the two texts (see [`cb_model::recall::apply_replacements`]).
+//!
+//! Each model step has a deterministic offline rule (documented on the step) that draws its
+//! replacements from the other items of the build ([`Pools`], a view of the corpus).
+
+use cb_model::spans::{mentions, merge};
+use cb_model::{text, KvItem};
+use cb_step::{Item, ModelStep, Peer, StepError, StepSpec, View};
+use rand::seq::IndexedRandom;
+use rand::Rng;
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+
+/// Which of RECALL's two kinds of source a step works on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// A key-value record (`kv`), EventKG.
+    Record,
+    /// A term with sentences (`term`, `sentences`), UJ.
+    Text,
+}
+
+impl Mode {
+    fn from_spec(spec: &StepSpec) -> Result<Self, StepError> {
+        match spec.str("mode").as_deref() {
+            Some("record") => Ok(Self::Record),
+            Some("text") => Ok(Self::Text),
+            other => Err(StepError::Config(format!(
+                "step {}: `mode` must be \"record\" or \"text\", not {other:?}",
+                spec.name()
+            ))),
+        }
+    }
+
+    /// The step's mode and model part; the default prompt is `recall/<stem>_record.md` or
+    /// `recall/<stem>_text.md` by mode.
+    pub(crate) fn with_model(
+        spec: &StepSpec,
+        prompts: &Path,
+        stem: &str,
+        default_max_tokens: u32,
+    ) -> Result<(Self, ModelStep), StepError> {
+        let mode = Self::from_spec(spec)?;
+        let suffix = match mode {
+            Self::Record => "record",
+            Self::Text => "text",
+        };
+        let default = format!("recall/{stem}_{suffix}.md");
+        let model = ModelStep::new(spec, prompts, Some(&default), default_max_tokens)?;
+        Ok((mode, model))
+    }
+}
+
+/// The record as `key: value` lines, as the prompts show it.
+pub(crate) fn record_lines(record: &[KvItem]) -> Value {
+    json!(record
+        .iter()
+        .map(|i| format!("{}: {}", i.key, i.value))
+        .collect::<Vec<_>>())
+}
+
+/// The item's key-value record.
+pub fn kv(item: &Item) -> Vec<KvItem> {
+    item.parsed("kv")
+}
+
+/// Kinds that are never asked about nor edited.
+pub(crate) fn is_fixed(kind: &str) -> bool {
+    matches!(kind, "name" | "description")
+}
+
+/// The spans of the answer in `paragraph`: the value in any writing and the answer as the
+/// paragraph writes it, merged.
+pub(crate) fn answer_spans(item: &Item, paragraph: &str) -> Vec<(usize, usize)> {
+    let mut spans = mentions(
+        paragraph,
+        item.text("answer_value"),
+        item.text("answer_kind"),
+    );
+    spans.extend(text::find_word_occurrences(paragraph, item.text("answer")));
+    merge(spans)
+}
+
+/// A non-empty string field of a JSON answer, trimmed.
+pub(crate) fn json_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key)
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+}
+
+/// The items of the build, grouped once per build (a [`View`] of the corpus): for the record mode the distinct
+/// values of each kind, for the text mode per domain the terms with their sentences and a
+/// vocabulary. Source order, so offline draws are deterministic.
+#[derive(Debug, Default)]
+pub(crate) struct Pools {
+    /// Kind -> the distinct values of that kind.
+    pub(crate) by_kind: BTreeMap<String, Vec<String>>,
+    /// Domain -> (item id, term, sentences).
+    pub(crate) terms: BTreeMap<String, Vec<(String, String, Vec<String>)>>,
+    /// Domain -> content words of its sentences.
+    pub(crate) words: BTreeMap<String, Vec<String>>,
+}
+
+impl View for Pools {
+    fn of(peers: &[Peer]) -> Self {
+        let mut p = Pools::default();
+        let mut seen_values = HashSet::new();
+        let mut seen_words = HashSet::new();
+        for peer in peers {
+            let items: Vec<KvItem> = cb_step::item::parse_field(&peer.fields, "kv");
+            for i in items.into_iter().filter(|i| !is_fixed(&i.kind)) {
+                if seen_values.insert((i.kind.clone(), text::normalize(&i.value))) {
+                    p.by_kind.entry(i.kind).or_default().push(i.value);
+                }
+            }
+            let term = peer.fields.get("term").and_then(Value::as_str);
+            let sentences = peer.fields.get("sentences").and_then(Value::as_array);
+            if let (Some(term), Some(sentences)) = (term, sentences) {
+                let domain = peer
+                    .fields
+                    .get("domain")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned();
+                let sentences: Vec<String> = sentences
+                    .iter()
+                    .filter_map(|s| s.as_str().map(str::to_owned))
+                    .collect();
+                for s in &sentences {
+                    for w in content_words(s) {
+                        if seen_words.insert((domain.clone(), w.to_lowercase())) {
+                            p.words
+                                .entry(domain.clone())
+                                .or_default()
+                                .push(w.to_owned());
+                        }
+                    }
+                }
+                p.terms.entry(domain).or_default().push((
+                    peer.id.clone(),
+                    term.to_owned(),
+                    sentences,
+                ));
+            }
+        }
+        p
+    }
+}
+
+const STOPWORDS: &[&str] = &[
+    "about", "above", "after", "again", "against", "along", "also", "among", "because", "been",
+    "before", "being", "below", "between", "both", "called", "could", "does", "doing", "during",
+    "each", "either", "every", "first", "from", "further", "have", "having", "into", "itself",
+    "known", "many", "more", "most", "much", "must", "only", "other", "over", "same", "several",
+    "should", "since", "some", "such", "than", "that", "their", "them", "then", "there", "these",
+    "they", "this", "those", "through", "under", "until", "upon", "used", "uses", "using", "very",
+    "what", "when", "where", "which", "while", "whose", "with", "within", "without", "would",
+];
+
+/// Words worth changing: alphabetic, at least five letters, not a function word.
+pub(crate) fn content_words(s: &str) -> impl Iterator<Item = &str> {
+    s.split(|c: char| !c.is_alphabetic())
+        .filter(|w| w.chars().count() >= 5 && !STOPWORDS.contains(&w.to_lowercase().as_str()))
+}
+
+/// Pairs of words of opposite meaning, used first by the offline word edits.
+const OPPOSITES: &[(&str, &str)] = &[
+    ("increase", "decrease"),
+    ("increases", "decreases"),
+    ("larger", "smaller"),
+    ("large", "small"),
+    ("maximum", "minimum"),
+    ("positive", "negative"),
+    ("finite", "infinite"),
+    ("linear", "nonlinear"),
+    ("higher", "lower"),
+    ("faster", "slower"),
+    ("before", "after"),
+    ("always", "never"),
+    ("inside", "outside"),
+    ("stable", "unstable"),
+    ("constant", "variable"),
+    ("sorted", "unsorted"),
+    ("first", "last"),
+    ("upper", "lower"),
+    ("attract", "repel"),
+    ("absorbs", "emits"),
+];
+
+pub(crate) fn opposite(word: &str) -> Option<String> {
+    let lower = word.to_lowercase();
+    let found = OPPOSITES.iter().find_map(|&(a, b)| {
+        if a == lower {
+            Some(b)
+        } else if b == lower {
+            Some(a)
+        } else {
+            None
+        }
+    })?;
+    let capital = word.chars().next().is_some_and(char::is_uppercase);
+    Some(if capital {
+        text::ucfirst(found)
+    } else {
+        found.to_owned()
+    })
+}
+
+/// A replacement for `word` by the offline rules: its opposite, else a word of the domain's
+/// vocabulary (seeded) that the text does not use.
+///
+/// Vocabulary words with the same ending as `word` (its last two letters: "-ed", "-ly",
+/// "-es") come first, so the sentence keeps its grammar more often; the replacement takes
+/// the word's capital when it has one.
+pub(crate) fn offline_word(
+    word: &str,
+    vocab: &[String],
+    avoid: &str,
+    rng: &mut impl Rng,
+) -> Option<String> {
+    if let Some(o) = opposite(word) {
+        return Some(o);
+    }
+    let candidates: Vec<&String> = vocab
+        .iter()
+        .filter(|w| !w.eq_ignore_ascii_case(word) && !text::contains_phrase(avoid, w))
+        .collect();
+    let ending = |w: &str| w.to_lowercase().chars().rev().take(2).collect::<String>();
+    let same_ending: Vec<&String> = candidates
+        .iter()
+        .copied()
+        .filter(|w| ending(w) == ending(word))
+        .collect();
+    let pick = if same_ending.is_empty() {
+        candidates.choose(rng)
+    } else {
+        same_ending.choose(rng)
+    }?;
+    let lower = pick.to_lowercase();
+    Some(if word.chars().next().is_some_and(char::is_uppercase) {
+        text::ucfirst(&lower)
+    } else {
+        lower
+    })
+}
+/// The key without the " 2", " 3" that makes repeated keys unique.
+pub(crate) fn base_key(key: &str) -> &str {
+    match key.rsplit_once(' ') {
+        Some((base, n)) if n.chars().all(|c| c.is_ascii_digit()) => base,
+        _ => key,
+    }
+}
+
+/// Records and items the RECALL steps' unit tests share.
+#[cfg(test)]
+pub(crate) mod fixtures {
+    use super::*;
+
+    pub(crate) fn kvi(key: &str, value: &str, kind: &str) -> KvItem {
+        KvItem {
+            key: key.into(),
+            value: value.into(),
+            kind: kind.into(),
+        }
+    }
+
+    pub(crate) fn trial() -> Vec<KvItem> {
+        vec![
+            kvi("name", "Trial of Joan of Arc", "name"),
+            kvi(
+                "description",
+                "Joan of Arc was tried for heresy.",
+                "description",
+            ),
+            kvi("begin time", "9 January 1431", "date"),
+            kvi("end time", "29 May 1431", "date"),
+            kvi("location", "Rouen", "place"),
+            kvi("judge", "Pierre Cauchon", "actor"),
+        ]
+    }
+
+    pub(crate) fn empty_item() -> Item {
+        Item {
+            index: 0,
+            id: "e".into(),
+            origin: cb_model::Origin {
+                file: "f".into(),
+                line: 1,
+            },
+            fields: serde_json::Map::new(),
+            calls: Vec::new(),
+        }
+    }
+
+    pub(crate) fn date_item() -> Item {
+        let mut item = empty_item();
+        item.set("kv", json!(trial()));
+        item.set("answer", "May 30, 1431");
+        item.set("answer_value", "30 May 1431");
+        item.set("answer_kind", "date");
+        item
+    }
+}

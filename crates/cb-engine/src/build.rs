@@ -1,6 +1,6 @@
 //! Running one recipe end to end.
 
-use crate::output::{append_line, Outputs};
+use crate::output::append_line;
 use crate::progress::Progress;
 use crate::recipe::Recipe;
 use crate::source::{self, SourceOptions};
@@ -218,7 +218,9 @@ pub async fn build_recipe(
     let mut stages = loaded.stages;
     stages.extend(step_counts);
     let dir = opts.out.join(&recipe.benchmark).join(&recipe.domain);
-    let mut manifest = Manifest {
+    let files = crate::output::out_files(&recipe.format, &recipe.domain, &name, &items, &rejects);
+    let card = crate::hub::complete(&recipe.card, &recipe.format);
+    let manifest = Manifest {
         tool: "conflictbench".into(),
         tool_version: env!("CARGO_PKG_VERSION").into(),
         benchmark: recipe.benchmark.clone(),
@@ -252,23 +254,20 @@ pub async fn build_recipe(
         rows: items.len() as u64,
         rejected: rejects.len() as u64,
         llm: totals,
-        files: Vec::new(),
+        files: files
+            .iter()
+            .map(|f| f.path.clone())
+            .chain(["README.md".into(), "manifest.json".into()])
+            .collect(),
+        data_files: files
+            .iter()
+            .filter_map(|f| f.data_file(&card.split))
+            .collect(),
+        card,
     };
-    manifest.files = crate::format::file_names(&recipe.format, &recipe.domain);
     if opts.write {
         let card = crate::card::render(recipe, &manifest);
-        crate::output::write_outputs(
-            &recipe.format,
-            &dir,
-            &Outputs {
-                domain: &recipe.domain,
-                recipe: &name,
-                items: &items,
-                rejects: &rejects,
-                manifest: &manifest,
-                card,
-            },
-        )?;
+        crate::output::write_outputs(&dir, &files, &card, &manifest)?;
         let run = serde_json::json!({
             "unix_time": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()),
             "backend": cfg.backend.name(),
@@ -276,6 +275,7 @@ pub async fn build_recipe(
             "llm": llm.stats(),
         });
         append_line(&dir.join("runs.jsonl"), &run.to_string())?;
+        crate::hub::write_benchmark_card(&opts.out, &recipe.benchmark)?;
     }
     progress.finish(&name, manifest.rows, manifest.rejected);
     Ok(BuildOutcome {

@@ -1,5 +1,5 @@
 //! What each output format needs from the mapped fields (checked at the `map` stage, so a
-//! bad mapping is a reject naming the record) and which files it writes.
+//! bad mapping is a reject naming the record).
 
 use cb_model::{letter, letter_index, KvItem};
 use serde_json::{json, Map, Value};
@@ -97,20 +97,6 @@ pub fn check_mapped(format: &str, fields: &mut Map<String, Value>) -> Result<(),
         }
         other => Err(format!("unknown output format '{other}'")),
     }
-}
-
-/// The files a build of `format` writes, in the manifest's order.
-pub fn file_names(format: &str, domain: &str) -> Vec<String> {
-    let mut files = match format {
-        "recall" => vec![
-            "qa_a.jsonl".to_owned(),
-            "qa_na.jsonl".into(),
-            "text_generation.jsonl".into(),
-        ],
-        _ => vec![format!("{domain}.json"), format!("{domain}.jsonl")],
-    };
-    files.extend(["rejects.jsonl", "README.md", "manifest.json"].map(String::from));
-    files
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ pub mod build;
 pub mod card;
 pub mod error;
 pub mod format;
+pub mod hub;
 pub mod output;
 pub mod progress;
 pub mod recipe;

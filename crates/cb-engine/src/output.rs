@@ -3,7 +3,7 @@
 
 use crate::{EngineError, Item};
 use cb_model::recall::{changed_words, name_of, Edit, QaRow, TextGenRow};
-use cb_model::{KreRow, KvItem, Manifest, Reject};
+use cb_model::{DataFile, KreRow, KvItem, Manifest, Reject};
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::io::Write;
@@ -195,49 +195,114 @@ pub fn kre_clean_row(item: &Item, recipe: &str) -> Value {
     })
 }
 
-/// Everything a recipe's output folder gets (besides `runs.jsonl`).
-pub struct Outputs<'a> {
-    pub domain: &'a str,
-    pub recipe: &'a str,
-    pub items: &'a [Item],
-    pub rejects: &'a [Reject],
-    pub manifest: &'a Manifest,
-    pub card: String,
+/// A file of a build, serialised once: counted for the manifest and the card, then written.
+pub struct OutFile {
+    pub path: String,
+    /// The card's config that loads it; `None` for KRE's released-layout `.json`, which
+    /// holds the same rows as the `.jsonl` under a key that makes a poor column name.
+    pub config: Option<String>,
+    pub rows: u64,
+    pub bytes: Vec<u8>,
 }
 
-/// Writes the benchmark files of `format`, then the rejects, the card and, last, the
-/// manifest.
-pub fn write_outputs(format: &str, dir: &Path, o: &Outputs<'_>) -> Result<(), EngineError> {
-    if format == "recall" {
-        let mut qa_a = Vec::new();
-        let mut qa_na = Vec::new();
-        let mut tg = Vec::new();
-        for item in o.items {
-            let (a, na, t) = recall_rows(item, o.recipe);
+impl OutFile {
+    fn new(path: String, config: Option<&str>, rows: usize, bytes: Vec<u8>) -> Self {
+        OutFile {
+            path,
+            config: config.map(str::to_owned),
+            rows: rows as u64,
+            bytes,
+        }
+    }
+
+    /// What the manifest and the card say of the file, when a config loads it.
+    pub fn data_file(&self, split: &str) -> Option<DataFile> {
+        Some(DataFile {
+            config: self.config.clone()?,
+            path: self.path.clone(),
+            split: split.to_owned(),
+            rows: self.rows,
+            bytes: self.bytes.len() as u64,
+        })
+    }
+}
+
+/// The config of `rejects.jsonl`.
+pub const REJECTS: &str = "rejects";
+
+/// The benchmark files of a build of `format` (KRE: the released layout and the clean
+/// JSONL; RECALL: `qa_a`, `qa_na`, `text_generation`), then `rejects.jsonl`.
+pub fn out_files(
+    format: &str,
+    domain: &str,
+    recipe: &str,
+    items: &[Item],
+    rejects: &[Reject],
+) -> Vec<OutFile> {
+    let mut files = if format == "recall" {
+        let (mut qa_a, mut qa_na, mut tg) = (Vec::new(), Vec::new(), Vec::new());
+        for item in items {
+            let (a, na, t) = recall_rows(item, recipe);
             qa_a.push(a);
             qa_na.extend(na);
             tg.push(t);
         }
-        write_atomic(&dir.join("qa_a.jsonl"), &to_jsonl(&qa_a))?;
-        write_atomic(&dir.join("qa_na.jsonl"), &to_jsonl(&qa_na))?;
-        write_atomic(&dir.join("text_generation.jsonl"), &to_jsonl(&tg))?;
+        vec![
+            OutFile::new(
+                "qa_a.jsonl".into(),
+                Some("qa_a"),
+                qa_a.len(),
+                to_jsonl(&qa_a),
+            ),
+            OutFile::new(
+                "qa_na.jsonl".into(),
+                Some("qa_na"),
+                qa_na.len(),
+                to_jsonl(&qa_na),
+            ),
+            OutFile::new(
+                "text_generation.jsonl".into(),
+                Some("text_generation"),
+                tg.len(),
+                to_jsonl(&tg),
+            ),
+        ]
     } else {
-        let release: Vec<KreRow> = o.items.iter().map(kre_row).collect();
-        write_atomic(
-            &dir.join(format!("{}.json", o.domain)),
-            &to_json_4(&release),
-        )?;
-        write_atomic(
-            &dir.join(format!("{}.jsonl", o.domain)),
-            &to_jsonl(o.items.iter().map(|i| kre_clean_row(i, o.recipe))),
-        )?;
+        let release: Vec<KreRow> = items.iter().map(kre_row).collect();
+        let clean = to_jsonl(items.iter().map(|i| kre_clean_row(i, recipe)));
+        vec![
+            OutFile::new(
+                format!("{domain}.json"),
+                None,
+                items.len(),
+                to_json_4(&release),
+            ),
+            OutFile::new(format!("{domain}.jsonl"), Some(domain), items.len(), clean),
+        ]
+    };
+    files.push(OutFile::new(
+        "rejects.jsonl".into(),
+        Some(REJECTS),
+        rejects.len(),
+        to_jsonl(rejects),
+    ));
+    files
+}
+
+/// Writes the files, then the card and, last, the manifest.
+pub fn write_outputs(
+    dir: &Path,
+    files: &[OutFile],
+    card: &str,
+    manifest: &Manifest,
+) -> Result<(), EngineError> {
+    for f in files {
+        write_atomic(&dir.join(&f.path), &f.bytes)?;
     }
-    write_atomic(&dir.join("rejects.jsonl"), &to_jsonl(o.rejects))?;
-    write_atomic(&dir.join("README.md"), o.card.as_bytes())?;
-    let mut manifest = serde_json::to_vec_pretty(o.manifest).expect("manifest serialises");
+    write_atomic(&dir.join("README.md"), card.as_bytes())?;
+    let mut manifest = serde_json::to_vec_pretty(manifest).expect("manifest serialises");
     manifest.push(b'\n');
-    write_atomic(&dir.join("manifest.json"), &manifest)?;
-    Ok(())
+    write_atomic(&dir.join("manifest.json"), &manifest)
 }
 
 #[cfg(test)]

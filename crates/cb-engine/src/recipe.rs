@@ -71,6 +71,10 @@ pub struct Recipe {
     /// Notes for the card (quirks, what differs from the paper).
     #[serde(default)]
     pub notes: Vec<String>,
+    /// The Hub metadata of the card: title, split, language, source datasets, the
+    /// sources' licenses (`[card]` table).
+    #[serde(default)]
+    pub card: cb_model::CardMeta,
     pub source: SourceSpec,
     #[serde(default)]
     pub join: Vec<JoinSpec>,

@@ -2,6 +2,7 @@
 //! readers produce, steps transform and writers serialise, plus the pure helpers every
 //! part shares (seeded randomness, text normalisation).
 
+pub mod card;
 pub mod date;
 pub mod kre;
 pub mod manifest;
@@ -12,6 +13,7 @@ pub mod rng;
 pub mod spans;
 pub mod text;
 
+pub use card::{CardMeta, DataFile, SourceLicense};
 pub use kre::{letter, letter_index, KreRow};
 pub use manifest::{Manifest, StageCounts};
 pub use recall::{Edit, KvItem, QaRow, TextGenRow};

@@ -47,6 +47,12 @@ pub struct Manifest {
     pub rejected: u64,
     pub llm: LlmTotals,
     pub files: Vec<String>,
+    /// The Hub metadata of the dataset card.
+    #[serde(default)]
+    pub card: crate::CardMeta,
+    /// The files the card's `configs` load, with their row counts.
+    #[serde(default)]
+    pub data_files: Vec<crate::DataFile>,
 }
 
 /// A source file read by the build.

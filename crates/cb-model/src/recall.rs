@@ -55,8 +55,9 @@ pub struct QaRow {
     pub question: String,
     pub answer: String,
     pub edited_answer: String,
-    /// The record key the answer is the value of (EventKG); empty for UJ.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    /// The record key the answer is the value of (EventKG); empty for UJ (`null` in the
+    /// file).
+    #[serde(default, with = "empty_as_null")]
     pub answer_key: String,
     pub options: Vec<String>,
     pub answer_option: String,
@@ -64,8 +65,8 @@ pub struct QaRow {
     pub edited_context: String,
     pub edits: Vec<Edit>,
     /// Sentence-grained edits (UJ): the other term B whose sentence, renamed to this
-    /// term, was inserted.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    /// term, was inserted (`null` in the file for other rows).
+    #[serde(default, with = "empty_as_null")]
     pub donor_term: String,
     /// Per model call behind the row: step, prompt template and hash, cache key, attempt.
     #[serde(default)]
@@ -92,8 +93,8 @@ pub struct TextGenRow {
     pub source: serde_json::Value,
     pub edited_source: serde_json::Value,
     pub target: String,
-    /// EventKG: the key of the record item that was changed.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    /// EventKG: the key of the record item that was changed (`null` in the file for UJ).
+    #[serde(default, with = "empty_as_null")]
     pub edited_key: String,
     pub edited_words: Vec<String>,
     pub original_words: Vec<String>,
@@ -101,6 +102,24 @@ pub struct TextGenRow {
     pub aligned: bool,
     #[serde(default)]
     pub lineage: Vec<serde_json::Value>,
+}
+
+/// An optional text field: empty in Rust, `null` in the file, so that every row of a file
+/// has the same keys with the same types (one schema for `datasets` and the Hub).
+mod empty_as_null {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(s: &str, ser: S) -> Result<S::Ok, S::Error> {
+        if s.is_empty() {
+            ser.serialize_none()
+        } else {
+            ser.serialize_some(s)
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+        Ok(Option::<String>::deserialize(d)?.unwrap_or_default())
+    }
 }
 
 /// Byte offset -> Unicode scalar offset in `s`.
@@ -259,6 +278,35 @@ mod tests {
         bad[1].edited_span = [37, 41];
         assert!(check_edits(text, &edited, &bad).is_err());
         assert!(check_edits(text, "something else", &edits).is_err());
+    }
+
+    #[test]
+    fn an_empty_optional_text_is_null_in_the_file_and_reads_back() {
+        let row = TextGenRow {
+            id: "i".into(),
+            domain: "cs".into(),
+            source_id: "s".into(),
+            origin: "o:1".into(),
+            subject: "t".into(),
+            source: "p".into(),
+            edited_source: "q".into(),
+            target: "d".into(),
+            edited_key: String::new(),
+            edited_words: vec![],
+            original_words: vec![],
+            aligned: false,
+            lineage: vec![],
+        };
+        let v = serde_json::to_value(&row).unwrap();
+        assert!(v["edited_key"].is_null(), "{v}");
+        assert_eq!(serde_json::from_value::<TextGenRow>(v).unwrap(), row);
+        let keyed = TextGenRow {
+            edited_key: "location".into(),
+            ..row
+        };
+        let v = serde_json::to_value(&keyed).unwrap();
+        assert_eq!(v["edited_key"], "location");
+        assert_eq!(serde_json::from_value::<TextGenRow>(v).unwrap(), keyed);
     }
 
     #[test]

@@ -15,8 +15,9 @@ pub struct Reject {
     pub reason: String,
     /// A human-readable sentence.
     pub detail: String,
-    /// The raw model response behind the rejection, when there was one.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// The raw model response behind the rejection, when there was one (`null` otherwise:
+    /// every line has every key).
+    #[serde(default)]
     pub raw_response: Option<String>,
     /// How many model calls were made for this stage (0 for non-LLM stages).
     pub attempts: u32,

@@ -49,6 +49,21 @@ async fn built_rows_equal_the_released_rows_they_share() {
             }
         }
         assert!(shared >= expect_min, "{domain}: only {shared} shared rows");
+        if domain == "ecare" {
+            // Every row of dev_full.jsonl is kept (premises that say "cannot" or that are
+            // the golden answer included), and every released row is among them.
+            let lines = std::fs::read_to_string(data.join("ecare/dev_full.jsonl"))
+                .unwrap()
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .count();
+            assert_eq!(built.as_array().unwrap().len(), lines, "ecare rows kept");
+            assert_eq!(
+                shared,
+                released.as_array().unwrap().len(),
+                "ecare released rows"
+            );
+        }
         for r in built.as_array().unwrap() {
             let cand = r["candidate"].as_str().unwrap();
             let idx = (cand.as_bytes()[0] - b'A') as usize;

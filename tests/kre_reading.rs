@@ -266,8 +266,10 @@ async fn off_schema_distractors_end_in_rejects_and_the_rest_are_rows() {
     }
     let m = read_json(&dir.join("manifest.json"));
     assert_eq!(m["backend"], "openai");
-    // 3 good items: 2 calls each; 3 bad ones: 2 distractors attempts each.
-    assert_eq!(mock.request_count(), 12);
+    // 3 good items: 2 calls each; 3 bad ones: 2 distractors attempts each; and the two
+    // probes of `--structured auto` (json-schema, then json-object) to a mock that ignores
+    // `response_format`, after which the schema goes in the prompt only.
+    assert_eq!(mock.request_count(), 12 + 2);
 }
 
 #[test]

@@ -23,6 +23,9 @@ async fn faults_end_in_retries_or_rejects_and_the_build_finishes() {
         "droponce",
         "badrequest",
         "malformed",
+        "malformedonce",
+        "errorobjectonce",
+        "emptyonce",
         "refusal",
         "eosfinish",
     ];
@@ -53,7 +56,15 @@ async fn faults_end_in_retries_or_rejects_and_the_build_finishes() {
             ("hangonce", 1) | ("hangalways", _) => Reply::Hang,
             ("droponce", 1) => Reply::Drop,
             ("badrequest", _) => Reply::bad_request("unsupported parameter"),
-            ("malformed", _) => Reply::RawBody("{\"choices\": [{\"message\": ".into()),
+            ("malformed", _) | ("malformedonce", 1) => {
+                Reply::RawBody("{\"choices\": [{\"message\": ".into())
+            }
+            ("errorobjectonce", 1) => Reply::RawBody(cb_mock::error_body(
+                "The server is overloaded",
+                "server_error",
+                None,
+            )),
+            ("emptyonce", 1) => Reply::RawBody(String::new()),
             ("refusal", _) => Reply::Content("I'm sorry, but I can't help with that.".into()),
             ("eosfinish", _) => {
                 let Reply::Content(c) = model_reply(req) else {
@@ -99,6 +110,9 @@ async fn faults_end_in_retries_or_rejects_and_the_build_finishes() {
         "hangonce",
         "droponce",
         "eosfinish",
+        "malformedonce",
+        "errorobjectonce",
+        "emptyonce",
     ] {
         assert!(
             ok.iter().any(|q| q.contains(&format!("Case {n}:"))),
@@ -122,8 +136,8 @@ async fn faults_end_in_retries_or_rejects_and_the_build_finishes() {
     assert_eq!(reject("always500")["reason"], "retries_exhausted_http_500");
     assert_eq!(
         reject("always500")["attempts"],
-        1,
-        "one step call, retried inside the layer"
+        3,
+        "attempts count the requests sent: first try + 2 retries"
     );
     assert_eq!(reject("hangalways")["reason"], "retries_exhausted_timeout");
     assert_eq!(reject("badrequest")["reason"], "http_400");
@@ -131,7 +145,12 @@ async fn faults_end_in_retries_or_rejects_and_the_build_finishes() {
         .as_str()
         .unwrap()
         .contains("unsupported parameter"));
-    assert_eq!(reject("malformed")["reason"], "malformed_response");
+    // A broken 200 is retried like a 5xx and rejected only when the retries run out.
+    assert_eq!(
+        reject("malformed")["reason"],
+        "retries_exhausted_malformed_response"
+    );
+    assert_eq!(reject("malformed")["attempts"], 3);
     assert!(reject("malformed")["raw_response"]
         .as_str()
         .unwrap()
@@ -158,7 +177,10 @@ async fn faults_end_in_retries_or_rejects_and_the_build_finishes() {
     assert_eq!(sent("always500").len(), 3, "first try + 2 retries");
     assert_eq!(sent("hangalways").len(), 3);
     assert_eq!(sent("badrequest").len(), 1, "400 is not retried");
-    assert_eq!(sent("malformed").len(), 1);
+    assert_eq!(sent("malformed").len(), 3, "first try + 2 retries");
+    for n in ["malformedonce", "errorobjectonce", "emptyonce"] {
+        assert_eq!(sent(n).len(), 2, "{n}: retried once");
+    }
     let rl = sent("ratelimit");
     assert_eq!(rl.len(), 2);
     let waited = rl[1].at.duration_since(rl[0].at);

@@ -6,6 +6,7 @@
 //! [`cb_model::text::contains_phrase`].
 
 use crate::load::{FileKind, Payload, Row};
+use cb_model::quality;
 use cb_model::recall::check_edits;
 use cb_model::text::{contains_phrase, find_word_occurrences, normalize};
 use cb_model::{letter_index, KvItem};
@@ -107,6 +108,9 @@ pub const CHECKS: &[CheckInfo] = &[
     check!("kre_negative_context_missing_negative", "kre", Warning, "Under half of the negative answer's content-word stems (as in kre_golden_context_unrelated) occur in the negative context: it does not support the negative answer.", "overlap < 0.50"),
     check!("kre_negative_context_states_golden", "kre", Warning, "The negative context states the golden answer `choices[answer]` (whole words, normalised)."),
     check!("kre_contexts_identical", "kre", Error, "The negative context is the golden context (after normalisation)."),
+    check!("kre_negative_context_echo", "kre", Error, "A line of the negative context starts with a prompt label (`Event:`, `Question:`, `Chosen cause:` ..., cb_model::quality::PROMPT_LABELS), or it names a part of the prompt (\"the reference explanation\", cb_model::quality::PROMPT_TERMS), that the question, choices and golden context do not have: the prompt repeated back."),
+    check!("kre_negative_context_restates", "kre", Warning, "The negative context adds no content word (function words left out, first 5 characters compared) to the negative answer: it only restates it.", "0 added words"),
+    check!("kre_negative_context_language", "kre", Warning, "The negative context is clearly in another language than the question and golden context (cb_model::quality::language; unclear texts pass)."),
     check!("qa_task", "qa", Error, "`task` matches the file (qa_a / qa_na) and `edit` fits it (qa_a: answer; qa_na: word or sentence)."),
     check!("qa_options", "qa", Error, "`options` are exactly {answer, edited_answer}, two distinct texts, and `answer_option` is the letter of `answer`."),
     check!("qa_context_has_answer", "qa", Error, "The original context states the answer (whole words, normalised)."),
@@ -114,6 +118,8 @@ pub const CHECKS: &[CheckInfo] = &[
     check!("qa_a_original_answer_gone", "qa_a", Error, "QA-A: the edited context no longer states the original answer (whole words, normalised)."),
     check!("qa_na_answer_present", "qa_na", Error, "QA-NA: the edited context still holds the answer verbatim (whole words, case-insensitive)."),
     check!("qa_na_context_changed", "qa_na", Error, "QA-NA: the edited context differs from the context."),
+    check!("qa_context_echo", "qa", Error, "A line of the context or the question starts with a prompt label (cb_model::quality::PROMPT_LABELS): the prompt repeated back."),
+    check!("qa_edited_context_language", "qa", Warning, "The edited context is clearly in another language than the context (cb_model::quality::language; unclear texts pass)."),
     check!("edits_match_diff", "qa", Error, "The recorded `edits` turn the context into the edited context exactly (spans, texts, nothing else changed)."),
     check!("tg_one_item_changed", "text_generation", Error, "EventKG: source and edited source have the same keys and differ in exactly one item, whose key is `edited_key`."),
     check!("tg_source_changed", "text_generation", Error, "UJ: the edited source paragraph differs from the source."),
@@ -255,6 +261,37 @@ fn check_kre(r: &cb_model::KreRow) -> Vec<Outcome> {
         normalize(&r.negative_context) != normalize(&r.golden_context),
         || "the negative context is the golden context".into(),
     ));
+    let given = format!(
+        "{}\n{}\n{}",
+        r.question,
+        r.choices.join("\n"),
+        r.golden_context
+    );
+    let echo = quality::echoed_label(&r.negative_context, quality::PROMPT_LABELS, &given)
+        .or_else(|| quality::echoed_term(&r.negative_context, &given));
+    out.push(ok_if("kre_negative_context_echo", echo.is_none(), || {
+        format!("prompt label or term \"{}\"", echo.unwrap_or_default())
+    }));
+    out.push(ok_if(
+        "kre_negative_context_restates",
+        !quality::restates(&r.negative_context, &r.negative_answer),
+        || {
+            format!(
+                "adds {:?} to \"{}\"",
+                quality::added_words(&r.negative_context, &r.negative_answer),
+                r.negative_answer
+            )
+        },
+    ));
+    let lang = quality::other_language(
+        &r.negative_context,
+        &format!("{} {}", r.question, r.golden_context),
+    );
+    out.push(ok_if(
+        "kre_negative_context_language",
+        lang.is_none(),
+        || format!("{lang:?}"),
+    ));
     out
 }
 
@@ -323,6 +360,18 @@ fn check_qa(kind: FileKind, r: &cb_model::QaRow) -> Vec<Outcome> {
         }
     });
     out.push(("edits_match_diff", edits));
+    let echo = quality::echoed_label(
+        &format!("{}\n{}", r.context, r.question),
+        quality::PROMPT_LABELS,
+        "",
+    );
+    out.push(ok_if("qa_context_echo", echo.is_none(), || {
+        format!("a line starts with \"{}:\"", echo.unwrap_or_default())
+    }));
+    let lang = quality::other_language(&r.edited_context, &r.context);
+    out.push(ok_if("qa_edited_context_language", lang.is_none(), || {
+        format!("{lang:?}")
+    }));
     out
 }
 

@@ -394,6 +394,54 @@ fn tg_e_o_consistent_on_uj_rows() {
     assert_eq!(outcome(TG, Payload::TextGen(unaligned), code), Some(false));
 }
 
+// The real SmolLM2 answers (#12): prompt echo, and a bare restatement.
+row_check!(
+    kre_negative_context_echo,
+    KRE,
+    k(kre()),
+    k(KreRow {
+        negative_context: "The streets were wet in the morning.\nEvent: The shops opened late.\nChosen cause: The rain made the ground wet.".into(),
+        ..kre()
+    })
+);
+row_check!(
+    kre_negative_context_restates,
+    KRE,
+    k(kre()),
+    k(KreRow {
+        negative_answer: "The plants grew faster".into(),
+        negative_context: "The plants grew faster.".into(),
+        ..kre()
+    })
+);
+row_check!(
+    kre_negative_context_language,
+    KRE,
+    k(kre()),
+    k(KreRow {
+        negative_context:
+            "Les gens gardent le livre qu'ils lisent dans le four, et il reste chaud pour la nuit."
+                .into(),
+        ..kre()
+    })
+);
+row_check!(qa_context_echo, FileKind::QaA, Payload::Qa(qa_a()), {
+    let mut r = qa_a();
+    r.question = format!("Paragraph: {CONTEXT}\nQuestion: Where was Joan of Arc born?");
+    Payload::Qa(r)
+});
+row_check!(
+    qa_edited_context_language,
+    FileKind::QaA,
+    Payload::Qa(qa_a()),
+    {
+        let mut r = qa_a();
+        r.edited_context =
+            "Jeanne d'Arc est née à Lyon en 1412, et elle a été jugée à Rouen pour hérésie.".into();
+        Payload::Qa(r)
+    }
+);
+
 #[test]
 fn ids_unique() {
     let a = || row("x-1", k(kre()));

@@ -196,6 +196,9 @@ pub async fn build_recipe(
     if let Some(e) = fatal {
         return Err(e);
     }
+    if let Some(e) = endpoint_never_answered(&name, llm, &totals, &step_counts) {
+        return Err(e);
+    }
     for c in &mut step_counts {
         c.out = c.in_ - c.rejected;
     }
@@ -272,6 +275,7 @@ pub async fn build_recipe(
             "unix_time": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()),
             "backend": cfg.backend.name(),
             "transport": llm.transport(),
+            "structured": llm.structured_form(),
             "llm": llm.stats(),
         });
         append_line(&dir.join("runs.jsonl"), &run.to_string())?;
@@ -285,6 +289,34 @@ pub async fn build_recipe(
         rejected: manifest.rejected,
         manifest,
     })
+}
+
+/// The partial-failure rule: a recipe whose model calls got no answer at all while some
+/// failed in transport (connection, timeout, 408/429/5xx, malformed 200, after every retry)
+/// fails as a whole and writes nothing, so a dead or broken endpoint never replaces a build.
+/// Once any answer came, transport rejects are written as rejects and a re-run retries them
+/// (they are never cached).
+fn endpoint_never_answered(
+    recipe: &str,
+    llm: &Llm,
+    totals: &LlmTotals,
+    steps: &[StageCounts],
+) -> Option<EngineError> {
+    let mut failed: BTreeMap<&str, u64> = BTreeMap::new();
+    for (reason, n) in steps.iter().flat_map(|s| &s.reasons) {
+        if cb_llm::is_transport_reason(reason) {
+            *failed.entry(reason).or_default() += n;
+        }
+    }
+    if totals.calls > 0 || failed.is_empty() {
+        return None;
+    }
+    let reasons: Vec<String> = failed.iter().map(|(r, n)| format!("{n} {r}")).collect();
+    Some(EngineError::Llm(cb_llm::LlmError::Endpoint(format!(
+        "the endpoint {} gave no answer for {recipe} ({}); nothing was written: run the same command again once it answers",
+        llm.endpoint(),
+        reasons.join(", ")
+    ))))
 }
 
 fn round6(x: f64) -> f64 {

@@ -13,8 +13,9 @@ pub enum EngineError {
     /// The budget is spent: nothing was written for this recipe; run again to resume.
     #[error("{0}")]
     Budget(String),
-    /// The LLM layer failed in a way that concerns the whole build (cache, replay miss).
-    #[error("{0}")]
+    /// The LLM layer failed in a way that concerns the whole build (cache, replay miss,
+    /// endpoint unusable). Transparent: its message is printed once.
+    #[error(transparent)]
     Llm(#[from] cb_llm::LlmError),
     #[error("cannot write {path}: {source}")]
     Write {

@@ -20,7 +20,8 @@
 
 use crate::batch_api::{input_line, parse_results, BatchApi, RemoteBatch};
 use crate::batch_store::{BatchRecord, BatchRequestRow};
-use crate::{Cache, CachedResponse, Call, ChatRequest, Completion, Llm, LlmError};
+use crate::structured::Form;
+use crate::{endpoint, Cache, CachedResponse, Call, ChatRequest, Completion, Llm, LlmError};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
@@ -100,13 +101,22 @@ fn dup(e: &LlmError) -> LlmError {
         LlmError::Cache(m) => LlmError::Cache(m.clone()),
         LlmError::Config(m) => LlmError::Config(m.clone()),
         LlmError::Timeout(d) => LlmError::Timeout(*d),
+        LlmError::Connect(m) => LlmError::Connect(m.clone()),
+        LlmError::Endpoint(m) => LlmError::Endpoint(m.clone()),
+        LlmError::FormRefused(m) => LlmError::FormRefused(m.clone()),
         other => LlmError::Connection(other.to_string()),
     }
 }
 
 impl Llm {
     /// Queues a call that missed the cache and waits for its round.
-    pub(crate) async fn via_batch(&self, call: &Call, key: String) -> Result<Completion, LlmError> {
+    /// `key` and the body in the input line are the ones an online call in `form` would use.
+    pub(crate) async fn via_batch(
+        &self,
+        call: &Call,
+        key: String,
+        form: Form,
+    ) -> Result<Completion, LlmError> {
         let inner = &self.inner;
         let collector = inner.batch.as_ref().expect("batch mode has a collector");
         let (tx, rx) = oneshot::channel();
@@ -117,7 +127,7 @@ impl Llm {
                 .entry(key.clone())
                 .or_insert_with(|| Waiting {
                     call: call.clone(),
-                    line: input_line(&key, &call.request.body(&inner.config.model)),
+                    line: input_line(&key, &call.request.body_as(&inner.config.model, form)),
                     waiters: Vec::new(),
                     rounds: 0,
                 })
@@ -168,7 +178,12 @@ impl Llm {
             tracing::info!(requests = taken.len(), "batch round");
             let mut answers = match self.round(&taken, &opts).await {
                 Ok(a) => a,
-                Err(e) => taken.keys().map(|k| (k.clone(), Err(dup(&e)))).collect(),
+                Err(e) => {
+                    // Credentials refused, path unknown or no connection at all: the endpoint
+                    // is unusable, as for online calls, and the build stops.
+                    let e = self.fatal_batch_error(e);
+                    taken.keys().map(|k| (k.clone(), Err(dup(&e)))).collect()
+                }
             };
             let mut again = Vec::new();
             for (key, mut w) in taken {
@@ -451,6 +466,32 @@ impl Llm {
         cache.collect_batch(file_id, &inner.endpoint, &inner.config.model, &answers)?;
         tracing::info!(batch = %remote.id, status = %remote.status, answers = answers.len(), "batch collected");
         Ok(())
+    }
+
+    /// A round's error that says the endpoint is unusable (401/403/404 on the Files or Batch
+    /// API, or no connection on any attempt) marks it dead; others are passed on.
+    fn fatal_batch_error(&self, e: LlmError) -> LlmError {
+        let inner = &self.inner;
+        let (ep, model, key) = (
+            &inner.endpoint,
+            &inner.config.model,
+            inner.config.api_key.expose(),
+        );
+        let last = match &e {
+            LlmError::Exhausted { last, .. } => last.as_ref(),
+            other => other,
+        };
+        if let Some(why) = endpoint::fatal_status(last, ep, model, key) {
+            return self.endpoint_down(why);
+        }
+        if matches!(last, LlmError::Connect(_)) {
+            let attempts = match &e {
+                LlmError::Exhausted { attempts, .. } => *attempts,
+                _ => 1,
+            };
+            return self.endpoint_down(endpoint::unreachable(last, ep, attempts));
+        }
+        e
     }
 
     /// Cancels a batch of the journal (by batch id or input file id) and records its state.

@@ -6,7 +6,7 @@
 //! by copying the file only after the build if power loss matters to you.
 
 use crate::{Call, LlmError};
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -50,6 +50,14 @@ CREATE TABLE IF NOT EXISTS responses (
     created_unix INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS responses_template ON responses(template);
+CREATE TABLE IF NOT EXISTS capabilities (
+    endpoint TEXT NOT NULL,
+    model TEXT NOT NULL,
+    structured TEXT NOT NULL,
+    detail TEXT NOT NULL,
+    detected_unix INTEGER NOT NULL,
+    PRIMARY KEY (endpoint, model)
+);
 ";
 
 /// Commits one answer; an existing row with the same key is kept (first answer wins).
@@ -84,6 +92,66 @@ impl Cache {
         self.conn.lock().expect("cache lock")
     }
 
+    /// Opens an existing cache file to read only (dry runs): `None` when there is no file.
+    /// Nothing is created, neither the file nor its folder.
+    pub fn open_read_only(path: &Path) -> Result<Option<Self>, LlmError> {
+        if !path.is_file() {
+            return Ok(None);
+        }
+        // A read-only connection to a WAL database leaves `-wal` and `-shm` files behind
+        // unless they exist already (another connection is open): then it shares them;
+        // otherwise the file is opened as immutable, which creates nothing.
+        let side = |ext: &str| {
+            let mut p = path.as_os_str().to_owned();
+            p.push(ext);
+            std::path::PathBuf::from(p).exists()
+        };
+        let immutable = !(side("-wal") && side("-shm"));
+        let uri = format!(
+            "file:{}?mode=ro{}",
+            uri_path(path),
+            if immutable { "&immutable=1" } else { "" }
+        );
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI;
+        let conn = Connection::open_with_flags(uri, flags)
+            .map_err(|e| LlmError::Cache(format!("cannot open {}: {e}", path.display())))?;
+        conn.busy_timeout(std::time::Duration::from_secs(30))?;
+        Ok(Some(Self {
+            conn: Arc::new(Mutex::new(conn)),
+        }))
+    }
+
+    /// The structured-output form remembered for this endpoint and model, if any. A cache
+    /// file written before the table existed (opened read-only) has none.
+    pub fn capability(&self, endpoint: &str, model: &str) -> Result<Option<String>, LlmError> {
+        let conn = self.conn.lock().expect("cache lock");
+        let Ok(mut stmt) = conn.prepare_cached(
+            "SELECT structured FROM capabilities WHERE endpoint = ?1 AND model = ?2",
+        ) else {
+            return Ok(None);
+        };
+        Ok(stmt
+            .query_row(params![endpoint, model], |r| r.get(0))
+            .optional()?)
+    }
+
+    /// Remembers the structured-output form of an endpoint and model, with how it was found.
+    pub fn put_capability(
+        &self,
+        endpoint: &str,
+        model: &str,
+        structured: &str,
+        detail: &str,
+    ) -> Result<(), LlmError> {
+        let conn = self.conn.lock().expect("cache lock");
+        conn.execute(
+            "INSERT OR REPLACE INTO capabilities (endpoint, model, structured, detail, detected_unix)
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![endpoint, model, structured, detail, unix_now()],
+        )?;
+        Ok(())
+    }
+
     pub fn get(&self, key: &str) -> Result<Option<CachedResponse>, LlmError> {
         let conn = self.conn.lock().expect("cache lock");
         let mut stmt = conn.prepare_cached(
@@ -115,9 +183,7 @@ impl Cache {
     ) -> Result<(), LlmError> {
         let request =
             serde_json::to_string(&call.request).map_err(|e| LlmError::Cache(e.to_string()))?;
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs() as i64);
+        let now = unix_now();
         let conn = self.conn.lock().expect("cache lock");
         conn.prepare_cached(INSERT_RESPONSE)?.execute(params![
             key,
@@ -145,5 +211,57 @@ impl Cache {
 
     pub fn is_empty(&self) -> Result<bool, LlmError> {
         Ok(self.len()? == 0)
+    }
+}
+
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// A path as the path part of an SQLite `file:` URI (`%`, `?`, `#` and non-ASCII escaped).
+fn uri_path(path: &Path) -> String {
+    let mut out = String::new();
+    for b in path.to_string_lossy().bytes() {
+        match b {
+            b'%' | b'?' | b'#' | 0x80.. | ..=0x20 => out.push_str(&format!("%{b:02X}")),
+            _ => out.push(b as char),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn read_only_opening_creates_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("not here/c.sqlite");
+        assert!(Cache::open_read_only(&missing).unwrap().is_none());
+        assert!(!dir.path().join("not here").exists());
+        let path = dir.path().join("a dir #1?/c.sqlite");
+        let rw = Cache::open(&path).unwrap();
+        rw.put_capability("e", "m", "json-object", "probe").unwrap();
+        drop(rw);
+        let names = || {
+            let mut v: Vec<_> = std::fs::read_dir(path.parent().unwrap())
+                .unwrap()
+                .map(|e| e.unwrap().file_name())
+                .collect();
+            v.sort();
+            v
+        };
+        let before = names();
+        let ro = Cache::open_read_only(&path).unwrap().unwrap();
+        assert_eq!(
+            ro.capability("e", "m").unwrap().as_deref(),
+            Some("json-object")
+        );
+        assert_eq!(ro.get("nokey").unwrap(), None);
+        drop(ro);
+        assert_eq!(names(), before);
     }
 }

@@ -14,18 +14,33 @@ pub enum LlmError {
     /// No answer in time.
     #[error("request timed out after {0:?}")]
     Timeout(Duration),
-    /// The connection failed or broke (refused, reset, closed mid-body).
+    /// The connection failed or broke after it was made (reset, closed mid-body).
     #[error("connection error: {0}")]
     Connection(String),
-    /// The server answered 200 with a body that is not a usable chat completion.
+    /// No connection could be made at all (refused, unknown host): worth a retry, and when
+    /// every attempt of a call ends so, the endpoint is taken for down ([`LlmError::Endpoint`]).
+    #[error("cannot connect: {0}")]
+    Connect(String),
+    /// The server answered 200 with a body that is not a usable chat completion (not JSON,
+    /// an error object, no message). Retried like a 5xx; never cached.
     #[error("malformed response: {reason}")]
     Malformed { reason: String, raw: String },
     /// A batch answered a request with an error of its own (expired, cancelled, failed).
     #[error("batch: {code}: {message}")]
     Batch { code: String, message: String },
-    /// Retries ran out; `last` is the last error.
+    /// Retries ran out (or a later attempt failed for good); `last` is the last error and
+    /// `attempts` the number of requests sent.
     #[error("gave up after {attempts} attempts: {last}")]
     Exhausted { attempts: u32, last: Box<LlmError> },
+    /// The endpoint is unusable for the whole build: unreachable on every attempt,
+    /// credentials refused (401/403), or model or path unknown (404). One sentence naming the
+    /// endpoint and the cause; the build stops and writes nothing for the recipe.
+    #[error("{0}")]
+    Endpoint(String),
+    /// The endpoint refuses this form of structured output (`response_format`), with a
+    /// `--structured` form given explicitly.
+    #[error("{0}")]
+    FormRefused(String),
     /// The replay backend found no cached answer.
     #[error("replay: no cached answer for item {item} (template {template}, key {key})")]
     ReplayMiss {
@@ -43,11 +58,13 @@ pub enum LlmError {
 }
 
 impl LlmError {
-    /// Worth another attempt: 429, 5xx, 408, timeouts and connection errors.
+    /// Worth another attempt: 429, 5xx, 408, timeouts, connection errors and malformed 200s.
     pub fn is_retryable(&self) -> bool {
         match self {
             Self::Status { status, .. } => *status == 429 || *status == 408 || *status >= 500,
-            Self::Timeout(_) | Self::Connection(_) => true,
+            Self::Timeout(_) | Self::Connection(_) | Self::Connect(_) | Self::Malformed { .. } => {
+                true
+            }
             Self::Batch { code, .. } => !matches!(
                 code.as_str(),
                 "batch_cancelled" | "batch_failed" | "invalid_request"
@@ -67,8 +84,26 @@ impl LlmError {
     pub fn is_fatal(&self) -> bool {
         matches!(
             self,
-            Self::Budget(_) | Self::Cache(_) | Self::Config(_) | Self::ReplayMiss { .. }
+            Self::Budget(_)
+                | Self::Cache(_)
+                | Self::Config(_)
+                | Self::ReplayMiss { .. }
+                | Self::Endpoint(_)
+                | Self::FormRefused(_)
         )
+    }
+
+    /// Requests sent for this call before it failed (0 when nothing was sent).
+    pub fn attempts(&self) -> u32 {
+        match self {
+            Self::Exhausted { attempts, .. } => *attempts,
+            Self::Status { .. }
+            | Self::Timeout(_)
+            | Self::Connection(_)
+            | Self::Connect(_)
+            | Self::Malformed { .. } => 1,
+            _ => 0,
+        }
     }
 
     /// A stable reason code for `rejects.jsonl`.
@@ -76,11 +111,16 @@ impl LlmError {
         match self {
             Self::Status { status, .. } => format!("http_{status}"),
             Self::Timeout(_) => "timeout".into(),
-            Self::Connection(_) => "connection".into(),
+            Self::Connection(_) | Self::Connect(_) => "connection".into(),
             Self::Malformed { .. } => "malformed_response".into(),
             Self::Batch { code, .. } if code.starts_with("batch_") => code.clone(),
             Self::Batch { code, .. } => format!("batch_{code}"),
-            Self::Exhausted { last, .. } => format!("retries_exhausted_{}", last.reason_code()),
+            Self::Exhausted { last, .. } if last.is_retryable() => {
+                format!("retries_exhausted_{}", last.reason_code())
+            }
+            Self::Exhausted { last, .. } => last.reason_code(),
+            Self::Endpoint(_) => "endpoint".into(),
+            Self::FormRefused(_) => "structured_refused".into(),
             Self::ReplayMiss { .. } => "replay_miss".into(),
             Self::Budget(_) => "budget".into(),
             Self::Cache(_) => "cache".into(),
@@ -97,6 +137,14 @@ impl LlmError {
             _ => None,
         }
     }
+}
+
+/// Whether a reject reason (a [`LlmError::reason_code`]) means the endpoint failed to answer
+/// (connection, timeout, 408/429/5xx or malformed 200 after every retry), as opposed to an
+/// answer that was refused or unusable.
+pub fn is_transport_reason(code: &str) -> bool {
+    code.starts_with("retries_exhausted_")
+        || matches!(code, "connection" | "timeout" | "malformed_response")
 }
 
 impl From<rusqlite::Error> for LlmError {

@@ -89,6 +89,8 @@ pub(crate) fn map_error(e: OpenAIError) -> LlmError {
             },
         },
         OpenAIError::Reqwest(e) if e.is_timeout() => LlmError::Timeout(Duration::ZERO),
+        // No connection at all (refused, unknown host): the innermost cause says which.
+        OpenAIError::Reqwest(e) if e.is_connect() => LlmError::Connect(root_cause(&e)),
         // Connection refused, reset, or the body broke off mid-way. reqwest's messages hold
         // the URL but never the headers, so the key cannot leak through them.
         OpenAIError::Reqwest(e) => LlmError::Connection(error_chain(&e)),
@@ -103,6 +105,16 @@ pub(crate) fn map_error(e: OpenAIError) -> LlmError {
         },
         other => LlmError::Connection(other.to_string()),
     }
+}
+
+fn root_cause(e: &dyn std::error::Error) -> String {
+    let mut last = e.to_string();
+    let mut src = e.source();
+    while let Some(inner) = src {
+        last = inner.to_string();
+        src = inner.source();
+    }
+    last
 }
 
 fn error_chain(e: &dyn std::error::Error) -> String {

@@ -12,20 +12,26 @@ mod batch;
 mod batch_api;
 mod batch_store;
 mod cache;
+mod endpoint;
 mod error;
 mod http;
 mod limiter;
 mod pool;
 pub mod pricing;
 mod request;
+mod send;
+mod structured;
 
 pub use batch::BatchOptions;
 pub use batch_store::BatchRecord;
 pub use cache::{Cache, CachedResponse};
-pub use error::LlmError;
+pub use error::{is_transport_reason, LlmError};
 pub use pool::{EndpointSpec, PoolConfig};
 pub use pricing::Price;
-pub use request::{cache_key, endpoint_identity, Call, ChatRequest, Message, CACHE_FORMAT};
+pub use request::{
+    cache_key, cache_key_as, endpoint_identity, Call, ChatRequest, Message, CACHE_FORMAT,
+};
+pub use structured::{Form, Structured};
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -97,6 +103,8 @@ pub struct LlmConfig {
     pub price: Price,
     pub max_cost_usd: Option<f64>,
     pub max_tokens: Option<u64>,
+    /// How response schemas are sent (`--structured`).
+    pub structured: Structured,
     /// `--batch`: cache misses go through the provider's Batch API (openai backend only).
     pub batch: Option<BatchOptions>,
     /// Several endpoints for the same model (openai backend); replaces `base_url`.
@@ -123,6 +131,7 @@ impl LlmConfig {
             price: Price::default(),
             max_cost_usd: None,
             max_tokens: None,
+            structured: Structured::Auto,
             batch: None,
             pool: None,
         }
@@ -212,6 +221,10 @@ struct Inner {
     /// Estimated cost (micro-dollars) and tokens reserved by calls in flight.
     reserved_micro_usd: AtomicU64,
     reserved_tokens: AtomicU64,
+    /// The structured-output form found out (auto mode).
+    form: structured::FormState,
+    /// Set once the endpoint is known to be unusable: every later call fails at once.
+    dead: std::sync::OnceLock<String>,
 }
 
 impl std::fmt::Debug for Llm {
@@ -227,9 +240,11 @@ impl std::fmt::Debug for Llm {
 impl Llm {
     /// Opens the cache (when configured) and prepares the backend.
     pub fn new(config: LlmConfig) -> Result<Self, LlmError> {
-        let cache = match &config.cache_path {
-            Some(p) => Some(Cache::open(p)?),
-            None => None,
+        // A dry run writes nothing: it reads an existing cache, and creates none.
+        let cache = match (&config.cache_path, config.backend) {
+            (Some(p), BackendKind::DryRun) => Cache::open_read_only(p)?,
+            (Some(p), _) => Some(Cache::open(p)?),
+            (None, _) => None,
         };
         if config.backend == BackendKind::Replay && cache.is_none() {
             return Err(LlmError::Config(
@@ -259,6 +274,8 @@ impl Llm {
                 stats: Stats::default(),
                 reserved_micro_usd: AtomicU64::new(0),
                 reserved_tokens: AtomicU64::new(0),
+                form: Default::default(),
+                dead: Default::default(),
             }),
         })
     }
@@ -289,12 +306,17 @@ impl Llm {
         }
     }
 
-    /// The cache key this call would have.
+    /// The cache key this call would have, in the structured-output form known now.
     pub fn key_of(&self, call: &Call) -> String {
-        cache_key(
+        self.key_as(call, self.form_now(&call.request))
+    }
+
+    fn key_as(&self, call: &Call, form: Form) -> String {
+        cache_key_as(
             &self.inner.endpoint,
             &self.inner.config.model,
             &call.request,
+            form,
         )
     }
 
@@ -302,69 +324,96 @@ impl Llm {
     pub async fn complete(&self, call: &Call) -> Result<Completion, LlmError> {
         let inner = &self.inner;
         inner.stats.calls.fetch_add(1, Ordering::Relaxed);
-        let key = self.key_of(call);
         if inner.config.backend == BackendKind::Offline {
             return Ok(Completion {
                 text: call.offline.clone(),
                 finish_reason: "offline".into(),
-                cache_key: key,
+                cache_key: self.key_of(call),
                 prompt_tokens: 0,
                 completion_tokens: 0,
                 cached: false,
             });
         }
-        if let Some(cache) = &inner.cache {
-            if let Some(hit) = cache.get(&key)? {
-                inner.stats.cache_hits.fetch_add(1, Ordering::Relaxed);
-                inner
-                    .stats
-                    .prompt_tokens
-                    .fetch_add(hit.prompt_tokens, Ordering::Relaxed);
-                inner
-                    .stats
-                    .completion_tokens
-                    .fetch_add(hit.completion_tokens, Ordering::Relaxed);
-                return Ok(Completion {
-                    text: hit.content,
-                    finish_reason: hit.finish_reason,
-                    cache_key: key,
-                    prompt_tokens: hit.prompt_tokens,
-                    completion_tokens: hit.completion_tokens,
-                    cached: true,
-                });
+        loop {
+            let form = self.form_for(&call.request).await?;
+            let key = self.key_as(call, form);
+            if let Some(hit) = self.cached(&key)? {
+                return Ok(hit);
             }
-        }
-        match inner.config.backend {
-            BackendKind::Replay => Err(LlmError::ReplayMiss {
-                key,
-                template: call.template.clone(),
-                item: call.item.clone(),
-            }),
-            BackendKind::DryRun => {
-                let est = call.request.estimated_prompt_tokens()
-                    + request::estimate_tokens(&call.offline);
-                inner.stats.upstream_calls.fetch_add(1, Ordering::Relaxed);
-                inner
-                    .stats
-                    .estimated_tokens
-                    .fetch_add(est, Ordering::Relaxed);
-                Ok(Completion {
-                    text: call.offline.clone(),
-                    finish_reason: "dry-run".into(),
-                    cache_key: key,
-                    prompt_tokens: 0,
-                    completion_tokens: 0,
-                    cached: false,
-                })
+            let result = match inner.config.backend {
+                BackendKind::Replay => Err(LlmError::ReplayMiss {
+                    key,
+                    template: call.template.clone(),
+                    item: call.item.clone(),
+                }),
+                BackendKind::DryRun => Ok(self.dry_run(call, key)),
+                BackendKind::Openai if inner.pool.is_some() => self.via_pool(call, key, form).await,
+                BackendKind::Openai if inner.batch.is_some() => {
+                    self.via_batch(call, key, form).await
+                }
+                BackendKind::Openai => self.upstream(call, key, form).await,
+                BackendKind::Offline => unreachable!("handled above"),
+            };
+            match (result, inner.config.structured) {
+                (Err(LlmError::FormRefused(why)), Structured::Auto) => self.step_down(form, &why)?,
+                (Err(LlmError::FormRefused(why)), Structured::Fixed(_)) => {
+                    return Err(LlmError::FormRefused(format!(
+                        "the endpoint {} refuses structured output as --structured {} ({why}); use --structured auto",
+                        inner.endpoint,
+                        form.name()
+                    )))
+                }
+                (r, _) => return r,
             }
-            BackendKind::Openai if inner.pool.is_some() => self.via_pool(call, key).await,
-            BackendKind::Openai if inner.batch.is_some() => self.via_batch(call, key).await,
-            BackendKind::Openai => self.upstream(call, key).await,
-            BackendKind::Offline => unreachable!("handled above"),
         }
     }
 
-    async fn upstream(&self, call: &Call, key: String) -> Result<Completion, LlmError> {
+    fn cached(&self, key: &str) -> Result<Option<Completion>, LlmError> {
+        let inner = &self.inner;
+        let Some(hit) = inner
+            .cache
+            .as_ref()
+            .map(|c| c.get(key))
+            .transpose()?
+            .flatten()
+        else {
+            return Ok(None);
+        };
+        inner.stats.cache_hits.fetch_add(1, Ordering::Relaxed);
+        inner
+            .stats
+            .prompt_tokens
+            .fetch_add(hit.prompt_tokens, Ordering::Relaxed);
+        inner
+            .stats
+            .completion_tokens
+            .fetch_add(hit.completion_tokens, Ordering::Relaxed);
+        Ok(Some(Completion {
+            text: hit.content,
+            finish_reason: hit.finish_reason,
+            cache_key: key.to_owned(),
+            prompt_tokens: hit.prompt_tokens,
+            completion_tokens: hit.completion_tokens,
+            cached: true,
+        }))
+    }
+
+    fn dry_run(&self, call: &Call, key: String) -> Completion {
+        let est = call.request.estimated_prompt_tokens() + request::estimate_tokens(&call.offline);
+        let stats = &self.inner.stats;
+        stats.upstream_calls.fetch_add(1, Ordering::Relaxed);
+        stats.estimated_tokens.fetch_add(est, Ordering::Relaxed);
+        Completion {
+            text: call.offline.clone(),
+            finish_reason: "dry-run".into(),
+            cache_key: key,
+            prompt_tokens: 0,
+            completion_tokens: 0,
+            cached: false,
+        }
+    }
+
+    async fn upstream(&self, call: &Call, key: String, form: Form) -> Result<Completion, LlmError> {
         let inner = &self.inner;
         let est_tokens =
             call.request.estimated_prompt_tokens() + u64::from(call.request.max_tokens);
@@ -373,89 +422,29 @@ impl Llm {
             u64::from(call.request.max_tokens),
         );
         let _reservation = self.reserve(est_cost, est_tokens)?;
-        let http = inner
-            .http
-            .as_ref()
-            .expect("openai backend has an http client");
-        let body = call.request.body(&inner.config.model);
-        let mut attempt: u32 = 0;
-        loop {
-            let permit = inner.limiter.acquire(est_tokens).await;
-            inner.stats.upstream_calls.fetch_add(1, Ordering::Relaxed);
-            let result = http.send(&body, inner.config.request_timeout).await;
-            drop(permit);
-            match result {
-                Ok(parsed) => {
-                    let (pt, ct) = parsed.usage.unwrap_or_else(|| {
-                        (
-                            call.request.estimated_prompt_tokens(),
-                            request::estimate_tokens(&parsed.content),
-                        )
-                    });
-                    let cost = inner.config.price.micro_usd(pt, ct);
-                    inner
-                        .stats
-                        .spent_micro_usd
-                        .fetch_add(cost, Ordering::Relaxed);
-                    inner.stats.prompt_tokens.fetch_add(pt, Ordering::Relaxed);
-                    inner
-                        .stats
-                        .completion_tokens
-                        .fetch_add(ct, Ordering::Relaxed);
-                    inner
-                        .stats
-                        .upstream_tokens
-                        .fetch_add(pt + ct, Ordering::Relaxed);
-                    let response = CachedResponse {
-                        content: parsed.content,
-                        finish_reason: parsed.finish_reason,
-                        prompt_tokens: pt,
-                        completion_tokens: ct,
-                        raw: parsed.raw,
-                    };
-                    if let Some(cache) = &inner.cache {
-                        cache.put(&key, &inner.endpoint, &inner.config.model, call, &response)?;
-                    }
-                    return Ok(Completion {
-                        text: response.content,
-                        finish_reason: response.finish_reason,
-                        cache_key: key,
-                        prompt_tokens: pt,
-                        completion_tokens: ct,
-                        cached: false,
-                    });
-                }
-                Err(e) if e.is_retryable() && attempt < inner.config.max_retries => {
-                    attempt += 1;
-                    inner.stats.retries.fetch_add(1, Ordering::Relaxed);
-                    let wait = match e.retry_after() {
-                        Some(d) => {
-                            let d = d.min(inner.config.retry_after_max);
-                            inner.limiter.pause_for(d);
-                            d
-                        }
-                        None => limiter::backoff(
-                            attempt,
-                            inner.config.backoff_base,
-                            inner.config.backoff_max,
-                        ),
-                    };
-                    tracing::warn!(item = %call.item, attempt, wait_ms = wait.as_millis() as u64, error = %e, "retrying model call");
-                    tokio::time::sleep(wait).await;
-                }
-                Err(e) => {
-                    inner.stats.failures.fetch_add(1, Ordering::Relaxed);
-                    return Err(if e.is_retryable() {
-                        LlmError::Exhausted {
-                            attempts: attempt + 1,
-                            last: Box::new(e),
-                        }
-                    } else {
-                        e
-                    });
-                }
-            }
+        let body = call.request.body_as(&inner.config.model, form);
+        let parsed = self
+            .send(&body, &call.request, &call.item, form, false)
+            .await?;
+        let (pt, ct) = parsed.usage.unwrap_or_default();
+        let response = CachedResponse {
+            content: parsed.content,
+            finish_reason: parsed.finish_reason,
+            prompt_tokens: pt,
+            completion_tokens: ct,
+            raw: parsed.raw,
+        };
+        if let Some(cache) = &inner.cache {
+            cache.put(&key, &inner.endpoint, &inner.config.model, call, &response)?;
         }
+        Ok(Completion {
+            text: response.content,
+            finish_reason: response.finish_reason,
+            cache_key: key,
+            prompt_tokens: pt,
+            completion_tokens: ct,
+            cached: false,
+        })
     }
 
     /// Reserves the estimate of one call against the budget, or says the budget is spent.

@@ -4,6 +4,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
+use crate::structured::Form;
+
 /// Bumped whenever the key derivation or the stored response format changes.
 pub const CACHE_FORMAT: u32 = 1;
 
@@ -42,13 +44,19 @@ pub struct ChatRequest {
     pub top_p: Option<f32>,
     pub max_tokens: u32,
     pub seed: Option<u64>,
-    /// A JSON schema the answer must follow, sent as `response_format` `json_schema`.
+    /// A JSON schema the answer must follow, sent in the endpoint's form (`--structured`).
     pub response_schema: Option<Value>,
 }
 
 impl ChatRequest {
-    /// The JSON body sent to `/chat/completions`.
+    /// The JSON body sent to `/chat/completions`, with the schema (if any) as OpenAI's
+    /// `json_schema` response format.
     pub fn body(&self, model: &str) -> Value {
+        self.body_as(model, Form::JsonSchema)
+    }
+
+    /// The JSON body sent to `/chat/completions`, with the schema (if any) in `form`.
+    pub fn body_as(&self, model: &str, form: Form) -> Value {
         let mut body = json!({
             "model": model,
             "messages": self.messages,
@@ -63,11 +71,12 @@ impl ChatRequest {
         if let Some(s) = self.seed {
             obj.insert("seed".into(), json!(s));
         }
-        if let Some(schema) = &self.response_schema {
-            obj.insert(
-                "response_format".into(),
-                json!({"type": "json_schema", "json_schema": {"name": "answer", "strict": true, "schema": schema}}),
-            );
+        if let Some(format) = self
+            .response_schema
+            .as_ref()
+            .and_then(|s| form.response_format(s))
+        {
+            obj.insert("response_format".into(), format);
         }
         body
     }
@@ -114,13 +123,24 @@ pub fn endpoint_identity(base_url: &str) -> String {
     }
 }
 
-/// The cache key: SHA-256 of the canonical JSON of everything that shapes the answer.
+/// The cache key of `request` sent with its schema (if any) as `json_schema`.
 pub fn cache_key(endpoint: &str, model: &str, request: &ChatRequest) -> String {
-    let canonical = json!({
+    cache_key_as(endpoint, model, request, Form::JsonSchema)
+}
+
+/// The cache key: SHA-256 of the canonical JSON of the exact body sent (so the form of
+/// structured output is part of it), plus the schema when the form sends none (`off`): the
+/// schema shapes what the step accepts even when only the prompt asks for it. A request
+/// without a schema has the same key in every form.
+pub fn cache_key_as(endpoint: &str, model: &str, request: &ChatRequest, form: Form) -> String {
+    let mut canonical = json!({
         "cache_format": CACHE_FORMAT,
         "endpoint": endpoint,
-        "request": request.body(model),
+        "request": request.body_as(model, form),
     });
+    if let (Form::Off, Some(schema)) = (form, &request.response_schema) {
+        canonical["prompt_only_schema"] = schema.clone();
+    }
     let mut h = Sha256::new();
     h.update(serde_json::to_vec(&canonical).expect("json"));
     hex::encode(h.finalize())
@@ -162,6 +182,35 @@ mod tests {
         let mut r = req();
         r.response_schema = Some(json!({"type": "object"}));
         assert_ne!(base, cache_key("http://h/v1", "m", &r));
+    }
+
+    #[test]
+    fn the_form_is_in_the_key_of_a_schema_call_only() {
+        let plain = req();
+        let keys = |r: &ChatRequest| {
+            [Form::JsonSchema, Form::JsonObject, Form::Off].map(|f| cache_key_as("e", "m", r, f))
+        };
+        let k = keys(&plain);
+        assert!(
+            k[0] == k[1] && k[1] == k[2],
+            "no schema: the form sends nothing"
+        );
+        let mut with = req();
+        with.response_schema = Some(json!({"type": "object"}));
+        let k = keys(&with);
+        assert!(k[0] != k[1] && k[1] != k[2] && k[0] != k[2]);
+        let mut other = req();
+        other.response_schema = Some(json!({"type": "array"}));
+        assert_ne!(
+            k[2],
+            keys(&other)[2],
+            "prompt-only keys still hold the schema"
+        );
+        assert_eq!(
+            k[0],
+            cache_key("e", "m", &with),
+            "json-schema keys are the old keys"
+        );
     }
 
     #[test]

@@ -25,6 +25,8 @@
 //! ```
 
 mod batch;
+pub mod eval_script;
+pub mod structured;
 
 pub use batch::{BatchSettings, Submission};
 

@@ -6,6 +6,7 @@ pub mod card;
 pub mod date;
 pub mod kre;
 pub mod manifest;
+pub mod quality;
 pub mod recall;
 pub mod record;
 pub mod reject;

@@ -35,12 +35,15 @@ impl LlmParams {
     }
 }
 
-/// What every model step holds: its name, its prompt template and its sampling parameters.
+/// What every model step holds: its name, its prompt template, its sampling parameters and,
+/// when its answer has structure, the JSON schema of that answer (sent as the request's
+/// `response_schema`; free-text steps have none).
 #[derive(Debug)]
 pub struct ModelStep {
     pub name: String,
     pub prompt: Prompt,
     pub params: LlmParams,
+    pub schema: Option<Value>,
 }
 
 impl ModelStep {
@@ -60,7 +63,14 @@ impl ModelStep {
             name: spec.name().to_owned(),
             prompt: Prompt::load(prompts, &prompt)?,
             params: LlmParams::from_spec(spec, default_max_tokens),
+            schema: None,
         })
+    }
+
+    /// The step's answer follows `schema` (see [`crate::schema`]).
+    pub fn with_schema(mut self, schema: Value) -> Self {
+        self.schema = Some(schema);
+        self
     }
 
     /// The question for `item`: the template sees the item's fields, `answer_text` and
@@ -81,6 +91,7 @@ impl ModelStep {
             step: &self.name,
             prompt: &self.prompt,
             params: &self.params,
+            schema: self.schema.as_ref(),
             vars,
             offline,
         }
@@ -132,6 +143,8 @@ pub struct Ask<'a> {
     pub step: &'a str,
     pub prompt: &'a Prompt,
     pub params: &'a LlmParams,
+    /// The answer's JSON schema, if it has structure.
+    pub schema: Option<&'a Value>,
     /// Variables for the template.
     pub vars: Map<String, Value>,
     /// The step's rule-based answer, used by the offline backend.
@@ -147,6 +160,7 @@ pub async fn ask<T>(
     a: Ask<'_>,
     validate: impl Fn(&str) -> Result<T, String>,
 ) -> Result<T, StepFailure> {
+    let material = material(&a.vars);
     let vars = minijinja::Value::from_serialize(&a.vars);
     let (system, user) = a
         .prompt
@@ -167,7 +181,7 @@ pub async fn ask<T>(
                 top_p: a.params.top_p,
                 max_tokens: a.params.max_tokens,
                 seed: a.params.seed,
-                response_schema: None,
+                response_schema: a.schema.cloned(),
             },
             template: a.prompt.name.clone(),
             template_hash: a.prompt.hash.clone(),
@@ -187,8 +201,9 @@ pub async fn ask<T>(
                     reason: e.reason_code(),
                     detail: format!("{}: {e}", a.step),
                     raw: e.raw().map(str::to_owned),
-                    attempts: attempt,
-                })
+                    // Requests sent: one per earlier answer, and every retry of this call.
+                    attempts: attempt - 1 + e.attempts(),
+                });
             }
         };
         item.calls.push(CallRecord {
@@ -201,9 +216,10 @@ pub async fn ask<T>(
             completion_tokens: completion.completion_tokens,
         });
         let checked = if completion.finish_reason == "length" {
-            Err("the answer was cut off (finish_reason length)".to_owned())
+            Err("truncated: the answer was cut off (finish_reason length)".to_owned())
         } else {
-            validate(&completion.text)
+            common_checks(&completion.text, a.prompt, &material)
+                .and_then(|()| validate(&completion.text))
         };
         match checked {
             Ok(v) => return Ok(v),
@@ -214,20 +230,109 @@ pub async fn ask<T>(
                 )));
             }
             Err(reason) => {
-                let code = reason
-                    .split(':')
-                    .next()
-                    .unwrap_or("invalid")
-                    .trim()
-                    .replace(' ', "_");
                 return Err(StepFailure::Reject {
-                    reason: code,
+                    reason: reason_code(&reason).to_owned(),
                     detail: format!("{}: {reason}", a.step),
                     raw: Some(completion.text),
                     attempts: attempt,
                 });
             }
         }
+    }
+}
+
+/// Consecutive words of the template's own text that an answer may not repeat.
+pub const ECHO_WINDOW: usize = 6;
+
+/// The checks every model answer gets before the step's own validator, each with its stable
+/// reason code:
+/// - `prompt_echo`: a line of the answer starts with one of the prompt labels
+///   ([`cb_model::quality::PROMPT_LABELS`], `Event:`, `Question:` ...) or the answer repeats
+///   [`ECHO_WINDOW`] consecutive words of the template's instructions, unless the material
+///   the model was given holds that line or those words;
+///   An answer that names the prompt's parts ([`cb_model::quality::PROMPT_TERMS`],
+///   "the reference explanation") talks about the prompt and is echo as well.
+///   A structured answer whose values are the template's quoted examples (`"first option"`)
+///   is echo too;
+/// - `other_language`: the answer is clearly in another language than that material
+///   ([`cb_model::quality::other_language`]; unclear cases pass).
+///
+/// (`truncated`, an answer cut off by `finish_reason: length`, is decided before these.)
+pub fn common_checks(answer: &str, prompt: &Prompt, material: &str) -> Result<(), String> {
+    use cb_model::quality;
+    if let Some(label) = quality::echoed_label(answer, quality::PROMPT_LABELS, material) {
+        return Err(format!(
+            "prompt_echo: the answer repeats the prompt's \"{label}:\" line; reply with the answer only"
+        ));
+    }
+    if let Some(term) = quality::echoed_term(answer, material) {
+        return Err(format!(
+            "prompt_echo: the answer talks about the prompt (\"{term}\"); answer the task itself"
+        ));
+    }
+    if let Some(run) =
+        quality::echoed_instructions(answer, &prompt.instructions(), material, ECHO_WINDOW)
+    {
+        return Err(format!(
+            "prompt_echo: the answer repeats the instructions (\"{run}\"); reply with the answer only"
+        ));
+    }
+    if let Some(v) = extract_json(answer) {
+        let mut values = Vec::new();
+        string_leaves(&v, &mut values);
+        if let Some(x) = quality::echoed_example(&values, &prompt.instructions(), material) {
+            return Err(format!(
+                "prompt_echo: \"{x}\" is the prompt's example, not an answer"
+            ));
+        }
+    }
+    if let Some((got, want)) = quality::other_language(answer, material) {
+        return Err(format!(
+            "other_language: the answer is in {got:?}, the source in {want:?}; answer in the source's language"
+        ));
+    }
+    Ok(())
+}
+
+/// Every string inside a JSON value.
+fn string_leaves<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
+    match v {
+        Value::String(s) => out.push(s),
+        Value::Array(a) => a.iter().for_each(|x| string_leaves(x, out)),
+        Value::Object(o) => o.values().for_each(|x| string_leaves(x, out)),
+        _ => {}
+    }
+}
+
+/// The text the model was given to work on: every string among the template's variables
+/// (in lists too), one per line.
+fn material(vars: &Map<String, Value>) -> String {
+    fn collect(v: &Value, out: &mut String) {
+        match v {
+            Value::String(s) => {
+                out.push_str(s);
+                out.push('\n');
+            }
+            Value::Array(a) => a.iter().for_each(|x| collect(x, out)),
+            Value::Object(o) => o.values().for_each(|x| collect(x, out)),
+            _ => {}
+        }
+    }
+    let mut out = String::new();
+    vars.values().for_each(|v| collect(v, &mut out));
+    out
+}
+
+/// The stable code of a validator's reason: the `snake_case` word before its first `:`
+/// (`"bad_json: ..."` -> `bad_json`); `invalid` when a reason does not start with one.
+pub fn reason_code(reason: &str) -> &str {
+    match reason.split_once(':') {
+        Some((code, _))
+            if !code.is_empty() && code.chars().all(|c| c.is_ascii_lowercase() || c == '_') =>
+        {
+            code
+        }
+        _ => "invalid",
     }
 }
 
@@ -314,6 +419,54 @@ mod tests {
             "}{"
         );
         assert!(extract_json("no json here").is_none());
+    }
+
+    fn causal_prompt() -> Prompt {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../prompts");
+        Prompt::load(&dir, "kre/negative_explanation_causal.md").unwrap()
+    }
+
+    #[test]
+    fn real_echoing_answers_are_refused_with_stable_codes() {
+        let p = causal_prompt();
+        let material = "Otters enter their new habitat.\nThey always live by the water so that they can drink water easily.\nOtters start looking for abalone for food.\n";
+        // Real answers of SmolLM2-135M-Instruct (llama-cpp-python, 127.0.0.1:8088) to this
+        // template: the issue's, and one collected for e-CARE dev-1.
+        let issue = "The streets were wet in the morning.\nEvent: The shops opened late.\nChosen cause: The rain made the ground wet.";
+        let dev1 = "Here is a possible response:\nThe event \"They always live by the water so that they can drink water easily\" could be explained as follows: The reference explanation of the other option, which mentions abalone are one of the first food items taken by otters and their behavior towards them provides evidence for this.";
+        for raw in [issue, dev1] {
+            let e = common_checks(raw, &p, material).unwrap_err();
+            assert_eq!(reason_code(&e), "prompt_echo", "{e}");
+        }
+        let good =
+            "Animals that live near water choose homes where fresh water is always close at hand.";
+        assert!(common_checks(good, &p, material).is_ok());
+        let french = "Les loutres vivent toujours près de l'eau, et elles ont besoin de boire souvent pour vivre dans leur habitat.";
+        assert_eq!(
+            reason_code(&common_checks(french, &p, material).unwrap_err()),
+            "other_language"
+        );
+    }
+
+    #[test]
+    fn a_real_structured_answer_that_fills_the_shape_with_its_example_is_echo() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../prompts");
+        let p = Prompt::load(&dir, "kre/distractors.md").unwrap();
+        // SmolLM2-135M-Instruct under `response_format: json_object` with the step's schema.
+        let raw = r#"{ "options": ["first option", "second option", "third option"] }"#;
+        let material = "The Normans gave their name to Normandy, a region in France.\nFrance\n";
+        let e = common_checks(raw, &p, material).unwrap_err();
+        assert_eq!(reason_code(&e), "prompt_echo", "{e}");
+        let ok = r#"{"options": ["Germany", "Spain", "Italy"]}"#;
+        assert!(common_checks(ok, &p, material).is_ok());
+    }
+
+    #[test]
+    fn reason_codes_are_the_snake_case_head() {
+        assert_eq!(reason_code("bad_json: no object"), "bad_json");
+        assert_eq!(reason_code("truncated: cut off"), "truncated");
+        assert_eq!(reason_code("the answer was cut off (x): y"), "invalid");
+        assert_eq!(reason_code("no colon"), "invalid");
     }
 
     #[test]

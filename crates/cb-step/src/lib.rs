@@ -15,6 +15,7 @@ pub mod ask;
 pub mod corpus;
 pub mod item;
 pub mod prompt;
+pub mod schema;
 pub mod spec;
 pub mod template;
 

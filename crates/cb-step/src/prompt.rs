@@ -56,6 +56,33 @@ impl Prompt {
         })
     }
 
+    /// The template's own words: both parts with every `{{ ... }}` and `{% ... %}` left out
+    /// (what the prompt says, without the material it shows).
+    pub fn instructions(&self) -> String {
+        let mut out = String::new();
+        for part in [&self.system, &self.user] {
+            let mut rest = part.as_str();
+            while let Some(i) = rest.find(['{']) {
+                let tail = &rest[i..];
+                let close = if tail.starts_with("{{") {
+                    "}}"
+                } else if tail.starts_with("{%") {
+                    "%}"
+                } else {
+                    out.push_str(&rest[..=i]);
+                    rest = &rest[i + 1..];
+                    continue;
+                };
+                out.push_str(&rest[..i]);
+                out.push(' ');
+                rest = tail.find(close).map_or("", |j| &tail[j + 2..]);
+            }
+            out.push_str(rest);
+            out.push('\n');
+        }
+        out
+    }
+
     /// Renders both parts with `ctx` (strict: an unknown variable is an error).
     pub fn render(
         &self,

@@ -13,7 +13,8 @@ use std::path::Path;
 /// The step table's constructor.
 pub fn build(spec: &StepSpec, prompts: &Path) -> Result<Box<dyn Step>, StepError> {
     let (mode, model) = Mode::with_model(spec, prompts, "edit_answer", 100)?;
-    Ok(Model::boxed(model, AnswerEdit { mode }))
+    let answer = schema::object(&[("edited_answer", schema::string())]);
+    Ok(Model::boxed(model.with_schema(answer), AnswerEdit { mode }))
 }
 
 /// The model proposes the counterfactual answer (`{"edited_answer": ...}`); the

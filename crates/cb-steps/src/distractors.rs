@@ -12,7 +12,9 @@ use std::path::Path;
 
 /// The step table's constructor.
 pub fn build(spec: &StepSpec, prompts: &Path) -> Result<Box<dyn Step>, StepError> {
-    let model = ModelStep::new(spec, prompts, Some("kre/distractors.md"), 120)?;
+    let model = ModelStep::new(spec, prompts, Some("kre/distractors.md"), 120)?.with_schema(
+        schema::object(&[("options", schema::array(schema::string(), 3, 3))]),
+    );
     Ok(Model::boxed(model, Distractors))
 }
 

@@ -29,8 +29,8 @@ use cb_step::Registry;
 /// What every step module imports from the step API.
 mod prelude {
     pub(crate) use cb_step::{
-        ask, clean_text_answer, extract_json, Item, Model, ModelBacked, ModelStep, Step, StepCtx,
-        StepError, StepFailure, StepFuture, StepSpec,
+        ask, clean_text_answer, extract_json, schema, Item, Model, ModelBacked, ModelStep, Step,
+        StepCtx, StepError, StepFailure, StepFuture, StepSpec,
     };
 }
 
@@ -51,6 +51,39 @@ pub const STEPS: Registry = Registry::new(&[
 mod tests {
     use super::*;
     use std::path::Path;
+
+    /// Every label a bundled template puts before material (`Question: {{ question }}`,
+    /// `Passage:` then `<<<`) is one the echo check knows.
+    #[test]
+    fn the_echo_check_knows_every_label_of_the_bundled_prompts() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../prompts");
+        let mut seen = 0;
+        for sub in ["kre", "recall"] {
+            for f in std::fs::read_dir(dir.join(sub)).unwrap() {
+                let text = std::fs::read_to_string(f.unwrap().path()).unwrap();
+                let lines: Vec<&str> = text.lines().collect();
+                for (i, line) in lines.iter().enumerate() {
+                    let Some((head, rest)) = line.split_once(':') else {
+                        continue;
+                    };
+                    let next = lines.get(i + 1).copied().unwrap_or("");
+                    let rest = rest.trim_start().trim_start_matches('"');
+                    let shows = rest.starts_with("{{")
+                        || rest.starts_with("{%")
+                        || (rest.is_empty() && (next.starts_with("<<<") || next.starts_with("{%")));
+                    if head.contains('{') || !shows {
+                        continue;
+                    }
+                    seen += 1;
+                    assert!(
+                        cb_model::quality::PROMPT_LABELS.contains(&head.trim()),
+                        "label {head:?} is not in PROMPT_LABELS"
+                    );
+                }
+            }
+        }
+        assert!(seen >= 15, "{seen}");
+    }
 
     #[test]
     fn every_kind_builds_with_the_bundled_prompts() {

@@ -3,7 +3,8 @@
 
 use crate::prelude::*;
 use crate::reading::usable_aliases;
-use cb_model::text;
+use cb_model::spans::sentence_spans;
+use cb_model::{quality, text};
 use serde_json::json;
 use std::path::Path;
 
@@ -44,8 +45,19 @@ impl NegativeContext {
         if t.is_empty() {
             return Err("empty: the answer is empty".into());
         }
-        if text::looks_like_refusal(&t) {
+        // A sentence of the passage kept as it is ("I cannot ...", said someone) is not a
+        // refusal.
+        let kept: Vec<&str> = sentence_spans(golden)
+            .into_iter()
+            .map(|(s, e)| &golden[s..e])
+            .collect();
+        if text::looks_like_refusal(&quality::beyond_copies(&t, &kept)) {
             return Err("refusal: the answer declines the task".into());
+        }
+        if quality::restates(&t, negative) {
+            return Err(format!(
+                "restates_negative: it only restates \"{negative}\"; rewrite the passage"
+            ));
         }
         if !text::contains_phrase(&t, negative) {
             return Err(format!("no_mention: it must mention \"{negative}\""));

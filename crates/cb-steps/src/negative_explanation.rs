@@ -2,7 +2,7 @@
 //! answer (the paper's "explanation" for CoS-E, ECQA and e-CARE).
 
 use crate::prelude::*;
-use cb_model::{letter, letter_index, text};
+use cb_model::{letter, letter_index, quality, text};
 use serde_json::json;
 use std::path::Path;
 
@@ -21,12 +21,18 @@ pub fn build(spec: &StepSpec, prompts: &Path) -> Result<Box<dyn Step>, StepError
 
 /// Writes `negative_context`: a brief explanation that supports the negative answer.
 ///
-/// Validation: not empty, not a refusal, at most `max_words` words, does not state the
-/// golden answer (unless the negative answer itself contains it), and, when
-/// `require_mention` is set, mentions the negative answer.
+/// Validation (besides [`cb_step::ask::common_checks`]: `prompt_echo`, `other_language`):
+/// not empty, not a refusal (`refusal`), at most `max_words` words (`too_long`), does not
+/// state the golden answer (`states_golden`, unless the negative answer itself contains it),
+/// does not only restate the negative answer (`restates_negative`), and, when
+/// `require_mention` is set, mentions the negative answer (`no_mention`). A refusal or the
+/// golden answer is looked for beyond the premise and question the answer copies (e-CARE
+/// premises such as "I cannot take new photos now." are not refusals).
 ///
 /// Offline rule: the golden context with every mention of the golden answer replaced by the
-/// negative answer when it mentions it; otherwise the recipe's `offline_template`
+/// negative answer when it mentions it and the result says more than the negative answer
+/// (a golden context "mug definition" would give the bare restatement "cup definition");
+/// otherwise the recipe's `offline_template`
 /// (a minijinja template over the item's fields).
 #[derive(Debug)]
 pub struct NegativeExplanation {
@@ -40,7 +46,7 @@ impl NegativeExplanation {
         let golden = item.text("golden_context");
         let (answer, negative) = (answer_text(item), item.text("negative_answer"));
         let (replaced, n) = text::replace_words(golden, &answer, negative);
-        if n > 0 && !answer.is_empty() {
+        if n > 0 && !answer.is_empty() && !quality::restates(&replaced, negative) {
             return replaced;
         }
         let vars = minijinja::Value::from_serialize(&item.fields);
@@ -51,12 +57,21 @@ impl NegativeExplanation {
             .to_owned()
     }
 
-    fn validate(&self, raw: &str, answer: &str, negative: &str) -> Result<String, String> {
+    /// `given`: the texts the explanation may copy (the premise, the question); a refusal or
+    /// the golden answer is looked for in what it says beyond them.
+    fn validate(
+        &self,
+        raw: &str,
+        answer: &str,
+        negative: &str,
+        given: &[&str],
+    ) -> Result<String, String> {
         let t = clean_text_answer(raw);
         if t.is_empty() {
             return Err("empty: the answer is empty".into());
         }
-        if text::looks_like_refusal(&t) {
+        let own = quality::beyond_copies(&t, given);
+        if text::looks_like_refusal(&own) {
             return Err("refusal: the answer declines the task".into());
         }
         let words = t.split_whitespace().count();
@@ -66,9 +81,14 @@ impl NegativeExplanation {
                 self.max_words
             ));
         }
-        if !text::contains_phrase(negative, answer) && text::contains_phrase(&t, answer) {
+        if !text::contains_phrase(negative, answer) && text::contains_phrase(&own, answer) {
             return Err(format!(
                 "states_golden: it mentions the correct answer \"{answer}\""
+            ));
+        }
+        if quality::restates(&t, negative) {
+            return Err(format!(
+                "restates_negative: it only restates \"{negative}\"; give a reason that supports it"
             ));
         }
         if self.require_mention && !text::contains_phrase(&t, negative) {
@@ -90,7 +110,15 @@ impl ModelBacked for NegativeExplanation {
         let options = json!(lettered(&item.texts("choices")));
         let offline = self.offline(item, ctx);
         let a = model.ask(item, &answer, [("options", options)], offline);
-        let context = ask(ctx, item, a, |raw| self.validate(raw, &answer, &negative)).await?;
+        let (premise, question) = (
+            item.text("premise").to_owned(),
+            item.text("question").to_owned(),
+        );
+        let given = [premise.as_str(), question.as_str()];
+        let context = ask(ctx, item, a, |raw| {
+            self.validate(raw, &answer, &negative, &given)
+        })
+        .await?;
         item.set("negative_context", context);
         Ok(())
     }
@@ -111,4 +139,94 @@ fn lettered(choices: &[String]) -> Vec<String> {
         .enumerate()
         .map(|(i, c)| format!("{}: {c}", letter(i)))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The e-CARE recipe's offline template, as bundled.
+    fn ecare_template() -> String {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../recipes/kre-ecare.toml");
+        let recipe: toml::Table = toml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        recipe["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["kind"].as_str() == Some("negative_explanation"))
+            .and_then(|s| s["offline_template"].as_str())
+            .unwrap()
+            .to_owned()
+    }
+
+    fn step() -> NegativeExplanation {
+        NegativeExplanation {
+            require_mention: false,
+            max_words: 60,
+            offline_template: ecare_template(),
+        }
+    }
+
+    /// e-CARE dev-848, dev-1283 and dev-1383 (dev_full.jsonl of Waste-Wood/e-CARE): the
+    /// offline explanation copies the premise, which says "cannot" and, in dev-1383, is the
+    /// golden answer itself. Neither is a refusal nor a statement of the golden answer.
+    #[test]
+    fn a_copied_premise_is_neither_a_refusal_nor_the_golden_answer() {
+        let rows = [
+            (
+                "I cannot take new Photos now.",
+                "Something is wrong with my camera flash.",
+                "Something is matched with my camera flash.",
+            ),
+            (
+                "I cannot get connected to the internet at a high speed.",
+                "Ethernet was interrupted on my computer.",
+                "This area is current-free.",
+            ),
+            (
+                "Lucy's physical condition cannot support her to give birth to a child.",
+                "Lucy's physical condition cannot support her to give birth to a child.",
+                "Lucy has a strong ability of adaptation.",
+            ),
+        ];
+        let env = cb_step::template::environment();
+        let s = step();
+        for (premise, golden, negative) in rows {
+            let question = format!("{premise} What is the more possible cause of this?");
+            let vars = serde_json::json!({"ask_for": "cause", "premise": premise, "negative_answer": negative});
+            let offline = env.render_str(&s.offline_template, vars).unwrap();
+            let got = s.validate(&offline, golden, negative, &[premise, &question]);
+            assert_eq!(got.as_deref(), Ok(offline.trim()), "{premise}");
+        }
+        // What the explanation adds is still checked.
+        let refusal = "I cannot help with that. I cannot take new Photos now.";
+        let (premise, golden, negative) = rows[0];
+        assert!(s
+            .validate(refusal, golden, negative, &[premise])
+            .unwrap_err()
+            .starts_with("refusal"));
+    }
+
+    #[test]
+    fn a_bare_restatement_of_the_negative_answer_is_refused() {
+        // The real SmolLM2 answer for the negative answer "The plants grew faster".
+        let e = step()
+            .validate(
+                "The plants grew faster.",
+                "The plants grew slower",
+                "The plants grew faster",
+                &[],
+            )
+            .unwrap_err();
+        assert!(e.starts_with("restates_negative"), "{e}");
+        assert!(step()
+            .validate(
+                "Plants given more water and light grow faster.",
+                "The plants grew slower",
+                "The plants grew faster",
+                &[]
+            )
+            .is_ok());
+    }
 }

@@ -5,7 +5,7 @@ use crate::prelude::*;
 use crate::recall::{base_key, is_fixed, kv, record_lines, Mode};
 use cb_model::recall::name_of;
 use cb_model::spans::mentions;
-use cb_model::{date, text, KvItem};
+use cb_model::{date, quality, text, KvItem};
 use std::collections::HashSet;
 use std::path::Path;
 
@@ -74,6 +74,12 @@ fn validate_record_paragraph(raw: &str, record: &[KvItem]) -> Result<String, Str
     }
     if text::looks_like_refusal(&p) {
         return Err("refusal: the answer declines the task".into());
+    }
+    let keys: Vec<&str> = record.iter().map(|i| i.key.as_str()).collect();
+    if let Some(k) = quality::echoed_label(&p, &keys, "") {
+        return Err(format!(
+            "prompt_echo: the paragraph repeats the record's \"{k}:\" line; write prose"
+        ));
     }
     let missing: Vec<String> = record
         .iter()
@@ -204,6 +210,10 @@ mod tests {
             .unwrap_err()
             .starts_with("missing_values"));
         // A date in another writing still counts.
+        let echoed = format!("{p}\nlocation: Rouen");
+        assert!(validate_record_paragraph(&echoed, &trial())
+            .unwrap_err()
+            .starts_with("prompt_echo"));
         let reworded = p.replace("9 January 1431", "January 9, 1431");
         assert!(validate_record_paragraph(&reworded, &trial()).is_ok());
     }

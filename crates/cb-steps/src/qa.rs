@@ -14,7 +14,12 @@ use std::path::Path;
 /// The step table's constructor.
 pub fn build(spec: &StepSpec, prompts: &Path) -> Result<Box<dyn Step>, StepError> {
     let (mode, model) = Mode::with_model(spec, prompts, "qa", 200)?;
-    Ok(Model::boxed(model, Qa { mode }))
+    let (q, a) = (("question", schema::string()), ("answer", schema::string()));
+    let answer = match mode {
+        Mode::Record => schema::object(&[("key", schema::string()), q, a]),
+        Mode::Text => schema::object(&[q, a]),
+    };
+    Ok(Model::boxed(model.with_schema(answer), Qa { mode }))
 }
 
 /// Record mode: a question whose answer is exactly one item's value, never the

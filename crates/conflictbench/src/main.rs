@@ -6,19 +6,21 @@
 
 mod audit_cmd;
 mod batch_cmd;
+mod eval_cmd;
+mod llm_args;
 mod pool_cmd;
 mod progress;
+mod structured_arg;
 
 use anyhow::Context;
 use cb_engine::recipe::{load_recipes, select};
 use cb_engine::source::SourceOptions;
 use cb_engine::{build_recipe, BuildOptions, EngineError};
-use cb_llm::{pricing, ApiKey, BackendKind, Llm, LlmConfig, Price};
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use cb_llm::Llm;
+use clap::{Args, Parser, Subcommand};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -48,18 +50,10 @@ enum Command {
     Audit(Box<audit_cmd::AuditArgs>),
     /// Agreement of filled review sheets: per-item majority, percent agreement, Fleiss' kappa.
     Agreement(audit_cmd::AgreementArgs),
+    /// Evaluate a model on a built benchmark with the paper's metrics.
+    Eval(Box<eval_cmd::EvalArgs>),
     /// List the Batch API batches in a cache's journal (state, counts), or cancel one.
     Batches(batch_cmd::BatchesArgs),
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
-enum Backend {
-    /// Any OpenAI-compatible endpoint (OpenAI, vLLM, llama.cpp, Ollama).
-    Openai,
-    /// Deterministic rules, no network; labelled `offline` in every output.
-    Offline,
-    /// Answers only from the cache; a miss is an error.
-    Replay,
 }
 
 #[derive(Args, Debug)]
@@ -87,9 +81,6 @@ struct BuildArgs {
     /// Seed of every random choice (written in the manifest).
     #[arg(long, default_value_t = cb_engine::build::DEFAULT_SEED)]
     seed: u64,
-    /// Model calls in flight at once.
-    #[arg(long, default_value_t = 16)]
-    concurrency: usize,
     /// Read at most N records of each source.
     #[arg(long)]
     limit: Option<usize>,
@@ -98,51 +89,8 @@ struct BuildArgs {
     /// with N, not with the dump.
     #[arg(long, value_name = "N")]
     sample: Option<usize>,
-    /// Who answers: default `openai` when a base URL is set (flag or OPENAI_BASE_URL), else `offline`.
-    #[arg(long, value_enum)]
-    backend: Option<Backend>,
-    /// Base URL of the OpenAI-compatible API, e.g. http://127.0.0.1:8000/v1.
-    #[arg(long, env = "OPENAI_BASE_URL")]
-    base_url: Option<String>,
-    /// Model name sent to the endpoint. For `replay`, default: the one in the previous manifest.
-    #[arg(long)]
-    model: Option<String>,
-    /// Requests per minute (unlimited when absent).
-    #[arg(long)]
-    rpm: Option<u32>,
-    /// Tokens per minute (unlimited when absent).
-    #[arg(long)]
-    tpm: Option<u32>,
-    /// Retries of a call after 429, 5xx, a timeout or a broken connection.
-    #[arg(long, default_value_t = 5)]
-    max_retries: u32,
-    /// First backoff delay in milliseconds (doubles each retry, with jitter).
-    #[arg(long, default_value_t = 500)]
-    backoff_ms: u64,
-    /// Longest backoff delay in seconds.
-    #[arg(long, default_value_t = 60)]
-    backoff_max_s: u64,
-    /// Seconds before a call times out.
-    #[arg(long, default_value_t = 120)]
-    timeout_s: u64,
-    /// Stop cleanly (resumable, exit code 3) before the calls of this run cost more than this many USD.
-    #[arg(long)]
-    max_cost: Option<f64>,
-    /// Stop cleanly (resumable, exit code 3) before the calls of this run use more tokens than this.
-    #[arg(long)]
-    max_tokens: Option<u64>,
-    /// USD per million prompt tokens (default: the built-in table, 0 for unknown models).
-    #[arg(long)]
-    price_input: Option<f64>,
-    /// USD per million completion tokens (default: the built-in table, 0 for unknown models).
-    #[arg(long)]
-    price_output: Option<f64>,
-    /// Response cache (SQLite). Default: OUT/llm-cache.sqlite.
-    #[arg(long)]
-    cache: Option<PathBuf>,
-    /// Print how many calls would go upstream, their estimated tokens and cost; call nothing, write nothing.
-    #[arg(long)]
-    dry_run: bool,
+    #[command(flatten)]
+    llm: llm_args::LlmArgs,
     /// A malformed source record stops the build instead of becoming a reject.
     #[arg(long)]
     strict: bool,
@@ -188,6 +136,7 @@ fn main() -> ExitCode {
             let code = match e.downcast_ref::<EngineError>() {
                 Some(EngineError::Config(_)) => 2,
                 Some(EngineError::Budget(_)) => 3,
+                _ if e.downcast_ref::<cb_eval::EvalError>().is_some() => eval_cmd::exit_code(&e),
                 _ if e.downcast_ref::<ConfigError>().is_some() => 2,
                 _ => 1,
             };
@@ -202,7 +151,7 @@ fn main() -> ExitCode {
 
 /// An argument error (exit code 2).
 #[derive(Debug)]
-struct ConfigError(String);
+pub(crate) struct ConfigError(String);
 
 impl std::fmt::Display for ConfigError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -211,7 +160,7 @@ impl std::fmt::Display for ConfigError {
 }
 impl std::error::Error for ConfigError {}
 
-fn config_err(m: impl Into<String>) -> anyhow::Error {
+pub(crate) fn config_err(m: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(ConfigError(m.into()))
 }
 
@@ -231,33 +180,19 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Build(args) => build(*args).await,
         Command::Audit(args) => audit_cmd::run_audit(*args),
         Command::Agreement(args) => audit_cmd::run_agreement(args),
+        Command::Eval(args) => eval_cmd::run(*args).await,
         Command::Batches(args) => batch_cmd::run(args).await,
     }
 }
 
 #[allow(clippy::print_stdout)]
-fn println_out(s: &str) {
+pub(crate) fn println_out(s: &str) {
     println!("{s}");
 }
 
 async fn build(mut args: BuildArgs) -> anyhow::Result<()> {
-    let pool = args
-        .pool
-        .resolve(args.concurrency, args.rpm, args.tpm)
-        .map_err(config_err)?;
-    if let Some(p) = &pool {
-        if args.batch.batch {
-            return Err(config_err(
-                "--batch and an endpoint pool cannot be combined",
-            ));
-        }
-        // The pool stands in for --base-url (its first endpoint makes the backend openai).
-        args.base_url
-            .get_or_insert_with(|| p.endpoints[0].base_url.clone());
-    }
-    let calls_in_flight = pool.as_ref().map_or(args.concurrency, |p| {
-        p.endpoints.iter().map(|e| e.concurrency).sum()
-    });
+    let transport =
+        pool_cmd::Transport::new(&args.batch, &args.pool, &mut args.llm).map_err(config_err)?;
     let recipes = load_recipes(&args.recipes)?;
     let selected = select(&recipes, &args.benchmark, &args.domains)?;
     let mut inputs = BTreeMap::new();
@@ -267,12 +202,7 @@ async fn build(mut args: BuildArgs) -> anyhow::Result<()> {
             .ok_or_else(|| config_err(format!("--input {spec}: expected SOURCE=PATH")))?;
         inputs.insert(k.to_owned(), PathBuf::from(v));
     }
-    let backend = match args.backend {
-        Some(b) => b,
-        None if args.base_url.is_some() => Backend::Openai,
-        None => Backend::Offline,
-    };
-    if args.concurrency == 0 {
+    if args.llm.concurrency == 0 {
         return Err(config_err("--concurrency must be at least 1"));
     }
     let opts = BuildOptions {
@@ -287,28 +217,30 @@ async fn build(mut args: BuildArgs) -> anyhow::Result<()> {
         out: args.out.clone(),
         prompts: args.prompts.clone(),
         seed: args.seed,
-        // A batch round holds every item waiting on the model, so none is held back.
-        concurrency: if args.batch.batch {
-            1 << 30
-        } else {
-            calls_in_flight.saturating_mul(2)
-        },
-        write: !args.dry_run,
+        concurrency: transport.items_in_flight(),
+        write: !args.llm.dry_run,
         steps: cb_steps::STEPS,
     };
-    let reporter = progress::Bars::new(!args.no_progress && !args.dry_run);
+    let reporter = progress::Bars::new(!args.no_progress && !args.llm.dry_run);
     let mut dry_totals = (0u64, 0u64, 0f64);
     for recipe in selected {
-        let mut config = llm_config(&args, backend, recipe)?;
-        args.batch.apply(&mut config).map_err(config_err)?;
-        if config.backend != BackendKind::Offline {
-            config.pool.clone_from(&pool);
-            config.concurrency = calls_in_flight;
-        }
+        let previous = || -> Option<(String, String)> {
+            let p = args
+                .out
+                .join(&recipe.benchmark)
+                .join(&recipe.domain)
+                .join("manifest.json");
+            let m: cb_model::Manifest = serde_json::from_slice(&std::fs::read(p).ok()?).ok()?;
+            (!m.offline).then_some((m.endpoint, m.model))
+        };
+        let mut config = args.llm.config(&args.out, previous, &recipe.name())?;
+        transport
+            .apply(&args.batch, &mut config)
+            .map_err(config_err)?;
         let llm = Llm::new(config.clone()).context("cannot set up the LLM layer")?;
         let outcome = build_recipe(recipe, &opts, &llm, &reporter).await?;
         let stats = llm.stats();
-        if args.dry_run {
+        if args.llm.dry_run {
             // Completion estimate: the offline answer's length stands in for the model's.
             let cost = config.price.usd(stats.estimated_tokens, 0);
             dry_totals.0 += stats.upstream_calls;
@@ -341,82 +273,11 @@ async fn build(mut args: BuildArgs) -> anyhow::Result<()> {
             ));
         }
     }
-    if args.dry_run {
+    if args.llm.dry_run {
         println_out(&format!(
             "total: {} calls to make, ~{} tokens, ~${:.4} (estimate: 4 characters a token, answers as long as the offline ones)",
             dry_totals.0, dry_totals.1, dry_totals.2
         ));
     }
     Ok(())
-}
-
-fn llm_config(
-    args: &BuildArgs,
-    backend: Backend,
-    recipe: &cb_engine::Recipe,
-) -> anyhow::Result<LlmConfig> {
-    let mut c = LlmConfig::offline();
-    c.concurrency = args.concurrency;
-    c.rpm = args.rpm;
-    c.tpm = args.tpm;
-    c.max_retries = args.max_retries;
-    c.backoff_base = Duration::from_millis(args.backoff_ms);
-    c.backoff_max = Duration::from_secs(args.backoff_max_s);
-    c.request_timeout = Duration::from_secs(args.timeout_s.max(1));
-    c.max_cost_usd = args.max_cost;
-    c.max_tokens = args.max_tokens;
-    if backend == Backend::Offline {
-        return Ok(c);
-    }
-    let previous = || -> Option<(String, String)> {
-        let p = args
-            .out
-            .join(&recipe.benchmark)
-            .join(&recipe.domain)
-            .join("manifest.json");
-        let m: cb_model::Manifest = serde_json::from_slice(&std::fs::read(p).ok()?).ok()?;
-        (!m.offline).then_some((m.endpoint, m.model))
-    };
-    let (base_url, model) = match (backend, &args.base_url, &args.model) {
-        (_, Some(u), Some(m)) => (u.clone(), m.clone()),
-        (Backend::Replay, u, m) => {
-            let prev = previous();
-            let u = u.clone().or_else(|| prev.as_ref().map(|p| p.0.clone()));
-            let m = m.clone().or_else(|| prev.as_ref().map(|p| p.1.clone()));
-            match (u, m) {
-                (Some(u), Some(m)) => (u, m),
-                _ => return Err(config_err(format!(
-                    "replay of {}: give --base-url and --model, or build it once with a model so its manifest names them",
-                    recipe.name()
-                ))),
-            }
-        }
-        (_, None, _) => {
-            return Err(config_err(
-                "--backend openai needs --base-url (or OPENAI_BASE_URL)",
-            ))
-        }
-        (_, Some(_), None) => return Err(config_err("--backend openai needs --model")),
-    };
-    let builtin = pricing::builtin(&model).unwrap_or_default();
-    c.price = Price {
-        input_per_million: args.price_input.unwrap_or(builtin.input_per_million),
-        output_per_million: args.price_output.unwrap_or(builtin.output_per_million),
-    };
-    c.backend = if args.dry_run {
-        BackendKind::DryRun
-    } else if backend == Backend::Replay {
-        BackendKind::Replay
-    } else {
-        BackendKind::Openai
-    };
-    c.base_url = base_url;
-    c.model = model;
-    c.api_key = ApiKey::new(std::env::var("OPENAI_API_KEY").unwrap_or_default());
-    c.cache_path = Some(
-        args.cache
-            .clone()
-            .unwrap_or_else(|| args.out.join("llm-cache.sqlite")),
-    );
-    Ok(c)
 }

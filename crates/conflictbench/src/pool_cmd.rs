@@ -119,3 +119,61 @@ impl PoolFlags {
         }))
     }
 }
+
+/// What `--batch` and the pool flags change in a build.
+pub struct Transport {
+    pool: Option<PoolConfig>,
+    batch: bool,
+    calls_in_flight: usize,
+}
+
+impl Transport {
+    /// Reads the pool flags; a pool stands in for `--base-url` (its first endpoint makes the
+    /// backend openai) and cannot be combined with `--batch`.
+    pub fn new(
+        batch: &crate::batch_cmd::BatchFlags,
+        flags: &PoolFlags,
+        llm: &mut crate::llm_args::LlmArgs,
+    ) -> Result<Self, String> {
+        let pool = flags.resolve(llm.concurrency, llm.rpm, llm.tpm)?;
+        if let Some(p) = &pool {
+            if batch.batch {
+                return Err("--batch and an endpoint pool cannot be combined".into());
+            }
+            llm.base_url
+                .get_or_insert_with(|| p.endpoints[0].base_url.clone());
+        }
+        let calls_in_flight = pool.as_ref().map_or(llm.concurrency, |p| {
+            p.endpoints.iter().map(|e| e.concurrency).sum()
+        });
+        Ok(Self {
+            pool,
+            batch: batch.batch,
+            calls_in_flight,
+        })
+    }
+
+    /// Items the engine keeps in flight: twice the calls the endpoints take, or (batch) all,
+    /// since a batch round holds every item waiting on the model.
+    pub fn items_in_flight(&self) -> usize {
+        if self.batch {
+            1 << 30
+        } else {
+            self.calls_in_flight.saturating_mul(2)
+        }
+    }
+
+    /// Puts the batch options and the pool into one recipe's LLM configuration.
+    pub fn apply(
+        &self,
+        batch: &crate::batch_cmd::BatchFlags,
+        config: &mut cb_llm::LlmConfig,
+    ) -> Result<(), String> {
+        batch.apply(config)?;
+        if config.backend != cb_llm::BackendKind::Offline {
+            config.pool.clone_from(&self.pool);
+            config.concurrency = self.calls_in_flight;
+        }
+        Ok(())
+    }
+}

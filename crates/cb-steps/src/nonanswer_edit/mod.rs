@@ -19,8 +19,14 @@ pub fn build(spec: &StepSpec, prompts: &Path) -> Result<Box<dyn Step>, StepError
     let max_replacements = spec
         .int("max_replacements")
         .map_or(4, |x| x.max(1) as usize);
+    let replacement =
+        schema::object(&[("original", schema::string()), ("edited", schema::string())]);
+    let answer = schema::object(&[(
+        "replacements",
+        schema::array(replacement, 1, max_replacements),
+    )]);
     Ok(Model::boxed(
-        model,
+        model.with_schema(answer),
         NonAnswerEdit {
             mode,
             max_replacements,

@@ -1,0 +1,189 @@
+//! cb-eval: evaluates a model on a built benchmark (ours, or KRE's released files as they
+//! are) with the papers' metrics, through the same LLM layer as the build (cache, limits,
+//! resume, budget).
+//!
+//! Flow: read the benchmark rows (`cb_audit::load`, errors name file and line or record) ->
+//! build one prompt per item, setting and seed (`prompts/eval/*.md`; option order seeded with
+//! `cb_model::item_rng`) -> [`run::run_jobs`] -> [`extract::extract`] the chosen option ->
+//! metrics from `cb-metrics` per seed -> mean and standard deviation over seeds ->
+//! `predictions.jsonl`, `results.json`, `results.md`, `results.html` ([`report`]).
+//!
+//! The offline backend has nothing to evaluate (it would only echo rules), so the CLI
+//! refuses it; the dry-run backend counts the calls and writes nothing.
+
+pub mod error;
+pub mod extract;
+pub mod kre;
+mod kre_tables;
+pub mod recall;
+pub mod report;
+pub mod run;
+
+pub use error::EvalError;
+pub use report::{Figure, Results};
+pub use run::Sampling;
+
+use cb_audit::load::{find_files, read_rows};
+use cb_audit::{FileKind, Row};
+use cb_metrics::Summary;
+use cb_step::Prompt;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+/// What an evaluation reads, sends and writes.
+#[derive(Debug, Clone)]
+pub struct EvalOptions {
+    /// Benchmark files or folders (a build's `generated/<benchmark>`, or released files).
+    pub data: Vec<PathBuf>,
+    /// The prompts folder (`prompts/`); templates are read from its `eval/` sub-folder.
+    pub prompts: PathBuf,
+    /// Only these domains (all when empty).
+    pub domains: Vec<String>,
+    /// Only these settings (the benchmark's defaults when empty).
+    pub settings: Vec<String>,
+    /// One run per seed.
+    pub seeds: Vec<u64>,
+    /// At most this many rows per domain and file.
+    pub limit: Option<usize>,
+    pub sampling: Sampling,
+    /// Requests in flight (the LLM layer bounds the calls themselves).
+    pub concurrency: usize,
+    /// KRE only: KRE's instruction pool (`instructions/`), used instead of ours.
+    pub kre_instructions: Option<PathBuf>,
+    /// KRE only: which instruction of the pool (`N.txt`).
+    pub instruction: String,
+    /// KRE only: take the pool's instructions that warn the context may mislead.
+    pub hint: bool,
+    /// KRE only: KRE's few-shot examples (`prompt_examples/`), used instead of examples drawn
+    /// from the benchmark's other rows.
+    pub kre_examples: Option<PathBuf>,
+}
+
+/// A row with the domain it is evaluated under.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    pub domain: String,
+    pub kind: FileKind,
+    pub rows: Vec<Row>,
+}
+
+/// Reads the benchmark files under `data` that `accept` takes, grouped by file, each cut to
+/// `limit` rows and filtered by `domains`. `domain_of` names a file's domain.
+pub(crate) fn load(
+    opts: &EvalOptions,
+    accept: impl Fn(FileKind) -> bool,
+    domain_of: impl Fn(&Path, &Row) -> String,
+) -> Result<Vec<Loaded>, EvalError> {
+    let mut out = Vec::new();
+    for (path, kind) in find_files(&opts.data)? {
+        if !accept(kind) {
+            continue;
+        }
+        let rows = read_rows(&path, kind)?;
+        let Some(first) = rows.first() else { continue };
+        let domain = domain_of(&path, first);
+        if !opts.domains.is_empty() && !opts.domains.contains(&domain) {
+            continue;
+        }
+        let rows: Vec<Row> = rows
+            .into_iter()
+            .take(opts.limit.unwrap_or(usize::MAX))
+            .collect();
+        out.push(Loaded { domain, kind, rows });
+    }
+    if out.is_empty() {
+        return Err(EvalError::Config(format!(
+            "no rows to evaluate under {} (domains: {})",
+            opts.data
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            if opts.domains.is_empty() {
+                "all".to_owned()
+            } else {
+                opts.domains.join(",")
+            }
+        )));
+    }
+    Ok(out)
+}
+
+/// The settings to run: `wanted` (checked against `known`) or all of `known`.
+pub(crate) fn settings(wanted: &[String], known: &[&str]) -> Result<Vec<String>, EvalError> {
+    if wanted.is_empty() {
+        return Ok(known.iter().map(|s| (*s).to_owned()).collect());
+    }
+    for w in wanted {
+        if !known.contains(&w.as_str()) {
+            return Err(EvalError::Config(format!(
+                "unknown setting {w:?}; known: {}",
+                known.join(", ")
+            )));
+        }
+    }
+    Ok(known
+        .iter()
+        .filter(|k| wanted.iter().any(|w| w == *k))
+        .map(|s| (*s).to_owned())
+        .collect())
+}
+
+/// The eval prompt templates, loaded once.
+pub(crate) struct Templates {
+    env: minijinja::Environment<'static>,
+}
+
+#[derive(Serialize)]
+pub(crate) struct OptionView<'a> {
+    pub letter: String,
+    pub text: &'a str,
+}
+
+pub(crate) fn option_views(texts: &[String]) -> Vec<OptionView<'_>> {
+    texts
+        .iter()
+        .enumerate()
+        .map(|(i, t)| OptionView {
+            letter: cb_model::letter(i),
+            text: t,
+        })
+        .collect()
+}
+
+impl Templates {
+    pub fn new() -> Self {
+        Templates {
+            env: cb_step::template::environment(),
+        }
+    }
+
+    pub fn load(dir: &Path, name: &str) -> Result<Prompt, EvalError> {
+        Prompt::load(&dir.join("eval"), name).map_err(|e| EvalError::Config(e.to_string()))
+    }
+
+    /// Renders a template into `(system, user)`.
+    pub fn render(&self, p: &Prompt, ctx: minijinja::Value) -> Result<(String, String), EvalError> {
+        p.render(&self.env, &ctx).map_err(EvalError::Config)
+    }
+}
+
+/// Builds a [`Figure`] from per-seed values.
+pub(crate) fn figure(
+    domain: &str,
+    task: &str,
+    setting: &str,
+    metric: &str,
+    n_items: usize,
+    per_seed: Vec<Option<f64>>,
+) -> Figure {
+    Figure {
+        domain: domain.to_owned(),
+        task: task.to_owned(),
+        setting: setting.to_owned(),
+        metric: metric.to_owned(),
+        n_items,
+        summary: Summary::of(per_seed.iter().copied()),
+        per_seed,
+    }
+}

@@ -1,0 +1,112 @@
+//! Sending one request body upstream: retries with backoff and `Retry-After`, accounting,
+//! and the errors that say the endpoint itself is unusable.
+
+use crate::structured::{self, Form};
+use crate::{endpoint, http, limiter, request, ChatRequest, Llm, LlmError};
+use serde_json::Value;
+use std::sync::atomic::Ordering;
+
+impl Llm {
+    /// Sends one body with retries and accounts for what it cost; the answer's `usage` is
+    /// filled in (estimated when the server sent none). A refusal of the structured-output
+    /// `form` comes back at once as [`LlmError::FormRefused`]; 401/403/404, or a connection
+    /// refused on every attempt, as [`LlmError::Endpoint`], after which every call fails so.
+    pub(crate) async fn send(
+        &self,
+        body: &Value,
+        request: &ChatRequest,
+        item: &str,
+        form: Form,
+        probing: bool,
+    ) -> Result<http::Parsed, LlmError> {
+        let inner = &self.inner;
+        let est_tokens = request.estimated_prompt_tokens() + u64::from(request.max_tokens);
+        let http = inner
+            .http
+            .as_ref()
+            .expect("openai backend has an http client");
+        let mut attempt: u32 = 0;
+        let mut every_attempt_unconnected = true;
+        loop {
+            let permit = inner.limiter.acquire(est_tokens).await;
+            if let Some(why) = inner.dead.get() {
+                return Err(LlmError::Endpoint(why.clone()));
+            }
+            inner.stats.upstream_calls.fetch_add(1, Ordering::Relaxed);
+            let result = http.send(body, inner.config.request_timeout).await;
+            drop(permit);
+            let e = match result {
+                Ok(mut parsed) => {
+                    let (pt, ct) = parsed.usage.unwrap_or_else(|| {
+                        (
+                            request.estimated_prompt_tokens(),
+                            request::estimate_tokens(&parsed.content),
+                        )
+                    });
+                    parsed.usage = Some((pt, ct));
+                    let stats = &inner.stats;
+                    let cost = inner.config.price.micro_usd(pt, ct);
+                    stats.spent_micro_usd.fetch_add(cost, Ordering::Relaxed);
+                    stats.prompt_tokens.fetch_add(pt, Ordering::Relaxed);
+                    stats.completion_tokens.fetch_add(ct, Ordering::Relaxed);
+                    stats.upstream_tokens.fetch_add(pt + ct, Ordering::Relaxed);
+                    return Ok(parsed);
+                }
+                Err(e) => e,
+            };
+            let key = inner.config.api_key.expose();
+            if form != Form::Off && structured::refuses_form(&e, probing) {
+                let LlmError::Status { status, body, .. } = &e else {
+                    unreachable!("refusals are statuses")
+                };
+                let said = endpoint::short(body, key);
+                return Err(LlmError::FormRefused(format!("HTTP {status}: {said}")));
+            }
+            if let Some(why) = endpoint::fatal_status(&e, &inner.endpoint, &inner.config.model, key)
+            {
+                return Err(self.endpoint_down(why));
+            }
+            every_attempt_unconnected &= matches!(e, LlmError::Connect(_));
+            if e.is_retryable() && attempt < inner.config.max_retries {
+                attempt += 1;
+                inner.stats.retries.fetch_add(1, Ordering::Relaxed);
+                let wait = match e.retry_after() {
+                    Some(d) => {
+                        let d = d.min(inner.config.retry_after_max);
+                        inner.limiter.pause_for(d);
+                        d
+                    }
+                    None => limiter::backoff(
+                        attempt,
+                        inner.config.backoff_base,
+                        inner.config.backoff_max,
+                    ),
+                };
+                tracing::warn!(item = %item, attempt, wait_ms = wait.as_millis() as u64, error = %e, "retrying model call");
+                tokio::time::sleep(wait).await;
+                continue;
+            }
+            inner.stats.failures.fetch_add(1, Ordering::Relaxed);
+            if every_attempt_unconnected {
+                return Err(self.endpoint_down(endpoint::unreachable(
+                    &e,
+                    &inner.endpoint,
+                    attempt + 1,
+                )));
+            }
+            return Err(if e.is_retryable() || attempt > 0 {
+                LlmError::Exhausted {
+                    attempts: attempt + 1,
+                    last: Box::new(e),
+                }
+            } else {
+                e
+            });
+        }
+    }
+
+    /// Marks the endpoint unusable (the first reason stays) and returns the error saying so.
+    pub(crate) fn endpoint_down(&self, why: String) -> LlmError {
+        LlmError::Endpoint(self.inner.dead.get_or_init(|| why).clone())
+    }
+}

@@ -1,0 +1,28 @@
+//! cb-metrics: the metrics of the RECALL and KRE papers as pure functions (no IO, no async).
+//!
+//! - [`bleu`]: BLEU exactly as sacrebleu 2.6.0 computes it with its defaults (the `13a`
+//!   tokenizer; corpus BLEU; sentence BLEU with exponential smoothing and effective order).
+//! - [`rouge`]: ROUGE-L exactly as rouge-score 0.1.2's `RougeScorer(['rougeL'])` without a
+//!   stemmer (its default tokenizer, LCS-based precision, recall and F-measure).
+//! - [`recall`]: RECALL's accuracy, misleading rate (M-Rate, eq. 1) and mistake
+//!   reappearance rate (R-Rate, eq. 2 for EventKG, eq. 3 for UJ).
+//! - [`kre`]: KRE's memory split, vulnerable / resilient / factual robustness (VR, RR, FR),
+//!   the decision-making style score (DMSS) and the style it implies, adaptivity and the FR
+//!   upper bound. The KRE equations did not survive in the paper text we have: each
+//!   function's documentation quotes the passage it is read from.
+//! - [`stats`]: mean and standard deviation over seeds, with the count.
+//!
+//! A rate whose denominator is empty is `None`, never `0` or `NaN`.
+
+pub mod bleu;
+pub mod kre;
+pub mod recall;
+pub mod rouge;
+pub mod stats;
+
+pub use stats::Summary;
+
+/// `num / den`, or `None` when `den` is 0.
+pub fn ratio(num: usize, den: usize) -> Option<f64> {
+    (den > 0).then(|| num as f64 / den as f64)
+}

@@ -1,0 +1,483 @@
+//! Checks of generated text that the steps' validators and the audit share, so that a built
+//! row and a released row are judged by the same rules: prompt echo, a context that only
+//! restates the negative answer, an answer in another language than its source, and text
+//! copied from the inputs set apart before a refusal or a golden answer is looked for.
+//!
+//! Each check returns what it found (for the reason's detail); the stable reason codes are
+//! the callers' (`prompt_echo`, `restates_negative`, `other_language`).
+
+use crate::text::{normalize, tokens};
+
+/// The labels the bundled prompt templates put at the start of a line before the material
+/// they show the model (`Event: ...`, `Question: ...`). A line of an answer that starts with
+/// one of them followed by `:` repeats the prompt back. Kept in step with `prompts/` by a
+/// test of the steps crate.
+pub const PROMPT_LABELS: &[&str] = &[
+    "Answer",
+    "Answer, copied from the paragraph",
+    "Chosen cause",
+    "Chosen result",
+    "Correct answer",
+    "Event",
+    "For comparison, the reference explanation of the other option reads",
+    "Options",
+    "Other accepted forms of the correct answer",
+    "Other forms of the correct answer",
+    "Paragraph",
+    "Paragraph about an event",
+    "Paragraph written from the record",
+    "Passage",
+    "Question",
+    "Record of the event",
+    "Reference explanation",
+    "Replacement answer",
+    "Sentences collected about the term",
+    "Term",
+];
+
+/// The first line of `answer` that starts with one of `labels` (case-insensitive) followed
+/// by `:`; the label is returned. A label is matched on its own words: "Question:" and
+/// "question :" match "Question", "Questions:" does not. Labels are compared after
+/// stripping a leading list marker (`-`, `*`, `1.`) and quotes from the line. A line that
+/// `material` (the text the model was given to work on) already holds is not echo: a passage
+/// may have a line "Note: ..." of its own.
+pub fn echoed_label<'a>(answer: &str, labels: &[&'a str], material: &str) -> Option<&'a str> {
+    let material = material.to_lowercase();
+    for line in answer.lines() {
+        if !line.trim().is_empty() && material.contains(&line.trim().to_lowercase()) {
+            continue;
+        }
+        let l = line
+            .trim()
+            .trim_start_matches(|c: char| c.is_ascii_digit() || "-*•.) \"'`>#".contains(c));
+        let Some((head, _)) = l.split_once(':') else {
+            continue;
+        };
+        let head = head.trim().trim_end_matches(['"', '\'', ')']);
+        // Labels with a parenthesis ("Reference explanation (supports ...)") match on what
+        // comes before it.
+        let head = head.split(" (").next().unwrap_or(head).trim();
+        if let Some(l) = labels.iter().find(|l| l.eq_ignore_ascii_case(head)) {
+            return Some(l);
+        }
+    }
+    None
+}
+
+/// Names the bundled prompts give their own parts. An answer that uses one talks about the
+/// prompt instead of answering it ("as explained by the reference explanation").
+pub const PROMPT_TERMS: &[&str] = &[
+    "reference explanation",
+    "the other option",
+    "chosen cause",
+    "chosen result",
+    "correct answer",
+    "replacement answer",
+    "accepted forms",
+];
+
+/// The first of [`PROMPT_TERMS`] that `answer` uses (whole words, case-insensitive) and
+/// `material` does not.
+pub fn echoed_term(answer: &str, material: &str) -> Option<&'static str> {
+    PROMPT_TERMS.iter().copied().find(|t| {
+        crate::text::contains_phrase(answer, t) && !crate::text::contains_phrase(material, t)
+    })
+}
+
+/// A run of `window` consecutive words of `instructions` (the template's own text, without
+/// the material it shows) that `answer` repeats, as found; `None` when there is none. A run
+/// that `material` also holds is not counted. Words are compared lower-cased, punctuation
+/// left out.
+pub fn echoed_instructions(
+    answer: &str,
+    instructions: &str,
+    material: &str,
+    window: usize,
+) -> Option<String> {
+    let a = tokens(answer);
+    let t = tokens(instructions);
+    if window == 0 || a.len() < window || t.len() < window {
+        return None;
+    }
+    let m = tokens(material);
+    let given: std::collections::HashSet<&[String]> = m.windows(window).collect();
+    let runs: std::collections::HashSet<&[String]> = t.windows(window).collect();
+    a.windows(window)
+        .find(|w| runs.contains(w) && !given.contains(w))
+        .map(|w| w.join(" "))
+}
+
+/// The first of `values` (the strings of a structured answer) that is one of the example
+/// values the template shows in quotes (`"first option"`, `"<text copied from the
+/// paragraph>"`) and that `material` does not hold: the model filled the shape with the
+/// prompt's own placeholders.
+pub fn echoed_example<'a>(
+    values: &[&'a str],
+    instructions: &str,
+    material: &str,
+) -> Option<&'a str> {
+    let material = material.to_lowercase();
+    values.iter().copied().find(|v| {
+        let v = v.trim();
+        !v.is_empty()
+            && instructions.contains(&format!("\"{v}\""))
+            && !material.contains(&v.to_lowercase())
+    })
+}
+
+/// Function words, never counted as what a text adds.
+const FUNCTION_WORDS: &[&str] = &[
+    "a", "an", "the", "of", "to", "in", "on", "at", "for", "by", "with", "and", "or", "is", "are",
+    "was", "were", "be", "been", "being", "it", "its", "this", "that", "these", "those", "so",
+    "as", "from", "into", "than", "then", "there", "here", "if", "but", "not", "no", "yes", "very",
+    "can", "could", "would", "will", "do", "does", "did", "has", "have", "had", "he", "she",
+    "they", "them", "his", "her", "their", "we", "our", "i", "me", "my", "you", "your", "also",
+    "just",
+];
+
+/// The content words of `context` (lower-cased, function words left out) that `given` does
+/// not hold, compared on their first five characters (a crude stem: "grew"/"grow" differ,
+/// "plants"/"plant" do not).
+pub fn added_words(context: &str, given: &str) -> Vec<String> {
+    let stem = |w: &str| w.chars().take(5).collect::<String>();
+    let have: std::collections::HashSet<String> = tokens(given).iter().map(|w| stem(w)).collect();
+    let mut out: Vec<String> = Vec::new();
+    for w in tokens(context) {
+        if !FUNCTION_WORDS.contains(&w.as_str()) && !have.contains(&stem(&w)) && !out.contains(&w) {
+            out.push(w);
+        }
+    }
+    out
+}
+
+/// Fewer than this many content words beyond the negative answer's: the context only
+/// restates it. One added word is enough to pass ("It is kept in the oven." for "oven"):
+/// the rule is there for bare restatements, and a weak context is the audit's and the
+/// reviewers' call.
+pub const RESTATE_MIN_ADDED: usize = 1;
+
+/// Whether a negative context (or explanation) only restates the negative answer: it adds
+/// fewer than [`RESTATE_MIN_ADDED`] content words (none) to it ("The plants grew faster." for
+/// "The plants grew faster"). An empty context restates nothing (other checks catch it).
+pub fn restates(context: &str, negative_answer: &str) -> bool {
+    !normalize(context).is_empty()
+        && !normalize(negative_answer).is_empty()
+        && added_words(context, negative_answer).len() < RESTATE_MIN_ADDED
+}
+
+/// `text` with every case-insensitive occurrence of each of `copied` (trimmed, a final
+/// period dropped) cut out: what the text says beyond the inputs it repeats. A refusal or a
+/// golden answer is looked for in this rest, so that a premise such as "I cannot take new
+/// photos now." copied into an explanation is not read as a refusal.
+pub fn beyond_copies(text: &str, copied: &[&str]) -> String {
+    let mut out = text.to_owned();
+    let mut needles: Vec<String> = copied
+        .iter()
+        .map(|c| c.trim().trim_end_matches('.').trim().to_owned())
+        .filter(|c| c.chars().count() >= 8)
+        .collect();
+    needles.sort_by_key(|n| std::cmp::Reverse(n.len()));
+    for n in needles {
+        let lower = out.to_lowercase();
+        let nl = n.to_lowercase();
+        // Lower-casing may change byte lengths; cut only where the two line up.
+        if lower.len() != out.len() {
+            continue;
+        }
+        let mut rest = String::with_capacity(out.len());
+        let mut last = 0;
+        let mut from = 0;
+        while let Some(i) = lower[from..].find(&nl).map(|i| i + from) {
+            rest.push_str(&out[last..i]);
+            rest.push(' ');
+            last = i + nl.len();
+            from = last;
+        }
+        rest.push_str(&out[last..]);
+        out = rest;
+    }
+    out
+}
+
+/// A language or writing system, as far as [`language`] tells them apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Language {
+    English,
+    French,
+    German,
+    Spanish,
+    Italian,
+    Portuguese,
+    Dutch,
+    /// Mostly letters of a script other than Latin (Cyrillic, Greek, Arabic, Hebrew,
+    /// Devanagari, Thai, Hangul, kana, Han), named.
+    Script(&'static str),
+}
+
+/// Words frequent in one language and rare in the others of the list (no word is listed
+/// twice, so "de", "la", "en", "a" count for none).
+const STOPWORDS: &[(Language, &[&str])] = &[
+    (
+        Language::English,
+        &[
+            "the", "and", "of", "to", "is", "was", "that", "it", "with", "for", "as", "are", "by",
+            "this", "be", "from", "which", "were", "has", "have", "not", "they", "their", "its",
+            "or", "but", "at", "can", "because", "when", "more", "into", "than", "also", "been",
+            "would", "will", "there", "these", "an", "on", "he", "she", "his", "her", "what",
+            "who", "how", "if", "so", "you", "we", "our", "in",
+        ],
+    ),
+    (
+        Language::French,
+        &[
+            "le", "les", "des", "est", "et", "une", "du", "dans", "qui", "pour", "pas", "sur",
+            "au", "avec", "ce", "sont", "il", "elle", "aux", "ont", "était", "cette", "mais", "ou",
+            "leur", "nous", "vous", "été", "être", "très", "sa", "ses", "ne",
+        ],
+    ),
+    (
+        Language::German,
+        &[
+            "der", "die", "das", "und", "ist", "nicht", "ein", "eine", "zu", "den", "von", "mit",
+            "sich", "auf", "für", "im", "dem", "auch", "wird", "wurde", "sind", "bei", "oder",
+            "nach", "aus", "werden", "wie", "einem", "einer", "über", "durch", "ich", "war",
+        ],
+    ),
+    (
+        Language::Spanish,
+        &[
+            "el", "los", "las", "y", "es", "del", "se", "por", "una", "con", "para", "su", "al",
+            "lo", "como", "más", "pero", "sus", "fue", "este", "entre", "cuando", "muy", "sin",
+            "sobre", "también", "hasta", "donde", "porque", "esta",
+        ],
+    ),
+    (
+        Language::Italian,
+        &[
+            "il", "di", "che", "è", "per", "non", "sono", "della", "gli", "nel", "alla", "dei",
+            "delle", "anche", "questo", "come", "più", "ma", "ha", "dalla", "degli", "nella", "ad",
+            "essere", "stato", "già",
+        ],
+    ),
+    (
+        Language::Portuguese,
+        &[
+            "os", "da", "do", "em", "um", "uma", "não", "na", "no", "com", "dos", "das", "ao",
+            "pelo", "pela", "mais", "foi", "são", "também", "ser", "seu", "sua", "muito", "isso",
+            "quando", "já", "está",
+        ],
+    ),
+    (
+        Language::Dutch,
+        &[
+            "het", "een", "van", "dat", "niet", "zijn", "op", "te", "met", "voor", "er", "maar",
+            "ook", "aan", "bij", "naar", "werd", "wordt", "deze", "nog", "dan", "kan", "heeft",
+            "hij", "ze", "wat", "wel",
+        ],
+    ),
+];
+
+/// The script of a letter outside Latin, when it is one of those [`Language::Script`] names.
+fn script(c: char) -> Option<&'static str> {
+    Some(match c as u32 {
+        0x0370..=0x03FF => "Greek",
+        0x0400..=0x04FF => "Cyrillic",
+        0x0590..=0x05FF => "Hebrew",
+        0x0600..=0x06FF => "Arabic",
+        0x0900..=0x097F => "Devanagari",
+        0x0E00..=0x0E7F => "Thai",
+        0x3040..=0x30FF => "Japanese kana",
+        0x4E00..=0x9FFF => "Han",
+        0xAC00..=0xD7AF => "Hangul",
+        _ => return None,
+    })
+}
+
+/// The language of `text`, when it is clear; `None` when the text is too short or mixed.
+///
+/// Rule: a text whose letters are more than half of one non-Latin script is that script
+/// (at least 4 such letters). Otherwise the words are counted against short lists of
+/// function words; a language wins with at least 3 hits, a tenth of the words, and twice
+/// the hits of the runner-up.
+///
+/// Limits: only the languages and scripts of [`Language`]; Latin-script languages not in the
+/// list (Swedish, Turkish, Vietnamese, ...) give `None` or, rarely, a near neighbour; Han
+/// text is not split into Chinese and Japanese unless it has kana; a short answer (a name,
+/// a date, a phrase of a few words) usually gives `None`, and then nothing is concluded.
+pub fn language(text: &str) -> Option<Language> {
+    let mut letters = 0usize;
+    let mut scripts: Vec<(&'static str, usize)> = Vec::new();
+    for c in text.chars().filter(|c| c.is_alphabetic()) {
+        letters += 1;
+        if let Some(s) = script(c) {
+            match scripts.iter_mut().find(|(n, _)| *n == s) {
+                Some(e) => e.1 += 1,
+                None => scripts.push((s, 1)),
+            }
+        }
+    }
+    if let Some(&(s, n)) = scripts.iter().max_by_key(|(_, n)| *n) {
+        if n >= 4 && 2 * n > letters {
+            return Some(Language::Script(s));
+        }
+    }
+    let words = tokens(text);
+    let mut hits: Vec<(Language, usize)> = STOPWORDS
+        .iter()
+        .map(|(lang, list)| {
+            let n = words.iter().filter(|w| list.contains(&w.as_str())).count();
+            (*lang, n)
+        })
+        .collect();
+    hits.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
+    let (best, n) = hits[0];
+    let second = hits[1].1;
+    (n >= 3 && n * 10 >= words.len() && n >= 2 * second.max(1)).then_some(best)
+}
+
+/// The two languages when `answer` is clearly in another language than `source` (both
+/// recognised, and different); `None` otherwise, including when either is unclear.
+pub fn other_language(answer: &str, source: &str) -> Option<(Language, Language)> {
+    let a = language(answer)?;
+    let s = language(source)?;
+    (a != s).then_some((a, s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A real answer of SmolLM2-135M-Instruct to the e-CARE explanation prompt (issue #12).
+    const SMOLLM_ECHO: &str = "The streets were wet in the morning.\nEvent: The shops opened late.\nChosen cause: The rain made the ground wet.";
+
+    #[test]
+    fn template_labels_repeated_in_an_answer_are_echo() {
+        assert_eq!(echoed_label(SMOLLM_ECHO, PROMPT_LABELS, ""), Some("Event"));
+        // A line the material itself has is the material, not echo.
+        let passage = "Answer: forty-two, said the computer.";
+        assert_eq!(echoed_label(passage, PROMPT_LABELS, passage), None);
+        assert_eq!(
+            echoed_label("- question : what is it?", PROMPT_LABELS, ""),
+            Some("Question")
+        );
+        assert_eq!(
+            echoed_label(
+                "Reference explanation (supports \"x\"): y",
+                PROMPT_LABELS,
+                ""
+            ),
+            Some("Reference explanation")
+        );
+        assert_eq!(
+            echoed_label("Rain wets streets: a fact of weather.", PROMPT_LABELS, ""),
+            None
+        );
+        assert_eq!(echoed_label("Questions: none", PROMPT_LABELS, ""), None);
+        assert_eq!(
+            echoed_label("location: Rouen", &["location"], ""),
+            Some("location")
+        );
+    }
+
+    #[test]
+    fn answers_about_the_prompt_are_found() {
+        // Real accepted answers of SmolLM2 to the e-CARE explanation prompt before this check.
+        let meta =
+            "The boy ate an apple and caught the flu, as explained by the reference explanation.";
+        assert_eq!(
+            echoed_term(meta, "The boy caught the flu."),
+            Some("reference explanation")
+        );
+        let other = "The dog barked loudly at the door, and the other option was a stranger who knocked on the door.";
+        assert_eq!(echoed_term(other, ""), Some("the other option"));
+        assert_eq!(echoed_term("Metal spoons conduct heat quickly.", ""), None);
+        // The material's own words are not echo.
+        assert_eq!(
+            echoed_term("the correct answer", "Which is the correct answer?"),
+            None
+        );
+    }
+
+    #[test]
+    fn instructions_repeated_are_found_and_material_is_not() {
+        let instructions = "Write one sentence (at most 40 words) of general knowledge that explains why the event happened.";
+        assert_eq!(
+            echoed_instructions(
+                "Sure. Write one sentence at most 40 words of general knowledge: rain.",
+                instructions,
+                "",
+                8
+            )
+            .as_deref(),
+            Some("write one sentence at most 40 words of")
+        );
+        assert!(echoed_instructions(
+            "Rain makes the ground wet and slippery.",
+            instructions,
+            "",
+            8
+        )
+        .is_none());
+    }
+
+    #[test]
+    fn placeholders_of_the_prompt_are_echo() {
+        // A real answer of SmolLM2 to the distractors prompt under a JSON schema (llama-cpp-
+        // python, response_format json_object): the shape filled with its own example.
+        let shape = r#"Reply with JSON only, in exactly this shape: {"options": ["first option", "second option", "third option"]}"#;
+        let answer = ["first option", "second option", "third option"];
+        assert_eq!(
+            echoed_example(&answer, shape, "Normandy"),
+            Some("first option")
+        );
+        assert_eq!(echoed_example(&["Germany", "Spain"], shape, ""), None);
+    }
+
+    #[test]
+    fn a_bare_restatement_of_the_negative_answer_is_found() {
+        // A real SmolLM2 answer (issue #12) for the negative answer "The plants grew faster".
+        assert!(restates(
+            "The plants grew faster.",
+            "The plants grew faster"
+        ));
+        assert!(restates(
+            "Yes, the plant grew faster.",
+            "The plants grew faster"
+        ));
+        assert!(!restates(
+            "Water and sunlight help plants grow faster.",
+            "The plants grew faster"
+        ));
+        assert!(!restates("It is kept in the oven.", "oven"));
+        assert!(!restates("", "x"));
+    }
+
+    #[test]
+    fn copied_inputs_are_set_apart() {
+        let t = "Something is wrong with my camera flash, and that is what brought this about: I cannot take new Photos now.";
+        let rest = beyond_copies(t, &["I cannot take new Photos now."]);
+        assert!(!crate::text::looks_like_refusal(&rest), "{rest}");
+        assert!(crate::text::looks_like_refusal(t));
+        assert!(rest.contains("camera flash"));
+    }
+
+    #[test]
+    fn languages_are_told_apart_only_when_clear() {
+        let en = "The rain made the ground wet, and the shops opened late because of it.";
+        let fr = "La pluie a mouillé le sol, et les magasins ont ouvert tard à cause de cela.";
+        let de = "Der Regen hat den Boden nass gemacht, und die Läden haben spät geöffnet.";
+        let ru = "Дождь намочил землю, и магазины открылись поздно.";
+        assert_eq!(language(en), Some(Language::English));
+        assert_eq!(language(fr), Some(Language::French));
+        assert_eq!(language(de), Some(Language::German));
+        assert_eq!(language(ru), Some(Language::Script("Cyrillic")));
+        assert_eq!(
+            other_language(fr, en),
+            Some((Language::French, Language::English))
+        );
+        assert_eq!(other_language(en, en), None);
+        // Too short to tell: nothing is concluded.
+        assert_eq!(language("16 December 1775"), None);
+        assert_eq!(other_language("Paris", en), None);
+    }
+}

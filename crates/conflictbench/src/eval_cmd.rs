@@ -1,0 +1,166 @@
+//! `conflictbench eval recall|kre`: evaluates a model on a built benchmark with the paper's
+//! metrics, through the same LLM layer (and flags) as `build`.
+//!
+//! The offline backend has no model to evaluate, so it is refused (exit code 2); `--dry-run`
+//! counts the calls and writes nothing; `--backend replay` re-scores from the cache only.
+
+use crate::llm_args::{Backend, LlmArgs};
+use crate::{config_err, println_out, progress};
+use anyhow::Context;
+use cb_eval::{EvalError, EvalOptions, Sampling};
+use cb_llm::Llm;
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+pub struct EvalArgs {
+    /// Which benchmark: `recall` or `kre`.
+    pub benchmark: String,
+    /// Benchmark files or folders. Default: `generated/<benchmark>`. KRE's released files
+    /// (`cose.json`, ...) are read as they are.
+    #[arg(long = "data", value_name = "PATH")]
+    pub data: Vec<PathBuf>,
+    /// Output folder for predictions.jsonl, results.json, results.md, results.html.
+    /// Default: `eval/<benchmark>/<model>`.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Comma-separated domains (e.g. `eventkg,uj` or `cose,ecare`); default: all found.
+    #[arg(long, value_delimiter = ',')]
+    pub domains: Vec<String>,
+    /// Comma-separated settings. RECALL: original, edited, none. KRE: memory, zero_shot,
+    /// all_positive, all_negative, mixed, role_dependent, role_intuitive (memory always runs).
+    #[arg(long, value_delimiter = ',')]
+    pub settings: Vec<String>,
+    /// Number of seeds (runs): seeds SEED, SEED+1, ...
+    #[arg(long, default_value_t = 3)]
+    pub seeds: u64,
+    /// First seed (option order, few-shot examples, the request's seed).
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// Evaluate at most N rows of each file.
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// Folder of prompt templates (the eval ones are in its `eval/`).
+    #[arg(long, default_value = "prompts")]
+    pub prompts: PathBuf,
+    /// Sampling temperature of the model under test.
+    #[arg(long, default_value_t = 0.0)]
+    pub temperature: f32,
+    /// Longest answer, in tokens.
+    #[arg(long, default_value_t = 256)]
+    pub answer_tokens: u32,
+    /// KRE: use KRE's instruction pool (the `instructions/` folder of its release) instead
+    /// of our instruction.
+    #[arg(long, value_name = "DIR")]
+    pub kre_instructions: Option<PathBuf>,
+    /// KRE: which instruction of the pool (`N.txt`).
+    #[arg(long, default_value = "1")]
+    pub instruction: String,
+    /// KRE: take the pool's instructions that warn the context may mislead.
+    #[arg(long)]
+    pub hint: bool,
+    /// KRE: use KRE's few-shot examples (the `prompt_examples/` folder of its release)
+    /// instead of examples drawn from the benchmark's other rows.
+    #[arg(long, value_name = "DIR")]
+    pub kre_examples: Option<PathBuf>,
+    /// No progress bars.
+    #[arg(long)]
+    pub no_progress: bool,
+    #[command(flatten)]
+    pub llm: LlmArgs,
+}
+
+/// Exit code of an evaluation error: 2 configuration or bad data, 3 budget, 1 otherwise.
+pub fn exit_code(e: &anyhow::Error) -> u8 {
+    match e.downcast_ref::<EvalError>() {
+        Some(EvalError::Config(_) | EvalError::Data(_)) => 2,
+        Some(EvalError::Budget(_)) => 3,
+        _ => 1,
+    }
+}
+
+fn file_safe(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+pub async fn run(args: EvalArgs) -> anyhow::Result<()> {
+    let bench = args.benchmark.as_str();
+    if bench != "recall" && bench != "kre" {
+        return Err(config_err(format!(
+            "unknown benchmark {bench:?}: expected recall or kre"
+        )));
+    }
+    if args.llm.backend() == Backend::Offline {
+        return Err(config_err(
+            "eval needs a model under test: give --base-url and --model (or --backend replay); the offline backend has no answers of its own to evaluate",
+        ));
+    }
+    if args.seeds == 0 || args.llm.concurrency == 0 {
+        return Err(config_err("--seeds and --concurrency must be at least 1"));
+    }
+    let data = if args.data.is_empty() {
+        vec![PathBuf::from("generated").join(bench)]
+    } else {
+        args.data.clone()
+    };
+    let model = args.llm.model.clone().unwrap_or_default();
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("eval").join(bench).join(file_safe(&model)));
+    let config = args
+        .llm
+        .config(&out, || None, &format!("the {bench} evaluation"))?;
+    let llm = Llm::new(config.clone()).context("cannot set up the LLM layer")?;
+    let opts = EvalOptions {
+        data,
+        prompts: args.prompts.clone(),
+        domains: args.domains.clone(),
+        settings: args.settings.clone(),
+        seeds: (0..args.seeds).map(|i| args.seed + i).collect(),
+        limit: args.limit,
+        sampling: Sampling {
+            temperature: args.temperature,
+            max_tokens: args.answer_tokens,
+        },
+        concurrency: args.llm.concurrency,
+        kre_instructions: args.kre_instructions.clone(),
+        instruction: args.instruction.clone(),
+        hint: args.hint,
+        kre_examples: args.kre_examples.clone(),
+    };
+    let bars = progress::Bars::new(!args.no_progress && !args.llm.dry_run);
+    let (results, predictions) = if bench == "recall" {
+        cb_eval::recall::evaluate(&llm, &opts, &bars).await?
+    } else {
+        cb_eval::kre::evaluate(&llm, &opts, &bars).await?
+    };
+    let stats = llm.stats();
+    if args.llm.dry_run {
+        let cost = config.price.usd(stats.estimated_tokens, 0);
+        println_out(&format!(
+            "{bench} eval: {} calls ({} cached, {} to make), ~{} prompt tokens, ~${cost:.4}; nothing written",
+            stats.calls, stats.cache_hits, stats.upstream_calls, stats.estimated_tokens
+        ));
+        return Ok(());
+    }
+    cb_eval::report::write_all(&out, &results, &predictions)?;
+    println_out(&cb_eval::report::markdown(&results));
+    println_out(&format!(
+        "{} predictions -> {} [{} upstream calls, {} cache hits, ${:.4}]",
+        predictions.len(),
+        out.display(),
+        stats.upstream_calls,
+        stats.cache_hits,
+        stats.spent_usd
+    ));
+    Ok(())
+}

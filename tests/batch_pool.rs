@@ -2,7 +2,8 @@
 //! online call and writes the same files as an online build given the same answers; a build
 //! killed while its batch runs resumes it without submitting anything twice; per-request
 //! batch errors become retries or rejects; cancel, cost and budget; a pool spreads the calls,
-//! records the replica, and gets past a dead endpoint.
+//! records the replica, and gets past a dead endpoint; a member refusing the credentials is
+//! dropped from the pool, and only a pool with every member refused stops the build.
 
 mod common;
 
@@ -383,4 +384,70 @@ async fn a_pool_spreads_calls_records_the_replica_and_gets_past_a_dead_endpoint(
     let res = build(&args[..args.len() - 8], &[]).await;
     assert!(res.status.success(), "{}", text(&res));
     assert_eq!(mocks.iter().map(MockServer::answered).sum::<u64>(), 60);
+}
+
+/// A pool of `bases` building 20 questions into `out`, with the key the mocks reject.
+async fn pool_build(bases: &[String], raw: &Path, out: &Path) -> std::process::Output {
+    let (r, o) = (raw.to_str().unwrap(), out.to_str().unwrap());
+    let mut args = vec![
+        "kre",
+        "--domains",
+        "cose",
+        "--model",
+        "m",
+        "--raw",
+        r,
+        "--out",
+        o,
+    ];
+    for b in bases {
+        args.extend(["--endpoint", b.as_str()]);
+    }
+    args.extend(["--backoff-ms", "10"]);
+    build(&args, &[("OPENAI_API_KEY", "sk-test-secret-key")]).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pool_member_refusing_the_credentials_is_dropped_and_only_a_dead_pool_stops() {
+    let refusing = || {
+        responder(|_| Reply::Status {
+            code: 401,
+            retry_after: None,
+            body: cb_mock::error_body("Incorrect API key provided", "invalid_request_error", None),
+        })
+    };
+    let good = MockServer::start(model()).await;
+    let bad = MockServer::start(refusing()).await;
+    let raw = tempfile::tempdir().unwrap();
+    many_questions(raw.path(), 20);
+    let out = tempfile::tempdir().unwrap();
+    let bases = [good.base_url(), format!("{},concurrency=2", bad.base_url())];
+    let res = pool_build(&bases, raw.path(), out.path()).await;
+    assert!(res.status.success(), "{}", text(&res));
+    let dir = out.path().join("kre/cose");
+    assert_eq!(read_json(&dir.join("manifest.json"))["rows"], 20);
+    assert_eq!(good.answered(), 20);
+    let eps = last_run(&dir)["transport"]["endpoints"].clone();
+    assert_eq!(eps[1]["dead"], true, "{eps}");
+    assert_eq!(eps[0]["dead"], false, "{eps}");
+    // Dead after its first refusal (calls already in flight there end the same way).
+    let refused = bad.request_count() as u64;
+    assert!(
+        (1..=4).contains(&refused),
+        "{refused} calls to the refusing member"
+    );
+
+    // Every member refusing: the build stops with one sentence, like a single endpoint.
+    let bad2 = MockServer::start(refusing()).await;
+    let out = tempfile::tempdir().unwrap();
+    let res = pool_build(&[bad.base_url(), bad2.base_url()], raw.path(), out.path()).await;
+    let said = text(&res);
+    assert_eq!(res.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("every endpoint of pool:default is unusable"),
+        "{said}"
+    );
+    assert!(said.contains("credentials"), "{said}");
+    assert!(!said.contains("sk-test-secret-key"), "{said}");
+    assert!(!out.path().join("kre/cose/cose.json").exists());
 }

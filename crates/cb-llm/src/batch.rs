@@ -21,7 +21,7 @@
 use crate::batch_api::{input_line, parse_results, BatchApi, RemoteBatch};
 use crate::batch_store::{BatchRecord, BatchRequestRow};
 use crate::structured::Form;
-use crate::{endpoint, Cache, CachedResponse, Call, ChatRequest, Completion, Llm, LlmError};
+use crate::{Cache, CachedResponse, Call, ChatRequest, Completion, Llm, LlmError};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
@@ -466,32 +466,6 @@ impl Llm {
         cache.collect_batch(file_id, &inner.endpoint, &inner.config.model, &answers)?;
         tracing::info!(batch = %remote.id, status = %remote.status, answers = answers.len(), "batch collected");
         Ok(())
-    }
-
-    /// A round's error that says the endpoint is unusable (401/403/404 on the Files or Batch
-    /// API, or no connection on any attempt) marks it dead; others are passed on.
-    fn fatal_batch_error(&self, e: LlmError) -> LlmError {
-        let inner = &self.inner;
-        let (ep, model, key) = (
-            &inner.endpoint,
-            &inner.config.model,
-            inner.config.api_key.expose(),
-        );
-        let last = match &e {
-            LlmError::Exhausted { last, .. } => last.as_ref(),
-            other => other,
-        };
-        if let Some(why) = endpoint::fatal_status(last, ep, model, key) {
-            return self.endpoint_down(why);
-        }
-        if matches!(last, LlmError::Connect(_)) {
-            let attempts = match &e {
-                LlmError::Exhausted { attempts, .. } => *attempts,
-                _ => 1,
-            };
-            return self.endpoint_down(endpoint::unreachable(last, ep, attempts));
-        }
-        e
     }
 
     /// Cancels a batch of the journal (by batch id or input file id) and records its state.

@@ -1,7 +1,8 @@
 //! The HTML report in a real browser: headless Chromium driven through chromedriver with the
 //! W3C WebDriver protocol (a few JSON requests over a plain TCP connection, no client crate).
-//! Checks: no console errors, the diff highlighting is visible, and clicking a filter button
-//! hides the rows that do not fail that check.
+//! Checks: no console errors, the diff highlighting is visible, the two texts of a row (a
+//! released cose row, a RECALL edit) are each whole in the page's text, side by side, and
+//! clicking a filter button hides the rows that do not fail that check.
 //!
 //! Needs Debian's `chromium` and `chromium-driver` (`.ci/run` installs them). Without them the
 //! test fails under `CI=true` and is skipped otherwise.
@@ -181,6 +182,20 @@ fn write_rows(dir: &Path) {
     .unwrap();
 }
 
+/// Row 15 of the released KRE cose file (its two contexts share few words), alone in
+/// `kre/released-cose.json`; `None` when the shared data is absent outside CI.
+fn write_released_row(dir: &Path) -> Option<Value> {
+    let data = common::shared_data()?;
+    let rows = common::read_json(&data.join("kre/cose.json"));
+    let row = rows[15].clone();
+    std::fs::write(
+        dir.join("kre/released-cose.json"),
+        serde_json::to_string(&json!([row])).unwrap(),
+    )
+    .unwrap();
+    Some(row)
+}
+
 #[test]
 fn html_report_in_headless_chromium() {
     let (Some(browser), Some(driver)) = (find_tool("chromium"), find_tool("chromedriver")) else {
@@ -193,6 +208,7 @@ fn html_report_in_headless_chromium() {
     };
     let d = tempfile::tempdir().unwrap();
     write_rows(&d.path().join("generated"));
+    let released = write_released_row(&d.path().join("generated"));
     let html = d.path().join("audit.html");
     let o = Command::new(env!("CARGO_BIN_EXE_conflictbench"))
         .args(["audit"])
@@ -219,6 +235,11 @@ fn html_report_in_headless_chromium() {
     let session = drv.ok("POST", "/session", Some(&caps));
     let sid = session["sessionId"].as_str().unwrap().to_owned();
     let s = |p: &str| format!("/session/{sid}{p}");
+    drv.ok(
+        "POST",
+        &s("/window/rect"),
+        Some(&json!({"width": 1280, "height": 1000})),
+    );
     let url = format!("file://{}", html.canonicalize().unwrap().display());
     drv.ok("POST", &s("/url"), Some(&json!({"url": url})));
     let script = |code: &str| {
@@ -233,8 +254,42 @@ fn html_report_in_headless_chromium() {
     assert_eq!(script("return typeof window.__pwned;"), "undefined");
     assert_eq!(
         script("return document.querySelectorAll('.cb-row').length;"),
-        5
+        if released.is_some() { 6 } else { 5 }
     );
+
+    // Each text whole in the page's text, in two columns side by side; the changed words of an
+    // edit marked inside each; a rewritten pair unmarked and labelled.
+    let sides = |item: &str| -> Value {
+        script(&format!(
+            "var r = document.querySelector('.cb-row[data-item=\"{item}\"]');\
+             var o = r.querySelector('.cb-original'), e = r.querySelector('.cb-edited');\
+             var a = o.getBoundingClientRect(), b = e.getBoundingClientRect();\
+             return {{original: o.innerText, edited: e.innerText, page: document.body.innerText,\
+                      side_by_side: a.right <= b.left && a.top === b.top,\
+                      marks: r.querySelectorAll('.cb-diff del, .cb-diff ins').length,\
+                      rewritten: r.querySelector('.cb-rewritten') !== null}};"
+        ))
+    };
+    let v = sides("qa_a.jsonl#qa-good");
+    assert_eq!(v["original"], "Joan of Arc was born in Domrémy in 1412.");
+    assert_eq!(v["edited"], "Joan of Arc was born in Lyon in 1412.");
+    assert!(v["side_by_side"].as_bool().unwrap(), "{v}");
+    assert_eq!(v["marks"], 2, "Domrémy and Lyon marked: {v}");
+    assert_eq!(v["rewritten"], false);
+    if let Some(row) = &released {
+        let v = sides("released-cose.json#0");
+        let (golden, negative) = (
+            row[" golden_context"].as_str().unwrap(),
+            row["negative_context"].as_str().unwrap(),
+        );
+        assert_eq!(v["original"], golden);
+        assert_eq!(v["edited"], negative);
+        let page = v["page"].as_str().unwrap();
+        assert!(page.contains(golden) && page.contains(negative), "{page}");
+        assert!(v["side_by_side"].as_bool().unwrap(), "{v}");
+        assert_eq!(v["rewritten"], true, "{v}");
+        assert_eq!(v["marks"], 0, "{v}");
+    }
 
     // Highlighting: the inserted and deleted spans of a diff have a visible background.
     for sel in [".cb-diff ins.cb-ins", ".cb-diff del.cb-del"] {

@@ -276,7 +276,8 @@ async fn off_schema_distractors_end_in_rejects_and_the_rest_are_rows() {
 fn prompts_carry_the_question_the_answer_and_the_context() {
     let env = cb_step::template::environment();
     for domain in ["squad", "musique"] {
-        let recipe = Recipe::load(&repo().join(format!("recipes/kre-{domain}.toml"))).unwrap();
+        let recipes = cb_engine::Files::Dir(repo().join("recipes"));
+        let recipe = Recipe::load(&recipes, &format!("kre-{domain}.toml")).unwrap();
         let loaded = source::load(
             &recipe,
             &SourceOptions {
@@ -294,7 +295,8 @@ fn prompts_carry_the_question_the_answer_and_the_context() {
         vars.insert("negative_answer".into(), json!("Zanzibar"));
         let vars = minijinja::Value::from_serialize(&vars);
         for name in ["kre/distractors.md", "kre/rewrite_context.md"] {
-            let p = cb_step::Prompt::load(&repo().join("prompts"), name).unwrap();
+            let prompts = cb_step::Files::Dir(repo().join("prompts"));
+            let p = cb_step::Prompt::load(&prompts, name).unwrap();
             let (system, user) = p.render(&env, &vars).unwrap();
             assert!(!system.is_empty(), "{name}");
             for (what, v) in [

@@ -1,9 +1,11 @@
 //! The HTML report: one self-contained file (inline CSS and script, no external URL), a
 //! table of the checks with a filter button each, and one card per row with its failing
-//! checks and a word-level diff of the original and the edited text (`<del class="cb-del">`,
-//! `<ins class="cb-ins">`). Every text from the data is escaped.
+//! checks and the original and the edited text side by side, each whole, with the words not in
+//! the other text marked (`<del class="cb-del">` on the original's side, `<ins class="cb-ins">`
+//! on the edited one's). Texts that share little ([`crate::diff::REWRITTEN_BELOW`]) are shown
+//! unmarked and labelled "rewritten". Every text from the data is escaped.
 
-use crate::diff::{word_diff, Op};
+use crate::diff::{side_by_side, REWRITTEN_BELOW};
 use crate::{Item, Report};
 use std::fmt::Write as _;
 
@@ -23,22 +25,46 @@ pub fn escape(s: &str) -> String {
     out
 }
 
-/// The diff of two texts as HTML.
-pub fn diff_html(original: &str, edited: &str) -> String {
-    let mut s = String::new();
-    for (op, text) in word_diff(original, edited) {
-        let t = escape(&text);
-        match op {
-            Op::Same => s.push_str(&t),
-            Op::Del => {
-                let _ = write!(s, "<del class=\"cb-del\">{t}</del>");
-            }
-            Op::Ins => {
-                let _ = write!(s, "<ins class=\"cb-ins\">{t}</ins>");
+/// The two texts side by side as HTML: two labelled columns, each text whole, changes marked
+/// unless the texts were rewritten.
+pub fn side_by_side_html(original: &str, edited: &str, labels: (&str, &str)) -> String {
+    let c = side_by_side(original, edited);
+    let rewritten = c.rewritten();
+    let column = |pieces: &[(bool, String)], tag: &str, label: &str, side: &str| {
+        let mut s = format!(
+            "<div class=\"cb-side\"><div class=\"cb-label\">{}</div><div class=\"cb-text cb-{side}\">",
+            escape(label)
+        );
+        for (marked, text) in pieces {
+            let t = escape(text);
+            if *marked && !rewritten {
+                let _ = write!(s, "<{tag} class=\"cb-{tag}\">{t}</{tag}>");
+            } else {
+                s.push_str(&t);
             }
         }
-    }
-    s
+        s.push_str("</div></div>");
+        s
+    };
+    let note = match c.shared {
+        Some(x) if rewritten => format!(
+            "<div class=\"cb-meta cb-rewritten\">rewritten: {:.0}% of the words shared (below {:.0}%), shown without marks</div>",
+            100.0 * x,
+            100.0 * REWRITTEN_BELOW
+        ),
+        None => "<div class=\"cb-meta cb-rewritten\">rewritten or too long to align: shown without marks</div>".to_owned(),
+        Some(x) => format!(
+            "<div class=\"cb-meta\">{:.0}% of the words shared; <del class=\"cb-del\">only in the {}</del>, <ins class=\"cb-ins\">only in the {}</ins></div>",
+            100.0 * x,
+            escape(labels.0),
+            escape(labels.1)
+        ),
+    };
+    format!(
+        "<div class=\"cb-diff\">{}{}</div>{note}",
+        column(&c.original, "del", labels.0, "original"),
+        column(&c.edited, "ins", labels.1, "edited"),
+    )
 }
 
 const STYLE: &str = r#"
@@ -52,8 +78,12 @@ button.cb-filter.active{background:#1d4ed8;color:#fff;border-color:#1d4ed8}
 .cb-row{border:1px solid #ddd;border-radius:4px;padding:.6em .8em;margin:.7em 0}
 .cb-row[hidden]{display:none}
 .cb-meta{font-size:.85em;color:#555}.cb-fails{margin:.3em 0;padding-left:1.2em;font-size:.9em}
-.cb-diff{white-space:pre-wrap;line-height:1.5;background:#fafafa;border:1px solid #eee;padding:.5em}
-del.cb-del{background:#ffd7d5;color:#82071e;text-decoration:line-through}
+.cb-diff{display:grid;grid-template-columns:1fr 1fr;gap:.6em;margin-top:.4em}
+@media (max-width:40em){.cb-diff{grid-template-columns:1fr}}
+.cb-label{font-size:.8em;color:#555;font-weight:600;margin-bottom:.2em}
+.cb-text{white-space:pre-wrap;overflow-wrap:anywhere;line-height:1.5;background:#fafafa;border:1px solid #eee;padding:.5em}
+.cb-rewritten{font-style:italic}
+del.cb-del{background:#ffd7d5;color:#82071e;text-decoration:none}
 ins.cb-ins{background:#ccffd8;color:#055d20;text-decoration:none}
 code{font-size:.95em}
 "#;
@@ -203,8 +233,40 @@ fn row_card(h: &mut String, it: &Item) {
     }
     let _ = writeln!(
         h,
-        "<div class=\"cb-meta\"><del class=\"cb-del\">{orig_label}</del> → <ins class=\"cb-ins\">{edit_label}</ins></div>\
-         <div class=\"cb-diff\">{}</div></section>",
-        diff_html(&it.original, &it.edited)
+        "{}</section>",
+        side_by_side_html(&it.original, &it.edited, (orig_label, edit_label))
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_edit_is_marked_inside_each_whole_text_and_a_rewrite_is_not() {
+        let h = side_by_side_html(
+            "Joan was born in Domrémy in 1412.",
+            "Joan was born in Lyon in 1412.",
+            ("context", "edited context"),
+        );
+        assert!(h.contains(
+            "<div class=\"cb-text cb-original\">Joan was born in <del class=\"cb-del\">Domrémy</del> in 1412.</div>"
+        ), "{h}");
+        assert!(h.contains(
+            "<div class=\"cb-text cb-edited\">Joan was born in <ins class=\"cb-ins\">Lyon</ins> in 1412.</div>"
+        ), "{h}");
+        assert!(!h.contains("rewritten"));
+
+        let h = side_by_side_html(
+            "people waiting alongside with when you're in a reception area",
+            "Reception areas often have chairs for people to sit and wait.",
+            ("golden context", "negative context"),
+        );
+        assert!(h.contains("rewritten"), "{h}");
+        assert!(!h.contains("<del") && !h.contains("<ins"), "{h}");
+        assert!(
+            h.contains(">people waiting alongside with when you&#39;re in a reception area</div>")
+        );
+        assert!(h.contains(">Reception areas often have chairs for people to sit and wait.</div>"));
+    }
 }

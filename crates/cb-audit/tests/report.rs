@@ -206,7 +206,9 @@ fn html_escapes_data_and_holds_no_external_url() {
     for bad in ["http://", "https://", "src=\"", "@import", "url("] {
         assert!(!page.contains(bad), "{bad}");
     }
-    assert!(page.contains("<del class=\"cb-del\">") && page.contains("<ins class=\"cb-ins\">"));
+    // The two contexts share no word: side by side, unmarked, labelled.
+    assert!(page.contains("class=\"cb-text cb-original\">bookshelf &lt;b&gt;bold&lt;/b&gt;</div>"));
+    assert!(page.contains("rewritten: 0% of the words shared"));
     assert!(page.contains("data-check=\"kre_golden_context_short\""));
 }
 

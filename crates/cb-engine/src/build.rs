@@ -23,7 +23,8 @@ pub const DEFAULT_SEED: u64 = 42;
 pub struct BuildOptions {
     pub sources: SourceOptions,
     pub out: PathBuf,
-    pub prompts: PathBuf,
+    /// Where prompt templates are read from.
+    pub prompts: crate::Files,
     pub seed: u64,
     /// Items processed at once (the LLM layer has its own bound on calls in flight).
     pub concurrency: usize,
@@ -228,12 +229,9 @@ pub async fn build_recipe(
         tool_version: env!("CARGO_PKG_VERSION").into(),
         benchmark: recipe.benchmark.clone(),
         domain: recipe.domain.clone(),
-        recipe: recipe
-            .path
-            .file_name()
-            .map(|f| f.to_string_lossy().into_owned())
-            .unwrap_or_default(),
+        recipe: recipe.file.clone(),
         recipe_hash: recipe.hash.clone(),
+        recipe_from: recipe.origin.clone(),
         description: recipe.description.clone(),
         // A replay re-reads the answers of an `openai` build; its manifest is that build's.
         // The run's own mode is in `runs.jsonl`.
@@ -252,6 +250,7 @@ pub async fn build_recipe(
             .filter_map(|s| s.prompt())
             .map(|p| (p.name.clone(), p.hash.clone()))
             .collect::<BTreeMap<_, _>>(),
+        prompts_from: opts.prompts.origin(),
         stages,
         filtered: loaded.filtered,
         rows: items.len() as u64,

@@ -19,6 +19,7 @@ pub mod recipe;
 pub mod source;
 
 pub use build::{build_recipe, BuildOptions, BuildOutcome};
+pub use cb_step::Files;
 pub use cb_step::{CallRecord, Item};
 pub use error::EngineError;
 pub use progress::{NoProgress, Progress};

@@ -4,11 +4,11 @@
 //! file (and its prompts), nothing else.
 
 use crate::EngineError;
+use cb_step::Files;
 pub use cb_step::StepSpec;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 
 /// A source: which reader reads which files of `--raw/<dir>`.
 #[derive(Debug, Clone, Deserialize)]
@@ -84,9 +84,12 @@ pub struct Recipe {
     pub filter: Vec<FilterSpec>,
     #[serde(default)]
     pub steps: Vec<StepSpec>,
-    /// Where the file was read from, and its content hash.
+    /// The file name, the origin of its set (`bundled` or the folder, as in
+    /// [`Files::origin`]) and the file's content hash.
     #[serde(skip)]
-    pub path: PathBuf,
+    pub file: String,
+    #[serde(skip)]
+    pub origin: String,
     #[serde(skip)]
     pub hash: String,
 }
@@ -97,13 +100,15 @@ impl Recipe {
         format!("{}-{}", self.benchmark, self.domain)
     }
 
-    pub fn load(path: &Path) -> Result<Self, EngineError> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            EngineError::Config(format!("cannot read recipe {}: {e}", path.display()))
-        })?;
+    /// Parses recipe `name` of `recipes` (a folder or the bundled set).
+    pub fn load(recipes: &Files, name: &str) -> Result<Self, EngineError> {
+        let text = recipes
+            .read(name)
+            .map_err(|e| EngineError::Config(format!("cannot read recipe {e}")))?;
         let mut recipe: Recipe = toml::from_str(&text)
-            .map_err(|e| EngineError::Config(format!("recipe {}: {e}", path.display())))?;
-        recipe.path = path.to_path_buf();
+            .map_err(|e| EngineError::Config(format!("recipe {}: {e}", recipes.locate(name))))?;
+        recipe.file = name.to_owned();
+        recipe.origin = recipes.origin();
         recipe.hash = cb_step::prompt::sha256_hex(text.as_bytes());
         Ok(recipe)
     }
@@ -117,20 +122,12 @@ pub fn toml_to_json(t: &toml::Table) -> Map<String, Value> {
         .unwrap_or_default()
 }
 
-/// Every `*.toml` recipe of `dir`, sorted by file name.
-pub fn load_recipes(dir: &Path) -> Result<Vec<Recipe>, EngineError> {
-    let entries = std::fs::read_dir(dir).map_err(|e| {
-        EngineError::Config(format!(
-            "cannot read the recipes folder {}: {e}",
-            dir.display()
-        ))
-    })?;
-    let mut paths: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
-        .collect();
-    paths.sort();
-    paths.iter().map(|p| Recipe::load(p)).collect()
+/// Every `*.toml` recipe at the top of `recipes`, sorted by file name.
+pub fn load_recipes(recipes: &Files) -> Result<Vec<Recipe>, EngineError> {
+    let names = recipes
+        .top_level("toml")
+        .map_err(|e| EngineError::Config(format!("cannot read the recipes folder {e}")))?;
+    names.iter().map(|n| Recipe::load(recipes, n)).collect()
 }
 
 /// The recipes a `build` command selects: those of `benchmark` (or all for `all`), limited to
@@ -146,8 +143,13 @@ pub fn select<'a>(
         .filter(|r| benchmark == "all" || r.benchmark == benchmark)
         .collect();
     if of_bench.is_empty() {
+        let mut known: Vec<&str> = recipes.iter().map(|r| r.benchmark.as_str()).collect();
+        known.sort_unstable();
+        known.dedup();
+        known.push("all");
         return Err(EngineError::Config(format!(
-            "no recipe for benchmark '{benchmark}'"
+            "no recipe for benchmark '{benchmark}'; choose one of: {}",
+            known.join(", ")
         )));
     }
     if domains.is_empty() {

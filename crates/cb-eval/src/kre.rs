@@ -98,7 +98,19 @@ fn read_text(path: &std::path::Path) -> Result<String, EvalError> {
 }
 
 fn prompts(opts: &EvalOptions) -> Result<Prompts, EvalError> {
-    let role = |n: &str| read_text(&opts.prompts.join("eval").join(n));
+    let role = |n: &str| -> Result<String, EvalError> {
+        let t = opts
+            .prompts
+            .read(&format!("eval/{n}"))
+            .map_err(EvalError::Config)?;
+        match t.trim() {
+            "" => Err(EvalError::Config(format!(
+                "{} is empty",
+                opts.prompts.locate(&format!("eval/{n}"))
+            ))),
+            t => Ok(t.to_owned()),
+        }
+    };
     let pool = match &opts.kre_instructions {
         None => None,
         Some(dir) => {

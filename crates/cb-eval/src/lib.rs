@@ -36,7 +36,7 @@ pub struct EvalOptions {
     /// Benchmark files or folders (a build's `generated/<benchmark>`, or released files).
     pub data: Vec<PathBuf>,
     /// The prompts folder (`prompts/`); templates are read from its `eval/` sub-folder.
-    pub prompts: PathBuf,
+    pub prompts: cb_step::Files,
     /// Only these domains (all when empty).
     pub domains: Vec<String>,
     /// Only these settings (the benchmark's defaults when empty).
@@ -158,8 +158,9 @@ impl Templates {
         }
     }
 
-    pub fn load(dir: &Path, name: &str) -> Result<Prompt, EvalError> {
-        Prompt::load(&dir.join("eval"), name).map_err(|e| EvalError::Config(e.to_string()))
+    /// The template `eval/{name}` of the prompt set.
+    pub fn load(files: &cb_step::Files, name: &str) -> Result<Prompt, EvalError> {
+        Prompt::load(files, &format!("eval/{name}")).map_err(|e| EvalError::Config(e.to_string()))
     }
 
     /// Renders a template into `(system, user)`.

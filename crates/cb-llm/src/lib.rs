@@ -8,6 +8,7 @@
 //! This is the only crate that knows HTTP and async-openai. Steps describe a call with
 //! [`Call`] and get a [`Completion`] back; they never learn which backend answered.
 
+pub mod base_url;
 mod batch;
 mod batch_api;
 mod batch_store;

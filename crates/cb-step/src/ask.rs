@@ -3,12 +3,12 @@
 //! answer back with the reason (as often as `retries_on_invalid` says) and records every
 //! call in the item's lineage. Also the answer unwrappers every validator starts from.
 
+use crate::files::Files;
 use crate::prompt::Prompt;
 use crate::{CallRecord, Item, Step, StepCtx, StepError, StepFailure, StepFuture, StepSpec};
 use cb_llm::{Call, ChatRequest, Message};
 use serde_json::{Map, Value};
 use std::future::Future;
-use std::path::Path;
 
 /// Sampling parameters and answer handling of a model step, from the recipe.
 #[derive(Debug, Clone)]
@@ -51,7 +51,7 @@ impl ModelStep {
     /// configuration error) and its sampling parameters.
     pub fn new(
         spec: &StepSpec,
-        prompts: &Path,
+        prompts: &Files,
         default_prompt: Option<&str>,
         default_max_tokens: u32,
     ) -> Result<Self, StepError> {
@@ -421,9 +421,13 @@ mod tests {
         assert!(extract_json("no json here").is_none());
     }
 
-    fn causal_prompt() -> Prompt {
+    fn bundled_prompt(name: &str) -> Prompt {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../prompts");
-        Prompt::load(&dir, "kre/negative_explanation_causal.md").unwrap()
+        Prompt::load(&crate::Files::Dir(dir), name).unwrap()
+    }
+
+    fn causal_prompt() -> Prompt {
+        bundled_prompt("kre/negative_explanation_causal.md")
     }
 
     #[test]
@@ -450,8 +454,7 @@ mod tests {
 
     #[test]
     fn a_real_structured_answer_that_fills_the_shape_with_its_example_is_echo() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../prompts");
-        let p = Prompt::load(&dir, "kre/distractors.md").unwrap();
+        let p = bundled_prompt("kre/distractors.md");
         // SmolLM2-135M-Instruct under `response_format: json_object` with the step's schema.
         let raw = r#"{ "options": ["first option", "second option", "third option"] }"#;
         let material = "The Normans gave their name to Normandy, a region in France.\nFrance\n";

@@ -13,6 +13,7 @@
 
 pub mod ask;
 pub mod corpus;
+pub mod files;
 pub mod item;
 pub mod prompt;
 pub mod schema;
@@ -23,12 +24,13 @@ pub use ask::{
     ask, clean_text_answer, extract_json, Ask, LlmParams, Model, ModelBacked, ModelStep,
 };
 pub use corpus::{Corpus, Peer, View};
+pub use files::Files;
 pub use item::{CallRecord, Item};
 pub use prompt::Prompt;
 pub use spec::StepSpec;
 
 use std::future::Future;
-use std::path::Path;
+
 use std::pin::Pin;
 
 /// Errors that stop a build (as opposed to rejecting one item).
@@ -100,7 +102,7 @@ pub trait Step: Send + Sync + std::fmt::Debug {
 }
 
 /// Builds a step from its recipe entry; prompts are read from the folder given.
-pub type Constructor = fn(&StepSpec, &Path) -> Result<Box<dyn Step>, StepError>;
+pub type Constructor = fn(&StepSpec, &Files) -> Result<Box<dyn Step>, StepError>;
 
 /// The step kinds a build knows: `kind` -> constructor, in the order the unknown-kind
 /// error lists them.
@@ -121,7 +123,7 @@ impl Registry {
 
     /// Builds the step a recipe entry names; an unknown kind is a configuration error that
     /// lists the known ones.
-    pub fn build(&self, spec: &StepSpec, prompts: &Path) -> Result<Box<dyn Step>, StepError> {
+    pub fn build(&self, spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepError> {
         match self.kinds.iter().find(|(k, _)| *k == spec.kind) {
             Some((_, make)) => make(spec, prompts),
             None => Err(StepError::Config(format!(
@@ -149,7 +151,7 @@ mod tests {
         }
     }
 
-    fn noop(spec: &StepSpec, _: &Path) -> Result<Box<dyn Step>, StepError> {
+    fn noop(spec: &StepSpec, _: &Files) -> Result<Box<dyn Step>, StepError> {
         Ok(Box::new(Noop(spec.name().to_owned())))
     }
 
@@ -157,9 +159,15 @@ mod tests {
     fn a_kind_maps_to_its_step_and_an_unknown_one_lists_the_known() {
         const TABLE: Registry = Registry::new(&[("first", noop), ("second", noop)]);
         let spec: StepSpec = toml::from_str("kind = \"second\"\nname = \"mine\"").unwrap();
-        assert_eq!(TABLE.build(&spec, Path::new(".")).unwrap().name(), "mine");
+        assert_eq!(
+            TABLE.build(&spec, &Files::Dir(".".into())).unwrap().name(),
+            "mine"
+        );
         let spec: StepSpec = toml::from_str("kind = \"third\"").unwrap();
-        let e = TABLE.build(&spec, Path::new(".")).unwrap_err().to_string();
+        let e = TABLE
+            .build(&spec, &Files::Dir(".".into()))
+            .unwrap_err()
+            .to_string();
         assert_eq!(e, "unknown step kind 'third'; known: first, second");
     }
 }

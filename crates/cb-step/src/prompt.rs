@@ -1,9 +1,9 @@
 //! Prompt templates: one file per step and domain under `prompts/`, minijinja syntax, split
 //! into a system and a user part by lines `=== system ===` and `=== user ===`.
 
+use crate::files::Files;
 use crate::StepError;
 use sha2::{Digest, Sha256};
-use std::path::Path;
 
 /// A loaded prompt template.
 #[derive(Debug, Clone)]
@@ -21,13 +21,13 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 impl Prompt {
-    pub fn load(dir: &Path, name: &str) -> Result<Self, StepError> {
-        let path = dir.join(name);
-        let text = std::fs::read_to_string(&path).map_err(|e| {
-            StepError::Config(format!("cannot read prompt {}: {e}", path.display()))
-        })?;
+    /// Reads and parses template `name` of `prompts` (a folder or the bundled set).
+    pub fn load(prompts: &Files, name: &str) -> Result<Self, StepError> {
+        let text = prompts
+            .read(name)
+            .map_err(|e| StepError::Config(format!("cannot read prompt {e}")))?;
         Self::parse(name, &text)
-            .map_err(|m| StepError::Config(format!("prompt {}: {m}", path.display())))
+            .map_err(|m| StepError::Config(format!("prompt {}: {m}", prompts.locate(name))))
     }
 
     pub fn parse(name: &str, text: &str) -> Result<Self, String> {

@@ -8,10 +8,9 @@ use cb_model::spans::{states, word_spans};
 use cb_model::{date, item_rng, letter, text, KvItem};
 use rand::seq::{IndexedRandom, SliceRandom};
 use serde_json::json;
-use std::path::Path;
 
 /// The step table's constructor.
-pub fn build(spec: &StepSpec, prompts: &Path) -> Result<Box<dyn Step>, StepError> {
+pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepError> {
     let (mode, model) = Mode::with_model(spec, prompts, "edit_answer", 100)?;
     let answer = schema::object(&[("edited_answer", schema::string())]);
     Ok(Model::boxed(model.with_schema(answer), AnswerEdit { mode }))

@@ -8,10 +8,9 @@ use rand::seq::SliceRandom;
 use rand::Rng;
 use serde_json::{json, Value};
 use std::collections::HashSet;
-use std::path::Path;
 
 /// The step table's constructor.
-pub fn build(spec: &StepSpec, prompts: &Path) -> Result<Box<dyn Step>, StepError> {
+pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepError> {
     let model = ModelStep::new(spec, prompts, Some("kre/distractors.md"), 120)?.with_schema(
         schema::object(&[("options", schema::array(schema::string(), 3, 3))]),
     );

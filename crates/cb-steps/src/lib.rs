@@ -29,8 +29,8 @@ use cb_step::Registry;
 /// What every step module imports from the step API.
 mod prelude {
     pub(crate) use cb_step::{
-        ask, clean_text_answer, extract_json, schema, Item, Model, ModelBacked, ModelStep, Step,
-        StepCtx, StepError, StepFailure, StepFuture, StepSpec,
+        ask, clean_text_answer, extract_json, schema, Files, Item, Model, ModelBacked, ModelStep,
+        Step, StepCtx, StepError, StepFailure, StepFuture, StepSpec,
     };
 }
 
@@ -50,13 +50,13 @@ pub const STEPS: Registry = Registry::new(&[
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
+    use cb_step::Files;
 
     /// Every label a bundled template puts before material (`Question: {{ question }}`,
     /// `Passage:` then `<<<`) is one the echo check knows.
     #[test]
     fn the_echo_check_knows_every_label_of_the_bundled_prompts() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../prompts");
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../prompts");
         let mut seen = 0;
         for sub in ["kre", "recall"] {
             for f in std::fs::read_dir(dir.join(sub)).unwrap() {
@@ -87,7 +87,8 @@ mod tests {
 
     #[test]
     fn every_kind_builds_with_the_bundled_prompts() {
-        let prompts = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../prompts");
+        let prompts =
+            Files::Dir(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../prompts"));
         let kinds: Vec<&str> = STEPS.kinds().collect();
         assert_eq!(kinds.len(), 9);
         for kind in kinds {

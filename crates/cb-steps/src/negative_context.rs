@@ -6,10 +6,9 @@ use crate::reading::usable_aliases;
 use cb_model::spans::sentence_spans;
 use cb_model::{quality, text};
 use serde_json::json;
-use std::path::Path;
 
 /// The step table's constructor.
-pub fn build(spec: &StepSpec, prompts: &Path) -> Result<Box<dyn Step>, StepError> {
+pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepError> {
     let model = ModelStep::new(spec, prompts, Some("kre/rewrite_context.md"), 1024)?;
     let min_similarity = spec.f64("min_similarity").unwrap_or(0.6);
     Ok(Model::boxed(model, NegativeContext { min_similarity }))

@@ -4,10 +4,9 @@
 use crate::prelude::*;
 use cb_model::{letter, letter_index, quality, text};
 use serde_json::json;
-use std::path::Path;
 
 /// The step table's constructor.
-pub fn build(spec: &StepSpec, prompts: &Path) -> Result<Box<dyn Step>, StepError> {
+pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepError> {
     let model = ModelStep::new(spec, prompts, None, 160)?;
     let step = NegativeExplanation {
         require_mention: spec.bool("require_mention", false),

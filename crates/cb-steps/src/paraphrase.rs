@@ -7,10 +7,9 @@ use cb_model::recall::name_of;
 use cb_model::spans::mentions;
 use cb_model::{date, quality, text, KvItem};
 use std::collections::HashSet;
-use std::path::Path;
 
 /// The step table's constructor.
-pub fn build(spec: &StepSpec, prompts: &Path) -> Result<Box<dyn Step>, StepError> {
+pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepError> {
     let (mode, model) = Mode::with_model(spec, prompts, "paraphrase", 400)?;
     Ok(Model::boxed(model, Paraphrase { mode }))
 }

@@ -4,10 +4,9 @@
 use crate::prelude::*;
 use cb_model::{item_rng, letter, letter_index};
 use rand::Rng;
-use std::path::Path;
 
 /// The step table's constructor.
-pub fn build(spec: &StepSpec, _prompts: &Path) -> Result<Box<dyn Step>, StepError> {
+pub fn build(spec: &StepSpec, _prompts: &Files) -> Result<Box<dyn Step>, StepError> {
     Ok(Box::new(PickNegative {
         name: spec.name().to_owned(),
     }))

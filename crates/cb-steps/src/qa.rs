@@ -9,10 +9,9 @@ use cb_model::{item_rng, text, KvItem};
 use rand::seq::{IndexedRandom, SliceRandom};
 use rand::Rng;
 use serde_json::{json, Value};
-use std::path::Path;
 
 /// The step table's constructor.
-pub fn build(spec: &StepSpec, prompts: &Path) -> Result<Box<dyn Step>, StepError> {
+pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepError> {
     let (mode, model) = Mode::with_model(spec, prompts, "qa", 200)?;
     let (q, a) = (("question", schema::string()), ("answer", schema::string()));
     let answer = match mode {

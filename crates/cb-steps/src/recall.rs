@@ -26,12 +26,12 @@
 
 use cb_model::spans::{mentions, merge};
 use cb_model::{text, KvItem};
+use cb_step::Files;
 use cb_step::{Item, ModelStep, Peer, StepError, StepSpec, View};
 use rand::seq::IndexedRandom;
 use rand::Rng;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashSet};
-use std::path::Path;
 
 /// Which of RECALL's two kinds of source a step works on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,7 +58,7 @@ impl Mode {
     /// `recall/<stem>_text.md` by mode.
     pub(crate) fn with_model(
         spec: &StepSpec,
-        prompts: &Path,
+        prompts: &Files,
         stem: &str,
         default_max_tokens: u32,
     ) -> Result<(Self, ModelStep), StepError> {

@@ -21,7 +21,7 @@ pub struct EvalArgs {
     #[arg(long = "data", value_name = "PATH")]
     pub data: Vec<PathBuf>,
     /// Output folder for predictions.jsonl, results.json, results.md, results.html.
-    /// Default: `eval/<benchmark>/<model>`.
+    /// Default: `generated/eval/<benchmark>/<model>`.
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Comma-separated domains (e.g. `eventkg,uj` or `cose,ecare`); default: all found.
@@ -40,9 +40,10 @@ pub struct EvalArgs {
     /// Evaluate at most N rows of each file.
     #[arg(long)]
     pub limit: Option<usize>,
-    /// Folder of prompt templates (the eval ones are in its `eval/`).
-    #[arg(long, default_value = "prompts")]
-    pub prompts: PathBuf,
+    /// Folder of prompt templates (the eval ones are in its `eval/`); default: `prompts/` of
+    /// the current folder when it exists, else the ones built into the binary.
+    #[arg(long)]
+    pub prompts: Option<PathBuf>,
     /// Sampling temperature of the model under test.
     #[arg(long, default_value_t = 0.0)]
     pub temperature: f32,
@@ -112,17 +113,19 @@ pub async fn run(args: EvalArgs) -> anyhow::Result<()> {
         args.data.clone()
     };
     let model = args.llm.model.clone().unwrap_or_default();
-    let out = args
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("eval").join(bench).join(file_safe(&model)));
+    let out = args.out.clone().unwrap_or_else(|| {
+        PathBuf::from("generated/eval")
+            .join(bench)
+            .join(file_safe(&model))
+    });
+    args.llm.preflight()?;
     let config = args
         .llm
         .config(&out, || None, &format!("the {bench} evaluation"))?;
     let llm = Llm::new(config.clone()).context("cannot set up the LLM layer")?;
     let opts = EvalOptions {
         data,
-        prompts: args.prompts.clone(),
+        prompts: crate::assets::prompt_files(args.prompts.as_deref())?,
         domains: args.domains.clone(),
         settings: args.settings.clone(),
         seeds: (0..args.seeds).map(|i| args.seed + i).collect(),

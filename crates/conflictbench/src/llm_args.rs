@@ -73,6 +73,17 @@ pub struct LlmArgs {
 }
 
 impl LlmArgs {
+    /// Checks the endpoint before any work: a base URL that cannot be parsed, or a public host
+    /// with no API key, is a configuration error.
+    pub fn preflight(&self) -> anyhow::Result<()> {
+        let backend = self.backend();
+        if backend == Backend::Offline {
+            return Ok(());
+        }
+        let calls = backend == Backend::Openai && !self.dry_run;
+        crate::preflight::check_endpoint(self.base_url.as_deref(), calls)
+    }
+
     /// The backend asked for, or the default: `openai` with a base URL, else `offline`.
     pub fn backend(&self) -> Backend {
         match self.backend {

@@ -4,16 +4,18 @@
 //! Exit codes: 0 done; 1 a build failed; 2 a configuration or argument error; 3 the budget
 //! (`--max-cost`, `--max-tokens`) was reached: run the same command again to resume.
 
+mod assets;
 mod audit_cmd;
 mod batch_cmd;
 mod eval_cmd;
 mod llm_args;
 mod pool_cmd;
+mod preflight;
 mod progress;
 mod structured_arg;
 
 use anyhow::Context;
-use cb_engine::recipe::{load_recipes, select};
+use cb_engine::recipe::select;
 use cb_engine::source::SourceOptions;
 use cb_engine::{build_recipe, BuildOptions, EngineError};
 use cb_llm::Llm;
@@ -42,10 +44,12 @@ enum Command {
     Build(Box<BuildArgs>),
     /// List the recipes (benchmark, domain, description).
     Recipes {
-        /// Folder of recipe files.
-        #[arg(long, default_value = "recipes")]
-        recipes: PathBuf,
+        /// Folder of recipe files (default: ./recipes when present, else the bundled ones).
+        #[arg(long)]
+        recipes: Option<PathBuf>,
     },
+    /// Write the bundled recipes and prompts into DIR/recipes and DIR/prompts, to start a new domain from them.
+    Init(assets::InitArgs),
     /// Check generated or released benchmark files; report, HTML page, review sheet.
     Audit(Box<audit_cmd::AuditArgs>),
     /// Agreement of filled review sheets: per-item majority, percent agreement, Fleiss' kappa.
@@ -72,12 +76,12 @@ struct BuildArgs {
     /// Output folder; results go to OUT/<benchmark>/<domain>/.
     #[arg(long, default_value = "generated")]
     out: PathBuf,
-    /// Folder of recipe files.
-    #[arg(long, default_value = "recipes")]
-    recipes: PathBuf,
-    /// Folder of prompt templates.
-    #[arg(long, default_value = "prompts")]
-    prompts: PathBuf,
+    /// Folder of recipe files (default: ./recipes when present, else the bundled ones).
+    #[arg(long)]
+    recipes: Option<PathBuf>,
+    /// Folder of prompt templates (default: ./prompts when present, else the bundled ones).
+    #[arg(long)]
+    prompts: Option<PathBuf>,
     /// Seed of every random choice (written in the manifest).
     #[arg(long, default_value_t = cb_engine::build::DEFAULT_SEED)]
     seed: u64,
@@ -122,6 +126,7 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(&cli.log)),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(progress::colour_on_stderr())
         .init();
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(r) => r,
@@ -167,7 +172,7 @@ pub(crate) fn config_err(m: impl Into<String>) -> anyhow::Error {
 async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Recipes { recipes } => {
-            let all = load_recipes(&recipes)?;
+            let (files, all) = assets::recipes(recipes.as_deref())?;
             for r in all {
                 let star = if r.default { "" } else { " (alternate)" };
                 println_out(&format!(
@@ -175,6 +180,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     r.benchmark, r.domain, r.description
                 ));
             }
+            println_out(&format!("(recipes: {})", files.origin()));
+            Ok(())
+        }
+        Command::Init(args) => {
+            println_out(&assets::init(&args)?);
             Ok(())
         }
         Command::Build(args) => build(*args).await,
@@ -193,8 +203,9 @@ pub(crate) fn println_out(s: &str) {
 async fn build(mut args: BuildArgs) -> anyhow::Result<()> {
     let transport =
         pool_cmd::Transport::new(&args.batch, &args.pool, &mut args.llm).map_err(config_err)?;
-    let recipes = load_recipes(&args.recipes)?;
+    let (_, recipes) = assets::recipes(args.recipes.as_deref())?;
     let selected = select(&recipes, &args.benchmark, &args.domains)?;
+    let prompts = assets::prompt_files(args.prompts.as_deref())?;
     let mut inputs = BTreeMap::new();
     for spec in &args.inputs {
         let (k, v) = spec
@@ -205,6 +216,7 @@ async fn build(mut args: BuildArgs) -> anyhow::Result<()> {
     if args.llm.concurrency == 0 {
         return Err(config_err("--concurrency must be at least 1"));
     }
+    args.llm.preflight()?;
     let opts = BuildOptions {
         sources: SourceOptions {
             raw: args.raw.clone(),
@@ -215,7 +227,7 @@ async fn build(mut args: BuildArgs) -> anyhow::Result<()> {
             strict: args.strict,
         },
         out: args.out.clone(),
-        prompts: args.prompts.clone(),
+        prompts,
         seed: args.seed,
         concurrency: transport.items_in_flight(),
         write: !args.llm.dry_run,

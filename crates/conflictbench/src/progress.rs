@@ -3,8 +3,16 @@
 use cb_engine::Progress;
 use cb_llm::StatsSnapshot;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::IsTerminal;
 use std::sync::Mutex;
 use std::time::Instant;
+
+/// Whether log lines on stderr may carry colour codes: only on a terminal, and never when
+/// `NO_COLOR` is set to a non-empty value (<https://no-color.org>). Progress bars have no
+/// colour and are drawn only on a terminal.
+pub fn colour_on_stderr() -> bool {
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
 
 /// One bar per recipe: items, calls/s, cache hits, tokens, cost, ETA.
 pub struct Bars {

@@ -11,10 +11,9 @@ use cb_model::{item_rng, text, KvItem};
 use rand::seq::{IndexedRandom, SliceRandom};
 use serde_json::{json, Value};
 use std::collections::HashSet;
-use std::path::Path;
 
 /// The step table's constructor.
-pub fn build(spec: &StepSpec, prompts: &Path) -> Result<Box<dyn Step>, StepError> {
+pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepError> {
     let (mode, model) = Mode::with_model(spec, prompts, "edit_nonanswer", 300)?;
     let max_replacements = spec
         .int("max_replacements")

@@ -9,10 +9,9 @@ use cb_model::spans::sentence_spans;
 use cb_model::{item_rng, text};
 use rand::seq::{IndexedRandom, SliceRandom};
 use serde_json::json;
-use std::path::Path;
 
 /// The step table's constructor.
-pub fn build(spec: &StepSpec, _prompts: &Path) -> Result<Box<dyn Step>, StepError> {
+pub fn build(spec: &StepSpec, _prompts: &Files) -> Result<Box<dyn Step>, StepError> {
     Ok(Box::new(InsertSentence {
         name: spec.name().to_owned(),
     }))

@@ -1,0 +1,23 @@
+//! Checks of the endpoint before any work (exit 2 when they fail): a `--base-url` that is not
+//! an absolute http(s) URL, and a public host without `OPENAI_API_KEY`. A loopback or private
+//! host needs no key (local servers such as vLLM, llama.cpp or Ollama rarely ask for one);
+//! a dry run and a replay call nothing, so they need none either.
+
+use cb_llm::base_url::{check_base_url, HostKind};
+
+/// `base_url`: the URL a model build would call; `calls_upstream`: whether this run sends
+/// requests (not a dry run, not a replay).
+pub fn check_endpoint(base_url: Option<&str>, calls_upstream: bool) -> anyhow::Result<()> {
+    let Some(url) = base_url else {
+        return Ok(());
+    };
+    let kind = check_base_url(url).map_err(crate::config_err)?;
+    let has_key = std::env::var("OPENAI_API_KEY").is_ok_and(|k| !k.trim().is_empty());
+    if calls_upstream && kind == HostKind::Public && !has_key {
+        return Err(crate::config_err(format!(
+            "{url} is a public host and OPENAI_API_KEY is not set: export OPENAI_API_KEY=... \
+             (it is read from the environment only), or point --base-url at a local server"
+        )));
+    }
+    Ok(())
+}

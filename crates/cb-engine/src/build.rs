@@ -295,6 +295,7 @@ fn record_run(dir: &Path, llm: &Llm, stopped: Option<&EngineError>) -> Result<()
     let mut run = serde_json::json!({
         "unix_time": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()),
         "backend": llm.config().backend.name(),
+        "transport": llm.transport(),
         "structured": llm.structured_form(),
         "llm": llm.stats(),
     });

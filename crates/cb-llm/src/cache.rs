@@ -60,6 +60,12 @@ CREATE TABLE IF NOT EXISTS capabilities (
 );
 ";
 
+/// Commits one answer; an existing row with the same key is kept (first answer wins).
+pub(crate) const INSERT_RESPONSE: &str = "INSERT OR IGNORE INTO responses
+     (key, cache_format, endpoint, model, template, template_hash, request, content,
+      finish_reason, prompt_tokens, completion_tokens, raw, created_unix)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)";
+
 impl Cache {
     pub fn open(path: &Path) -> Result<Self, LlmError> {
         if let Some(dir) = path.parent() {
@@ -75,9 +81,15 @@ impl Cache {
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.busy_timeout(std::time::Duration::from_secs(30))?;
         conn.execute_batch(SCHEMA)?;
+        conn.execute_batch(crate::batch_store::SCHEMA)?;
+        conn.execute_batch(crate::pool::SCHEMA)?;
         Ok(Self {
             conn: Arc::new(Mutex::new(conn)),
         })
+    }
+
+    pub(crate) fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
+        self.conn.lock().expect("cache lock")
     }
 
     /// Opens an existing cache file to read only (dry runs): `None` when there is no file.
@@ -173,13 +185,7 @@ impl Cache {
             serde_json::to_string(&call.request).map_err(|e| LlmError::Cache(e.to_string()))?;
         let now = unix_now();
         let conn = self.conn.lock().expect("cache lock");
-        conn.prepare_cached(
-            "INSERT OR IGNORE INTO responses
-             (key, cache_format, endpoint, model, template, template_hash, request, content,
-              finish_reason, prompt_tokens, completion_tokens, raw, created_unix)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-        )?
-        .execute(params![
+        conn.prepare_cached(INSERT_RESPONSE)?.execute(params![
             key,
             crate::CACHE_FORMAT,
             endpoint,

@@ -25,6 +25,9 @@ pub enum LlmError {
     /// an error object, no message). Retried like a 5xx; never cached.
     #[error("malformed response: {reason}")]
     Malformed { reason: String, raw: String },
+    /// A batch answered a request with an error of its own (expired, cancelled, failed).
+    #[error("batch: {code}: {message}")]
+    Batch { code: String, message: String },
     /// Retries ran out (or a later attempt failed for good); `last` is the last error and
     /// `attempts` the number of requests sent.
     #[error("gave up after {attempts} attempts: {last}")]
@@ -62,6 +65,10 @@ impl LlmError {
             Self::Timeout(_) | Self::Connection(_) | Self::Connect(_) | Self::Malformed { .. } => {
                 true
             }
+            Self::Batch { code, .. } => !matches!(
+                code.as_str(),
+                "batch_cancelled" | "batch_failed" | "invalid_request"
+            ),
             _ => false,
         }
     }
@@ -106,6 +113,8 @@ impl LlmError {
             Self::Timeout(_) => "timeout".into(),
             Self::Connection(_) | Self::Connect(_) => "connection".into(),
             Self::Malformed { .. } => "malformed_response".into(),
+            Self::Batch { code, .. } if code.starts_with("batch_") => code.clone(),
+            Self::Batch { code, .. } => format!("batch_{code}"),
             Self::Exhausted { last, .. } if last.is_retryable() => {
                 format!("retries_exhausted_{}", last.reason_code())
             }

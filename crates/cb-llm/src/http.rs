@@ -21,7 +21,7 @@ struct HttpStatus {
 }
 
 pub(crate) struct OpenAiHttp {
-    client: Client<OpenAIConfig>,
+    pub(crate) client: Client<OpenAIConfig>,
 }
 
 /// What a successful answer carried.
@@ -75,7 +75,7 @@ impl OpenAiHttp {
     }
 }
 
-fn map_error(e: OpenAIError) -> LlmError {
+pub(crate) fn map_error(e: OpenAIError) -> LlmError {
     match e {
         OpenAIError::Boxed(b) => match b.downcast::<HttpStatus>() {
             Ok(s) => LlmError::Status {

@@ -9,18 +9,25 @@
 //! [`Call`] and get a [`Completion`] back; they never learn which backend answered.
 
 pub mod base_url;
+mod batch;
+mod batch_api;
+mod batch_store;
 mod cache;
 mod endpoint;
 mod error;
 mod http;
 mod limiter;
+mod pool;
 pub mod pricing;
 mod request;
 mod send;
 mod structured;
 
+pub use batch::BatchOptions;
+pub use batch_store::BatchRecord;
 pub use cache::{Cache, CachedResponse};
 pub use error::{is_transport_reason, LlmError};
+pub use pool::{EndpointSpec, PoolConfig};
 pub use pricing::Price;
 pub use request::{
     cache_key, cache_key_as, endpoint_identity, Call, ChatRequest, Message, CACHE_FORMAT,
@@ -99,6 +106,10 @@ pub struct LlmConfig {
     pub max_tokens: Option<u64>,
     /// How response schemas are sent (`--structured`).
     pub structured: Structured,
+    /// `--batch`: cache misses go through the provider's Batch API (openai backend only).
+    pub batch: Option<BatchOptions>,
+    /// Several endpoints for the same model (openai backend); replaces `base_url`.
+    pub pool: Option<PoolConfig>,
 }
 
 impl LlmConfig {
@@ -122,6 +133,8 @@ impl LlmConfig {
             max_cost_usd: None,
             max_tokens: None,
             structured: Structured::Auto,
+            batch: None,
+            pool: None,
         }
     }
 }
@@ -154,6 +167,8 @@ pub struct Stats {
     pub upstream_tokens: AtomicU64,
     /// For dry runs: estimated tokens of the calls that would go upstream.
     pub estimated_tokens: AtomicU64,
+    /// Batches submitted by this run (`--batch`).
+    pub batches: AtomicU64,
 }
 
 /// A plain copy of [`Stats`].
@@ -168,6 +183,7 @@ pub struct StatsSnapshot {
     pub completion_tokens: u64,
     pub spent_usd: f64,
     pub estimated_tokens: u64,
+    pub batches: u64,
 }
 
 impl Stats {
@@ -183,6 +199,7 @@ impl Stats {
             completion_tokens: g(&self.completion_tokens),
             spent_usd: g(&self.spent_micro_usd) as f64 / 1e6,
             estimated_tokens: g(&self.estimated_tokens),
+            batches: g(&self.batches),
         }
     }
 }
@@ -199,6 +216,8 @@ struct Inner {
     cache: Option<Cache>,
     limiter: limiter::Limiter,
     http: Option<http::OpenAiHttp>,
+    batch: Option<batch::Collector>,
+    pool: Option<pool::Pool>,
     stats: Stats,
     /// Estimated cost (micro-dollars) and tokens reserved by calls in flight.
     reserved_micro_usd: AtomicU64,
@@ -233,12 +252,14 @@ impl Llm {
                 "the replay backend needs a cache file".into(),
             ));
         }
-        let http = match config.backend {
-            BackendKind::Openai => Some(http::OpenAiHttp::new(&config)?),
-            _ => None,
+        let (http, pool) = match (config.backend, &config.pool) {
+            (BackendKind::Openai, Some(p)) => (None, Some(pool::Pool::new(&config, p)?)),
+            (BackendKind::Openai, None) => (Some(http::OpenAiHttp::new(&config)?), None),
+            _ => (None, None),
         };
-        let endpoint = match config.backend {
-            BackendKind::Offline => "offline".to_string(),
+        let endpoint = match (config.backend, &config.pool) {
+            (BackendKind::Offline, _) => "offline".to_string(),
+            (_, Some(p)) => format!("pool:{}", p.name),
             _ => endpoint_identity(&config.base_url),
         };
         Ok(Self {
@@ -247,6 +268,9 @@ impl Llm {
                 endpoint,
                 cache,
                 http,
+                pool,
+                batch: (config.batch.is_some() && config.backend == BackendKind::Openai)
+                    .then(batch::Collector::default),
                 config,
                 stats: Stats::default(),
                 reserved_micro_usd: AtomicU64::new(0),
@@ -268,6 +292,19 @@ impl Llm {
 
     pub fn stats(&self) -> StatsSnapshot {
         self.inner.stats.snapshot()
+    }
+
+    /// How this run reached the model, for `runs.jsonl`: `online`, `batch` (with the batches
+    /// submitted) or `pool` (with calls, answers, failures and pauses per endpoint).
+    pub fn transport(&self) -> serde_json::Value {
+        let inner = &self.inner;
+        if let Some(pool) = &inner.pool {
+            serde_json::json!({"mode": "pool", "endpoints": pool.report()})
+        } else if inner.batch.is_some() {
+            serde_json::json!({"mode": "batch", "batches": inner.stats.batches.load(Ordering::Relaxed)})
+        } else {
+            serde_json::json!({"mode": "online"})
+        }
     }
 
     /// The cache key this call would have, in the structured-output form known now.
@@ -311,6 +348,10 @@ impl Llm {
                     item: call.item.clone(),
                 }),
                 BackendKind::DryRun => Ok(self.dry_run(call, key)),
+                BackendKind::Openai if inner.pool.is_some() => self.via_pool(call, key, form).await,
+                BackendKind::Openai if inner.batch.is_some() => {
+                    self.via_batch(call, key, form).await
+                }
                 BackendKind::Openai => self.upstream(call, key, form).await,
                 BackendKind::Offline => unreachable!("handled above"),
             };

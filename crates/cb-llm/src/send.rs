@@ -105,8 +105,34 @@ impl Llm {
         }
     }
 
+    /// A round's error that says the endpoint is unusable (401/403/404 on the Files or Batch
+    /// API, or no connection on any attempt) marks it dead; others are passed on.
+    pub(crate) fn fatal_batch_error(&self, e: LlmError) -> LlmError {
+        let inner = &self.inner;
+        let (ep, model, key) = (
+            &inner.endpoint,
+            &inner.config.model,
+            inner.config.api_key.expose(),
+        );
+        let last = match &e {
+            LlmError::Exhausted { last, .. } => last.as_ref(),
+            other => other,
+        };
+        if let Some(why) = endpoint::fatal_status(last, ep, model, key) {
+            return self.endpoint_down(why);
+        }
+        if matches!(last, LlmError::Connect(_)) {
+            let attempts = match &e {
+                LlmError::Exhausted { attempts, .. } => *attempts,
+                _ => 1,
+            };
+            return self.endpoint_down(endpoint::unreachable(last, ep, attempts));
+        }
+        e
+    }
+
     /// Marks the endpoint unusable (the first reason stays) and returns the error saying so.
-    fn endpoint_down(&self, why: String) -> LlmError {
+    pub(crate) fn endpoint_down(&self, why: String) -> LlmError {
         LlmError::Endpoint(self.inner.dead.get_or_init(|| why).clone())
     }
 }

@@ -16,6 +16,14 @@
 //! others 400 or 422). The first form enforced wins, else `off`; the answer is stored, so a
 //! later build (another process) sends no probe. A remembered form that a server later
 //! refuses on a real call is stepped down and the call sent again in the next form.
+//!
+//! `--batch` and `--pool` send no probe. With `--batch` the form is the one remembered for
+//! the endpoint, else `json-schema` (the Batch API is OpenAI's, which enforces it); batch
+//! input lines carry the body and key of an online call in that form. A pool is one
+//! endpoint for this purpose (identity `pool:NAME`, one form for all its members, which
+//! serve the same model): it starts at the remembered form, else `json-schema`, and a
+//! member refusing the form on a call steps the whole pool down, remembered under
+//! `pool:NAME`, exactly as a single endpoint does.
 
 use crate::request::ChatRequest;
 use crate::{BackendKind, Llm, LlmError, Message};
@@ -164,6 +172,13 @@ impl Llm {
         }
     }
 
+    /// Whether a missing form is found out by a probe: online calls to one endpoint only.
+    /// A Batch API endpoint and an endpoint pool start at `json-schema` (see the module text).
+    fn probes(&self) -> bool {
+        let inner = &self.inner;
+        inner.config.backend == BackendKind::Openai && inner.pool.is_none() && inner.batch.is_none()
+    }
+
     async fn detected_form(&self) -> Result<Form, LlmError> {
         let state = &self.inner.form;
         if let Some(f) = state.get() {
@@ -180,7 +195,7 @@ impl Llm {
         };
         let form = match remembered.as_deref().and_then(Form::parse) {
             Some(f) => f,
-            None if self.inner.config.backend == BackendKind::Openai => {
+            None if self.probes() => {
                 let (f, how) = self.probe().await?;
                 tracing::info!(endpoint = %endpoint, model = %model, form = f.name(), how = %how, "structured output form found out");
                 if let Some(c) = &self.inner.cache {

@@ -1,6 +1,7 @@
 //! `--structured` through the mock server's emulations of real servers: `auto` finds the form
 //! each kind of server takes, remembers it in the cache database for later runs, steps down
-//! when a remembered form is refused, and a server that takes none still answers.
+//! when a remembered form is refused, and a server that takes none still answers; `--batch`
+//! lines carry the online body and key of the form in use, found out by no probe.
 
 use cb_llm::{BackendKind, Call, ChatRequest, Form, Llm, LlmConfig, LlmError, Message, Structured};
 use cb_mock::structured::{emulate, StructuredServer};
@@ -283,5 +284,42 @@ async fn a_real_server_gets_its_form_and_answers_in_shape() {
     eprintln!("structured form: {form}; stats {:?}", llm.stats());
     if let Ok(want) = std::env::var("CB_REAL_FORM") {
         assert_eq!(form, want);
+    }
+}
+
+/// `--batch` sends no probe: its input lines carry the json-schema body and key an online
+/// call would use, or those of the form remembered for the endpoint.
+#[tokio::test(flavor = "multi_thread")]
+async fn batch_lines_carry_the_online_body_and_key_of_the_form_in_use() {
+    let dir = tempfile::tempdir().unwrap();
+    for (remembered, form) in [(None, Form::JsonSchema), (Some("off"), Form::Off)] {
+        let mock = server(StructuredServer::JsonSchema).await;
+        let cache = dir.path().join(format!("{form:?}.sqlite"));
+        let mut c = config(&mock.base_url(), &cache, Structured::Auto);
+        if let Some(f) = remembered {
+            let llm = Llm::new(c.clone()).unwrap();
+            cb_llm::Cache::open(&cache)
+                .unwrap()
+                .put_capability(llm.endpoint(), "m", f, "set by the test")
+                .unwrap();
+        }
+        c.batch = Some(cb_llm::BatchOptions {
+            poll_initial: std::time::Duration::from_millis(10),
+            quiet: std::time::Duration::from_millis(20),
+            ..Default::default()
+        });
+        let llm = Llm::new(c).unwrap();
+        let done = llm.complete(&call(1)).await.unwrap();
+        assert_eq!(
+            mock.request_count(),
+            0,
+            "a batch build sent an online request"
+        );
+        let subs = mock.batch_submissions();
+        assert_eq!(subs.len(), 1);
+        let expected_key = cb_llm::cache_key_as(llm.endpoint(), "m", &call(1).request, form);
+        assert_eq!(subs[0].custom_id, expected_key);
+        assert_eq!(done.cache_key, expected_key);
+        assert_eq!(subs[0].body, call(1).request.body_as("m", form));
     }
 }

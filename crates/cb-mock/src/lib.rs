@@ -6,6 +6,8 @@
 //!   reply comes from the fault queue ([`MockServer::push_faults`]) if it is not empty, else from
 //!   the [`Responder`];
 //! - `GET /v1/models` (also `/models`): a small model list;
+//! - the Files and Batch APIs (`/v1/files`, `/v1/batches`), answered by the same responder:
+//!   see [`BatchSettings`] for delays, expiry and cancellation;
 //! - anything else: `404` with an OpenAI-style error JSON.
 //!
 //! Every chat request is recorded in a journal ([`MockServer::journal`]). A latency can be added
@@ -22,8 +24,11 @@
 //! # }
 //! ```
 
+mod batch;
 pub mod eval_script;
 pub mod structured;
+
+pub use batch::{BatchSettings, Submission};
 
 use std::collections::{HashMap, VecDeque};
 use std::net::{Ipv4Addr, SocketAddr};
@@ -315,7 +320,9 @@ struct Shared {
     attempts: Mutex<HashMap<String, usize>>,
     journal: Mutex<Vec<JournalEntry>>,
     next_id: AtomicU64,
+    answered: AtomicU64,
     stop: watch::Receiver<bool>,
+    batch: batch::BatchStore,
 }
 
 impl Shared {
@@ -383,13 +390,16 @@ impl MockServer {
             attempts: Mutex::new(HashMap::new()),
             journal: Mutex::new(Vec::new()),
             next_id: AtomicU64::new(1),
+            answered: AtomicU64::new(0),
             stop: stop_rx,
+            batch: batch::BatchStore::default(),
         });
         let app = Router::new()
             .route("/v1/chat/completions", post(chat))
             .route("/chat/completions", post(chat))
             .route("/v1/models", get(models))
             .route("/models", get(models))
+            .merge(batch::routes())
             .fallback(not_found)
             .layer(DefaultBodyLimit::max(MAX_BODY))
             .with_state(Arc::clone(&shared));
@@ -436,6 +446,12 @@ impl MockServer {
         lock(&self.shared.journal).clone()
     }
 
+    /// Chat requests answered with a completion (after the latency, so a request cut off by a
+    /// shutdown is not counted): what a paying client would have been billed for.
+    pub fn answered(&self) -> u64 {
+        self.shared.answered.load(Ordering::Relaxed)
+    }
+
     /// The journal's length.
     pub fn request_count(&self) -> usize {
         lock(&self.shared.journal).len()
@@ -480,6 +496,12 @@ impl MockServer {
     /// Shuts down and waits until the server task has ended (in-flight hangs and latency waits
     /// are released; open connections are closed).
     pub async fn shutdown(mut self) {
+        self.stop().await;
+    }
+
+    /// Like [`MockServer::shutdown`], but the server stays readable (journal, counters): an
+    /// endpoint that dies in the middle of a build.
+    pub async fn stop(&mut self) {
         self.signal_stop();
         if let Some(task) = self.task.take() {
             let _ = task.await;
@@ -573,6 +595,9 @@ async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes
     if !shared.sleep_or_stop(shared.latency()).await {
         return shutting_down();
     }
+    if matches!(reply, Reply::Content(_) | Reply::ContentWith { .. }) {
+        shared.answered.fetch_add(1, Ordering::Relaxed);
+    }
     render(&shared, reply, &model, prompt_chars).await
 }
 
@@ -631,6 +656,17 @@ fn completion(
     finish_reason: &str,
     usage: Option<(u64, u64)>,
 ) -> Response {
+    let obj = completion_json(shared, model, content, finish_reason, usage);
+    json_response(StatusCode::OK, obj.to_string())
+}
+
+fn completion_json(
+    shared: &Shared,
+    model: &str,
+    content: &str,
+    finish_reason: &str,
+    usage: Option<(u64, u64)>,
+) -> Value {
     let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
     let mut obj = json!({
         "id": format!("chatcmpl-mock-{id}"),
@@ -657,7 +693,7 @@ fn completion(
     if let Some(map) = obj.as_object_mut() {
         map.insert("x_mock".to_owned(), Value::Bool(true));
     }
-    json_response(StatusCode::OK, obj.to_string())
+    obj
 }
 
 fn json_response(status: StatusCode, body: String) -> Response {

@@ -6,9 +6,11 @@
 
 mod assets;
 mod audit_cmd;
+mod batch_cmd;
 mod build_args;
 mod eval_cmd;
 mod llm_args;
+mod pool_cmd;
 mod preflight;
 mod progress;
 mod structured_arg;
@@ -54,6 +56,8 @@ enum Command {
     Agreement(audit_cmd::AgreementArgs),
     /// Evaluate a model on a built benchmark with the paper's metrics.
     Eval(Box<eval_cmd::EvalArgs>),
+    /// List the Batch API batches in a cache's journal (state, counts), or cancel one.
+    Batches(batch_cmd::BatchesArgs),
 }
 
 #[derive(Args, Debug)]
@@ -97,6 +101,10 @@ struct BuildArgs {
     /// No progress bars.
     #[arg(long)]
     no_progress: bool,
+    #[command(flatten)]
+    batch: batch_cmd::BatchFlags,
+    #[command(flatten)]
+    pool: pool_cmd::PoolFlags,
 }
 
 #[allow(clippy::print_stderr)] // the binary's own last word on stderr
@@ -183,6 +191,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Audit(args) => audit_cmd::run_audit(*args),
         Command::Agreement(args) => audit_cmd::run_agreement(args),
         Command::Eval(args) => eval_cmd::run(*args).await,
+        Command::Batches(args) => batch_cmd::run(args).await,
     }
 }
 
@@ -191,7 +200,9 @@ pub(crate) fn println_out(s: &str) {
     println!("{s}");
 }
 
-async fn build(args: BuildArgs) -> anyhow::Result<()> {
+async fn build(mut args: BuildArgs) -> anyhow::Result<()> {
+    let transport =
+        pool_cmd::Transport::new(&args.batch, &args.pool, &mut args.llm).map_err(config_err)?;
     let (_, recipes) = assets::recipes(args.recipes.as_deref())?;
     let selected = select(&recipes, &args.benchmark, &args.domains)?;
     let prompts = assets::prompt_files(args.prompts.as_deref())?;
@@ -212,7 +223,7 @@ async fn build(args: BuildArgs) -> anyhow::Result<()> {
         out: args.out.clone(),
         prompts,
         seed: args.seed,
-        concurrency: args.llm.concurrency.saturating_mul(2),
+        concurrency: transport.items_in_flight(),
         write: !args.llm.dry_run,
         steps: cb_steps::STEPS,
     };
@@ -228,7 +239,10 @@ async fn build(args: BuildArgs) -> anyhow::Result<()> {
             let m: cb_model::Manifest = serde_json::from_slice(&std::fs::read(p).ok()?).ok()?;
             (!m.offline).then_some((m.endpoint, m.model))
         };
-        let config = args.llm.config(&args.out, previous, &recipe.name())?;
+        let mut config = args.llm.config(&args.out, previous, &recipe.name())?;
+        transport
+            .apply(&args.batch, &mut config)
+            .map_err(config_err)?;
         let llm = Llm::new(config.clone()).context("cannot set up the LLM layer")?;
         let outcome = build_recipe(recipe, &opts, &llm, &reporter).await?;
         let stats = llm.stats();
@@ -239,13 +253,18 @@ async fn build(args: BuildArgs) -> anyhow::Result<()> {
             dry_totals.1 += stats.estimated_tokens;
             dry_totals.2 += cost;
             println_out(&format!(
-                "{}: {} calls ({} cached, {} to make), ~{} tokens, ~${:.4}",
+                "{}: {} calls ({} cached, {} to make), ~{} tokens, ~${:.4}{}",
                 outcome.recipe,
                 stats.calls,
                 stats.cache_hits,
                 stats.upstream_calls,
                 stats.estimated_tokens,
-                cost
+                cost,
+                if args.batch.batch {
+                    " at the batch price"
+                } else {
+                    ""
+                }
             ));
         } else {
             println_out(&format!(

@@ -1,0 +1,547 @@
+//! `--batch`: the provider's Batch API behind [`Llm::complete`], on the same cache.
+//!
+//! On a cache miss the call is queued and its caller waits. A driver task (one at a time,
+//! started by the first call queued) waits until no call has arrived for a short quiet
+//! period (every item of the step is then waiting on it), and runs a round:
+//!
+//! 1. keys answered meanwhile (by an earlier run) are served from the cache;
+//! 2. keys that a batch of an earlier run holds (the journal in the cache database) are
+//!    waited for on that batch, never submitted again;
+//! 3. the other keys are written as Batch API JSONL (`custom_id` = cache key, `body` = the
+//!    exact online body), split under the per-file request and byte limits, each file
+//!    counted against `--max-cost`, uploaded, recorded, and submitted;
+//! 4. the batches are polled with growing intervals; each finished one is downloaded and its
+//!    answers committed to the cache (with the batch marked collected, in one transaction);
+//! 5. every waiting caller gets its answer, or its error: a retryable one (expiry, 5xx, 429)
+//!    puts the call in the next round, up to `max_retries` rounds; others become rejects.
+//!
+//! The caller then goes on exactly as with a cache hit: validation, a second attempt (which
+//! joins the next round), rejects.
+
+use crate::batch_api::{input_line, parse_results, BatchApi, RemoteBatch};
+use crate::batch_store::{BatchRecord, BatchRequestRow};
+use crate::structured::Form;
+use crate::{Cache, CachedResponse, Call, ChatRequest, Completion, Llm, LlmError};
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::Ordering;
+use std::sync::Mutex;
+use std::time::Duration;
+use tokio::sync::oneshot;
+
+/// How `--batch` runs.
+#[derive(Debug, Clone)]
+pub struct BatchOptions {
+    /// Most requests in one input file (OpenAI: 50,000).
+    pub max_requests_per_file: usize,
+    /// Most bytes in one input file (OpenAI: 200 MB).
+    pub max_bytes_per_file: usize,
+    /// First wait between two polls of a batch; it grows by half each poll up to `poll_max`.
+    pub poll_initial: Duration,
+    pub poll_max: Duration,
+    /// A round starts when no call has been queued for this long.
+    pub quiet: Duration,
+}
+
+impl Default for BatchOptions {
+    fn default() -> Self {
+        Self {
+            max_requests_per_file: 50_000,
+            max_bytes_per_file: 190 * 1024 * 1024,
+            poll_initial: Duration::from_secs(5),
+            poll_max: Duration::from_secs(60),
+            quiet: Duration::from_millis(300),
+        }
+    }
+}
+
+type Answer = Result<CachedResponse, LlmError>;
+
+struct Waiting {
+    call: Call,
+    /// The request's input line (`custom_id` = key, the exact online body).
+    line: String,
+    waiters: Vec<oneshot::Sender<Answer>>,
+    rounds: u32,
+}
+
+#[derive(Default)]
+struct Queue {
+    pending: HashMap<String, Waiting>,
+    arrivals: u64,
+    driving: bool,
+}
+
+/// The calls waiting for the next round.
+#[derive(Default)]
+pub(crate) struct Collector {
+    queue: Mutex<Queue>,
+}
+
+/// A copy of an error for a second caller waiting on the same key.
+fn dup(e: &LlmError) -> LlmError {
+    match e {
+        LlmError::Status {
+            status,
+            retry_after,
+            body,
+        } => LlmError::Status {
+            status: *status,
+            retry_after: *retry_after,
+            body: body.clone(),
+        },
+        LlmError::Malformed { reason, raw } => LlmError::Malformed {
+            reason: reason.clone(),
+            raw: raw.clone(),
+        },
+        LlmError::Batch { code, message } => LlmError::Batch {
+            code: code.clone(),
+            message: message.clone(),
+        },
+        LlmError::Budget(m) => LlmError::Budget(m.clone()),
+        LlmError::Cache(m) => LlmError::Cache(m.clone()),
+        LlmError::Config(m) => LlmError::Config(m.clone()),
+        LlmError::Timeout(d) => LlmError::Timeout(*d),
+        LlmError::Connect(m) => LlmError::Connect(m.clone()),
+        LlmError::Endpoint(m) => LlmError::Endpoint(m.clone()),
+        LlmError::FormRefused(m) => LlmError::FormRefused(m.clone()),
+        other => LlmError::Connection(other.to_string()),
+    }
+}
+
+impl Llm {
+    /// Queues a call that missed the cache and waits for its round.
+    /// `key` and the body in the input line are the ones an online call in `form` would use.
+    pub(crate) async fn via_batch(
+        &self,
+        call: &Call,
+        key: String,
+        form: Form,
+    ) -> Result<Completion, LlmError> {
+        let inner = &self.inner;
+        let collector = inner.batch.as_ref().expect("batch mode has a collector");
+        let (tx, rx) = oneshot::channel();
+        let start_driver = {
+            let mut q = collector.queue.lock().expect("batch queue");
+            q.arrivals += 1;
+            q.pending
+                .entry(key.clone())
+                .or_insert_with(|| Waiting {
+                    call: call.clone(),
+                    line: input_line(&key, &call.request.body_as(&inner.config.model, form)),
+                    waiters: Vec::new(),
+                    rounds: 0,
+                })
+                .waiters
+                .push(tx);
+            !std::mem::replace(&mut q.driving, true)
+        };
+        if start_driver {
+            let llm = self.clone();
+            tokio::spawn(async move { llm.drive().await });
+        }
+        let answer = rx
+            .await
+            .map_err(|_| LlmError::Config("the batch driver stopped".into()))??;
+        let s = &inner.stats;
+        s.prompt_tokens
+            .fetch_add(answer.prompt_tokens, Ordering::Relaxed);
+        s.completion_tokens
+            .fetch_add(answer.completion_tokens, Ordering::Relaxed);
+        Ok(Completion {
+            text: answer.content,
+            finish_reason: answer.finish_reason,
+            cache_key: key,
+            prompt_tokens: answer.prompt_tokens,
+            completion_tokens: answer.completion_tokens,
+            cached: false,
+        })
+    }
+
+    /// Runs rounds while calls are queued; ends when the queue stays empty.
+    async fn drive(&self) {
+        let inner = &self.inner;
+        let collector = inner.batch.as_ref().expect("batch mode has a collector");
+        let opts = inner.config.batch.clone().unwrap_or_default();
+        loop {
+            let taken = loop {
+                let before = collector.queue.lock().expect("batch queue").arrivals;
+                tokio::time::sleep(opts.quiet).await;
+                let mut q = collector.queue.lock().expect("batch queue");
+                if q.arrivals == before {
+                    if q.pending.is_empty() {
+                        q.driving = false;
+                        return;
+                    }
+                    break std::mem::take(&mut q.pending);
+                }
+            };
+            tracing::info!(requests = taken.len(), "batch round");
+            let mut answers = match self.round(&taken, &opts).await {
+                Ok(a) => a,
+                Err(e) => {
+                    // Credentials refused, path unknown or no connection at all: the endpoint
+                    // is unusable, as for online calls, and the build stops.
+                    let e = self.fatal_batch_error(e);
+                    taken.keys().map(|k| (k.clone(), Err(dup(&e)))).collect()
+                }
+            };
+            let mut again = Vec::new();
+            for (key, mut w) in taken {
+                let answer = answers.remove(&key).unwrap_or_else(|| {
+                    Err(LlmError::Batch {
+                        code: "batch_missing".into(),
+                        message: "no answer for this request".into(),
+                    })
+                });
+                match answer {
+                    Err(e) if e.is_retryable() && w.rounds < inner.config.max_retries => {
+                        w.rounds += 1;
+                        inner.stats.retries.fetch_add(1, Ordering::Relaxed);
+                        tracing::warn!(item = %w.call.item, round = w.rounds, error = %e, "batch request goes to the next round");
+                        again.push((key, w));
+                    }
+                    Ok(r) => w.waiters.into_iter().for_each(|t| {
+                        let _ = t.send(Ok(r.clone()));
+                    }),
+                    Err(e) => {
+                        inner.stats.failures.fetch_add(1, Ordering::Relaxed);
+                        w.waiters.into_iter().for_each(|t| {
+                            let _ = t.send(Err(dup(&e)));
+                        });
+                    }
+                }
+            }
+            let mut q = collector.queue.lock().expect("batch queue");
+            for (key, w) in again {
+                q.arrivals += 1;
+                match q.pending.get_mut(&key) {
+                    Some(p) => p.waiters.extend(w.waiters),
+                    None => {
+                        q.pending.insert(key, w);
+                    }
+                }
+            }
+        }
+    }
+
+    /// One round: an answer or an error for every key taken (missing keys are retried).
+    async fn round(
+        &self,
+        taken: &HashMap<String, Waiting>,
+        opts: &BatchOptions,
+    ) -> Result<HashMap<String, Answer>, LlmError> {
+        let inner = &self.inner;
+        let cache = inner
+            .cache
+            .as_ref()
+            .ok_or_else(|| LlmError::Config("--batch needs a cache file".into()))?;
+        let http = inner
+            .http
+            .as_ref()
+            .expect("openai backend has an http client");
+        let api = BatchApi::new(http, &inner.config);
+        let mut answers = HashMap::new();
+        let mut open = HashSet::new();
+        for key in taken.keys() {
+            match cache.get(key)? {
+                Some(hit) => {
+                    answers.insert(key.clone(), Ok(hit));
+                }
+                None => {
+                    open.insert(key.as_str());
+                }
+            }
+        }
+        let mut tracked = Vec::new();
+        let mut held = HashSet::new();
+        for (record, keys) in cache.live_batches(&inner.endpoint, &inner.config.model)? {
+            if keys.iter().any(|k| open.contains(k.as_str())) {
+                tracing::info!(file = %record.file_id, batch = ?record.batch_id, state = %record.state, "resuming a batch of an earlier run");
+                held.extend(keys);
+                tracked.push(record);
+            }
+        }
+        let mut fresh: Vec<&str> = open
+            .iter()
+            .copied()
+            .filter(|k| !held.contains(*k))
+            .collect();
+        fresh.sort_unstable();
+        let mut reservations = Vec::new();
+        let lines: Vec<(&str, &str)> = fresh
+            .iter()
+            .map(|k| (*k, taken[*k].line.as_str()))
+            .collect();
+        for chunk in chunks(&lines, opts) {
+            let (record, reservation) = self.submit(cache, &api, chunk, taken).await?;
+            reservations.push(reservation);
+            tracked.push(record);
+        }
+        let mut errors = self.await_batches(cache, &api, tracked, opts).await?;
+        drop(reservations);
+        for key in open {
+            let answer = match cache.get(key)? {
+                Some(hit) => Ok(hit),
+                None => Err(errors.remove(key).unwrap_or_else(|| LlmError::Batch {
+                    code: "batch_missing".into(),
+                    message: "the batch returned no line for this request".into(),
+                })),
+            };
+            answers.insert(key.to_owned(), answer);
+        }
+        Ok(answers)
+    }
+
+    /// Uploads one input file, records it with its keys, and creates its batch.
+    async fn submit(
+        &self,
+        cache: &Cache,
+        api: &BatchApi<'_>,
+        chunk: &[(&str, &str)],
+        taken: &HashMap<String, Waiting>,
+    ) -> Result<(BatchRecord, crate::Reservation<'_>), LlmError> {
+        let inner = &self.inner;
+        let price = inner.config.price;
+        let (mut micro, mut tokens) = (0u64, 0u64);
+        let mut bytes = Vec::new();
+        let mut rows = Vec::with_capacity(chunk.len());
+        for (key, line) in chunk {
+            let w = &taken[*key];
+            let prompt = w.call.request.estimated_prompt_tokens();
+            let max_out = u64::from(w.call.request.max_tokens);
+            micro += price.micro_usd(prompt, max_out);
+            tokens += prompt + max_out;
+            bytes.extend_from_slice(line.as_bytes());
+            bytes.push(b'\n');
+            rows.push(BatchRequestRow {
+                key: (*key).to_owned(),
+                template: w.call.template.clone(),
+                template_hash: w.call.template_hash.clone(),
+                request: serde_json::to_string(&w.call.request)
+                    .map_err(|e| LlmError::Cache(e.to_string()))?,
+            });
+        }
+        // Counted against --max-cost before anything is sent.
+        let reservation = self.reserve(micro, tokens)?;
+        let first = chunk[0].0;
+        let name = format!("conflictbench-{}.jsonl", &first[..first.len().min(16)]);
+        let size = bytes.len();
+        let file_id = api.upload(&name, bytes).await?;
+        let est_usd = micro as f64 / 1e6;
+        cache.record_upload(
+            &file_id,
+            &inner.endpoint,
+            &inner.config.model,
+            est_usd,
+            &rows,
+        )?;
+        let remote = api.create(&file_id).await?;
+        cache.update_batch(&file_id, &remote.id, &remote.status, 0, 0)?;
+        inner.stats.batches.fetch_add(1, Ordering::Relaxed);
+        tracing::info!(batch = %remote.id, requests = rows.len(), bytes = size, estimated_usd = est_usd, "batch submitted");
+        let record = cache
+            .batch(&file_id)?
+            .ok_or_else(|| LlmError::Cache(format!("batch of file {file_id} not recorded")))?;
+        Ok((record, reservation))
+    }
+
+    /// Polls the batches until each has ended and is collected; returns the per-key errors.
+    async fn await_batches(
+        &self,
+        cache: &Cache,
+        api: &BatchApi<'_>,
+        tracked: Vec<BatchRecord>,
+        opts: &BatchOptions,
+    ) -> Result<HashMap<String, LlmError>, LlmError> {
+        let mut errors = HashMap::new();
+        let mut pending = Vec::new();
+        for record in tracked {
+            let batch_id = match record.batch_id {
+                Some(id) => id,
+                // Uploaded by a run that was killed before it could record the batch.
+                None => match api.find_by_input(&record.file_id).await? {
+                    Some(b) => b.id,
+                    None => api.create(&record.file_id).await?.id,
+                },
+            };
+            pending.push((record.file_id, batch_id));
+        }
+        let mut interval = opts.poll_initial;
+        loop {
+            let mut still = Vec::new();
+            for (file_id, batch_id) in pending {
+                let remote = api.retrieve(&batch_id).await?;
+                cache.update_batch(
+                    &file_id,
+                    &remote.id,
+                    &remote.status,
+                    remote.completed,
+                    remote.failed,
+                )?;
+                if remote.is_terminal() {
+                    self.collect(cache, api, &file_id, &remote, &mut errors)
+                        .await?;
+                } else {
+                    tracing::debug!(batch = %batch_id, status = %remote.status, "batch not done yet");
+                    still.push((file_id, batch_id));
+                }
+            }
+            if still.is_empty() {
+                return Ok(errors);
+            }
+            pending = still;
+            tokio::time::sleep(interval).await;
+            interval = (interval * 3 / 2).min(opts.poll_max);
+        }
+    }
+
+    /// Downloads a finished batch's files, commits its answers, gathers its errors.
+    async fn collect(
+        &self,
+        cache: &Cache,
+        api: &BatchApi<'_>,
+        file_id: &str,
+        remote: &RemoteBatch,
+        errors: &mut HashMap<String, LlmError>,
+    ) -> Result<(), LlmError> {
+        let inner = &self.inner;
+        let rows = cache.batch_requests(file_id)?;
+        let estimate = |key: &str| {
+            rows.get(key)
+                .and_then(|r| serde_json::from_str::<ChatRequest>(&r.request).ok())
+                .map_or(0, |r| r.estimated_prompt_tokens())
+        };
+        let mut answers = Vec::new();
+        for id in [&remote.output_file_id, &remote.error_file_id]
+            .into_iter()
+            .flatten()
+        {
+            for line in parse_results(&api.content(id).await?, estimate) {
+                let Some(row) = rows.get(&line.custom_id) else {
+                    tracing::warn!(batch = %remote.id, custom_id = %line.custom_id, "a result line for a request this batch does not hold; skipped");
+                    continue;
+                };
+                match line.outcome {
+                    Ok(resp) => answers.push((row, resp)),
+                    Err(e) => {
+                        errors.insert(row.key.clone(), e);
+                    }
+                }
+            }
+        }
+        // Requests without a line: the batch as a whole says why.
+        let code = match remote.status.as_str() {
+            "failed" => "batch_failed",
+            "cancelled" => "batch_cancelled",
+            "expired" => "batch_expired",
+            _ => "batch_missing",
+        };
+        let answered: HashSet<&str> = answers.iter().map(|(r, _)| r.key.as_str()).collect();
+        for key in rows.keys() {
+            if !answered.contains(key.as_str()) && !errors.contains_key(key) {
+                errors.insert(
+                    key.clone(),
+                    LlmError::Batch {
+                        code: code.into(),
+                        message: remote.errors.clone().unwrap_or_else(|| {
+                            format!("batch {} ended {}", remote.id, remote.status)
+                        }),
+                    },
+                );
+            }
+        }
+        let s = &inner.stats;
+        for (_, r) in &answers {
+            s.upstream_calls.fetch_add(1, Ordering::Relaxed);
+            s.spent_micro_usd.fetch_add(
+                inner
+                    .config
+                    .price
+                    .micro_usd(r.prompt_tokens, r.completion_tokens),
+                Ordering::Relaxed,
+            );
+            s.upstream_tokens
+                .fetch_add(r.prompt_tokens + r.completion_tokens, Ordering::Relaxed);
+        }
+        cache.collect_batch(file_id, &inner.endpoint, &inner.config.model, &answers)?;
+        tracing::info!(batch = %remote.id, status = %remote.status, answers = answers.len(), "batch collected");
+        Ok(())
+    }
+
+    /// Cancels a batch of the journal (by batch id or input file id) and records its state.
+    pub async fn cancel_batch(&self, id: &str) -> Result<BatchRecord, LlmError> {
+        let inner = &self.inner;
+        let (cache, http) = match (&inner.cache, &inner.http) {
+            (Some(c), Some(h)) => (c, h),
+            _ => {
+                return Err(LlmError::Config(
+                    "cancelling a batch needs the openai backend and the cache".into(),
+                ))
+            }
+        };
+        let record = cache
+            .batch(id)?
+            .ok_or_else(|| LlmError::Config(format!("no batch {id} in the cache journal")))?;
+        let batch_id = record.batch_id.ok_or_else(|| {
+            LlmError::Config(format!("file {id} was uploaded but never became a batch"))
+        })?;
+        let remote = BatchApi::new(http, &inner.config).cancel(&batch_id).await?;
+        cache.update_batch(
+            &record.file_id,
+            &remote.id,
+            &remote.status,
+            remote.completed,
+            remote.failed,
+        )?;
+        cache
+            .batch(&record.file_id)?
+            .ok_or_else(|| LlmError::Cache(format!("batch {id} vanished from the journal")))
+    }
+}
+
+/// Splits input lines into files under the request and byte limits.
+fn chunks<'a, 'b>(
+    lines: &'b [(&'a str, &'a str)],
+    opts: &BatchOptions,
+) -> Vec<&'b [(&'a str, &'a str)]> {
+    let mut out = Vec::new();
+    let (mut start, mut bytes) = (0, 0usize);
+    for (i, (_, line)) in lines.iter().enumerate() {
+        let size = line.len() + 1;
+        let n = i - start;
+        if n > 0
+            && (n >= opts.max_requests_per_file.max(1) || bytes + size > opts.max_bytes_per_file)
+        {
+            out.push(&lines[start..i]);
+            (start, bytes) = (i, 0);
+        }
+        bytes += size;
+    }
+    if start < lines.len() {
+        out.push(&lines[start..]);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_are_split_under_both_limits() {
+        // Lines of 10 and 11 bytes with their newline.
+        let text: Vec<String> = (0..10).map(|i| "x".repeat(9 + i % 2)).collect();
+        let lines: Vec<(&str, &str)> = text.iter().map(|t| ("k", t.as_str())).collect();
+        let opts = |n, b| BatchOptions {
+            max_requests_per_file: n,
+            max_bytes_per_file: b,
+            ..BatchOptions::default()
+        };
+        let sizes = |c: Vec<&[(&str, &str)]>| c.iter().map(|c| c.len()).collect::<Vec<_>>();
+        assert_eq!(sizes(chunks(&lines, &opts(4, 1000))), [4, 4, 2]);
+        assert_eq!(sizes(chunks(&lines, &opts(100, 32))), [3, 3, 3, 1]);
+        // A line larger than the byte limit still goes, alone.
+        assert_eq!(sizes(chunks(&lines, &opts(100, 5))), [1; 10]);
+        assert!(chunks(&[], &opts(4, 1000)).is_empty());
+    }
+}

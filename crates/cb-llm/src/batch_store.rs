@@ -1,0 +1,270 @@
+//! The batch journal, in the cache database beside the answers: every uploaded input file,
+//! the batch the provider made of it, its state and counts, and the request keys it holds.
+//!
+//! A file is recorded (with its keys) right after the upload and before the batch is
+//! created, so a process killed at any moment leaves enough to find the batch again (by its
+//! input file) and never submits the same keys twice. Answers of a finished batch are
+//! committed to the cache in the same transaction that marks the batch collected.
+
+use crate::cache::{Cache, CachedResponse, INSERT_RESPONSE};
+use crate::LlmError;
+use rusqlite::{params, OptionalExtension};
+use std::collections::HashMap;
+
+pub(crate) const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS batches (
+    file_id TEXT PRIMARY KEY,
+    batch_id TEXT,
+    endpoint TEXT NOT NULL,
+    model TEXT NOT NULL,
+    state TEXT NOT NULL,
+    requests INTEGER NOT NULL,
+    completed INTEGER NOT NULL DEFAULT 0,
+    failed INTEGER NOT NULL DEFAULT 0,
+    estimated_usd REAL NOT NULL DEFAULT 0,
+    collected INTEGER NOT NULL DEFAULT 0,
+    created_unix INTEGER NOT NULL,
+    updated_unix INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS batch_requests (
+    key TEXT NOT NULL,
+    file_id TEXT NOT NULL,
+    template TEXT NOT NULL,
+    template_hash TEXT NOT NULL,
+    request TEXT NOT NULL,
+    PRIMARY KEY (file_id, key)
+);
+CREATE INDEX IF NOT EXISTS batch_requests_key ON batch_requests(key);
+";
+
+/// One batch as the journal knows it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct BatchRecord {
+    /// The uploaded input file (the journal's own key: known before the batch exists).
+    pub file_id: String,
+    /// The provider's batch id; `None` while the batch has not been created yet.
+    pub batch_id: Option<String>,
+    pub endpoint: String,
+    pub model: String,
+    /// The provider's last reported status (`validating`, `in_progress`, `completed`,
+    /// `expired`, `cancelled`, `failed`, ...) or `uploaded`.
+    pub state: String,
+    pub requests: u64,
+    pub completed: u64,
+    pub failed: u64,
+    /// The cost estimate counted against `--max-cost` when it was submitted.
+    pub estimated_usd: f64,
+    /// Its answers are in the cache and its errors were handed out.
+    pub collected: bool,
+    pub created_unix: u64,
+    pub updated_unix: u64,
+}
+
+/// A request of a batch, with what the cache stores beside its answer.
+#[derive(Debug, Clone)]
+pub(crate) struct BatchRequestRow {
+    pub key: String,
+    pub template: String,
+    pub template_hash: String,
+    /// The serialized `ChatRequest`.
+    pub request: String,
+}
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+const SELECT: &str =
+    "SELECT file_id, batch_id, endpoint, model, state, requests, completed, failed,
+    estimated_usd, collected, created_unix, updated_unix FROM batches";
+
+fn record(r: &rusqlite::Row<'_>) -> rusqlite::Result<BatchRecord> {
+    Ok(BatchRecord {
+        file_id: r.get(0)?,
+        batch_id: r.get(1)?,
+        endpoint: r.get(2)?,
+        model: r.get(3)?,
+        state: r.get(4)?,
+        requests: r.get::<_, i64>(5)? as u64,
+        completed: r.get::<_, i64>(6)? as u64,
+        failed: r.get::<_, i64>(7)? as u64,
+        estimated_usd: r.get(8)?,
+        collected: r.get::<_, i64>(9)? != 0,
+        created_unix: r.get::<_, i64>(10)? as u64,
+        updated_unix: r.get::<_, i64>(11)? as u64,
+    })
+}
+
+impl Cache {
+    /// Every batch in the journal, oldest first.
+    pub fn batches(&self) -> Result<Vec<BatchRecord>, LlmError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare(&format!("{SELECT} ORDER BY created_unix, rowid"))?;
+        let rows = stmt.query_map([], record)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// The batch with this provider id or input file id.
+    pub fn batch(&self, id: &str) -> Result<Option<BatchRecord>, LlmError> {
+        let conn = self.conn();
+        Ok(conn
+            .query_row(
+                &format!("{SELECT} WHERE batch_id = ?1 OR file_id = ?1"),
+                [id],
+                record,
+            )
+            .optional()?)
+    }
+
+    /// Records an uploaded input file and its requests (one transaction).
+    pub(crate) fn record_upload(
+        &self,
+        file_id: &str,
+        endpoint: &str,
+        model: &str,
+        estimated_usd: f64,
+        rows: &[BatchRequestRow],
+    ) -> Result<(), LlmError> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        tx.execute(
+            "INSERT INTO batches (file_id, endpoint, model, state, requests, estimated_usd,
+             created_unix, updated_unix) VALUES (?1, ?2, ?3, 'uploaded', ?4, ?5, ?6, ?6)",
+            params![
+                file_id,
+                endpoint,
+                model,
+                rows.len() as i64,
+                estimated_usd,
+                now()
+            ],
+        )?;
+        {
+            let mut stmt = tx.prepare(
+                "INSERT OR IGNORE INTO batch_requests (key, file_id, template, template_hash, request)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?;
+            for r in rows {
+                stmt.execute(params![
+                    r.key,
+                    file_id,
+                    r.template,
+                    r.template_hash,
+                    r.request
+                ])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Stores what the provider last said of a batch.
+    pub(crate) fn update_batch(
+        &self,
+        file_id: &str,
+        batch_id: &str,
+        state: &str,
+        completed: u64,
+        failed: u64,
+    ) -> Result<(), LlmError> {
+        self.conn().execute(
+            "UPDATE batches SET batch_id = ?2, state = ?3, completed = ?4, failed = ?5,
+             updated_unix = ?6 WHERE file_id = ?1",
+            params![
+                file_id,
+                batch_id,
+                state,
+                completed as i64,
+                failed as i64,
+                now()
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Live (not yet collected) batches of this endpoint and model, with the keys each holds.
+    pub(crate) fn live_batches(
+        &self,
+        endpoint: &str,
+        model: &str,
+    ) -> Result<Vec<(BatchRecord, Vec<String>)>, LlmError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare(&format!(
+            "{SELECT} WHERE collected = 0 AND endpoint = ?1 AND model = ?2 ORDER BY rowid"
+        ))?;
+        let live: Vec<BatchRecord> = stmt
+            .query_map([endpoint, model], record)?
+            .collect::<Result<_, _>>()?;
+        let mut keys = conn.prepare("SELECT key FROM batch_requests WHERE file_id = ?1")?;
+        live.into_iter()
+            .map(|b| {
+                let k = keys
+                    .query_map([&b.file_id], |r| r.get(0))?
+                    .collect::<Result<Vec<String>, _>>()?;
+                Ok((b, k))
+            })
+            .collect()
+    }
+
+    /// The requests of a batch, by key.
+    pub(crate) fn batch_requests(
+        &self,
+        file_id: &str,
+    ) -> Result<HashMap<String, BatchRequestRow>, LlmError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare(
+            "SELECT key, template, template_hash, request FROM batch_requests WHERE file_id = ?1",
+        )?;
+        let rows = stmt.query_map([file_id], |r| {
+            Ok(BatchRequestRow {
+                key: r.get(0)?,
+                template: r.get(1)?,
+                template_hash: r.get(2)?,
+                request: r.get(3)?,
+            })
+        })?;
+        rows.map(|r| r.map(|r| (r.key.clone(), r)).map_err(LlmError::from))
+            .collect()
+    }
+
+    /// Commits a finished batch's answers and marks it collected, in one transaction.
+    pub(crate) fn collect_batch(
+        &self,
+        file_id: &str,
+        endpoint: &str,
+        model: &str,
+        answers: &[(&BatchRequestRow, CachedResponse)],
+    ) -> Result<(), LlmError> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        {
+            let mut stmt = tx.prepare(INSERT_RESPONSE)?;
+            let t = now();
+            for (row, resp) in answers {
+                stmt.execute(params![
+                    row.key,
+                    crate::CACHE_FORMAT,
+                    endpoint,
+                    model,
+                    row.template,
+                    row.template_hash,
+                    row.request,
+                    resp.content,
+                    resp.finish_reason,
+                    resp.prompt_tokens as i64,
+                    resp.completion_tokens as i64,
+                    resp.raw,
+                    t
+                ])?;
+            }
+        }
+        tx.execute(
+            "UPDATE batches SET collected = 1, updated_unix = ?2 WHERE file_id = ?1",
+            params![file_id, now()],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+}

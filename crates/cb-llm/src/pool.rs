@@ -1,0 +1,405 @@
+//! An endpoint pool: several OpenAI-compatible servers answering for the same model (a vLLM
+//! fleet, or a provider plus a second one), each with its own concurrency, RPM and TPM.
+//!
+//! A call goes to the healthy replica with the most free capacity (free slots over its
+//! concurrency), waiting when every replica is full. A replica that fails `open_after` calls
+//! in a row (429, 5xx, timeouts, broken connections) is paused (circuit breaker open) and
+//! its calls go to the others; after the pause one call probes it: success closes the
+//! breaker, failure pauses it again for twice as long (up to a minute). A failed call is
+//! retried on another replica at once when one is healthy, else after a backoff.
+//!
+//! The fatal-endpoint rule of single endpoints applies per replica: a replica answering
+//! 401/403 (credentials) or 404 (model or path unknown) is dead for the rest of the run and
+//! gets no more calls; a replica that cannot be connected to goes to the circuit breaker like
+//! any failing one. Only when every replica is dead, or every attempt of a call found no
+//! connection while every replica was dead or paused, is the pool unusable
+//! ([`LlmError::Endpoint`]) and the build stops. A refusal of the structured-output form
+//! comes back as [`LlmError::FormRefused`], which the caller steps down for the whole pool.
+//!
+//! The pool has one identity in the cache key (`pool:NAME`): which replica answered does not
+//! change the key. The replica is recorded beside the answer (`replicas` table) and counted
+//! per endpoint in the run's record.
+
+use crate::http::OpenAiHttp;
+use crate::limiter::{backoff, Limiter};
+use crate::structured::{self, Form};
+use crate::{
+    endpoint, endpoint_identity, request, Cache, CachedResponse, Call, Completion, Llm, LlmConfig,
+    LlmError,
+};
+use serde_json::json;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+/// One endpoint of a pool.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EndpointSpec {
+    pub base_url: String,
+    pub concurrency: usize,
+    pub rpm: Option<u32>,
+    pub tpm: Option<u32>,
+}
+
+/// The pool's configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PoolConfig {
+    /// The pool's identity in cache keys: `pool:NAME`.
+    pub name: String,
+    pub endpoints: Vec<EndpointSpec>,
+    /// Consecutive failures that pause a replica.
+    pub open_after: u32,
+    /// First pause of a failing replica (doubles on each failed probe, up to a minute).
+    pub cooldown: Duration,
+}
+
+#[derive(Default)]
+struct Breaker {
+    failures: u32,
+    open_until: Option<Instant>,
+    pause: Duration,
+    probing: bool,
+    /// Why the replica is unusable for the rest of the run (401/403/404).
+    dead: Option<String>,
+}
+
+struct Replica {
+    url: String,
+    concurrency: usize,
+    http: OpenAiHttp,
+    limiter: Limiter,
+    in_flight: AtomicU64,
+    breaker: Mutex<Breaker>,
+    calls: AtomicU64,
+    answers: AtomicU64,
+    failures: AtomicU64,
+    paused: AtomicU64,
+}
+
+pub(crate) struct Pool {
+    replicas: Vec<Replica>,
+    open_after: u32,
+    cooldown: Duration,
+    freed: Notify,
+}
+
+impl Pool {
+    pub(crate) fn new(config: &LlmConfig, pool: &PoolConfig) -> Result<Self, LlmError> {
+        if pool.endpoints.is_empty() {
+            return Err(LlmError::Config(
+                "an endpoint pool needs at least one endpoint".into(),
+            ));
+        }
+        let replicas = pool
+            .endpoints
+            .iter()
+            .map(|e| {
+                let mut c = config.clone();
+                c.base_url = e.base_url.clone();
+                Ok(Replica {
+                    url: endpoint_identity(&e.base_url),
+                    concurrency: e.concurrency.max(1),
+                    http: OpenAiHttp::new(&c)?,
+                    limiter: Limiter::new(e.concurrency.max(1), e.rpm, e.tpm),
+                    in_flight: AtomicU64::new(0),
+                    breaker: Mutex::new(Breaker::default()),
+                    calls: AtomicU64::new(0),
+                    answers: AtomicU64::new(0),
+                    failures: AtomicU64::new(0),
+                    paused: AtomicU64::new(0),
+                })
+            })
+            .collect::<Result<_, LlmError>>()?;
+        Ok(Self {
+            replicas,
+            open_after: pool.open_after.max(1),
+            cooldown: pool.cooldown,
+            freed: Notify::new(),
+        })
+    }
+
+    /// Takes a slot on the replica with the most free capacity; waits while every replica is
+    /// full or paused. `Err` with the reasons when every replica is dead.
+    async fn pick(&self) -> Result<usize, String> {
+        loop {
+            let notified = self.freed.notified();
+            let now = Instant::now();
+            let mut best: Option<(usize, f64)> = None;
+            let mut dead = Vec::new();
+            for (i, r) in self.replicas.iter().enumerate() {
+                let b = r.breaker.lock().expect("breaker");
+                if let Some(why) = &b.dead {
+                    dead.push(why.clone());
+                    continue;
+                }
+                let usable = match b.open_until {
+                    None => true,
+                    // Half open: one probe at a time.
+                    Some(t) if t <= now && !b.probing => true,
+                    _ => false,
+                };
+                let in_flight = r.in_flight.load(Ordering::Relaxed) as usize;
+                if usable && in_flight < r.concurrency {
+                    let free = (r.concurrency - in_flight) as f64 / r.concurrency as f64;
+                    if best.is_none_or(|(_, f)| free > f) {
+                        best = Some((i, free));
+                    }
+                }
+                drop(b);
+            }
+            if let Some((i, _)) = best {
+                let r = &self.replicas[i];
+                let mut b = r.breaker.lock().expect("breaker");
+                if b.open_until.is_some() {
+                    b.probing = true;
+                }
+                r.in_flight.fetch_add(1, Ordering::Relaxed);
+                return Ok(i);
+            }
+            if dead.len() == self.replicas.len() {
+                return Err(dead.join("; "));
+            }
+            // Wait for a slot to free, or for a pause to end.
+            let _ = tokio::time::timeout(Duration::from_millis(50), notified).await;
+        }
+    }
+
+    /// Whether no replica can take a call now: each is dead or paused.
+    fn none_usable(&self) -> bool {
+        let now = Instant::now();
+        self.replicas.iter().all(|r| {
+            let b = r.breaker.lock().expect("breaker");
+            b.dead.is_some() || b.open_until.is_some_and(|t| t > now)
+        })
+    }
+
+    /// Ends a call on replica `i`: `fatal` (401/403/404) kills the replica; a retryable error
+    /// counts towards its breaker.
+    fn release(&self, i: usize, ok: Result<(), &LlmError>, fatal: Option<String>) {
+        let r = &self.replicas[i];
+        r.in_flight.fetch_sub(1, Ordering::Relaxed);
+        let mut b = r.breaker.lock().expect("breaker");
+        let was_probe = std::mem::take(&mut b.probing);
+        if let Some(why) = fatal {
+            r.failures.fetch_add(1, Ordering::Relaxed);
+            tracing::error!(endpoint = %r.url, "{why}; the pool goes on without it");
+            b.dead.get_or_insert(why);
+            drop(b);
+            self.freed.notify_waiters();
+            return;
+        }
+        match ok {
+            Ok(()) => {
+                if b.open_until.is_some() {
+                    tracing::info!(endpoint = %r.url, "endpoint is back; resuming it");
+                }
+                *b = Breaker::default();
+            }
+            Err(e) if e.is_retryable() => {
+                r.failures.fetch_add(1, Ordering::Relaxed);
+                b.failures += 1;
+                if was_probe || (b.open_until.is_none() && b.failures >= self.open_after) {
+                    b.pause = if was_probe {
+                        (b.pause * 2).min(Duration::from_secs(60))
+                    } else {
+                        self.cooldown
+                    };
+                    b.open_until = Some(Instant::now() + b.pause);
+                    r.paused.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(endpoint = %r.url, pause_ms = b.pause.as_millis() as u64, error = %e, "endpoint keeps failing; pausing it");
+                }
+            }
+            // A 400-class answer says nothing about the endpoint's health.
+            Err(_) => {}
+        }
+        drop(b);
+        self.freed.notify_waiters();
+    }
+
+    /// Per endpoint: calls sent, answers, failures, pauses.
+    pub(crate) fn report(&self) -> serde_json::Value {
+        json!(self
+            .replicas
+            .iter()
+            .map(|r| json!({
+                "endpoint": r.url,
+                "calls": r.calls.load(Ordering::Relaxed),
+                "answers": r.answers.load(Ordering::Relaxed),
+                "failures": r.failures.load(Ordering::Relaxed),
+                "paused": r.paused.load(Ordering::Relaxed),
+                "dead": r.breaker.lock().expect("breaker").dead.is_some(),
+            }))
+            .collect::<Vec<_>>())
+    }
+}
+
+pub(crate) const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS replicas (key TEXT PRIMARY KEY, replica TEXT NOT NULL);
+";
+
+impl Cache {
+    /// Records which replica of a pool gave the answer under `key` (first answer wins).
+    pub(crate) fn put_replica(&self, key: &str, replica: &str) -> Result<(), LlmError> {
+        self.conn()
+            .prepare_cached("INSERT OR IGNORE INTO replicas (key, replica) VALUES (?1, ?2)")?
+            .execute([key, replica])?;
+        Ok(())
+    }
+
+    /// The replica that answered `key`, when a pool did.
+    pub fn replica(&self, key: &str) -> Result<Option<String>, LlmError> {
+        use rusqlite::OptionalExtension;
+        Ok(self
+            .conn()
+            .query_row("SELECT replica FROM replicas WHERE key = ?1", [key], |r| {
+                r.get(0)
+            })
+            .optional()?)
+    }
+}
+
+impl Llm {
+    /// Answers a cache miss on the pool, with the body of an online call in `form`.
+    pub(crate) async fn via_pool(
+        &self,
+        call: &Call,
+        key: String,
+        form: Form,
+    ) -> Result<Completion, LlmError> {
+        let inner = &self.inner;
+        let pool = inner.pool.as_ref().expect("pool mode has a pool");
+        let prompt_est = call.request.estimated_prompt_tokens();
+        let est_tokens = prompt_est + u64::from(call.request.max_tokens);
+        let est_cost = inner
+            .config
+            .price
+            .micro_usd(prompt_est, u64::from(call.request.max_tokens));
+        let _reservation = self.reserve(est_cost, est_tokens)?;
+        let body = call.request.body_as(&inner.config.model, form);
+        let api_key = inner.config.api_key.expose();
+        let mut attempt: u32 = 0;
+        let mut every_attempt_unconnected = true;
+        loop {
+            if let Some(why) = inner.dead.get() {
+                return Err(LlmError::Endpoint(why.clone()));
+            }
+            let i = match pool.pick().await {
+                Ok(i) => i,
+                Err(why) => {
+                    inner.stats.failures.fetch_add(1, Ordering::Relaxed);
+                    return Err(self.endpoint_down(format!(
+                        "every endpoint of {} is unusable: {why}",
+                        inner.endpoint
+                    )));
+                }
+            };
+            let r = &pool.replicas[i];
+            let permit = r.limiter.acquire(est_tokens).await;
+            r.calls.fetch_add(1, Ordering::Relaxed);
+            inner.stats.upstream_calls.fetch_add(1, Ordering::Relaxed);
+            let result = r.http.send(&body, inner.config.request_timeout).await;
+            drop(permit);
+            let fatal = result
+                .as_ref()
+                .err()
+                .and_then(|e| endpoint::fatal_status(e, &r.url, &inner.config.model, api_key));
+            let refused = result
+                .as_ref()
+                .is_err_and(|e| form != Form::Off && structured::refuses_form(e, false));
+            // A refused form says nothing about the replica's health.
+            let health = match &result {
+                Err(e) if !refused => Err(e),
+                _ => Ok(()),
+            };
+            pool.release(i, health, fatal.clone());
+            let e = match result {
+                Ok(parsed) => {
+                    r.answers.fetch_add(1, Ordering::Relaxed);
+                    return self.pool_answer(call, key, parsed, &r.url);
+                }
+                Err(e) => e,
+            };
+            if let (true, LlmError::Status { status, body, .. }) = (refused, &e) {
+                let said = endpoint::short(body, api_key);
+                return Err(LlmError::FormRefused(format!("HTTP {status}: {said}")));
+            }
+            if fatal.is_some() {
+                // Another replica takes it; `pick` says when none is left.
+                continue;
+            }
+            every_attempt_unconnected &= matches!(e, LlmError::Connect(_));
+            if e.is_retryable() && attempt < inner.config.max_retries {
+                attempt += 1;
+                inner.stats.retries.fetch_add(1, Ordering::Relaxed);
+                // Another replica takes it at once; a lone replica is given a backoff.
+                if pool.replicas.len() == 1 {
+                    let wait =
+                        backoff(attempt, inner.config.backoff_base, inner.config.backoff_max);
+                    tokio::time::sleep(wait).await;
+                }
+                tracing::debug!(item = %call.item, attempt, error = %e, "retrying on the pool");
+                continue;
+            }
+            inner.stats.failures.fetch_add(1, Ordering::Relaxed);
+            if every_attempt_unconnected && pool.none_usable() {
+                return Err(self.endpoint_down(format!(
+                    "no endpoint of {} can be reached ({e}, {} attempts); check that the servers are running",
+                    inner.endpoint,
+                    attempt + 1
+                )));
+            }
+            return Err(if e.is_retryable() {
+                LlmError::Exhausted {
+                    attempts: attempt + 1,
+                    last: Box::new(e),
+                }
+            } else {
+                e
+            });
+        }
+    }
+
+    /// Accounts for a pool answer and commits it (with the replica that gave it).
+    fn pool_answer(
+        &self,
+        call: &Call,
+        key: String,
+        parsed: crate::http::Parsed,
+        replica: &str,
+    ) -> Result<Completion, LlmError> {
+        let inner = &self.inner;
+        let (pt, ct) = parsed.usage.unwrap_or_else(|| {
+            (
+                call.request.estimated_prompt_tokens(),
+                request::estimate_tokens(&parsed.content),
+            )
+        });
+        let s = &inner.stats;
+        s.spent_micro_usd
+            .fetch_add(inner.config.price.micro_usd(pt, ct), Ordering::Relaxed);
+        s.prompt_tokens.fetch_add(pt, Ordering::Relaxed);
+        s.completion_tokens.fetch_add(ct, Ordering::Relaxed);
+        s.upstream_tokens.fetch_add(pt + ct, Ordering::Relaxed);
+        let response = CachedResponse {
+            content: parsed.content,
+            finish_reason: parsed.finish_reason,
+            prompt_tokens: pt,
+            completion_tokens: ct,
+            raw: parsed.raw,
+        };
+        if let Some(cache) = &inner.cache {
+            cache.put(&key, &inner.endpoint, &inner.config.model, call, &response)?;
+            cache.put_replica(&key, replica)?;
+        }
+        Ok(Completion {
+            text: response.content,
+            finish_reason: response.finish_reason,
+            cache_key: key,
+            prompt_tokens: pt,
+            completion_tokens: ct,
+            cached: false,
+        })
+    }
+}

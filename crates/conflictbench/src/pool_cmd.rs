@@ -1,0 +1,179 @@
+//! `build --endpoint` / `--endpoints`: an endpoint pool.
+
+use cb_llm::{EndpointSpec, PoolConfig};
+use clap::Args;
+use serde::Deserialize;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Flags of `build` for a pool of endpoints serving the same model.
+#[derive(Args, Debug, Clone)]
+pub struct PoolFlags {
+    /// An endpoint of a pool serving the same model, with optional limits:
+    /// `URL[,concurrency=N][,rpm=N][,tpm=N]` (defaults: --concurrency, --rpm, --tpm).
+    /// Repeatable; replaces --base-url.
+    #[arg(long = "endpoint", value_name = "URL[,LIMITS]")]
+    pub endpoints: Vec<String>,
+    /// A TOML file declaring the pool: `name = "..."` and `[[endpoint]]` tables with
+    /// `url`, `concurrency`, `rpm`, `tpm`.
+    #[arg(long = "endpoints", value_name = "FILE")]
+    pub endpoints_file: Option<PathBuf>,
+    /// The pool's identity in cache keys (`pool:NAME`); keep it to reuse a pool's answers.
+    #[arg(long, default_value = "default")]
+    pub pool_name: String,
+    /// Failures in a row that pause an endpoint.
+    #[arg(long, default_value_t = 3)]
+    pub pool_open_after: u32,
+    /// First pause of a failing endpoint, in milliseconds (doubles on each failed probe).
+    #[arg(long, default_value_t = 2000)]
+    pub pool_cooldown_ms: u64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PoolFile {
+    name: Option<String>,
+    endpoint: Vec<EndpointEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EndpointEntry {
+    url: String,
+    concurrency: Option<usize>,
+    rpm: Option<u32>,
+    tpm: Option<u32>,
+}
+
+impl PoolFlags {
+    fn read_file(path: &PathBuf) -> Result<PoolFile, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// The pool these flags declare, if any; endpoints without their own limits get the
+    /// global `--concurrency`, `--rpm` and `--tpm`.
+    pub fn resolve(
+        &self,
+        concurrency: usize,
+        rpm: Option<u32>,
+        tpm: Option<u32>,
+    ) -> Result<Option<PoolConfig>, String> {
+        if self.endpoints.is_empty() && self.endpoints_file.is_none() {
+            return Ok(None);
+        }
+        let default = |url: String| EndpointSpec {
+            base_url: url,
+            concurrency,
+            rpm,
+            tpm,
+        };
+        let mut endpoints = Vec::new();
+        let mut name = self.pool_name.clone();
+        if let Some(path) = &self.endpoints_file {
+            let file = Self::read_file(path)?;
+            if let Some(n) = file.name {
+                name = n;
+            }
+            for e in file.endpoint {
+                let d = default(e.url);
+                endpoints.push(EndpointSpec {
+                    concurrency: e.concurrency.unwrap_or(d.concurrency),
+                    rpm: e.rpm.or(d.rpm),
+                    tpm: e.tpm.or(d.tpm),
+                    ..d
+                });
+            }
+        }
+        for spec in &self.endpoints {
+            let mut parts = spec.split(',').map(str::trim);
+            let mut e = default(parts.next().unwrap_or_default().to_owned());
+            for p in parts {
+                let bad =
+                    || format!("--endpoint {spec}: `{p}` is not concurrency=N, rpm=N or tpm=N");
+                let (k, v) = p.split_once('=').ok_or_else(bad)?;
+                match k.trim() {
+                    "concurrency" => e.concurrency = v.trim().parse().map_err(|_| bad())?,
+                    "rpm" => e.rpm = Some(v.trim().parse().map_err(|_| bad())?),
+                    "tpm" => e.tpm = Some(v.trim().parse().map_err(|_| bad())?),
+                    _ => return Err(bad()),
+                }
+            }
+            endpoints.push(e);
+        }
+        if endpoints.is_empty() {
+            return Err("the endpoint pool declares no endpoint".into());
+        }
+        if let Some(e) = endpoints.iter().find(|e| !e.base_url.contains("://")) {
+            return Err(format!("endpoint `{}` is not a URL", e.base_url));
+        }
+        if endpoints.iter().any(|e| e.concurrency == 0) {
+            return Err("an endpoint's concurrency must be at least 1".into());
+        }
+        Ok(Some(PoolConfig {
+            name,
+            endpoints,
+            open_after: self.pool_open_after,
+            cooldown: Duration::from_millis(self.pool_cooldown_ms),
+        }))
+    }
+}
+
+/// What `--batch` and the pool flags change in a build.
+pub struct Transport {
+    pool: Option<PoolConfig>,
+    batch: bool,
+    calls_in_flight: usize,
+}
+
+impl Transport {
+    /// Reads the pool flags; a pool stands in for `--base-url` (its first endpoint makes the
+    /// backend openai) and cannot be combined with `--batch`.
+    pub fn new(
+        batch: &crate::batch_cmd::BatchFlags,
+        flags: &PoolFlags,
+        llm: &mut crate::llm_args::LlmArgs,
+    ) -> Result<Self, String> {
+        let pool = flags.resolve(llm.concurrency, llm.rpm, llm.tpm)?;
+        if let Some(p) = &pool {
+            if batch.batch {
+                return Err("--batch and an endpoint pool cannot be combined".into());
+            }
+            llm.base_url
+                .get_or_insert_with(|| p.endpoints[0].base_url.clone());
+        }
+        let calls_in_flight = pool.as_ref().map_or(llm.concurrency, |p| {
+            p.endpoints.iter().map(|e| e.concurrency).sum()
+        });
+        Ok(Self {
+            pool,
+            batch: batch.batch,
+            calls_in_flight,
+        })
+    }
+
+    /// Items the engine keeps in flight: twice the calls the endpoints take, or (batch) all,
+    /// since a batch round holds every item waiting on the model.
+    pub fn items_in_flight(&self) -> usize {
+        if self.batch {
+            1 << 30
+        } else {
+            self.calls_in_flight.saturating_mul(2)
+        }
+    }
+
+    /// Puts the batch options and the pool into one recipe's LLM configuration.
+    pub fn apply(
+        &self,
+        batch: &crate::batch_cmd::BatchFlags,
+        config: &mut cb_llm::LlmConfig,
+    ) -> Result<(), String> {
+        batch.apply(config)?;
+        if config.backend != cb_llm::BackendKind::Offline {
+            config.pool.clone_from(&self.pool);
+            config.concurrency = self.calls_in_flight;
+        }
+        Ok(())
+    }
+}

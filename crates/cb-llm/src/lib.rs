@@ -416,36 +416,23 @@ impl Llm {
 
     async fn upstream(&self, call: &Call, key: String, form: Form) -> Result<Completion, LlmError> {
         let inner = &self.inner;
-        let est_tokens =
-            call.request.estimated_prompt_tokens() + u64::from(call.request.max_tokens);
-        let est_cost = inner.config.price.micro_usd(
-            call.request.estimated_prompt_tokens(),
-            u64::from(call.request.max_tokens),
-        );
-        let _reservation = self.reserve(est_cost, est_tokens)?;
+        let _reservation = self.reserve_call(&call.request)?;
         let body = call.request.body_as(&inner.config.model, form);
         let parsed = self
             .send(&body, &call.request, &call.item, form, false)
             .await?;
-        let (pt, ct) = parsed.usage.unwrap_or_default();
-        let response = CachedResponse {
-            content: parsed.content,
-            finish_reason: parsed.finish_reason,
-            prompt_tokens: pt,
-            completion_tokens: ct,
-            raw: parsed.raw,
-        };
-        if let Some(cache) = &inner.cache {
-            cache.put(&key, &inner.endpoint, &inner.config.model, call, &response)?;
-        }
-        Ok(Completion {
-            text: response.content,
-            finish_reason: response.finish_reason,
-            cache_key: key,
-            prompt_tokens: pt,
-            completion_tokens: ct,
-            cached: false,
-        })
+        self.commit(call, key, parsed, None)
+    }
+
+    /// Reserves the most one request may cost (its estimated prompt plus `max_tokens` of
+    /// answer) against the budget.
+    fn reserve_call(&self, request: &ChatRequest) -> Result<Reservation<'_>, LlmError> {
+        let (prompt, answer) = (
+            request.estimated_prompt_tokens(),
+            u64::from(request.max_tokens),
+        );
+        let cost = self.inner.config.price.micro_usd(prompt, answer);
+        self.reserve(cost, prompt + answer)
     }
 
     /// Reserves the estimate of one call against the budget, or says the budget is spent.

@@ -23,10 +23,7 @@
 use crate::http::OpenAiHttp;
 use crate::limiter::{backoff, Limiter};
 use crate::structured::{self, Form};
-use crate::{
-    endpoint, endpoint_identity, request, Cache, CachedResponse, Call, Completion, Llm, LlmConfig,
-    LlmError,
-};
+use crate::{endpoint, endpoint_identity, Cache, Call, Completion, Llm, LlmConfig, LlmError};
 use serde_json::json;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -270,13 +267,9 @@ impl Llm {
     ) -> Result<Completion, LlmError> {
         let inner = &self.inner;
         let pool = inner.pool.as_ref().expect("pool mode has a pool");
-        let prompt_est = call.request.estimated_prompt_tokens();
-        let est_tokens = prompt_est + u64::from(call.request.max_tokens);
-        let est_cost = inner
-            .config
-            .price
-            .micro_usd(prompt_est, u64::from(call.request.max_tokens));
-        let _reservation = self.reserve(est_cost, est_tokens)?;
+        let est_tokens =
+            call.request.estimated_prompt_tokens() + u64::from(call.request.max_tokens);
+        let _reservation = self.reserve_call(&call.request)?;
         let body = call.request.body_as(&inner.config.model, form);
         let api_key = inner.config.api_key.expose();
         let mut attempt: u32 = 0;
@@ -315,9 +308,10 @@ impl Llm {
             };
             pool.release(i, health, fatal.clone());
             let e = match result {
-                Ok(parsed) => {
+                Ok(mut parsed) => {
                     r.answers.fetch_add(1, Ordering::Relaxed);
-                    return self.pool_answer(call, key, parsed, &r.url);
+                    self.account(&call.request, &mut parsed);
+                    return self.commit(call, key, parsed, Some(&r.url));
                 }
                 Err(e) => e,
             };
@@ -359,47 +353,5 @@ impl Llm {
                 e
             });
         }
-    }
-
-    /// Accounts for a pool answer and commits it (with the replica that gave it).
-    fn pool_answer(
-        &self,
-        call: &Call,
-        key: String,
-        parsed: crate::http::Parsed,
-        replica: &str,
-    ) -> Result<Completion, LlmError> {
-        let inner = &self.inner;
-        let (pt, ct) = parsed.usage.unwrap_or_else(|| {
-            (
-                call.request.estimated_prompt_tokens(),
-                request::estimate_tokens(&parsed.content),
-            )
-        });
-        let s = &inner.stats;
-        s.spent_micro_usd
-            .fetch_add(inner.config.price.micro_usd(pt, ct), Ordering::Relaxed);
-        s.prompt_tokens.fetch_add(pt, Ordering::Relaxed);
-        s.completion_tokens.fetch_add(ct, Ordering::Relaxed);
-        s.upstream_tokens.fetch_add(pt + ct, Ordering::Relaxed);
-        let response = CachedResponse {
-            content: parsed.content,
-            finish_reason: parsed.finish_reason,
-            prompt_tokens: pt,
-            completion_tokens: ct,
-            raw: parsed.raw,
-        };
-        if let Some(cache) = &inner.cache {
-            cache.put(&key, &inner.endpoint, &inner.config.model, call, &response)?;
-            cache.put_replica(&key, replica)?;
-        }
-        Ok(Completion {
-            text: response.content,
-            finish_reason: response.finish_reason,
-            cache_key: key,
-            prompt_tokens: pt,
-            completion_tokens: ct,
-            cached: false,
-        })
     }
 }

@@ -7,6 +7,58 @@ use serde_json::Value;
 use std::sync::atomic::Ordering;
 
 impl Llm {
+    /// Accounts for an answer that came upstream: fills in `usage` (estimated when the
+    /// server sent none) and adds its tokens and cost to the run's counters.
+    pub(crate) fn account(&self, request: &ChatRequest, parsed: &mut http::Parsed) {
+        let (pt, ct) = parsed.usage.unwrap_or_else(|| {
+            (
+                request.estimated_prompt_tokens(),
+                request::estimate_tokens(&parsed.content),
+            )
+        });
+        parsed.usage = Some((pt, ct));
+        let stats = &self.inner.stats;
+        let cost = self.inner.config.price.micro_usd(pt, ct);
+        stats.spent_micro_usd.fetch_add(cost, Ordering::Relaxed);
+        stats.prompt_tokens.fetch_add(pt, Ordering::Relaxed);
+        stats.completion_tokens.fetch_add(ct, Ordering::Relaxed);
+        stats.upstream_tokens.fetch_add(pt + ct, Ordering::Relaxed);
+    }
+
+    /// Commits an accounted answer to the cache under `key` (with the replica that gave it,
+    /// for a pool) and returns it to the caller.
+    pub(crate) fn commit(
+        &self,
+        call: &crate::Call,
+        key: String,
+        parsed: http::Parsed,
+        replica: Option<&str>,
+    ) -> Result<crate::Completion, LlmError> {
+        let inner = &self.inner;
+        let (pt, ct) = parsed.usage.unwrap_or_default();
+        let response = crate::CachedResponse {
+            content: parsed.content,
+            finish_reason: parsed.finish_reason,
+            prompt_tokens: pt,
+            completion_tokens: ct,
+            raw: parsed.raw,
+        };
+        if let Some(cache) = &inner.cache {
+            cache.put(&key, &inner.endpoint, &inner.config.model, call, &response)?;
+            if let Some(r) = replica {
+                cache.put_replica(&key, r)?;
+            }
+        }
+        Ok(crate::Completion {
+            text: response.content,
+            finish_reason: response.finish_reason,
+            cache_key: key,
+            prompt_tokens: pt,
+            completion_tokens: ct,
+            cached: false,
+        })
+    }
+
     /// Sends one body with retries and accounts for what it cost; the answer's `usage` is
     /// filled in (estimated when the server sent none). A refusal of the structured-output
     /// `form` comes back at once as [`LlmError::FormRefused`]; 401/403/404, or a connection
@@ -37,19 +89,7 @@ impl Llm {
             drop(permit);
             let e = match result {
                 Ok(mut parsed) => {
-                    let (pt, ct) = parsed.usage.unwrap_or_else(|| {
-                        (
-                            request.estimated_prompt_tokens(),
-                            request::estimate_tokens(&parsed.content),
-                        )
-                    });
-                    parsed.usage = Some((pt, ct));
-                    let stats = &inner.stats;
-                    let cost = inner.config.price.micro_usd(pt, ct);
-                    stats.spent_micro_usd.fetch_add(cost, Ordering::Relaxed);
-                    stats.prompt_tokens.fetch_add(pt, Ordering::Relaxed);
-                    stats.completion_tokens.fetch_add(ct, Ordering::Relaxed);
-                    stats.upstream_tokens.fetch_add(pt + ct, Ordering::Relaxed);
+                    self.account(request, &mut parsed);
                     return Ok(parsed);
                 }
                 Err(e) => e,

@@ -309,7 +309,9 @@ impl Llm {
             let w = &taken[*key];
             let prompt = w.call.request.estimated_prompt_tokens();
             let max_out = u64::from(w.call.request.max_tokens);
-            micro += price.micro_usd(prompt, max_out);
+            let one = price.micro_usd(prompt, max_out);
+            self.check_one_call(one, prompt + max_out)?;
+            micro += one;
             tokens += prompt + max_out;
             bytes.extend_from_slice(line.as_bytes());
             bytes.push(b'\n');
@@ -321,7 +323,7 @@ impl Llm {
                     .map_err(|e| LlmError::Cache(e.to_string()))?,
             });
         }
-        // Counted against --max-cost before anything is sent.
+        // The whole file is counted against --max-cost before anything is sent.
         let reservation = self.reserve(micro, tokens)?;
         let first = chunk[0].0;
         let name = format!("conflictbench-{}.jsonl", &first[..first.len().min(16)]);

@@ -424,6 +424,26 @@ impl Llm {
         self.commit(call, key, parsed, None)
     }
 
+    /// A budget that cannot pay for one call would stop every run before any progress: that
+    /// is a configuration error, said before anything is reserved or sent.
+    pub(crate) fn check_one_call(&self, micro_usd: u64, tokens: u64) -> Result<(), LlmError> {
+        if self
+            .inner
+            .config
+            .max_cost_usd
+            .is_some_and(|max| micro_usd as f64 / 1e6 > max)
+            || self.inner.config.max_tokens.is_some_and(|max| tokens > max)
+        {
+            return Err(LlmError::Config(format!(
+                "the budget cannot pay for one call: the next call may use {tokens} tokens, about {:.6} USD (--max-tokens {}, --max-cost {}); raise the budget",
+                micro_usd as f64 / 1e6,
+                self.inner.config.max_tokens.map_or("none".into(), |t| t.to_string()),
+                self.inner.config.max_cost_usd.map_or("none".into(), |c| c.to_string()),
+            )));
+        }
+        Ok(())
+    }
+
     /// Reserves the most one request may cost (its estimated prompt plus `max_tokens` of
     /// answer) against the budget.
     fn reserve_call(&self, request: &ChatRequest) -> Result<Reservation<'_>, LlmError> {
@@ -432,6 +452,7 @@ impl Llm {
             u64::from(request.max_tokens),
         );
         let cost = self.inner.config.price.micro_usd(prompt, answer);
+        self.check_one_call(cost, prompt + answer)?;
         self.reserve(cost, prompt + answer)
     }
 
@@ -449,20 +470,6 @@ impl Llm {
             micro_usd,
             tokens,
         };
-        // A budget that cannot pay for one call would stop every run before any progress.
-        if inner
-            .config
-            .max_cost_usd
-            .is_some_and(|max| micro_usd as f64 / 1e6 > max)
-            || inner.config.max_tokens.is_some_and(|max| tokens > max)
-        {
-            return Err(LlmError::Config(format!(
-                "the budget cannot pay for one call: the next call may use {tokens} tokens, about {:.6} USD (--max-tokens {}, --max-cost {}); raise the budget",
-                micro_usd as f64 / 1e6,
-                inner.config.max_tokens.map_or("none".into(), |t| t.to_string()),
-                inner.config.max_cost_usd.map_or("none".into(), |c| c.to_string()),
-            )));
-        }
         if let Some(max) = inner.config.max_cost_usd {
             if (spent + reserved + micro_usd) as f64 / 1e6 > max {
                 return Err(LlmError::Budget(format!("--max-cost {max} USD reached")));

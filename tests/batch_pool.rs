@@ -263,9 +263,7 @@ async fn cancel_cost_and_budget_of_a_batch() {
     assert!(a > 0.0 && (b - a / 2.0).abs() < 1e-3, "{a} {b}");
 
     // A budget below one call is refused before any batch is submitted (exit 2 since the
-    // budget checks of #13). Still to show here: a budget that pays for one call but not for
-    // a round's file stops with exit 3 before the file is submitted (the per-call check uses
-    // the online price in batch mode, see the closing note of #14).
+    // budget checks of #13).
     let out = tempfile::tempdir().unwrap();
     let mut args = kre_args(&base, out.path().to_str().unwrap(), &raw);
     args.extend(["--batch", "--max-cost", "0.0001"]);
@@ -274,6 +272,26 @@ async fn cancel_cost_and_budget_of_a_batch() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("cannot pay for one call"), "{}", text(&o));
     assert_eq!(mock.batch_count(), 0);
+    // A budget that pays for two calls but not for a round's file (every item's first call,
+    // each counted at its most: prompt plus max_tokens) is a budget stop, exit 3, before
+    // that file is submitted.
+    let one: f64 = between(&text(&o), "about ", " USD")
+        .unwrap()
+        .parse()
+        .unwrap();
+    let two = format!("{:.6}", 2.0 * one);
+    let out = tempfile::tempdir().unwrap();
+    let mut args = kre_args(&base, out.path().to_str().unwrap(), &raw);
+    args.extend(["--batch", "--max-cost", &two]);
+    args.extend(price);
+    let o = build(&args, &[]).await;
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert!(text(&o).contains("--max-cost"), "{}", text(&o));
+    assert_eq!(
+        mock.batch_count(),
+        0,
+        "the file over the budget was not submitted"
+    );
 
     // The manifest records the batch price; a cancelled batch ends in rejects.
     mock.set_batch_settings(BatchSettings {

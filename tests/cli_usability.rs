@@ -260,6 +260,33 @@ async fn a_local_server_needs_no_key() {
     let o = common::build(&args, &[]).await;
     assert!(o.status.success(), "{}", text(&o));
     assert!(!mock.journal().is_empty(), "the local server was called");
+
+    // In a pool every endpoint is checked, not only the first: a public one without a key
+    // stops the build before the local one is called.
+    mock.clear_journal();
+    let pool = [
+        "kre",
+        "--domains",
+        "cose",
+        "--model",
+        "m",
+        "--raw",
+        &raw,
+        "--out",
+        &out,
+        "--endpoint",
+        &base,
+        "--endpoint",
+        "https://api.openai.com/v1",
+    ];
+    let o = common::build(&pool, &[]).await;
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("api.openai.com") && text(&o).contains("OPENAI_API_KEY"),
+        "{}",
+        text(&o)
+    );
+    assert!(mock.journal().is_empty(), "nothing was sent");
 }
 
 /// Runs `args` under a pseudo-terminal (util-linux `script`), so that stderr is a terminal.

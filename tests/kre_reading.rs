@@ -211,14 +211,26 @@ fn write_squad(raw: &Path, cases: &[&str]) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn off_schema_distractors_end_in_rejects_and_the_rest_are_rows() {
-    let cases = ["ok1", "badjson", "ok2", "twooptions", "sameasanswer", "ok3"];
+    let cases = [
+        "ok1",
+        "badjson",
+        "ok2",
+        "twooptions",
+        "sameasanswer",
+        "ok3",
+        "parrot",
+    ];
     let raw = tempfile::tempdir().unwrap();
     write_squad(raw.path(), &cases);
     let mock = MockServer::start(responder(|req| {
         let all = all_text(req);
         let case = between(&all, "Case ", ":").unwrap_or("").to_owned();
         if all.contains("misleading options") {
+            let repair = req.last_user();
             return Reply::content(match case.as_str() {
+                // Sends our repair message back as its second answer: echo, not an answer.
+                "parrot" if repair.starts_with("That answer cannot be used") => repair,
+                "parrot" => r#"{"options": ["Bob Jones"]}"#,
                 "badjson" => r#"{"options": ["Bob Jones", "Carol"#,
                 "twooptions" => r#"{"options": ["Bob Jones", "Carol White"]}"#,
                 "sameasanswer" => r#"{"options": ["Bob Jones", "alice smith", "Dan Brown"]}"#,
@@ -245,7 +257,7 @@ async fn off_schema_distractors_end_in_rejects_and_the_rest_are_rows() {
             .contains(&r["negative_answer"].as_str().unwrap()));
     }
     let rejects = read_jsonl(&dir.join("rejects.jsonl"));
-    assert_eq!(rejects.len(), 3, "{rejects:?}");
+    assert_eq!(rejects.len(), 4, "{rejects:?}");
     let by_id: BTreeMap<&str, &Value> = rejects
         .iter()
         .map(|r| (r["id"].as_str().unwrap(), r))
@@ -254,6 +266,11 @@ async fn off_schema_distractors_end_in_rejects_and_the_rest_are_rows() {
         (1, "bad_json", r#"["Bob Jones", "Carol"#),
         (3, "bad_options", r#"["Bob Jones", "Carol White"]"#),
         (4, "bad_options", "alice smith"),
+        (
+            6,
+            "prompt_echo",
+            "Answer again, following the instructions exactly",
+        ),
     ] {
         let r = by_id[format!("q{i:03}").as_str()];
         assert_eq!(r["stage"], "distractors", "{r}");
@@ -266,10 +283,10 @@ async fn off_schema_distractors_end_in_rejects_and_the_rest_are_rows() {
     }
     let m = read_json(&dir.join("manifest.json"));
     assert_eq!(m["backend"], "openai");
-    // 3 good items: 2 calls each; 3 bad ones: 2 distractors attempts each; and the two
+    // 3 good items: 2 calls each; 4 bad ones: 2 distractors attempts each; and the two
     // probes of `--structured auto` (json-schema, then json-object) to a mock that ignores
     // `response_format`, after which the schema goes in the prompt only.
-    assert_eq!(mock.request_count(), 12 + 2);
+    assert_eq!(mock.request_count(), 14 + 2);
 }
 
 #[test]
@@ -297,8 +314,9 @@ fn prompts_carry_the_question_the_answer_and_the_context() {
         for name in ["kre/distractors.md", "kre/rewrite_context.md"] {
             let prompts = cb_step::Files::Dir(repo().join("prompts"));
             let p = cb_step::Prompt::load(&prompts, name).unwrap();
-            let (system, user) = p.render(&env, &vars).unwrap();
-            assert!(!system.is_empty(), "{name}");
+            let messages = p.render(&env, &vars).unwrap();
+            assert_eq!(messages[0].role, "system", "{name}");
+            let user = &messages.last().unwrap().content;
             for (what, v) in [
                 ("question", item.text("question")),
                 ("answer", item.text("answer_text")),
@@ -310,7 +328,7 @@ fn prompts_carry_the_question_the_answer_and_the_context() {
             if name.contains("rewrite") {
                 assert!(user.contains("\"Zanzibar\""), "{user}");
             } else {
-                assert!(user.contains(r#"{"options": ["#), "{user}");
+                assert!(user.contains(r#"key is "options""#), "{user}");
             }
         }
     }

@@ -270,7 +270,7 @@ fn job(
         (Some((_, few)), s) if FEW_SHOT.contains(&s) => few.clone(),
         (Some((zero, _)), _) => zero.clone(),
     };
-    let (system, user) = t.render(
+    let messages = t.render(
         &p.main,
         context! {
             role => role,
@@ -284,8 +284,7 @@ fn job(
     Ok((
         Job {
             label: format!("{}/{setting}/{seed}/{}", f.domain, row.id),
-            system,
-            user,
+            messages,
             template: format!("eval/{}", p.main.name),
             template_hash: p.main.hash.clone(),
             seed,

@@ -25,6 +25,7 @@ pub use run::Sampling;
 
 use cb_audit::load::{find_files, read_rows};
 use cb_audit::{FileKind, Row};
+use cb_llm::Message;
 use cb_metrics::Summary;
 use cb_step::Prompt;
 use serde::Serialize;
@@ -163,8 +164,8 @@ impl Templates {
         Prompt::load(files, &format!("eval/{name}")).map_err(|e| EvalError::Config(e.to_string()))
     }
 
-    /// Renders a template into `(system, user)`.
-    pub fn render(&self, p: &Prompt, ctx: minijinja::Value) -> Result<(String, String), EvalError> {
+    /// Renders a template into the conversation to send.
+    pub fn render(&self, p: &Prompt, ctx: minijinja::Value) -> Result<Vec<Message>, EvalError> {
         p.render(&self.env, &ctx).map_err(EvalError::Config)
     }
 }

@@ -117,9 +117,7 @@ pub async fn evaluate(
                     continue;
                 }
                 for &seed in &opts.seeds {
-                    let (prompt, (system, user), options, gold) = if f.kind
-                        == FileKind::TextGeneration
-                    {
+                    let (prompt, messages, options, gold) = if f.kind == FileKind::TextGeneration {
                         let t = tg(row);
                         let source = if *setting == "original" {
                             &t.source
@@ -167,8 +165,7 @@ pub async fn evaluate(
                     };
                     jobs.push(Job {
                         label: format!("{}/{task}/{setting}/{seed}/{}", f.domain, row.id),
-                        system,
-                        user,
+                        messages,
                         template: format!("eval/{}", prompt.name),
                         template_hash: prompt.hash.clone(),
                         seed,

@@ -11,8 +11,8 @@ use tokio::sync::Semaphore;
 pub struct Job {
     /// `domain/task/setting/seed/item`, for logs and error messages.
     pub label: String,
-    pub system: String,
-    pub user: String,
+    /// The conversation: system part, worked examples, user part.
+    pub messages: Vec<Message>,
     /// Prompt template name and hash (stored beside the answer in the cache).
     pub template: String,
     pub template_hash: String,
@@ -37,14 +37,9 @@ pub struct Sampling {
 }
 
 fn call(job: &Job, sampling: Sampling) -> Call {
-    let mut messages = Vec::with_capacity(2);
-    if !job.system.is_empty() {
-        messages.push(Message::system(job.system.clone()));
-    }
-    messages.push(Message::user(job.user.clone()));
     Call {
         request: ChatRequest {
-            messages,
+            messages: job.messages.clone(),
             temperature: sampling.temperature,
             top_p: None,
             max_tokens: sampling.max_tokens,

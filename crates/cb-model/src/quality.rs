@@ -156,11 +156,27 @@ pub fn added_words(context: &str, given: &str) -> Vec<String> {
 /// reviewers' call.
 pub const RESTATE_MIN_ADDED: usize = 1;
 
-/// Words about the task rather than the situation ("The answer to the question is ..."),
-/// and modal verbs; never counted as what a negative context adds.
+/// Words about the task rather than the situation ("The answer to the question is ...",
+/// "... provide another reason that supports it", our own repair message reworded), and
+/// modal verbs; never counted as what a negative context adds.
 const TASK_WORDS: &[&str] = &[
-    "answer", "answers", "question", "correct", "option", "choice", "must", "should", "might",
+    "answer",
+    "answers",
+    "question",
+    "correct",
+    "option",
+    "choice",
+    "must",
+    "should",
+    "might",
     "may",
+    "reason",
+    "reasons",
+    "support",
+    "provide",
+    "another",
+    "explain",
+    "explanation",
 ];
 
 /// Whether a negative context (or explanation) only restates the negative answer: it adds
@@ -479,6 +495,13 @@ mod tests {
         let q = "A person who is very thirsty would most likely want to do what?";
         assert!(restates(
             "The answer to the question \"What a thirsty person would most likely want to do is run outside\" must be \"run outside\".",
+            "run outside",
+            &[q]
+        ));
+        // The same answer as it was accepted at the repair attempt: it rewords the repair
+        // message ("... give a reason that supports it") instead of giving a reason.
+        assert!(restates(
+            "The answer to the question \"What a thirsty person would most likely want to do is run outside\" must be \"run outside\"; provide another reason that supports it.",
             "run outside",
             &[q]
         ));

@@ -162,15 +162,13 @@ pub async fn ask<T>(
 ) -> Result<T, StepFailure> {
     let material = material(&a.vars);
     let vars = minijinja::Value::from_serialize(&a.vars);
-    let (system, user) = a
+    let mut messages = a
         .prompt
         .render(ctx.env, &vars)
         .map_err(|e| StepFailure::Fatal(StepError::Config(format!("cannot render prompt {e}"))))?;
-    let mut messages = Vec::new();
-    if !system.is_empty() {
-        messages.push(Message::system(system));
-    }
-    messages.push(Message::user(user));
+    // What we said to the model in our own words: the template's, then each repair message.
+    // An answer that repeats any of it is echo.
+    let mut said = a.prompt.instructions();
     let mut attempt = 0u32;
     loop {
         attempt += 1;
@@ -218,16 +216,19 @@ pub async fn ask<T>(
         let checked = if completion.finish_reason == "length" {
             Err("truncated: the answer was cut off (finish_reason length)".to_owned())
         } else {
-            common_checks(&completion.text, a.prompt, &material)
+            common_checks(&completion.text, &said, &material)
                 .and_then(|()| validate(&completion.text))
         };
         match checked {
             Ok(v) => return Ok(v),
             Err(reason) if attempt <= a.params.retries_on_invalid => {
-                messages.push(Message::assistant(completion.text));
-                messages.push(Message::user(format!(
+                let repair = format!(
                     "That answer cannot be used: {reason}. Answer again, following the instructions exactly."
-                )));
+                );
+                said.push_str(&repair);
+                said.push('\n');
+                messages.push(Message::assistant(completion.text));
+                messages.push(Message::user(repair));
             }
             Err(reason) => {
                 return Err(StepFailure::Reject {
@@ -248,17 +249,19 @@ pub const ECHO_WINDOW: usize = 6;
 /// reason code:
 /// - `prompt_echo`: a line of the answer starts with one of the prompt labels
 ///   ([`cb_model::quality::PROMPT_LABELS`], `Event:`, `Question:` ...) or the answer repeats
-///   [`ECHO_WINDOW`] consecutive words of the template's instructions, unless the material
-///   the model was given holds that line or those words;
+///   [`ECHO_WINDOW`] consecutive words of `said`, what we told the model in our own words
+///   (the template's instructions and worked examples, [`Prompt::instructions`], and the
+///   repair messages sent so far), unless the material the model was given holds that line
+///   or those words;
 ///   An answer that names the prompt's parts ([`cb_model::quality::PROMPT_TERMS`],
 ///   "the reference explanation") talks about the prompt and is echo as well.
-///   A structured answer whose values are the template's quoted examples (`"first option"`)
-///   is echo too;
+///   A structured answer whose values are quoted examples of `said` (`"first option"`, or
+///   a worked example's answer) is echo too;
 /// - `other_language`: the answer is clearly in another language than that material
 ///   ([`cb_model::quality::other_language`]; unclear cases pass).
 ///
 /// (`truncated`, an answer cut off by `finish_reason: length`, is decided before these.)
-pub fn common_checks(answer: &str, prompt: &Prompt, material: &str) -> Result<(), String> {
+pub fn common_checks(answer: &str, said: &str, material: &str) -> Result<(), String> {
     use cb_model::quality;
     if let Some(label) = quality::echoed_label(answer, quality::PROMPT_LABELS, material) {
         return Err(format!(
@@ -270,9 +273,7 @@ pub fn common_checks(answer: &str, prompt: &Prompt, material: &str) -> Result<()
             "prompt_echo: the answer talks about the prompt (\"{term}\"); answer the task itself"
         ));
     }
-    if let Some(run) =
-        quality::echoed_instructions(answer, &prompt.instructions(), material, ECHO_WINDOW)
-    {
+    if let Some(run) = quality::echoed_instructions(answer, said, material, ECHO_WINDOW) {
         return Err(format!(
             "prompt_echo: the answer repeats the instructions (\"{run}\"); reply with the answer only"
         ));
@@ -280,7 +281,7 @@ pub fn common_checks(answer: &str, prompt: &Prompt, material: &str) -> Result<()
     if let Some(v) = extract_json(answer) {
         let mut values = Vec::new();
         string_leaves(&v, &mut values);
-        if let Some(x) = quality::echoed_example(&values, &prompt.instructions(), material) {
+        if let Some(x) = quality::echoed_example(&values, said, material) {
             return Err(format!(
                 "prompt_echo: \"{x}\" is the prompt's example, not an answer"
             ));
@@ -483,29 +484,41 @@ mod tests {
         let issue = "The streets were wet in the morning.\nEvent: The shops opened late.\nChosen cause: The rain made the ground wet.";
         let dev1 = "Here is a possible response:\nThe event \"They always live by the water so that they can drink water easily\" could be explained as follows: The reference explanation of the other option, which mentions abalone are one of the first food items taken by otters and their behavior towards them provides evidence for this.";
         for raw in [issue, dev1] {
-            let e = common_checks(raw, &p, material).unwrap_err();
+            let e = common_checks(raw, &p.instructions(), material).unwrap_err();
             assert_eq!(reason_code(&e), "prompt_echo", "{e}");
         }
         let good =
             "Animals that live near water choose homes where fresh water is always close at hand.";
-        assert!(common_checks(good, &p, material).is_ok());
+        assert!(common_checks(good, &p.instructions(), material).is_ok());
         let french = "Les loutres vivent toujours près de l'eau, et elles ont besoin de boire souvent pour vivre dans leur habitat.";
         assert_eq!(
-            reason_code(&common_checks(french, &p, material).unwrap_err()),
+            reason_code(&common_checks(french, &p.instructions(), material).unwrap_err()),
             "other_language"
         );
     }
 
     #[test]
     fn a_real_structured_answer_that_fills_the_shape_with_its_example_is_echo() {
-        let p = bundled_prompt("kre/distractors.md");
-        // SmolLM2-135M-Instruct under `response_format: json_object` with the step's schema.
+        // The distractors template as it was when SmolLM2-135M-Instruct (under
+        // `response_format: json_object` with the step's schema) answered this: it showed the
+        // shape with example values, and the model sent them back.
+        let old = Prompt::parse(
+            "kre/distractors.md",
+            "=== user ===\nQuestion: {{ question }}\nReply with JSON only, in exactly this shape:\n{\"options\": [\"first option\", \"second option\", \"third option\"]}\n",
+        )
+        .unwrap();
         let raw = r#"{ "options": ["first option", "second option", "third option"] }"#;
         let material = "The Normans gave their name to Normandy, a region in France.\nFrance\n";
-        let e = common_checks(raw, &p, material).unwrap_err();
+        let e = common_checks(raw, &old.instructions(), material).unwrap_err();
         assert_eq!(reason_code(&e), "prompt_echo", "{e}");
         let ok = r#"{"options": ["Germany", "Spain", "Italy"]}"#;
-        assert!(common_checks(ok, &p, material).is_ok());
+        assert!(common_checks(ok, &old.instructions(), material).is_ok());
+        // The bundled template shows a worked example instead; its answer sent back is echo.
+        let now = bundled_prompt("kre/distractors.md");
+        let copied = r#"{"options": ["Auguste Rodin", "Charles Garnier", "Louis Pasteur"]}"#;
+        let e = common_checks(copied, &now.instructions(), material).unwrap_err();
+        assert_eq!(reason_code(&e), "prompt_echo", "{e}");
+        assert!(common_checks(ok, &now.instructions(), material).is_ok());
     }
 
     #[test]

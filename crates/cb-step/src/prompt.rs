@@ -1,8 +1,13 @@
 //! Prompt templates: one file per step and domain under `prompts/`, minijinja syntax, split
-//! into a system and a user part by lines `=== system ===` and `=== user ===`.
+//! into a system and a user part by lines `=== system ===` and `=== user ===`. Between them,
+//! a template may show worked examples: pairs of `=== example user ===` and
+//! `=== example assistant ===` sections, sent as earlier turns of the conversation, word for
+//! word (they are not rendered). Small models follow a shown answer far better than a
+//! described one (QUALITY.md).
 
 use crate::files::Files;
 use crate::StepError;
+use cb_llm::Message;
 use sha2::{Digest, Sha256};
 
 /// A loaded prompt template.
@@ -13,6 +18,8 @@ pub struct Prompt {
     /// SHA-256 of the file's bytes.
     pub hash: String,
     pub system: String,
+    /// Worked examples, `(user turn, assistant turn)`, sent before the user part.
+    pub examples: Vec<(String, String)>,
     pub user: String,
 }
 
@@ -31,36 +38,82 @@ impl Prompt {
     }
 
     pub fn parse(name: &str, text: &str) -> Result<Self, String> {
-        let mut system = None;
-        let mut user = None;
-        let mut current: Option<&mut Option<String>> = None;
-        for line in text.lines() {
-            match line.trim() {
-                "=== system ===" => current = Some(&mut system),
-                "=== user ===" => current = Some(&mut user),
-                _ => {
-                    if let Some(slot) = current.as_deref_mut() {
-                        let s = slot.get_or_insert_with(String::new);
-                        s.push_str(line);
-                        s.push('\n');
-                    }
+        #[derive(Clone, Copy, PartialEq)]
+        enum Part {
+            System,
+            ExampleUser,
+            ExampleAssistant,
+            User,
+        }
+        let mut parts: Vec<(Part, usize, String)> = Vec::new();
+        for (n, line) in text.lines().enumerate() {
+            let part = match line.trim() {
+                "=== system ===" => Some(Part::System),
+                "=== example user ===" => Some(Part::ExampleUser),
+                "=== example assistant ===" => Some(Part::ExampleAssistant),
+                "=== user ===" => Some(Part::User),
+                _ => None,
+            };
+            match (part, parts.last_mut()) {
+                (Some(p), _) => parts.push((p, n + 1, String::new())),
+                (None, Some((_, _, s))) => {
+                    s.push_str(line);
+                    s.push('\n');
                 }
+                (None, None) => {}
             }
+        }
+        let (mut system, mut user, mut examples) = (None, None, Vec::new());
+        let mut open: Option<String> = None;
+        for (part, line, body) in parts {
+            let body = body.trim().to_owned();
+            let misplaced = |what: &str| Err(format!("line {line}: {what}"));
+            match part {
+                Part::System if system.is_some() || user.is_some() || !examples.is_empty() => {
+                    return misplaced("'=== system ===' must come first, once");
+                }
+                Part::System => system = Some(body),
+                Part::User if user.is_some() => return misplaced("a second '=== user ==='"),
+                Part::User => user = Some(body),
+                _ if user.is_some() => {
+                    return misplaced("examples must come before '=== user ==='");
+                }
+                Part::ExampleUser if open.is_some() => {
+                    return misplaced("'=== example user ===' without an '=== example assistant ===' after the previous one");
+                }
+                Part::ExampleUser => open = Some(body),
+                Part::ExampleAssistant => match open.take() {
+                    Some(q) => examples.push((q, body)),
+                    None => return misplaced(
+                        "'=== example assistant ===' without an '=== example user ===' before it",
+                    ),
+                },
+            }
+        }
+        if open.is_some() {
+            return Err(
+                "an '=== example user ===' has no '=== example assistant ===' after it".into(),
+            );
         }
         let user = user.ok_or("no '=== user ===' section")?;
         Ok(Self {
             name: name.to_owned(),
             hash: sha256_hex(text.as_bytes()),
-            system: system.unwrap_or_default().trim().to_owned(),
-            user: user.trim().to_owned(),
+            system: system.unwrap_or_default(),
+            examples,
+            user,
         })
     }
 
-    /// The template's own words: both parts with every `{{ ... }}` and `{% ... %}` left out
-    /// (what the prompt says, without the material it shows).
+    /// The template's own words: every part, examples included, with every `{{ ... }}` and
+    /// `{% ... %}` left out (what the prompt says, without the material it shows).
     pub fn instructions(&self) -> String {
         let mut out = String::new();
-        for part in [&self.system, &self.user] {
+        let examples = self.examples.iter().flat_map(|(q, a)| [q, a]);
+        for part in std::iter::once(&self.system)
+            .chain(examples)
+            .chain([&self.user])
+        {
             let mut rest = part.as_str();
             while let Some(i) = rest.find(['{']) {
                 let tail = &rest[i..];
@@ -83,16 +136,85 @@ impl Prompt {
         out
     }
 
-    /// Renders both parts with `ctx` (strict: an unknown variable is an error).
+    /// The conversation for `ctx`: the rendered system part (when there is one), the worked
+    /// examples as they are written, and the rendered user part (strict: an unknown variable
+    /// is an error).
     pub fn render(
         &self,
         env: &minijinja::Environment<'_>,
         ctx: &minijinja::Value,
-    ) -> Result<(String, String), String> {
+    ) -> Result<Vec<Message>, String> {
         let r = |src: &str| {
             env.render_str(src, ctx)
                 .map_err(|e| format!("{}: {e:#}", self.name))
         };
-        Ok((r(&self.system)?, r(&self.user)?))
+        let mut messages = Vec::with_capacity(2 + 2 * self.examples.len());
+        let system = r(&self.system)?;
+        if !system.is_empty() {
+            messages.push(Message::system(system));
+        }
+        for (q, a) in &self.examples {
+            messages.push(Message::user(q.clone()));
+            messages.push(Message::assistant(a.clone()));
+        }
+        messages.push(Message::user(r(&self.user)?));
+        Ok(messages)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn roles(m: &[Message]) -> Vec<&str> {
+        m.iter().map(|m| m.role.as_str()).collect()
+    }
+
+    #[test]
+    fn worked_examples_are_sent_as_earlier_turns_word_for_word() {
+        let text = "=== system ===\nBe brief.\n=== example user ===\nFacts: {x}\n=== example assistant ===\nA short answer.\n=== user ===\nFacts: {{ facts }}\n";
+        let p = Prompt::parse("t.md", text).unwrap();
+        assert_eq!(
+            p.examples,
+            vec![("Facts: {x}".into(), "A short answer.".into())]
+        );
+        let env = crate::template::environment();
+        let m = p
+            .render(
+                &env,
+                &minijinja::Value::from_serialize(serde_json::json!({"facts": "F"})),
+            )
+            .unwrap();
+        assert_eq!(roles(&m), ["system", "user", "assistant", "user"]);
+        assert_eq!(m[1].content, "Facts: {x}");
+        assert_eq!(m[3].content, "Facts: F");
+        // The examples are the template's own words: an answer copying them is echo.
+        assert!(p.instructions().contains("A short answer."));
+    }
+
+    #[test]
+    fn misplaced_sections_are_errors_naming_the_line() {
+        for (text, want) in [
+            (
+                "=== user ===\nQ\n=== example user ===\nE\n=== example assistant ===\nA\n",
+                "line 3: examples must come before",
+            ),
+            (
+                "=== example user ===\nE\n=== user ===\nQ\n",
+                "has no '=== example assistant ==='",
+            ),
+            (
+                "=== example assistant ===\nA\n=== user ===\nQ\n",
+                "line 1: '=== example assistant ===' without",
+            ),
+            (
+                "=== user ===\nQ\n=== user ===\nR\n",
+                "line 3: a second '=== user ==='",
+            ),
+            ("=== system ===\nS\n", "no '=== user ===' section"),
+        ] {
+            let e = Prompt::parse("t.md", text).unwrap_err();
+            assert!(e.contains(want), "{e}");
+        }
     }
 }

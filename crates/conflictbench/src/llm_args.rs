@@ -76,12 +76,20 @@ impl LlmArgs {
     /// Checks the endpoint before any work: a base URL that cannot be parsed, or a public host
     /// with no API key, is a configuration error.
     pub fn preflight(&self) -> anyhow::Result<()> {
+        match self.base_url.as_deref() {
+            Some(url) => self.preflight_url(url),
+            None => Ok(()),
+        }
+    }
+
+    /// The same checks for one more endpoint this run calls (a pool's).
+    pub fn preflight_url(&self, url: &str) -> anyhow::Result<()> {
         let backend = self.backend();
         if backend == Backend::Offline {
             return Ok(());
         }
         let calls = backend == Backend::Openai && !self.dry_run;
-        crate::preflight::check_endpoint(self.base_url.as_deref(), calls)
+        crate::preflight::check_endpoint(url, calls)
     }
 
     /// The backend asked for, or the default: `openai` with a base URL, else `offline`.

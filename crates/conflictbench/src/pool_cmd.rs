@@ -153,6 +153,13 @@ impl Transport {
         })
     }
 
+    /// The base URLs of the pool's endpoints, in order (none without a pool).
+    pub fn pool_urls(&self) -> impl Iterator<Item = &str> {
+        self.pool
+            .iter()
+            .flat_map(|p| p.endpoints.iter().map(|e| e.base_url.as_str()))
+    }
+
     /// Items the engine keeps in flight: twice the calls the endpoints take, or (batch) all,
     /// since a batch round holds every item waiting on the model.
     pub fn items_in_flight(&self) -> usize {

@@ -5,12 +5,9 @@
 
 use cb_llm::base_url::{check_base_url, HostKind};
 
-/// `base_url`: the URL a model build would call; `calls_upstream`: whether this run sends
+/// `url`: a base URL this run would call; `calls_upstream`: whether this run sends
 /// requests (not a dry run, not a replay).
-pub fn check_endpoint(base_url: Option<&str>, calls_upstream: bool) -> anyhow::Result<()> {
-    let Some(url) = base_url else {
-        return Ok(());
-    };
+pub fn check_endpoint(url: &str, calls_upstream: bool) -> anyhow::Result<()> {
     let kind = check_base_url(url).map_err(crate::config_err)?;
     let has_key = std::env::var("OPENAI_API_KEY").is_ok_and(|k| !k.trim().is_empty());
     if calls_upstream && kind == HostKind::Public && !has_key {

@@ -158,7 +158,8 @@ impl Pool {
             if dead.len() == self.replicas.len() {
                 return Err(dead.join("; "));
             }
-            // Wait for a slot to free, or for a pause to end.
+            // Wait for a slot to free (a freed slot wakes one waiter, see `release`), or for a
+            // pause to end.
             let _ = tokio::time::timeout(Duration::from_millis(50), notified).await;
         }
     }
@@ -212,7 +213,10 @@ impl Pool {
             Err(_) => {}
         }
         drop(b);
-        self.freed.notify_waiters();
+        // One slot was freed: one waiter can take it. Waking every waiter here made each
+        // completion a scan by all of them (64 waiters at 1,280 calls/s in the pool bench).
+        // A waiter woken for nothing waits again; a dropped one passes the wake-up on.
+        self.freed.notify_one();
     }
 
     /// Per endpoint: calls sent, answers, failures, pauses.

@@ -74,6 +74,13 @@ pub const PROMPT_TERMS: &[&str] = &[
     "correct answer",
     "replacement answer",
     "accepted forms",
+    // Talk about the task instead of the world (real SmolLM2 negative contexts: "The answer
+    // must be \"bookstore\" to the question.", "... not mentioned as an option in this
+    // passage"). The released KRE contexts use none of these (0 of the 300 sampled rows).
+    "the question",
+    "this passage",
+    "the answer is",
+    "the answer must",
 ];
 
 /// The first of [`PROMPT_TERMS`] that `answer` uses (whole words, case-insensitive) and
@@ -423,6 +430,18 @@ mod tests {
         let other = "The dog barked loudly at the door, and the other option was a stranger who knocked on the door.";
         assert_eq!(echoed_term(other, ""), Some("the other option"));
         assert_eq!(echoed_term("Metal spoons conduct heat quickly.", ""), None);
+        // Accepted cose contexts of the worked-example prompts (QUALITY.md run), before the
+        // task-talk terms.
+        let q = "Where do people usually go to borrow books without paying?";
+        let bookstore = "The answer must be \"bookstore\" to the question.\n\nD: A bakery is a popular choice for food and drinks at the local grocery stores, but it's not mentioned as an option in this passage.";
+        assert_eq!(echoed_term(bookstore, q), Some("the question"));
+        let blue = "A plant that has no water will likely turn blue. The answer must be \"it will turn blue\" and must avoid any reference to diseases.";
+        assert_eq!(echoed_term(blue, ""), Some("the answer must"));
+        // "The passage of time" is the world, not the prompt (a released KRE context).
+        assert_eq!(
+            echoed_term("The passage of time can lead to changes.", ""),
+            None
+        );
         // The material's own words are not echo.
         assert_eq!(
             echoed_term("the correct answer", "Which is the correct answer?"),

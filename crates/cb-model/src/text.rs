@@ -64,6 +64,23 @@ pub fn contains_phrase(text: &str, phrase: &str) -> bool {
     format!(" {t} ").contains(&format!(" {p} "))
 }
 
+/// Whether `text` contains `phrase` as [`contains_phrase`] does, or with its last word in
+/// the other number ("umbrellas" for "umbrella", "bus" for "buses"): a model that names the
+/// golden answer in the plural still names it.
+pub fn contains_phrase_any_number(text: &str, phrase: &str) -> bool {
+    let p = normalize(phrase);
+    if p.is_empty() {
+        return false;
+    }
+    let mut forms = vec![format!("{p}s"), format!("{p}es")];
+    for suffix in ["es", "s"] {
+        if let Some(stem) = p.strip_suffix(suffix).filter(|s| s.len() >= 3) {
+            forms.push(stem.to_owned());
+        }
+    }
+    contains_phrase(text, &p) || forms.iter().any(|f| contains_phrase(text, f))
+}
+
 /// Byte ranges of the case-insensitive, whole-word occurrences of `needle` in `text`,
 /// left to right, not overlapping.
 pub fn find_word_occurrences(text: &str, needle: &str) -> Vec<(usize, usize)> {
@@ -187,6 +204,13 @@ mod tests {
         assert!(contains_phrase("He lived in New York City.", "new york"));
         assert!(!contains_phrase("He played bankrupt.", "bank"));
         assert!(!contains_phrase("anything", ""));
+        // A real SmolLM2 explanation for the negative answer "sunglasses", golden "umbrella".
+        let said = "People carry umbrellas to keep the rain off, and sunglasses are a great choice for people who love sunbathing.";
+        assert!(!contains_phrase(said, "umbrella"));
+        assert!(contains_phrase_any_number(said, "umbrella"));
+        assert!(contains_phrase_any_number("Two buses came.", "bus"));
+        assert!(contains_phrase_any_number("A bus came.", "buses"));
+        assert!(!contains_phrase_any_number("The business grew.", "bus"));
     }
 
     #[test]

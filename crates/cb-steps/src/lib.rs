@@ -60,7 +60,11 @@ mod tests {
         let mut seen = 0;
         for sub in ["kre", "recall"] {
             for f in std::fs::read_dir(dir.join(sub)).unwrap() {
-                let text = std::fs::read_to_string(f.unwrap().path()).unwrap();
+                let path = f.unwrap().path();
+                let text = std::fs::read_to_string(&path).unwrap();
+                // The template parts only: worked examples are literal text.
+                let p = cb_step::Prompt::parse(&path.display().to_string(), &text).unwrap();
+                let text = format!("{}\n{}", p.system, p.user);
                 let lines: Vec<&str> = text.lines().collect();
                 for (i, line) in lines.iter().enumerate() {
                     let Some((head, rest)) = line.split_once(':') else {

@@ -22,7 +22,8 @@ pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepErro
 ///
 /// Validation (besides [`cb_step::ask::common_checks`]: `prompt_echo`, `other_language`):
 /// not empty, not a refusal (`refusal`), at most `max_words` words (`too_long`), does not
-/// state the golden answer (`states_golden`, unless the negative answer itself contains it),
+/// state the golden answer, singular or plural (`states_golden`, unless the negative answer
+/// itself contains it),
 /// does not only restate the negative answer (`restates_negative`), and, when
 /// `require_mention` is set, mentions the negative answer (`no_mention`). A refusal or the
 /// golden answer is looked for beyond the premise and question the answer copies (e-CARE
@@ -81,7 +82,9 @@ impl NegativeExplanation {
                 self.max_words
             ));
         }
-        if !text::contains_phrase(negative, answer) && text::contains_phrase(&own, answer) {
+        if !text::contains_phrase_any_number(negative, answer)
+            && text::contains_phrase_any_number(&own, answer)
+        {
             return Err(format!(
                 "states_golden: it mentions the correct answer \"{answer}\""
             ));

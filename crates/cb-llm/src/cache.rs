@@ -1,7 +1,12 @@
 //! The response cache: one SQLite file (WAL), one row per request key.
 //!
-//! A row is written in its own transaction before the answer is handed to the caller, so a
-//! process killed at any point keeps every answer it has seen. WAL with `synchronous=NORMAL`
+//! Answers are written by one writer thread with its own connection ([`Cache::commit`]): it
+//! takes every answer waiting at that moment and writes them in one transaction (group
+//! commit), and each caller gets its answer back only once that transaction is committed, so
+//! a process killed at any point keeps every answer it has handed out. Reads and the other
+//! tables go through a second connection, which in WAL mode never waits for the writer: no
+//! async worker blocks on a write (with two workers, one writing and one waiting for the
+//! lock stopped every call's I/O; BENCHMARKS.md). WAL with `synchronous=NORMAL`
 //! survives a killed process (the case resume is about); set `synchronous=FULL` semantics
 //! by copying the file only after the build if power loss matters to you.
 
@@ -25,7 +30,30 @@ pub struct CachedResponse {
 #[derive(Clone)]
 pub struct Cache {
     conn: Arc<Mutex<Connection>>,
+    /// The answer writer (none for a read-only cache).
+    writer: Option<std::sync::mpsc::Sender<Pending>>,
 }
+
+/// One answer waiting for the writer.
+struct Pending {
+    row: AnswerRow,
+    done: tokio::sync::oneshot::Sender<Result<(), String>>,
+}
+
+/// An answer as it is stored.
+struct AnswerRow {
+    key: String,
+    endpoint: String,
+    model: String,
+    template: String,
+    template_hash: String,
+    request: String,
+    response: CachedResponse,
+    replica: Option<String>,
+}
+
+/// The most answers one transaction of the writer takes.
+const GROUP_MAX: usize = 1024;
 
 impl std::fmt::Debug for Cache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -75,16 +103,27 @@ impl Cache {
                 })?;
             }
         }
-        let conn = Connection::open(path)
-            .map_err(|e| LlmError::Cache(format!("cannot open {}: {e}", path.display())))?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.pragma_update(None, "synchronous", "NORMAL")?;
-        conn.busy_timeout(std::time::Duration::from_secs(30))?;
+        let connect = || -> Result<Connection, LlmError> {
+            let conn = Connection::open(path)
+                .map_err(|e| LlmError::Cache(format!("cannot open {}: {e}", path.display())))?;
+            conn.pragma_update(None, "journal_mode", "WAL")?;
+            conn.pragma_update(None, "synchronous", "NORMAL")?;
+            conn.busy_timeout(std::time::Duration::from_secs(30))?;
+            Ok(conn)
+        };
+        let conn = connect()?;
         conn.execute_batch(SCHEMA)?;
         conn.execute_batch(crate::batch_store::SCHEMA)?;
         conn.execute_batch(crate::pool::SCHEMA)?;
+        let writer = connect()?;
+        let (tx, rx) = std::sync::mpsc::channel::<Pending>();
+        std::thread::Builder::new()
+            .name("cache-writer".into())
+            .spawn(move || write_loop(writer, &rx))
+            .map_err(|e| LlmError::Cache(format!("cannot start the cache writer: {e}")))?;
         Ok(Self {
             conn: Arc::new(Mutex::new(conn)),
+            writer: Some(tx),
         })
     }
 
@@ -118,6 +157,7 @@ impl Cache {
         conn.busy_timeout(std::time::Duration::from_secs(30))?;
         Ok(Some(Self {
             conn: Arc::new(Mutex::new(conn)),
+            writer: None,
         }))
     }
 
@@ -171,36 +211,41 @@ impl Cache {
             .optional()?)
     }
 
-    /// Commits one answer. An existing row with the same key is kept (first answer wins),
-    /// so concurrent identical calls cannot make a build depend on timing.
-    pub fn put(
+    /// Commits one answer, and for a pool the replica that gave it, through the writer
+    /// thread; returns once the transaction holding it is committed. An existing row with
+    /// the same key is kept (first answer wins), so concurrent identical calls cannot make a
+    /// build depend on timing.
+    pub async fn commit(
         &self,
-        key: &str,
         endpoint: &str,
         model: &str,
+        key: &str,
         call: &Call,
         response: &CachedResponse,
+        replica: Option<&str>,
     ) -> Result<(), LlmError> {
-        let request =
-            serde_json::to_string(&call.request).map_err(|e| LlmError::Cache(e.to_string()))?;
-        let now = unix_now();
-        let conn = self.conn.lock().expect("cache lock");
-        conn.prepare_cached(INSERT_RESPONSE)?.execute(params![
-            key,
-            crate::CACHE_FORMAT,
-            endpoint,
-            model,
-            call.template,
-            call.template_hash,
-            request,
-            response.content,
-            response.finish_reason,
-            response.prompt_tokens as i64,
-            response.completion_tokens as i64,
-            response.raw,
-            now
-        ])?;
-        Ok(())
+        let writer = self
+            .writer
+            .as_ref()
+            .ok_or_else(|| LlmError::Cache("the cache was opened read-only".into()))?;
+        let row = AnswerRow {
+            key: key.to_owned(),
+            endpoint: endpoint.to_owned(),
+            model: model.to_owned(),
+            template: call.template.clone(),
+            template_hash: call.template_hash.clone(),
+            request: serde_json::to_string(&call.request)
+                .map_err(|e| LlmError::Cache(e.to_string()))?,
+            response: response.clone(),
+            replica: replica.map(str::to_owned),
+        };
+        let (done, committed) = tokio::sync::oneshot::channel();
+        let gone = || LlmError::Cache("the cache writer stopped".into());
+        writer.send(Pending { row, done }).map_err(|_| gone())?;
+        committed
+            .await
+            .map_err(|_| gone())?
+            .map_err(LlmError::Cache)
     }
 
     /// Number of cached answers.
@@ -212,6 +257,59 @@ impl Cache {
     pub fn is_empty(&self) -> Result<bool, LlmError> {
         Ok(self.len()? == 0)
     }
+}
+
+/// The writer thread: waits for an answer, takes every other one already waiting (up to
+/// [`GROUP_MAX`]), writes them in one transaction and tells each caller how it went. Ends
+/// when every handle to the cache is gone.
+fn write_loop(mut conn: Connection, rx: &std::sync::mpsc::Receiver<Pending>) {
+    while let Ok(first) = rx.recv() {
+        let mut group = vec![first];
+        while group.len() < GROUP_MAX {
+            match rx.try_recv() {
+                Ok(p) => group.push(p),
+                Err(_) => break,
+            }
+        }
+        let result = write_group(&mut conn, &group).map_err(|e| e.to_string());
+        if let Err(e) = &result {
+            tracing::error!(answers = group.len(), "cache write failed: {e}");
+        }
+        for p in group {
+            // A caller that went away needs no answer.
+            let _ = p.done.send(result.clone());
+        }
+    }
+}
+
+fn write_group(conn: &mut Connection, group: &[Pending]) -> Result<(), rusqlite::Error> {
+    let now = unix_now();
+    let tx = conn.transaction()?;
+    {
+        let mut answer = tx.prepare_cached(INSERT_RESPONSE)?;
+        let mut replica = tx.prepare_cached(crate::pool::INSERT_REPLICA)?;
+        for Pending { row: r, .. } in group {
+            answer.execute(params![
+                r.key,
+                crate::CACHE_FORMAT,
+                r.endpoint,
+                r.model,
+                r.template,
+                r.template_hash,
+                r.request,
+                r.response.content,
+                r.response.finish_reason,
+                r.response.prompt_tokens as i64,
+                r.response.completion_tokens as i64,
+                r.response.raw,
+                now
+            ])?;
+            if let Some(by) = &r.replica {
+                replica.execute([&r.key, by])?;
+            }
+        }
+    }
+    tx.commit()
 }
 
 fn unix_now() -> i64 {

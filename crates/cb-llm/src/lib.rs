@@ -421,7 +421,7 @@ impl Llm {
         let parsed = self
             .send(&body, &call.request, &call.item, form, false)
             .await?;
-        self.commit(call, key, parsed, None)
+        self.commit(call, key, parsed, None).await
     }
 
     /// A budget that cannot pay for one call would stop every run before any progress: that

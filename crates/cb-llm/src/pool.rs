@@ -240,15 +240,12 @@ pub(crate) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS replicas (key TEXT PRIMARY KEY, replica TEXT NOT NULL);
 ";
 
-impl Cache {
-    /// Records which replica of a pool gave the answer under `key` (first answer wins).
-    pub(crate) fn put_replica(&self, key: &str, replica: &str) -> Result<(), LlmError> {
-        self.conn()
-            .prepare_cached("INSERT OR IGNORE INTO replicas (key, replica) VALUES (?1, ?2)")?
-            .execute([key, replica])?;
-        Ok(())
-    }
+/// Records which replica of a pool gave the answer under a key (first answer wins); written
+/// with the answer, in [`Cache::put`].
+pub(crate) const INSERT_REPLICA: &str =
+    "INSERT OR IGNORE INTO replicas (key, replica) VALUES (?1, ?2)";
 
+impl Cache {
     /// The replica that answered `key`, when a pool did.
     pub fn replica(&self, key: &str) -> Result<Option<String>, LlmError> {
         use rusqlite::OptionalExtension;
@@ -315,7 +312,7 @@ impl Llm {
                 Ok(mut parsed) => {
                     r.answers.fetch_add(1, Ordering::Relaxed);
                     self.account(&call.request, &mut parsed);
-                    return self.commit(call, key, parsed, Some(&r.url));
+                    return self.commit(call, key, parsed, Some(&r.url)).await;
                 }
                 Err(e) => e,
             };

@@ -26,8 +26,8 @@ impl Llm {
     }
 
     /// Commits an accounted answer to the cache under `key` (with the replica that gave it,
-    /// for a pool) and returns it to the caller.
-    pub(crate) fn commit(
+    /// for a pool) and returns it to the caller once it is written (see [`Cache::commit`]).
+    pub(crate) async fn commit(
         &self,
         call: &crate::Call,
         key: String,
@@ -44,10 +44,10 @@ impl Llm {
             raw: parsed.raw,
         };
         if let Some(cache) = &inner.cache {
-            cache.put(&key, &inner.endpoint, &inner.config.model, call, &response)?;
-            if let Some(r) = replica {
-                cache.put_replica(&key, r)?;
-            }
+            let model = &inner.config.model;
+            cache
+                .commit(&inner.endpoint, model, &key, call, &response, replica)
+                .await?;
         }
         Ok(crate::Completion {
             text: response.content,

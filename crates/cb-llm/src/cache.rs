@@ -31,7 +31,24 @@ pub struct CachedResponse {
 pub struct Cache {
     conn: Arc<Mutex<Connection>>,
     /// The answer writer (none for a read-only cache).
-    writer: Option<std::sync::mpsc::Sender<Pending>>,
+    writer: Option<Arc<Writer>>,
+}
+
+/// The writer thread and the way to it. Dropped with the last handle to the cache: the
+/// channel closes, the thread writes what is left, closes its connection (which checkpoints
+/// the WAL and removes its side files) and is joined.
+struct Writer {
+    tx: Option<std::sync::mpsc::Sender<Pending>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        self.tx.take();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 /// One answer waiting for the writer.
@@ -117,13 +134,16 @@ impl Cache {
         conn.execute_batch(crate::pool::SCHEMA)?;
         let writer = connect()?;
         let (tx, rx) = std::sync::mpsc::channel::<Pending>();
-        std::thread::Builder::new()
+        let thread = std::thread::Builder::new()
             .name("cache-writer".into())
             .spawn(move || write_loop(writer, &rx))
             .map_err(|e| LlmError::Cache(format!("cannot start the cache writer: {e}")))?;
         Ok(Self {
             conn: Arc::new(Mutex::new(conn)),
-            writer: Some(tx),
+            writer: Some(Arc::new(Writer {
+                tx: Some(tx),
+                thread: Some(thread),
+            })),
         })
     }
 
@@ -241,7 +261,12 @@ impl Cache {
         };
         let (done, committed) = tokio::sync::oneshot::channel();
         let gone = || LlmError::Cache("the cache writer stopped".into());
-        writer.send(Pending { row, done }).map_err(|_| gone())?;
+        writer
+            .tx
+            .as_ref()
+            .ok_or_else(gone)?
+            .send(Pending { row, done })
+            .map_err(|_| gone())?;
         committed
             .await
             .map_err(|_| gone())?

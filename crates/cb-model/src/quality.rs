@@ -74,14 +74,22 @@ pub const PROMPT_TERMS: &[&str] = &[
     "correct answer",
     "replacement answer",
     "accepted forms",
-    // Talk about the task instead of the world (real SmolLM2 negative contexts: "The answer
-    // must be \"bookstore\" to the question.", "... not mentioned as an option in this
-    // passage"). The released KRE contexts use none of these (0 of the 300 sampled rows).
-    "the question",
-    "this passage",
-    "the answer is",
-    "the answer must",
 ];
+
+/// Words of a context that talks about the task instead of the world (real SmolLM2 negative
+/// contexts: "The answer must be \"bookstore\" to the question.", "... not mentioned as an
+/// option in this passage"), compared as [`crate::text::contains_phrase`] does (articles
+/// dropped, so "the question" is "question"). For prose answers only: a structured answer
+/// has a `"question"` key. One of the 300 sampled released KRE contexts uses one ("Limestone
+/// is a possible answer to a question or problem ..."), and it is task talk too.
+pub const TASK_TALK: &[&str] = &["question", "the answer must", "this passage"];
+
+/// The first of [`TASK_TALK`] that a prose `answer` uses and `material` does not.
+pub fn talks_about_task(answer: &str, material: &str) -> Option<&'static str> {
+    TASK_TALK.iter().copied().find(|t| {
+        crate::text::contains_phrase(answer, t) && !crate::text::contains_phrase(material, t)
+    })
+}
 
 /// The first of [`PROMPT_TERMS`] that `answer` uses (whole words, case-insensitive) and
 /// `material` does not.
@@ -419,6 +427,37 @@ mod tests {
     }
 
     #[test]
+    fn contexts_that_talk_about_the_task_are_found() {
+        // Accepted cose contexts of the worked-example prompts (QUALITY.md run), before this
+        // check.
+        let q = "Where do people usually go to borrow books without paying?";
+        let bookstore = "The answer must be \"bookstore\" to the question.\n\nD: A bakery is a popular choice for food and drinks at the local grocery stores, but it's not mentioned as an option in this passage.";
+        assert_eq!(talks_about_task(bookstore, q), Some("question"));
+        let blue = "A plant that has no water will likely turn blue. The answer must be \"it will turn blue\" and must avoid any reference to diseases.";
+        assert_eq!(talks_about_task(blue, ""), Some("the answer must"));
+        // The world, not the task: "the passage of time" (a released KRE context), and the
+        // offline rule's "the usual answer is".
+        assert_eq!(
+            talks_about_task("The passage of time can lead to changes.", ""),
+            None
+        );
+        let offline =
+            "When people ask \"Where is a good place to keep a pen?\", the usual answer is desk.";
+        assert_eq!(
+            talks_about_task(offline, "Where is a good place to keep a pen?"),
+            None
+        );
+        // A question the material itself asks about may be named.
+        assert_eq!(
+            talks_about_task(
+                "That question has a long history.",
+                "Which question is older?"
+            ),
+            None
+        );
+    }
+
+    #[test]
     fn answers_about_the_prompt_are_found() {
         // Real accepted answers of SmolLM2 to the e-CARE explanation prompt before this check.
         let meta =
@@ -430,18 +469,6 @@ mod tests {
         let other = "The dog barked loudly at the door, and the other option was a stranger who knocked on the door.";
         assert_eq!(echoed_term(other, ""), Some("the other option"));
         assert_eq!(echoed_term("Metal spoons conduct heat quickly.", ""), None);
-        // Accepted cose contexts of the worked-example prompts (QUALITY.md run), before the
-        // task-talk terms.
-        let q = "Where do people usually go to borrow books without paying?";
-        let bookstore = "The answer must be \"bookstore\" to the question.\n\nD: A bakery is a popular choice for food and drinks at the local grocery stores, but it's not mentioned as an option in this passage.";
-        assert_eq!(echoed_term(bookstore, q), Some("the question"));
-        let blue = "A plant that has no water will likely turn blue. The answer must be \"it will turn blue\" and must avoid any reference to diseases.";
-        assert_eq!(echoed_term(blue, ""), Some("the answer must"));
-        // "The passage of time" is the world, not the prompt (a released KRE context).
-        assert_eq!(
-            echoed_term("The passage of time can lead to changes.", ""),
-            None
-        );
         // The material's own words are not echo.
         assert_eq!(
             echoed_term("the correct answer", "Which is the correct answer?"),

@@ -16,7 +16,8 @@ pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepErro
 
 /// Rewrites `golden_context` so that it supports `negative_answer` (field `negative_context`).
 ///
-/// Validation: not empty, not a refusal; mentions the negative answer; does not mention the
+/// Validation: not empty, not a refusal, no talk about the task the passage does not have
+/// (`prompt_echo`, [`cb_model::quality::talks_about_task`]); mentions the negative answer; does not mention the
 /// golden answer or one of its aliases (unless the negative answer contains it); and keeps
 /// a token similarity (2·LCS / total length, over word tokens) of at least `min_similarity`
 /// (default 0.6) with the original. Swapping the answer's mentions leaves a context well above
@@ -52,6 +53,11 @@ impl NegativeContext {
             .collect();
         if text::looks_like_refusal(&quality::beyond_copies(&t, &kept)) {
             return Err("refusal: the answer declines the task".into());
+        }
+        if let Some(w) = quality::talks_about_task(&t, golden) {
+            return Err(format!(
+                "prompt_echo: it talks about the task (\"{w}\"); reply with the rewritten passage only"
+            ));
         }
         if quality::restates(&t, negative, &[]) {
             return Err(format!(

@@ -21,7 +21,8 @@ pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepErro
 /// Writes `negative_context`: a brief explanation that supports the negative answer.
 ///
 /// Validation (besides [`cb_step::ask::common_checks`]: `prompt_echo`, `other_language`):
-/// not empty, not a refusal (`refusal`), at most `max_words` words (`too_long`), does not
+/// not empty, not a refusal (`refusal`), no talk about the task ("the question", "the answer
+/// must": `prompt_echo`, [`cb_model::quality::talks_about_task`]), at most `max_words` words (`too_long`), does not
 /// state the golden answer, singular or plural (`states_golden`, unless the negative answer
 /// itself contains it),
 /// does not only restate the negative answer (`restates_negative`), and, when
@@ -74,6 +75,11 @@ impl NegativeExplanation {
         let own = quality::beyond_copies(&t, given);
         if text::looks_like_refusal(&own) {
             return Err("refusal: the answer declines the task".into());
+        }
+        if let Some(w) = quality::talks_about_task(&t, &given.join("\n")) {
+            return Err(format!(
+                "prompt_echo: it talks about the task (\"{w}\"); state a reason about the situation itself"
+            ));
         }
         let words = t.split_whitespace().count();
         if words > self.max_words {

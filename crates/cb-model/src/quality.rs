@@ -84,11 +84,24 @@ pub const PROMPT_TERMS: &[&str] = &[
 /// is a possible answer to a question or problem ..."), and it is task talk too.
 pub const TASK_TALK: &[&str] = &["question", "the answer must", "this passage"];
 
-/// The first of [`TASK_TALK`] that a prose `answer` uses and `material` does not.
+/// How a context that announces an answer instead of giving a reason starts ("The answer is
+/// \"read a book\" - ..."); elsewhere in a sentence ("the usual answer is") it may be prose.
+pub const TASK_TALK_OPENINGS: &[&str] = &["the answer is", "the answer to"];
+
+/// The first of [`TASK_TALK`] that a prose `answer` uses and `material` does not, or the
+/// [`TASK_TALK_OPENINGS`] it starts with.
 pub fn talks_about_task(answer: &str, material: &str) -> Option<&'static str> {
-    TASK_TALK.iter().copied().find(|t| {
-        crate::text::contains_phrase(answer, t) && !crate::text::contains_phrase(material, t)
-    })
+    let start = crate::text::normalize(answer);
+    TASK_TALK_OPENINGS
+        .iter()
+        .copied()
+        .find(|o| start.starts_with(&format!("{} ", crate::text::normalize(o))))
+        .or_else(|| {
+            TASK_TALK.iter().copied().find(|t| {
+                crate::text::contains_phrase(answer, t)
+                    && !crate::text::contains_phrase(material, t)
+            })
+        })
 }
 
 /// The first of [`PROMPT_TERMS`] that `answer` uses (whole words, case-insensitive) and
@@ -447,6 +460,10 @@ mod tests {
             talks_about_task(offline, "Where is a good place to keep a pen?"),
             None
         );
+        // Announcing the negative answer is not a reason (accepted with structured output
+        // off before the openings were added).
+        let read = "The answer is \"Read a book\" - A person who drinks water would most likely want to do what?";
+        assert_eq!(talks_about_task(read, ""), Some("the answer is"));
         // A question the material itself asks about may be named.
         assert_eq!(
             talks_about_task(

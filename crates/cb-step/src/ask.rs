@@ -225,7 +225,9 @@ pub async fn ask<T>(
                 let repair = format!(
                     "That answer cannot be used: {reason}. Answer again, following the instructions exactly."
                 );
-                said.push_str(&repair);
+                // Our words only: a reason quotes the answer it refuses ("\"1087\" is not
+                // ..."), and an answer that tries the same again is judged on its own.
+                said.push_str(&unquoted(&repair));
                 said.push('\n');
                 messages.push(Message::assistant(completion.text));
                 messages.push(Message::user(repair));
@@ -293,6 +295,11 @@ pub fn common_checks(answer: &str, said: &str, material: &str) -> Result<(), Str
         ));
     }
     Ok(())
+}
+
+/// `s` without its double-quoted parts.
+fn unquoted(s: &str) -> String {
+    s.split('"').step_by(2).collect::<Vec<_>>().join(" ")
 }
 
 /// Every string inside a JSON value.
@@ -519,6 +526,23 @@ mod tests {
         let e = common_checks(copied, &now.instructions(), material).unwrap_err();
         assert_eq!(reason_code(&e), "prompt_echo", "{e}");
         assert!(common_checks(ok, &now.instructions(), material).is_ok());
+    }
+
+    #[test]
+    fn a_repair_is_our_words_but_its_quotes_are_not() {
+        // A real exchange with SmolLM2 (QUALITY.md run): the repair quoted the refused answer,
+        // the model sent it again, and the echo check took it for our words.
+        let repair = "That answer cannot be used: bad_answer: \"Lysander the First\" is not the value of \"begin time\". Answer again, following the instructions exactly.";
+        let said = unquoted(repair);
+        let again = r#"{"key": "begin time", "question": "Who was the first to invade Greece?", "answer": "Lysander the First"}"#;
+        assert!(common_checks(again, &said, "").is_ok());
+        let e = common_checks(
+            "Answer again, following the instructions exactly.",
+            &said,
+            "",
+        )
+        .unwrap_err();
+        assert_eq!(reason_code(&e), "prompt_echo", "{e}");
     }
 
     #[test]

@@ -225,6 +225,34 @@ pub fn restates(context: &str, negative_answer: &str, given: &[&str]) -> bool {
         && added_words(context, &known).len() < RESTATE_MIN_ADDED
 }
 
+/// Whether a context written for the negative answer speaks of the golden answer more than
+/// of the negative one: it shares more content-word stems (first five characters, function
+/// words and the words of `given`, the question and premise, left out) with the golden answer
+/// than with the negative answer, and at least one. Real SmolLM2 explanations for e-CARE:
+/// "A car's battery is dead, so it needs to be replaced." for the negative "The car had been
+/// washed." (golden: the battery was dead). A general-knowledge reason that names neither
+/// passes; 5 of the 150 sampled released e-CARE explanations lean this way too (a lexical
+/// rule, not a judgement of meaning).
+pub fn leans_to_golden(context: &str, negative: &str, golden: &str, given: &[&str]) -> bool {
+    let content = |t: &str| -> std::collections::HashSet<String> {
+        tokens(t)
+            .iter()
+            .filter(|w| !FUNCTION_WORDS.contains(&w.as_str()))
+            .map(|w| w.chars().take(5).collect())
+            .collect()
+    };
+    let known: std::collections::HashSet<String> = given.iter().flat_map(|g| content(g)).collect();
+    let said = content(context);
+    let shared = |answer: &str| {
+        content(answer)
+            .iter()
+            .filter(|w| !known.contains(*w) && said.contains(*w))
+            .count()
+    };
+    let (g, n) = (shared(golden), shared(negative));
+    g > 0 && g > n
+}
+
 /// `text` with every case-insensitive occurrence of each of `copied` (trimmed, a final
 /// period dropped) cut out: what the text says beyond the inputs it repeats. A refusal or a
 /// golden answer is looked for in this rest, so that a premise such as "I cannot take new
@@ -437,6 +465,40 @@ mod tests {
             echoed_label("location: Rouen", &["location"], ""),
             Some("location")
         );
+    }
+
+    #[test]
+    fn contexts_that_argue_for_the_golden_answer_are_found() {
+        // Real SmolLM2 explanations accepted for e-CARE before this rule.
+        let q = "The car would not start. What is the more possible cause of this?";
+        assert!(leans_to_golden(
+            "A car's battery is dead, so it needs to be replaced.",
+            "The car had been washed.",
+            "The battery was dead.",
+            &[q]
+        ));
+        let q = "The dog barked loudly at the door. What is the more possible cause of this?";
+        assert!(leans_to_golden(
+            "A dog's owner knocked on the door, causing the dog to bark.",
+            "The dog was asleep.",
+            "Someone knocked on the door.",
+            &[q]
+        ));
+        // A reason for the negative answer, or general knowledge naming neither, passes.
+        let q = "The boy had a high fever. What is the more possible cause of this?";
+        assert!(!leans_to_golden(
+            "The boy ate an apple, which is a common ingredient in flu vaccines.",
+            "He ate an apple.",
+            "He caught the flu.",
+            &[q]
+        ));
+        let q = "Lily took sulfonamides. What happened as a more possible result?";
+        assert!(!leans_to_golden(
+            "Sulfonamides can cause severe hemolysis, leading to fatal outcomes.",
+            "Lily has been killed.",
+            "Lily recovered.",
+            &[q]
+        ));
     }
 
     #[test]

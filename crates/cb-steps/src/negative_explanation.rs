@@ -24,7 +24,8 @@ pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepErro
 /// not empty, not a refusal (`refusal`), no talk about the task ("the question", "the answer
 /// must": `prompt_echo`, [`cb_model::quality::talks_about_task`]), at most `max_words` words (`too_long`), does not
 /// state the golden answer, singular or plural (`states_golden`, unless the negative answer
-/// itself contains it),
+/// itself contains it), nor argue for it more than for the negative one (`supports_golden`,
+/// [`cb_model::quality::leans_to_golden`]),
 /// does not only restate the negative answer (`restates_negative`), and, when
 /// `require_mention` is set, mentions the negative answer (`no_mention`). A refusal or the
 /// golden answer is looked for beyond the premise and question the answer copies (e-CARE
@@ -93,6 +94,11 @@ impl NegativeExplanation {
         {
             return Err(format!(
                 "states_golden: it mentions the correct answer \"{answer}\""
+            ));
+        }
+        if quality::leans_to_golden(&t, negative, answer, given) {
+            return Err(format!(
+                "supports_golden: it argues for \"{answer}\" rather than \"{negative}\"; give a reason for \"{negative}\""
             ));
         }
         if quality::restates(&t, negative, restate_given) {

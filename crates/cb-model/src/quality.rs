@@ -74,6 +74,8 @@ pub const PROMPT_TERMS: &[&str] = &[
     "correct answer",
     "replacement answer",
     "accepted forms",
+    // Our own repair message ("That answer cannot be used: ... Answer again ...").
+    "that answer cannot be used",
 ];
 
 /// Words of a context that talks about the task instead of the world (real SmolLM2 negative
@@ -89,13 +91,19 @@ pub const TASK_TALK: &[&str] = &["question", "the answer must", "this passage"];
 pub const TASK_TALK_OPENINGS: &[&str] = &["the answer is", "the answer to"];
 
 /// The first of [`TASK_TALK`] that a prose `answer` uses and `material` does not, or the
-/// [`TASK_TALK_OPENINGS`] it starts with.
+/// [`TASK_TALK_OPENINGS`] one of its sentences starts with.
 pub fn talks_about_task(answer: &str, material: &str) -> Option<&'static str> {
-    let start = crate::text::normalize(answer);
+    let starts: Vec<String> = answer
+        .split(['.', '!', '?', '\n'])
+        .map(crate::text::normalize)
+        .collect();
     TASK_TALK_OPENINGS
         .iter()
         .copied()
-        .find(|o| start.starts_with(&format!("{} ", crate::text::normalize(o))))
+        .find(|o| {
+            let o = format!("{} ", crate::text::normalize(o));
+            starts.iter().any(|s| s.starts_with(&o))
+        })
         .or_else(|| {
             TASK_TALK.iter().copied().find(|t| {
                 crate::text::contains_phrase(answer, t)
@@ -526,6 +534,9 @@ mod tests {
         // off before the openings were added).
         let read = "The answer is \"Read a book\" - A person who drinks water would most likely want to do what?";
         assert_eq!(talks_about_task(read, ""), Some("the answer is"));
+        // ... also after a first sentence that reads well (accepted with structured output on).
+        let press = "Most people go to the printing press, where they can buy books. Printing presses print documents on paper.\n\nThe answer is \"printing press\" because it's a device that allows for the copying of books.";
+        assert_eq!(talks_about_task(press, ""), Some("the answer is"));
         // A question the material itself asks about may be named.
         assert_eq!(
             talks_about_task(
@@ -548,6 +559,9 @@ mod tests {
         let other = "The dog barked loudly at the door, and the other option was a stranger who knocked on the door.";
         assert_eq!(echoed_term(other, ""), Some("the other option"));
         assert_eq!(echoed_term("Metal spoons conduct heat quickly.", ""), None);
+        // Our repair message, reworded and sent back (accepted for e-CARE before this term).
+        let parrot = "That answer cannot be used: \"The answer is not possible to provide.\"; Provide a reason for \"She forgot how to read music.\"";
+        assert_eq!(echoed_term(parrot, ""), Some("that answer cannot be used"));
         // The material's own words are not echo.
         assert_eq!(
             echoed_term("the correct answer", "Which is the correct answer?"),

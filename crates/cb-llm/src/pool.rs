@@ -241,7 +241,7 @@ CREATE TABLE IF NOT EXISTS replicas (key TEXT PRIMARY KEY, replica TEXT NOT NULL
 ";
 
 /// Records which replica of a pool gave the answer under a key (first answer wins); written
-/// with the answer, in [`Cache::put`].
+/// with the answer, in [`Cache::commit`].
 pub(crate) const INSERT_REPLICA: &str =
     "INSERT OR IGNORE INTO replicas (key, replica) VALUES (?1, ?2)";
 

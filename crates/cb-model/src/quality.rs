@@ -104,18 +104,19 @@ pub fn talks_about_task(answer: &str, material: &str) -> Option<&'static str> {
             let o = format!("{} ", crate::text::normalize(o));
             starts.iter().any(|s| s.starts_with(&o))
         })
-        .or_else(|| {
-            TASK_TALK.iter().copied().find(|t| {
-                crate::text::contains_phrase(answer, t)
-                    && !crate::text::contains_phrase(material, t)
-            })
-        })
+        .or_else(|| first_unshared(TASK_TALK, answer, material))
 }
 
 /// The first of [`PROMPT_TERMS`] that `answer` uses (whole words, case-insensitive) and
 /// `material` does not.
 pub fn echoed_term(answer: &str, material: &str) -> Option<&'static str> {
-    PROMPT_TERMS.iter().copied().find(|t| {
+    first_unshared(PROMPT_TERMS, answer, material)
+}
+
+/// The first of `terms` that `answer` uses and `material` does not
+/// ([`crate::text::contains_phrase`]).
+fn first_unshared(terms: &[&'static str], answer: &str, material: &str) -> Option<&'static str> {
+    terms.iter().copied().find(|t| {
         crate::text::contains_phrase(answer, t) && !crate::text::contains_phrase(material, t)
     })
 }
@@ -175,8 +176,7 @@ const FUNCTION_WORDS: &[&str] = &[
 /// not hold, compared on their first five characters (a crude stem: "grew"/"grow" differ,
 /// "plants"/"plant" do not).
 pub fn added_words(context: &str, given: &str) -> Vec<String> {
-    let stem = |w: &str| w.chars().take(5).collect::<String>();
-    let have: std::collections::HashSet<String> = tokens(given).iter().map(|w| stem(w)).collect();
+    let have = content_stems(given);
     let mut out: Vec<String> = Vec::new();
     for w in tokens(context) {
         if !FUNCTION_WORDS.contains(&w.as_str()) && !have.contains(&stem(&w)) && !out.contains(&w) {
@@ -184,6 +184,20 @@ pub fn added_words(context: &str, given: &str) -> Vec<String> {
         }
     }
     out
+}
+
+/// A word's crude stem: its first five characters.
+fn stem(word: &str) -> String {
+    word.chars().take(5).collect()
+}
+
+/// The stems of the content words of `text` (lower-cased, function words left out).
+fn content_stems(text: &str) -> std::collections::HashSet<String> {
+    tokens(text)
+        .iter()
+        .filter(|w| !FUNCTION_WORDS.contains(&w.as_str()))
+        .map(|w| stem(w))
+        .collect()
 }
 
 /// Fewer than this many content words beyond the negative answer's: the context only
@@ -242,17 +256,11 @@ pub fn restates(context: &str, negative_answer: &str, given: &[&str]) -> bool {
 /// passes; 5 of the 150 sampled released e-CARE explanations lean this way too (a lexical
 /// rule, not a judgement of meaning).
 pub fn leans_to_golden(context: &str, negative: &str, golden: &str, given: &[&str]) -> bool {
-    let content = |t: &str| -> std::collections::HashSet<String> {
-        tokens(t)
-            .iter()
-            .filter(|w| !FUNCTION_WORDS.contains(&w.as_str()))
-            .map(|w| w.chars().take(5).collect())
-            .collect()
-    };
-    let known: std::collections::HashSet<String> = given.iter().flat_map(|g| content(g)).collect();
-    let said = content(context);
+    let known: std::collections::HashSet<String> =
+        given.iter().flat_map(|g| content_stems(g)).collect();
+    let said = content_stems(context);
     let shared = |answer: &str| {
-        content(answer)
+        content_stems(answer)
             .iter()
             .filter(|w| !known.contains(*w) && said.contains(*w))
             .count()

@@ -168,7 +168,7 @@ pub async fn ask<T>(
         .map_err(|e| StepFailure::Fatal(StepError::Config(format!("cannot render prompt {e}"))))?;
     // What we said to the model in our own words: the template's, then each repair message.
     // An answer that repeats any of it is echo.
-    let mut said = a.prompt.instructions();
+    let mut said = a.prompt.instructions().to_owned();
     let mut attempt = 0u32;
     loop {
         attempt += 1;
@@ -491,15 +491,15 @@ mod tests {
         let issue = "The streets were wet in the morning.\nEvent: The shops opened late.\nChosen cause: The rain made the ground wet.";
         let dev1 = "Here is a possible response:\nThe event \"They always live by the water so that they can drink water easily\" could be explained as follows: The reference explanation of the other option, which mentions abalone are one of the first food items taken by otters and their behavior towards them provides evidence for this.";
         for raw in [issue, dev1] {
-            let e = common_checks(raw, &p.instructions(), material).unwrap_err();
+            let e = common_checks(raw, p.instructions(), material).unwrap_err();
             assert_eq!(reason_code(&e), "prompt_echo", "{e}");
         }
         let good =
             "Animals that live near water choose homes where fresh water is always close at hand.";
-        assert!(common_checks(good, &p.instructions(), material).is_ok());
+        assert!(common_checks(good, p.instructions(), material).is_ok());
         let french = "Les loutres vivent toujours près de l'eau, et elles ont besoin de boire souvent pour vivre dans leur habitat.";
         assert_eq!(
-            reason_code(&common_checks(french, &p.instructions(), material).unwrap_err()),
+            reason_code(&common_checks(french, p.instructions(), material).unwrap_err()),
             "other_language"
         );
     }
@@ -516,16 +516,16 @@ mod tests {
         .unwrap();
         let raw = r#"{ "options": ["first option", "second option", "third option"] }"#;
         let material = "The Normans gave their name to Normandy, a region in France.\nFrance\n";
-        let e = common_checks(raw, &old.instructions(), material).unwrap_err();
+        let e = common_checks(raw, old.instructions(), material).unwrap_err();
         assert_eq!(reason_code(&e), "prompt_echo", "{e}");
         let ok = r#"{"options": ["Germany", "Spain", "Italy"]}"#;
-        assert!(common_checks(ok, &old.instructions(), material).is_ok());
+        assert!(common_checks(ok, old.instructions(), material).is_ok());
         // The bundled template shows a worked example instead; its answer sent back is echo.
         let now = bundled_prompt("kre/distractors.md");
         let copied = r#"{"options": ["Auguste Rodin", "Charles Garnier", "Louis Pasteur"]}"#;
-        let e = common_checks(copied, &now.instructions(), material).unwrap_err();
+        let e = common_checks(copied, now.instructions(), material).unwrap_err();
         assert_eq!(reason_code(&e), "prompt_echo", "{e}");
-        assert!(common_checks(ok, &now.instructions(), material).is_ok());
+        assert!(common_checks(ok, now.instructions(), material).is_ok());
     }
 
     #[test]

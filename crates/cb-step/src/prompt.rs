@@ -21,6 +21,8 @@ pub struct Prompt {
     /// Worked examples, `(user turn, assistant turn)`, sent before the user part.
     pub examples: Vec<(String, String)>,
     pub user: String,
+    /// What [`Prompt::instructions`] returns, worked out once when the file is read.
+    instructions: String,
 }
 
 pub fn sha256_hex(bytes: &[u8]) -> String {
@@ -96,44 +98,22 @@ impl Prompt {
             );
         }
         let user = user.ok_or("no '=== user ===' section")?;
+        let system = system.unwrap_or_default();
+        let instructions = own_words(&system, &examples, &user);
         Ok(Self {
             name: name.to_owned(),
             hash: sha256_hex(text.as_bytes()),
-            system: system.unwrap_or_default(),
+            system,
             examples,
             user,
+            instructions,
         })
     }
 
     /// The template's own words: every part, examples included, with every `{{ ... }}` and
     /// `{% ... %}` left out (what the prompt says, without the material it shows).
-    pub fn instructions(&self) -> String {
-        let mut out = String::new();
-        let examples = self.examples.iter().flat_map(|(q, a)| [q, a]);
-        for part in std::iter::once(&self.system)
-            .chain(examples)
-            .chain([&self.user])
-        {
-            let mut rest = part.as_str();
-            while let Some(i) = rest.find(['{']) {
-                let tail = &rest[i..];
-                let close = if tail.starts_with("{{") {
-                    "}}"
-                } else if tail.starts_with("{%") {
-                    "%}"
-                } else {
-                    out.push_str(&rest[..=i]);
-                    rest = &rest[i + 1..];
-                    continue;
-                };
-                out.push_str(&rest[..i]);
-                out.push(' ');
-                rest = tail.find(close).map_or("", |j| &tail[j + 2..]);
-            }
-            out.push_str(rest);
-            out.push('\n');
-        }
-        out
+    pub fn instructions(&self) -> &str {
+        &self.instructions
     }
 
     /// The conversation for `ctx`: the rendered system part (when there is one), the worked
@@ -160,6 +140,33 @@ impl Prompt {
         messages.push(Message::user(r(&self.user)?));
         Ok(messages)
     }
+}
+
+/// The template's own words (see [`Prompt::instructions`]).
+fn own_words(system: &str, examples: &[(String, String)], user: &str) -> String {
+    let mut out = String::new();
+    let examples = examples.iter().flat_map(|(q, a)| [q.as_str(), a.as_str()]);
+    for part in std::iter::once(system).chain(examples).chain([user]) {
+        let mut rest = part;
+        while let Some(i) = rest.find(['{']) {
+            let tail = &rest[i..];
+            let close = if tail.starts_with("{{") {
+                "}}"
+            } else if tail.starts_with("{%") {
+                "%}"
+            } else {
+                out.push_str(&rest[..=i]);
+                rest = &rest[i + 1..];
+                continue;
+            };
+            out.push_str(&rest[..i]);
+            out.push(' ');
+            rest = tail.find(close).map_or("", |j| &tail[j + 2..]);
+        }
+        out.push_str(rest);
+        out.push('\n');
+    }
+    out
 }
 
 #[cfg(test)]

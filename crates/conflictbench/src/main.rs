@@ -211,8 +211,7 @@ async fn build(mut args: BuildArgs) -> anyhow::Result<()> {
         return Err(config_err("--concurrency must be at least 1"));
     }
     args.llm.preflight()?;
-    for url in transport.pool_urls().skip(1) {
-        // The first endpoint stands in for --base-url and was checked above.
+    for url in transport.pool_urls() {
         args.llm.preflight_url(url)?;
     }
     let opts = BuildOptions {

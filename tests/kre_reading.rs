@@ -7,7 +7,7 @@ mod common;
 
 use cb_engine::source::{self, SourceOptions};
 use cb_engine::Recipe;
-use cb_mock::{responder, MockServer, Reply};
+use cb_mock::{responder, ChatRequest, MockServer, Reply};
 use common::*;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashSet};
@@ -287,6 +287,114 @@ async fn off_schema_distractors_end_in_rejects_and_the_rest_are_rows() {
     // probes of `--structured auto` (json-schema, then json-object) to a mock that ignores
     // `response_format`, after which the schema goes in the prompt only.
     assert_eq!(mock.request_count(), 14 + 2);
+}
+
+/// `on_invalid = "resample"`: an unusable answer is not sent back; the same question is asked
+/// afresh with the next seed, each try its own cache entry, so a re-run sends nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn resampling_asks_the_same_question_with_the_next_seed() {
+    let cases = ["ok", "third", "never"];
+    let raw = tempfile::tempdir().unwrap();
+    write_squad(raw.path(), &cases);
+    let recipes = tempfile::tempdir().unwrap();
+    let recipe = std::fs::read_to_string(repo().join("recipes/kre-squad.toml")).unwrap();
+    let recipe = recipe.replacen(
+        "temperature = 0.7\n",
+        "temperature = 0.7\non_invalid = \"resample\"\nretries_on_invalid = 2\n",
+        1,
+    );
+    assert!(recipe.contains("resample"));
+    std::fs::write(recipes.path().join("kre-squad.toml"), recipe).unwrap();
+    let mock = MockServer::start(responder(|req| {
+        let all = all_text(req);
+        if all.contains("misleading options") {
+            let case = between(&all, "Case ", ":").unwrap_or("").to_owned();
+            let seed = req.body.get("seed").and_then(Value::as_u64);
+            let good = match case.as_str() {
+                "ok" => true,
+                "third" => seed == Some(2),
+                _ => false,
+            };
+            return Reply::content(if good {
+                r#"{"options": ["Bob Jones", "Carol White", "Dan Brown"]}"#
+            } else {
+                r#"{"options": ["Bob Jones"]}"#
+            });
+        }
+        let passage = between(&all, "<<<\n", "\n>>>").unwrap_or_default();
+        let answer = between(&all, "Correct answer: \"", "\"").unwrap_or_default();
+        let negative = between(&all, "Replacement answer: \"", "\"").unwrap_or_default();
+        Reply::content(passage.replace(answer, negative))
+    }))
+    .await;
+    let out = tempfile::tempdir().unwrap();
+    let base = mock.base_url();
+    let (r, o) = (raw.path().to_str().unwrap(), out.path().to_str().unwrap());
+    let args = openai_args("squad", &base, r, o);
+    let first = build_with(recipes.path(), &args, &[]).await;
+    assert!(first.status.success(), "{}", text(&first));
+    let dir = out.path().join("kre/squad");
+    assert_eq!(check_rows(&dir, "squad"), 2);
+
+    let requests: Vec<ChatRequest> = mock
+        .journal()
+        .into_iter()
+        .map(|e| ChatRequest::new(e.body))
+        .collect();
+    let seeds: Vec<(String, Option<u64>)> = requests
+        .iter()
+        .filter(|r| all_text(r).contains("misleading options"))
+        .map(|r| {
+            let all = all_text(r);
+            let case = between(&all, "Case ", ":").unwrap().to_owned();
+            (case, r.body.get("seed").and_then(Value::as_u64))
+        })
+        .collect();
+    for (case, want) in [
+        ("ok", vec![None]),
+        ("third", vec![None, Some(1), Some(2)]),
+        ("never", vec![None, Some(1), Some(2)]),
+    ] {
+        let mut got: Vec<Option<u64>> = seeds
+            .iter()
+            .filter(|(c, _)| c == case)
+            .map(|(_, s)| *s)
+            .collect();
+        got.sort();
+        assert_eq!(got, want, "{case}: {seeds:?}");
+    }
+    for r in &requests {
+        assert!(
+            r.messages.iter().all(|(_, c)| !c.contains("Bob Jones")
+                && !c.contains("That answer cannot be used")),
+            "a resample sends neither the answer nor a reason back: {:?}",
+            r.messages
+        );
+    }
+    let rejects = read_jsonl(&dir.join("rejects.jsonl"));
+    assert_eq!(rejects.len(), 1, "{rejects:?}");
+    assert_eq!(rejects[0]["reason"], "bad_options");
+    assert_eq!(rejects[0]["attempts"], 3);
+    let rows = read_jsonl(&dir.join("squad.jsonl"));
+    let third = rows
+        .iter()
+        .find(|r| r["question"].as_str().unwrap().starts_with("Case third"))
+        .unwrap();
+    let attempts: Vec<u64> = third["lineage"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["step"] == "distractors")
+        .map(|c| c["attempt"].as_u64().unwrap())
+        .collect();
+    assert_eq!(attempts, [1, 2, 3], "{third}");
+
+    let before = snapshot(&dir);
+    let sent = mock.request_count();
+    let again = build_with(recipes.path(), &args, &[]).await;
+    assert!(again.status.success(), "{}", text(&again));
+    assert_eq!(mock.request_count(), sent, "every try came from the cache");
+    assert_eq!(snapshot(&dir), before);
 }
 
 #[test]

@@ -32,11 +32,16 @@ pub fn shared_data() -> Option<PathBuf> {
 
 /// Runs `conflictbench build ...` with the repository's recipes and prompts.
 pub async fn build(args: &[&str], envs: &[(&str, &str)]) -> Output {
+    build_with(&repo().join("recipes"), args, envs).await
+}
+
+/// Runs `conflictbench build ...` with the recipes of `recipes` and the repository's prompts.
+pub async fn build_with(recipes: &Path, args: &[&str], envs: &[(&str, &str)]) -> Output {
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_conflictbench"));
     cmd.arg("build")
         .args(args)
         .arg("--recipes")
-        .arg(repo().join("recipes"))
+        .arg(recipes)
         .arg("--prompts")
         .arg(repo().join("prompts"))
         .arg("--no-progress")

@@ -1,7 +1,8 @@
 //! How a step asks the model: [`ModelStep`] holds a step's prompt and sampling parameters,
-//! [`ask`] renders the prompt, calls the LLM layer, validates the answer, sends an unusable
-//! answer back with the reason (as often as `retries_on_invalid` says) and records every
-//! call in the item's lineage. Also the answer unwrappers every validator starts from.
+//! [`ask`] renders the prompt, calls the LLM layer, validates the answer, asks again after an
+//! unusable answer (as often as `retries_on_invalid` says, in the way `on_invalid` says) and
+//! records every call in the item's lineage. Also the answer unwrappers every validator
+//! starts from.
 
 use crate::files::Files;
 use crate::prompt::Prompt;
@@ -17,20 +18,63 @@ pub struct LlmParams {
     pub max_tokens: u32,
     pub top_p: Option<f32>,
     pub seed: Option<u64>,
-    /// How many times an unusable answer is sent back with the reason (default 1).
+    /// How many more times the question is asked after an unusable answer (default 1).
     pub retries_on_invalid: u32,
+    /// How it is asked again.
+    pub on_invalid: OnInvalid,
+}
+
+/// What a step does with an unusable answer while `retries_on_invalid` allows another try.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnInvalid {
+    /// Send the answer back with the reason it cannot be used, and ask again in the same
+    /// conversation (`on_invalid = "repair"`, the default).
+    Repair,
+    /// Ask the same question afresh, with the next seed: a new draw at the step's
+    /// temperature, which must be above 0 (`on_invalid = "resample"`). Each try is its own
+    /// cache entry, so a re-run gives the same answers.
+    Resample,
 }
 
 impl LlmParams {
-    fn from_spec(spec: &StepSpec, default_max_tokens: u32) -> Self {
-        Self {
-            temperature: spec.f64("temperature").unwrap_or(0.0) as f32,
+    fn from_spec(spec: &StepSpec, default_max_tokens: u32) -> Result<Self, StepError> {
+        let temperature = spec.f64("temperature").unwrap_or(0.0) as f32;
+        let on_invalid = match spec.str("on_invalid").as_deref() {
+            None | Some("repair") => OnInvalid::Repair,
+            Some("resample") if temperature > 0.0 => OnInvalid::Resample,
+            Some("resample") => {
+                return Err(StepError::Config(format!(
+                    "step {}: `on_invalid = \"resample\"` draws a new answer, which needs `temperature` above 0",
+                    spec.name()
+                )))
+            }
+            Some(other) => {
+                return Err(StepError::Config(format!(
+                    "step {}: unknown `on_invalid = {other:?}`; known: \"repair\", \"resample\"",
+                    spec.name()
+                )))
+            }
+        };
+        Ok(Self {
+            temperature,
             max_tokens: spec
                 .int("max_tokens")
                 .map_or(default_max_tokens, |x| x as u32),
             top_p: spec.f64("top_p").map(|x| x as f32),
             seed: spec.int("seed").map(|x| x as u64),
             retries_on_invalid: spec.int("retries_on_invalid").map_or(1, |x| x as u32),
+            on_invalid,
+        })
+    }
+
+    /// The seed of try `attempt` (from 1): the recipe's for the first; for a resample, the
+    /// next ones after it (from 1 when the recipe sets none), so that every try is a new draw.
+    fn seed_of(&self, attempt: u32) -> Option<u64> {
+        match (self.on_invalid, attempt) {
+            (OnInvalid::Resample, 2..) => {
+                Some(self.seed.unwrap_or(0).wrapping_add(u64::from(attempt) - 1))
+            }
+            _ => self.seed,
         }
     }
 }
@@ -62,7 +106,7 @@ impl ModelStep {
         Ok(Self {
             name: spec.name().to_owned(),
             prompt: Prompt::load(prompts, &prompt)?,
-            params: LlmParams::from_spec(spec, default_max_tokens),
+            params: LlmParams::from_spec(spec, default_max_tokens)?,
             schema: None,
         })
     }
@@ -151,9 +195,9 @@ pub struct Ask<'a> {
     pub offline: String,
 }
 
-/// Asks the model, validates the answer with `validate`, sends an unusable answer back once
-/// with the reason (as many times as `retries_on_invalid` says), and records every call in
-/// the item's lineage.
+/// Asks the model, validates the answer with `validate`, asks again after an unusable answer
+/// (as many times as `retries_on_invalid` says: with the reason, or afresh, as
+/// [`OnInvalid`] says), and records every call in the item's lineage.
 pub async fn ask<T>(
     ctx: &StepCtx<'_>,
     item: &mut Item,
@@ -178,7 +222,7 @@ pub async fn ask<T>(
                 temperature: a.params.temperature,
                 top_p: a.params.top_p,
                 max_tokens: a.params.max_tokens,
-                seed: a.params.seed,
+                seed: a.params.seed_of(attempt),
                 response_schema: a.schema.cloned(),
             },
             template: a.prompt.name.clone(),
@@ -221,6 +265,9 @@ pub async fn ask<T>(
         };
         match checked {
             Ok(v) => return Ok(v),
+            Err(_)
+                if attempt <= a.params.retries_on_invalid
+                    && a.params.on_invalid == OnInvalid::Resample => {}
             Err(reason) if attempt <= a.params.retries_on_invalid => {
                 let repair = format!(
                     "That answer cannot be used: {reason}. Answer again, following the instructions exactly."
@@ -268,6 +315,11 @@ pub fn common_checks(answer: &str, said: &str, material: &str) -> Result<(), Str
     if let Some(label) = quality::echoed_label(answer, quality::PROMPT_LABELS, material) {
         return Err(format!(
             "prompt_echo: the answer repeats the prompt's \"{label}:\" line; reply with the answer only"
+        ));
+    }
+    if let Some(fence) = quality::echoed_fence(answer, material) {
+        return Err(format!(
+            "prompt_echo: the answer repeats the prompt's \"{fence}\" fence; reply with the answer only"
         ));
     }
     if let Some(term) = quality::echoed_term(answer, material) {
@@ -447,6 +499,34 @@ fn find_json(t: &str) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn params(toml: &str) -> Result<LlmParams, StepError> {
+        let spec: StepSpec = toml::from_str(&format!("kind = \"qa\"\n{toml}")).unwrap();
+        LlmParams::from_spec(&spec, 100)
+    }
+
+    #[test]
+    fn a_resample_draws_with_the_next_seeds_and_a_repair_keeps_the_recipes() {
+        let resample = params("temperature = 0.7\non_invalid = \"resample\"").unwrap();
+        let seeds: Vec<_> = (1..=3).map(|a| resample.seed_of(a)).collect();
+        assert_eq!(seeds, [None, Some(1), Some(2)]);
+        let seeded = params("temperature = 0.7\nseed = 7\non_invalid = \"resample\"").unwrap();
+        let seeds: Vec<_> = (1..=3).map(|a| seeded.seed_of(a)).collect();
+        assert_eq!(seeds, [Some(7), Some(8), Some(9)]);
+        let repair = params("temperature = 0.7\nseed = 7").unwrap();
+        assert_eq!(repair.on_invalid, OnInvalid::Repair);
+        assert_eq!(repair.seed_of(2), Some(7));
+    }
+
+    #[test]
+    fn a_resample_at_temperature_0_or_an_unknown_mode_is_a_configuration_error() {
+        let e = params("on_invalid = \"resample\"").unwrap_err().to_string();
+        assert!(e.contains("step qa") && e.contains("temperature"), "{e}");
+        let e = params("temperature = 0.5\non_invalid = \"retry\"")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("\"retry\"") && e.contains("\"resample\""), "{e}");
+    }
 
     #[test]
     fn raw_line_breaks_inside_strings_are_read_as_escapes() {

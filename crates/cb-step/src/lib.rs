@@ -21,7 +21,7 @@ pub mod spec;
 pub mod template;
 
 pub use ask::{
-    ask, clean_text_answer, extract_json, Ask, LlmParams, Model, ModelBacked, ModelStep,
+    ask, clean_text_answer, extract_json, Ask, LlmParams, Model, ModelBacked, ModelStep, OnInvalid,
 };
 pub use corpus::{Corpus, Peer, View};
 pub use files::Files;

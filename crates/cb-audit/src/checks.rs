@@ -107,8 +107,9 @@ pub const CHECKS: &[CheckInfo] = &[
     check!("kre_golden_context_unrelated", "kre", Warning, "Under 10% of the content-word stems (first 5 characters, stop words left out) of question + golden answer occur in the golden context.", "overlap < 0.10"),
     check!("kre_negative_context_missing_negative", "kre", Warning, "Under half of the negative answer's content-word stems (as in kre_golden_context_unrelated) occur in the negative context: it does not support the negative answer.", "overlap < 0.50"),
     check!("kre_negative_context_states_golden", "kre", Warning, "The negative context states the golden answer `choices[answer]` (whole words, normalised)."),
+    check!("kre_negative_context_supports_golden", "kre", Warning, "The negative context uses the golden answer's own content words (not the question's, not the negative answer's) at least as much as the negative answer's: it argues for the golden answer (cb_model::quality::leans_to_golden, a lexical rule)."),
     check!("kre_contexts_identical", "kre", Error, "The negative context is the golden context (after normalisation)."),
-    check!("kre_negative_context_echo", "kre", Error, "A line of the negative context starts with a prompt label (`Event:`, `Question:`, `Chosen cause:` ..., cb_model::quality::PROMPT_LABELS), or it names a part of the prompt (\"the reference explanation\", cb_model::quality::PROMPT_TERMS) or talks about the task (\"the question\", \"the answer must\", cb_model::quality::TASK_TALK), that the question, choices and golden context do not have: the prompt repeated back."),
+    check!("kre_negative_context_echo", "kre", Error, "A line of the negative context starts with a prompt label (`Event:`, `Question:`, `Chosen cause:` ..., cb_model::quality::PROMPT_LABELS), or it names a part of the prompt (\"the reference explanation\", cb_model::quality::PROMPT_TERMS) or talks about the task (\"the question\", \"the answer must\", cb_model::quality::TASK_TALK), or holds the prompt's `<<<`/`>>>` fences, that the question, choices and golden context do not have: the prompt repeated back."),
     check!("kre_negative_context_restates", "kre", Warning, "The negative context adds no content word (function words and task words such as \"answer\", \"question\" left out, first 5 characters compared) to the negative answer and the question: it only restates it.", "0 added words"),
     check!("kre_negative_context_language", "kre", Warning, "The negative context is clearly in another language than the question and golden context (cb_model::quality::language; unclear texts pass)."),
     check!("qa_task", "qa", Error, "`task` matches the file (qa_a / qa_na) and `edit` fits it (qa_a: answer; qa_na: word or sentence)."),
@@ -249,6 +250,11 @@ fn check_kre(r: &cb_model::KreRow) -> Vec<Outcome> {
             !contains_phrase(&r.negative_context, g),
             || format!("states the golden answer \"{g}\""),
         ));
+        out.push(ok_if(
+            "kre_negative_context_supports_golden",
+            !quality::leans_to_golden(&r.negative_context, &r.negative_answer, g, &[&r.question]),
+            || format!("argues for the golden answer \"{g}\""),
+        ));
     }
     let neg = overlap(&r.negative_answer, &r.negative_context);
     out.push(ok_if(
@@ -268,6 +274,7 @@ fn check_kre(r: &cb_model::KreRow) -> Vec<Outcome> {
         r.golden_context
     );
     let echo = quality::echoed_label(&r.negative_context, quality::PROMPT_LABELS, &given)
+        .or_else(|| quality::echoed_fence(&r.negative_context, &given))
         .or_else(|| quality::echoed_term(&r.negative_context, &given))
         .or_else(|| quality::talks_about_task(&r.negative_context, &given));
     out.push(ok_if("kre_negative_context_echo", echo.is_none(), || {

@@ -247,6 +247,22 @@ row_check!(
     })
 );
 row_check!(
+    kre_negative_context_supports_golden,
+    KRE,
+    k(kre()),
+    // A real SmolLM2 explanation for e-CARE (golden: "It rained during the night.").
+    k(KreRow {
+        question: "The streets were wet in the morning. What is the more possible cause of this?"
+            .into(),
+        negative_answer: "The shops opened late.".into(),
+        negative_context: "A rain causes the ground to swell, so it makes the streets wet.".into(),
+        choices: ["It rained during the night.", "The shops opened late."]
+            .map(String::from)
+            .to_vec(),
+        ..kre()
+    })
+);
+row_check!(
     kre_contexts_identical,
     KRE,
     k(kre()),

@@ -80,15 +80,40 @@ pub const PROMPT_TERMS: &[&str] = &[
 
 /// Words of a context that talks about the task instead of the world (real SmolLM2 negative
 /// contexts: "The answer must be \"bookstore\" to the question.", "... not mentioned as an
-/// option in this passage"), compared as [`crate::text::contains_phrase`] does (articles
-/// dropped, so "the question" is "question"). For prose answers only: a structured answer
-/// has a `"question"` key. One of the 300 sampled released KRE contexts uses one ("Limestone
-/// is a possible answer to a question or problem ..."), and it is task talk too.
-pub const TASK_TALK: &[&str] = &["question", "the answer must", "this passage"];
+/// option in this passage", "Chris Hanna is not named in the passage", "This answer is
+/// correct but not in the original text."), compared as [`crate::text::contains_phrase`]
+/// does (articles dropped, so "the question" is "question"). "The passage of time" is not
+/// task talk, nor is a term the material itself uses. For prose answers only: a
+/// structured answer has a `"question"` key. One of the 300 sampled released KRE contexts
+/// uses one ("Limestone is a possible answer to a question or problem ..."), and it is task
+/// talk too.
+pub const TASK_TALK: &[&str] = &[
+    "question",
+    "the answer must",
+    "this answer",
+    "this passage",
+    "in the passage",
+    "new passage",
+    "rewritten passage",
+    "original text",
+    "must name",
+];
 
 /// How a context that announces an answer instead of giving a reason starts ("The answer is
 /// \"read a book\" - ..."); elsewhere in a sentence ("the usual answer is") it may be prose.
 pub const TASK_TALK_OPENINGS: &[&str] = &["the answer is", "the answer to"];
+
+/// The fences the bundled prompts put around the material they show (`<<<` ... `>>>`).
+pub const FENCES: &[&str] = &["<<<", ">>>"];
+
+/// The first of [`FENCES`] that `answer` holds and `material` does not: the model copied the
+/// prompt's layout ("A new passage would be:\n<<<\n...\n>>>", a real SmolLM2 answer).
+pub fn echoed_fence(answer: &str, material: &str) -> Option<&'static str> {
+    FENCES
+        .iter()
+        .copied()
+        .find(|f| answer.contains(f) && !material.contains(f))
+}
 
 /// The first of [`TASK_TALK`] that a prose `answer` uses and `material` does not, or the
 /// [`TASK_TALK_OPENINGS`] one of its sentences starts with.
@@ -173,8 +198,8 @@ const FUNCTION_WORDS: &[&str] = &[
 ];
 
 /// The content words of `context` (lower-cased, function words left out) that `given` does
-/// not hold, compared on their first five characters (a crude stem: "grew"/"grow" differ,
-/// "plants"/"plant" do not).
+/// not hold, compared on their crude stems ([`stem`]: "grew"/"grow" differ, "plants"/"plant"
+/// and "rained"/"rain" do not).
 pub fn added_words(context: &str, given: &str) -> Vec<String> {
     let have = content_stems(given);
     let mut out: Vec<String> = Vec::new();
@@ -186,9 +211,15 @@ pub fn added_words(context: &str, given: &str) -> Vec<String> {
     out
 }
 
-/// A word's crude stem: its first five characters.
+/// A word's crude stem: the first five characters of what is left once a final "ing", "ed"
+/// or "s" is cut off (when at least three letters remain), so that "rained" and "rain",
+/// "withered" and "wither" meet.
 fn stem(word: &str) -> String {
-    word.chars().take(5).collect()
+    let root = ["ing", "ed", "s"]
+        .iter()
+        .find_map(|suffix| word.strip_suffix(suffix).filter(|r| r.chars().count() >= 3))
+        .unwrap_or(word);
+    root.chars().take(5).collect()
 }
 
 /// The stems of the content words of `text` (lower-cased, function words left out).
@@ -247,26 +278,31 @@ pub fn restates(context: &str, negative_answer: &str, given: &[&str]) -> bool {
         && added_words(context, &known).len() < RESTATE_MIN_ADDED
 }
 
-/// Whether a context written for the negative answer speaks of the golden answer more than
-/// of the negative one: it shares more content-word stems (first five characters, function
-/// words and the words of `given`, the question and premise, left out) with the golden answer
-/// than with the negative answer, and at least one. Real SmolLM2 explanations for e-CARE:
-/// "A car's battery is dead, so it needs to be replaced." for the negative "The car had been
-/// washed." (golden: the battery was dead). A general-knowledge reason that names neither
-/// passes; 5 of the 150 sampled released e-CARE explanations lean this way too (a lexical
-/// rule, not a judgement of meaning).
+/// Whether a context written for the negative answer speaks of the golden answer at least as
+/// much as of the negative one: it uses at least one content-word stem ([`stem`]) of the
+/// golden answer that the negative answer lacks, and at least as many of those as of the
+/// negative answer's own (function words and the words of `given`, the question and premise,
+/// left out). Real SmolLM2 explanations for e-CARE: "A car's battery is dead, so it needs to
+/// be replaced." for the negative "The car had been washed." (golden: the battery was dead);
+/// "A rain causes the ground to swell, so it makes the streets wet." for "The shops opened
+/// late." (golden: it rained during the night). A general-knowledge reason that names
+/// neither passes; 9 of the 150 sampled released e-CARE explanations lean this way too (a
+/// lexical rule, not a judgement of meaning).
 pub fn leans_to_golden(context: &str, negative: &str, golden: &str, given: &[&str]) -> bool {
     let known: std::collections::HashSet<String> =
         given.iter().flat_map(|g| content_stems(g)).collect();
     let said = content_stems(context);
-    let shared = |answer: &str| {
-        content_stems(answer)
-            .iter()
-            .filter(|w| !known.contains(*w) && said.contains(*w))
+    let (golden, negative) = (content_stems(golden), content_stems(negative));
+    // Stems of `own` that `other` lacks, the question and premise do not give, and the
+    // context uses.
+    let used = |own: &std::collections::HashSet<String>,
+                other: &std::collections::HashSet<String>| {
+        own.iter()
+            .filter(|w| !other.contains(*w) && !known.contains(*w) && said.contains(*w))
             .count()
     };
-    let (g, n) = (shared(golden), shared(negative));
-    g > 0 && g > n
+    let (g, n) = (used(&golden, &negative), used(&negative, &golden));
+    g > 0 && g >= n
 }
 
 /// `text` with every case-insensitive occurrence of each of `copied` (trimmed, a final
@@ -500,6 +536,30 @@ mod tests {
             "Someone knocked on the door.",
             &[q]
         ));
+        // Accepted before stems met across "rained"/"rain" and before a tie counted: the
+        // golden answer's word as often as the negative's own.
+        let q = "The streets were wet in the morning. What is the more possible cause of this?";
+        assert!(leans_to_golden(
+            "A rain causes the ground to swell, so it makes the streets wet.",
+            "The shops opened late.",
+            "It rained during the night.",
+            &[q]
+        ));
+        let q =
+            "Tom forgot to water his plants for a month. What happened as a more possible result?";
+        assert!(leans_to_golden(
+            "A plant withered faster than the plants could grow, so it was likely that the water had a negative effect on their growth.",
+            "The plants grew faster.",
+            "The plants withered.",
+            &[q]
+        ));
+        let q = "The car would not start. What is the more possible cause of this?";
+        assert!(leans_to_golden(
+            "The car had been washed, but it was actually a malfunctioning battery that could not be repaired.",
+            "The car had been washed.",
+            "The battery was dead.",
+            &[q]
+        ));
         // A reason for the negative answer, or general knowledge naming neither, passes.
         let q = "The boy had a high fever. What is the more possible cause of this?";
         assert!(!leans_to_golden(
@@ -553,6 +613,23 @@ mod tests {
             ),
             None
         );
+        // SQuAD passages rewritten for a negative answer that name it only in a remark
+        // about the task (accepted with a resample, before these terms).
+        let hillary = "The first confirmed ascent of Everest was made by Edmund Hillary and Tenzing Norgay, a member of the ninth British expedition to the mountain.\n\nChris Hanna is not named in the passage";
+        assert_eq!(talks_about_task(hillary, ""), Some("in the passage"));
+        let remark = "This answer is correct but not in the original text. The rewritten passage must name \"Kosmalyn Komor\".";
+        assert_eq!(talks_about_task(remark, ""), Some("this answer"));
+    }
+
+    #[test]
+    fn the_prompts_fences_in_an_answer_are_echo() {
+        let real = "A new passage would be:\n<<<\nThe first confirmed ascent of Everest was made by Edmund Hillary.\n>>>\n";
+        assert_eq!(
+            echoed_fence(real, "Edmund Hillary of New Zealand"),
+            Some("<<<")
+        );
+        assert_eq!(echoed_fence(real, "a <<< b >>> c"), None);
+        assert_eq!(echoed_fence("Hillary climbed it.", ""), None);
     }
 
     #[test]

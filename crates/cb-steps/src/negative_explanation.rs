@@ -68,6 +68,7 @@ impl NegativeExplanation {
         negative: &str,
         given: &[&str],
         restate_given: &[&str],
+        choices: &[String],
     ) -> Result<String, String> {
         let t = clean_text_answer(raw);
         if t.is_empty() {
@@ -76,6 +77,18 @@ impl NegativeExplanation {
         let own = quality::beyond_copies(&t, given);
         if text::looks_like_refusal(&own) {
             return Err("refusal: the answer declines the task".into());
+        }
+        // A line per option ("Bakery: Bakers make them, so do printers."): the model goes
+        // through the list it was shown instead of arguing for one answer.
+        let labels: Vec<String> = (0..choices.len())
+            .map(letter)
+            .chain(choices.iter().cloned())
+            .collect();
+        let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
+        if let Some(o) = quality::echoed_label(&t, &labels, "") {
+            return Err(format!(
+                "prompt_echo: a line starts with the option \"{o}:\"; argue for one answer, without going through the options"
+            ));
         }
         if let Some(w) = quality::talks_about_task(&t, &given.join("\n")) {
             return Err(format!(
@@ -122,7 +135,8 @@ impl ModelBacked for NegativeExplanation {
     ) -> Result<(), StepFailure> {
         let answer = answer_text(item);
         let negative = item.text("negative_answer").to_owned();
-        let options = json!(lettered(&item.texts("choices")));
+        let choices = item.texts("choices");
+        let options = json!(lettered(&choices));
         let offline = self.offline(item, ctx);
         // The offline rule fills the question in by design; only a model's answer is held to
         // adding something beyond the question.
@@ -139,7 +153,7 @@ impl ModelBacked for NegativeExplanation {
             } else {
                 &given
             };
-            self.validate(raw, &answer, &negative, &given, restate_given)
+            self.validate(raw, &answer, &negative, &given, restate_given, &choices)
         })
         .await?;
         item.set("negative_context", context);
@@ -219,14 +233,14 @@ mod tests {
             let question = format!("{premise} What is the more possible cause of this?");
             let vars = serde_json::json!({"ask_for": "cause", "premise": premise, "negative_answer": negative});
             let offline = env.render_str(&s.offline_template, vars).unwrap();
-            let got = s.validate(&offline, golden, negative, &[premise, &question], &[]);
+            let got = s.validate(&offline, golden, negative, &[premise, &question], &[], &[]);
             assert_eq!(got.as_deref(), Ok(offline.trim()), "{premise}");
         }
         // What the explanation adds is still checked.
         let refusal = "I cannot help with that. I cannot take new Photos now.";
         let (premise, golden, negative) = rows[0];
         assert!(s
-            .validate(refusal, golden, negative, &[premise], &[premise])
+            .validate(refusal, golden, negative, &[premise], &[premise], &[])
             .unwrap_err()
             .starts_with("refusal"));
     }
@@ -241,6 +255,7 @@ mod tests {
                 "The plants grew faster",
                 &[],
                 &[],
+                &[],
             )
             .unwrap_err();
         assert!(e.starts_with("restates_negative"), "{e}");
@@ -251,6 +266,41 @@ mod tests {
                 "The plants grew faster",
                 &[],
                 &[],
+                &[],
+            )
+            .is_ok());
+    }
+
+    #[test]
+    fn going_through_the_options_line_by_line_is_echo() {
+        // A real SmolLM2 explanation for CoS-E, accepted before this rule.
+        let choices: Vec<String> = [
+            "bookstore",
+            "library",
+            "printing press",
+            "post office",
+            "bakery",
+        ]
+        .map(String::from)
+        .to_vec();
+        let q = "Where do people usually go to borrow books without paying?";
+        let raw = "Most people go to the printing press, where they can buy books without paying.\nBakery: Bakers make them, so do printers.";
+        let e = step()
+            .validate(raw, "library", "printing press", &[q], &[q], &choices)
+            .unwrap_err();
+        assert!(
+            e.starts_with("prompt_echo") && e.contains("\"bakery:\""),
+            "{e}"
+        );
+        let first_line = raw.lines().next().unwrap();
+        assert!(step()
+            .validate(
+                first_line,
+                "library",
+                "printing press",
+                &[q],
+                &[q],
+                &choices
             )
             .is_ok());
     }

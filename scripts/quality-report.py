@@ -10,8 +10,9 @@ the last run), `rejects.jsonl` (reason and attempts of each reject) and the rows
 (the attempt at which each model step was accepted), and prints Markdown tables:
   1. per domain, the folders side by side: items in, rows out, calls and tokens per row;
   2. per domain and step: in -> out and the reject reasons;
-  3. the repair attempt: per step, rows whose lineage shows the step accepted at attempt 2
-     (rows the second attempt saved) and the step's rejects after 2 attempts.
+  3. the tries after an unusable answer (a repair or a resample, as the recipe says): per
+     step, rows whose lineage shows the step accepted at the first try and at each later
+     one (rows a later try saved), and the step's rejects after more than one try.
 Only the standard library is used.
 """
 
@@ -51,11 +52,10 @@ def summarise(d):
         for c in r.get("lineage", []):
             prev = last[item].get(c["step"], 0)
             last[item][c["step"]] = max(prev, c["attempt"])
-    saved = Counter()
-    first = Counter()
+    accepted_at = defaultdict(Counter)
     for item, steps in last.items():
         for step, att in steps.items():
-            (saved if att >= 2 else first)[step] += 1
+            accepted_at[step][att] += 1
     rejected_after = Counter()
     for j in rejects:
         if j.get("attempts", 0) >= 2:
@@ -71,8 +71,7 @@ def summarise(d):
         "upstream": runs[-1]["llm"]["upstream_calls"] if runs else None,
         "structured": runs[-1].get("structured") if runs else None,
         "tokens": m["llm"]["prompt_tokens"] + m["llm"]["completion_tokens"],
-        "saved": saved,
-        "first": first,
+        "accepted_at": accepted_at,
         "rejected_after": rejected_after,
         "reasons": Counter(j["reason"] for j in rejects),
     }
@@ -132,10 +131,11 @@ def main(args):
             print("| " + " | ".join(cells) + " |")
     print()
 
-    print("## Repair attempt (retries_on_invalid = 1)\n")
-    print("Per model step: items accepted at attempt 1, items accepted at attempt 2 (lost without "
-          "the repair), and rejects after both attempts by reason.\n")
-    print("| build | domain | step | accepted at 1 | accepted at 2 | rejected after 2 |")
+    print("## Tries after an unusable answer\n")
+    print("Per model step: rows whose step was accepted at the first try, rows accepted at a later "
+          "try (try number: rows; lost without the retries), and items rejected after more than "
+          "one try, by reason.\n")
+    print("| build | domain | step | accepted at try 1 | accepted later | rejected after retries |")
     print("|---|---|---|---|---|---|")
     grand = defaultdict(Counter)
     for label, b in builds:
@@ -143,19 +143,21 @@ def main(args):
             s = b.get(k)
             if s is None:
                 continue
-            steps = sorted(set(s["first"]) | set(s["saved"]) | {st for st, _ in s["rejected_after"]})
+            steps = sorted(set(s["accepted_at"]) | {st for st, _ in s["rejected_after"]})
             for step in steps:
+                at = s["accepted_at"].get(step, Counter())
                 after = Counter({r: n for (st, r), n in s["rejected_after"].items() if st == step})
-                grand[label, step]["first"] += s["first"][step]
-                grand[label, step]["saved"] += s["saved"][step]
+                later = sum(n for t, n in at.items() if t >= 2)
+                grand[label, step]["first"] += at[1]
+                grand[label, step]["later"] += later
                 grand[label, step]["after"] += sum(after.values())
+                tries = ", ".join(f"{t}: {n}" for t, n in sorted(at.items()) if t >= 2) or "0"
                 why = ", ".join(f"{r} {n}" for r, n in sorted(after.items())) or "0"
-                print(f"| {label} | {k[0]}/{k[1]} | {step} | {s['first'][step]} | {s['saved'][step]} | {why} |")
-    print("\n| build | step | accepted at 1 | accepted at 2 | rejected after 2 |")
+                print(f"| {label} | {k[0]}/{k[1]} | {step} | {at[1]} | {tries} | {why} |")
+    print("\n| build | step | accepted at try 1 | accepted later | rejected after retries |")
     print("|---|---|---|---|---|")
     for (label, step), c in sorted(grand.items()):
-        print(f"| {label} | {step} | {c['first']} | {c['saved']} | {c['after']} |")
-
+        print(f"| {label} | {step} | {c['first']} | {c['later']} | {c['after']} |")
 
 if __name__ == "__main__":
     if len(sys.argv) < 2:

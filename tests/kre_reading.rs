@@ -246,7 +246,8 @@ async fn off_schema_distractors_end_in_rejects_and_the_rest_are_rows() {
     let out = tempfile::tempdir().unwrap();
     let base = mock.base_url();
     let (r, o) = (raw.path().to_str().unwrap(), out.path().to_str().unwrap());
-    let o = build(&openai_args("squad", &base, r, o), &[]).await;
+    let recipes = squad_recipe_with("repair", 1);
+    let o = build_with(recipes.path(), &openai_args("squad", &base, r, o), &[]).await;
     assert!(o.status.success(), "{}", text(&o));
     let dir = out.path().join("kre/squad");
     assert_eq!(check_rows(&dir, "squad"), 3);
@@ -289,6 +290,22 @@ async fn off_schema_distractors_end_in_rejects_and_the_rest_are_rows() {
     assert_eq!(mock.request_count(), 14 + 2);
 }
 
+/// The bundled SQuAD recipe in a folder of its own, its `distractors` step asking again
+/// `retries` times after an unusable answer, in the way `on_invalid` says.
+fn squad_recipe_with(on_invalid: &str, retries: u32) -> tempfile::TempDir {
+    let bundled = std::fs::read_to_string(repo().join("recipes/kre-squad.toml")).unwrap();
+    let bundled_retry = "on_invalid = \"resample\"\nretries_on_invalid = 3\n";
+    assert!(bundled.contains(bundled_retry), "{bundled}");
+    let recipe = bundled.replacen(
+        bundled_retry,
+        &format!("on_invalid = \"{on_invalid}\"\nretries_on_invalid = {retries}\n"),
+        1,
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("kre-squad.toml"), recipe).unwrap();
+    dir
+}
+
 /// `on_invalid = "resample"`: an unusable answer is not sent back; the same question is asked
 /// afresh with the next seed, each try its own cache entry, so a re-run sends nothing.
 #[tokio::test(flavor = "multi_thread")]
@@ -296,15 +313,7 @@ async fn resampling_asks_the_same_question_with_the_next_seed() {
     let cases = ["ok", "third", "never"];
     let raw = tempfile::tempdir().unwrap();
     write_squad(raw.path(), &cases);
-    let recipes = tempfile::tempdir().unwrap();
-    let recipe = std::fs::read_to_string(repo().join("recipes/kre-squad.toml")).unwrap();
-    let recipe = recipe.replacen(
-        "temperature = 0.7\n",
-        "temperature = 0.7\non_invalid = \"resample\"\nretries_on_invalid = 2\n",
-        1,
-    );
-    assert!(recipe.contains("resample"));
-    std::fs::write(recipes.path().join("kre-squad.toml"), recipe).unwrap();
+    let recipes = squad_recipe_with("resample", 2);
     let mock = MockServer::start(responder(|req| {
         let all = all_text(req);
         if all.contains("misleading options") {

@@ -158,8 +158,8 @@ async fn faults_end_in_retries_or_rejects_and_the_build_finishes() {
     assert_eq!(reject("refusal")["reason"], "refusal");
     assert_eq!(
         reject("refusal")["attempts"],
-        2,
-        "an unusable answer is sent back once"
+        4,
+        "an unusable answer is asked again three times (the bundled recipes resample)"
     );
     assert!(reject("refusal")["raw_response"]
         .as_str()

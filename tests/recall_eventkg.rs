@@ -316,7 +316,7 @@ async fn bad_model_answers_end_in_rejects_and_files_do_not_depend_on_concurrency
             .clone()
     };
     let r = find("paraphrase", "missing_values", "This is about Apollo 12.");
-    assert_eq!(r["attempts"], 2, "sent back once with the reason");
+    assert_eq!(r["attempts"], 4, "asked afresh three more times");
     assert!(r["detail"].as_str().unwrap().contains("missing"), "{r}");
     find("qa", "bad_json", r#""q": "When?""#);
     find("answer_edit", "bad_json", r#"{"edited_answer": "Par"#);

@@ -189,14 +189,15 @@ async fn same_seed_same_files_at_any_concurrency_and_faults_end_in_rejects() {
             .cloned()
             .unwrap_or_else(|| panic!("no reject for {id}: {rejects:?}"))
     };
-    // stack (cs/test/3): broken JSON twice (the answer is sent back once), raw text kept.
+    // stack (cs/test/3): broken JSON at every try (the bundled recipe asks four times, each
+    // a new draw), raw text kept.
     let stack = by_term("cs/test/3");
     assert_eq!(
         (stack["stage"].as_str(), stack["reason"].as_str()),
         (Some("qa"), Some("bad_json")),
         "{stack}"
     );
-    assert_eq!(stack["attempts"], 2);
+    assert_eq!(stack["attempts"], 4);
     assert!(stack["raw_response"]
         .as_str()
         .unwrap()

@@ -107,6 +107,7 @@ pub const CHECKS: &[CheckInfo] = &[
     check!("kre_golden_context_unrelated", "kre", Warning, "Under 10% of the content-word stems (first 5 characters, stop words left out) of question + golden answer occur in the golden context.", "overlap < 0.10"),
     check!("kre_negative_context_missing_negative", "kre", Warning, "Under half of the negative answer's content-word stems (as in kre_golden_context_unrelated) occur in the negative context: it does not support the negative answer.", "overlap < 0.50"),
     check!("kre_negative_context_states_golden", "kre", Warning, "The negative context states the golden answer `choices[answer]` (whole words, normalised)."),
+    check!("kre_negative_context_denies", "kre", Warning, "The negative context argues against the negative answer (\"would not\", \"not the cause\", cb_model::quality::DENIALS) where the question and the negative answer do not."),
     check!("kre_negative_context_supports_golden", "kre", Warning, "The negative context uses the golden answer's own content words (not the question's, not the negative answer's) at least as much as the negative answer's: it argues for the golden answer (cb_model::quality::leans_to_golden, a lexical rule)."),
     check!("kre_contexts_identical", "kre", Error, "The negative context is the golden context (after normalisation)."),
     check!("kre_negative_context_echo", "kre", Error, "A line of the negative context starts with a prompt label (`Event:`, `Question:`, `Chosen cause:` ..., cb_model::quality::PROMPT_LABELS), or it names a part of the prompt (\"the reference explanation\", cb_model::quality::PROMPT_TERMS) or talks about the task (\"the question\", \"the answer must\", cb_model::quality::TASK_TALK), or holds the prompt's `<<<`/`>>>` fences, that the question, choices and golden context do not have: the prompt repeated back."),
@@ -249,6 +250,15 @@ fn check_kre(r: &cb_model::KreRow) -> Vec<Outcome> {
             "kre_negative_context_states_golden",
             !contains_phrase(&r.negative_context, g),
             || format!("states the golden answer \"{g}\""),
+        ));
+        let denial = quality::denies(
+            &r.negative_context,
+            &format!("{}\n{}", r.question, r.negative_answer),
+        );
+        out.push(ok_if(
+            "kre_negative_context_denies",
+            denial.is_none(),
+            || format!("\"{}\"", denial.unwrap_or_default()),
         ));
         out.push(ok_if(
             "kre_negative_context_supports_golden",

@@ -247,6 +247,15 @@ row_check!(
     })
 );
 row_check!(
+    kre_negative_context_denies,
+    KRE,
+    k(kre()),
+    k(KreRow {
+        negative_context: "A book would not be kept in the oven, it would burn.".into(),
+        ..kre()
+    })
+);
+row_check!(
     kre_negative_context_supports_golden,
     KRE,
     k(kre()),

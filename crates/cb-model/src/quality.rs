@@ -15,6 +15,7 @@ use crate::text::{normalize, tokens};
 pub const PROMPT_LABELS: &[&str] = &[
     "Answer",
     "Answer, copied from the paragraph",
+    "Chosen answer",
     "Chosen cause",
     "Chosen result",
     "Correct answer",
@@ -97,7 +98,34 @@ pub const TASK_TALK: &[&str] = &[
     "rewritten passage",
     "original text",
     "must name",
+    "the event would",
+    "cause the event",
+    "caused the event",
+    "causes the event",
+    "wrong choice",
+    "right choice",
 ];
+
+/// Phrases by which an explanation denies what it was asked to support (real SmolLM2
+/// explanations: "... so eating an apple would not be the cause of his high fever.", "The
+/// dog was asleep, so the event would not occur."), compared as
+/// [`crate::text::contains_phrase`] does. None of the 300 sampled released KRE contexts uses
+/// one.
+pub const DENIALS: &[&str] = &[
+    "would not",
+    "wouldn't",
+    "could not be",
+    "cannot be",
+    "not the cause",
+    "not be the cause",
+    "not the reason",
+    "unlikely",
+];
+
+/// The first of [`DENIALS`] that `answer` uses and `material` does not.
+pub fn denies(answer: &str, material: &str) -> Option<&'static str> {
+    first_unshared(DENIALS, answer, material)
+}
 
 /// How a context that announces an answer instead of giving a reason starts ("The answer is
 /// \"read a book\" - ..."); elsewhere in a sentence ("the usual answer is") it may be prose.
@@ -619,6 +647,39 @@ mod tests {
         assert_eq!(talks_about_task(hillary, ""), Some("in the passage"));
         let remark = "This answer is correct but not in the original text. The rewritten passage must name \"Kosmalyn Komor\".";
         assert_eq!(talks_about_task(remark, ""), Some("this answer"));
+        // e-CARE explanations that speak of "the event" of the prompt, or of the choice.
+        let tom = "Tom's plants grew faster due to a lack of water, so it was the wrong choice.";
+        assert_eq!(talks_about_task(tom, ""), Some("wrong choice"));
+        let fish = "A pond is teeming with fish, so the event would be caused by a lack of food or predators.";
+        assert_eq!(
+            talks_about_task(fish, "The ice on the pond melted."),
+            Some("the event would")
+        );
+        assert_eq!(talks_about_task("Crowds came to the event.", ""), None);
+    }
+
+    #[test]
+    fn explanations_that_deny_what_they_support_are_found() {
+        // Real SmolLM2 explanations for e-CARE (negative answers "He ate an apple.", "The
+        // dog was asleep.").
+        let apple = "A high fever is a medical condition, so eating an apple would not be the cause of his high fever.";
+        assert_eq!(
+            denies(apple, "The boy had a high fever."),
+            Some("would not")
+        );
+        let dog = "The dog was asleep, so the event wouldn't occur.";
+        assert_eq!(denies(dog, ""), Some("wouldn't"));
+        let spoon =
+            "The spoon became cold because the heat of the soup caused a drop in temperature.";
+        assert_eq!(denies(spoon, ""), None);
+        // A negation the material makes is the material's.
+        assert_eq!(
+            denies(
+                "It would not start, so the battery was flat.",
+                "The car would not start."
+            ),
+            None
+        );
     }
 
     #[test]

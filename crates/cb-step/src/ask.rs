@@ -327,7 +327,8 @@ pub fn common_checks(answer: &str, said: &str, material: &str) -> Result<(), Str
             "prompt_echo: the answer talks about the prompt (\"{term}\"); answer the task itself"
         ));
     }
-    if let Some(run) = quality::echoed_instructions(answer, said, material, ECHO_WINDOW) {
+    if let Some(run) = quality::echoed_instructions(&words_of(answer), said, material, ECHO_WINDOW)
+    {
         return Err(format!(
             "prompt_echo: the answer repeats the instructions (\"{run}\"); reply with the answer only"
         ));
@@ -347,6 +348,26 @@ pub fn common_checks(answer: &str, said: &str, material: &str) -> Result<(), Str
         ));
     }
     Ok(())
+}
+
+/// What of `answer` the instructions' runs are looked for in: for an answer that is one JSON
+/// object and nothing else, its string values, one a line (its keys are the schema's words,
+/// which a worked example shows too: `{"replacements": [{"original": "12 October 1428", ...`
+/// is not echo when the record holds that date); otherwise the answer as it is.
+fn words_of(answer: &str) -> std::borrow::Cow<'_, str> {
+    let t = answer.trim();
+    let t = t
+        .strip_prefix("```json")
+        .or_else(|| t.strip_prefix("```"))
+        .map_or(t, |x| x.trim_end().trim_end_matches("```"));
+    match serde_json::from_str::<Value>(t.trim()) {
+        Ok(v @ Value::Object(_)) => {
+            let mut values = Vec::new();
+            string_leaves(&v, &mut values);
+            values.join("\n").into()
+        }
+        _ => answer.into(),
+    }
 }
 
 /// `s` without its double-quoted parts.
@@ -606,6 +627,24 @@ mod tests {
         let e = common_checks(copied, now.instructions(), material).unwrap_err();
         assert_eq!(reason_code(&e), "prompt_echo", "{e}");
         assert!(common_checks(ok, now.instructions(), material).is_ok());
+    }
+
+    #[test]
+    fn a_structured_answer_is_not_echo_for_the_keys_it_shares_with_the_example() {
+        // The Siege of Orléans is both in the bundled EventKG sample and in the worked
+        // example. Edits of its own date share a run of words with the example's answer
+        // (`replacements original 12 october 1428 edited`) only through the JSON keys.
+        let p = bundled_prompt("recall/edit_nonanswer_record.md");
+        let material =
+            "start time: 12 October 1428\nThe siege was lifted by a French relief army.\n";
+        let own = r#"{"replacements": [{"original": "12 October 1428", "edited": "5 June 1430"}]}"#;
+        assert!(common_checks(own, p.instructions(), material).is_ok());
+        let fenced = format!("```json\n{own}\n```");
+        assert!(common_checks(&fenced, p.instructions(), material).is_ok());
+        // A real SmolLM2 answer (resampled build) that copies the example's edits is echo.
+        let copied = r#"{"replacements": [{"original": "12 October 1428", "edited": "3 March 1427"}, {"original": "a French relief army", "edited": "a Burgundian army"}]}"#;
+        let e = common_checks(copied, p.instructions(), material).unwrap_err();
+        assert_eq!(reason_code(&e), "prompt_echo", "{e}");
     }
 
     #[test]

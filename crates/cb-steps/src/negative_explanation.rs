@@ -22,7 +22,9 @@ pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepErro
 ///
 /// Validation (besides [`cb_step::ask::common_checks`]: `prompt_echo`, `other_language`):
 /// not empty, not a refusal (`refusal`), no talk about the task ("the question", "the answer
-/// must": `prompt_echo`, [`cb_model::quality::talks_about_task`]), at most `max_words` words (`too_long`), does not
+/// must": `prompt_echo`, [`cb_model::quality::talks_about_task`]), does not argue against
+/// the negative answer ("would not be the cause": `denies_negative`,
+/// [`cb_model::quality::denies`]), at most `max_words` words (`too_long`), does not
 /// state the golden answer, singular or plural (`states_golden`, unless the negative answer
 /// itself contains it), nor argue for it more than for the negative one (`supports_golden`,
 /// [`cb_model::quality::leans_to_golden`]),
@@ -95,6 +97,11 @@ impl NegativeExplanation {
                 "prompt_echo: it talks about the task (\"{w}\"); state a reason about the situation itself"
             ));
         }
+        if let Some(w) = quality::denies(&t, &format!("{}\n{negative}", given.join("\n"))) {
+            return Err(format!(
+                "denies_negative: it argues against \"{negative}\" (\"{w}\"); give a reason that supports it"
+            ));
+        }
         let words = t.split_whitespace().count();
         if words > self.max_words {
             return Err(format!(
@@ -109,7 +116,14 @@ impl NegativeExplanation {
                 "states_golden: it mentions the correct answer \"{answer}\""
             ));
         }
-        if quality::leans_to_golden(&t, negative, answer, given) {
+        // The offline template's own words ("... brought this about: ...") are ours, not an
+        // argument for either answer.
+        let known: Vec<&str> = given
+            .iter()
+            .copied()
+            .chain([self.offline_template.as_str()])
+            .collect();
+        if quality::leans_to_golden(&t, negative, answer, &known) {
             return Err(format!(
                 "supports_golden: it argues for \"{answer}\" rather than \"{negative}\"; give a reason for \"{negative}\""
             ));

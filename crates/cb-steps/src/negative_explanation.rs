@@ -92,12 +92,16 @@ impl NegativeExplanation {
                 "prompt_echo: a line starts with the option \"{o}:\"; argue for one answer, without going through the options"
             ));
         }
-        if let Some(w) = quality::talks_about_task(&t, &given.join("\n")) {
+        // What the explanation may repeat without talking about the task or denying: the
+        // premise, the question and the negative answer ("This passage discusses ..." is an
+        // e-CARE answer).
+        let material = format!("{}\n{negative}", given.join("\n"));
+        if let Some(w) = quality::talks_about_task(&t, &material) {
             return Err(format!(
                 "prompt_echo: it talks about the task (\"{w}\"); state a reason about the situation itself"
             ));
         }
-        if let Some(w) = quality::denies(&t, &format!("{}\n{negative}", given.join("\n"))) {
+        if let Some(w) = quality::denies(&t, &material) {
             return Err(format!(
                 "denies_negative: it argues against \"{negative}\" (\"{w}\"); give a reason that supports it"
             ));
@@ -221,7 +225,10 @@ mod tests {
 
     /// e-CARE dev-848, dev-1283 and dev-1383 (dev_full.jsonl of Waste-Wood/e-CARE): the
     /// offline explanation copies the premise, which says "cannot" and, in dev-1383, is the
-    /// golden answer itself. Neither is a refusal nor a statement of the golden answer.
+    /// golden answer itself. Neither is a refusal nor a statement of the golden answer. In
+    /// dev-1818, dev-295 and dev-150 it copies a negative answer that says "This passage"
+    /// or "could not be", and its own "brought this about" meets the golden "brought up":
+    /// neither task talk, nor a denial, nor an argument for the golden answer.
     #[test]
     fn a_copied_premise_is_neither_a_refusal_nor_the_golden_answer() {
         let rows = [
@@ -239,6 +246,21 @@ mod tests {
                 "Lucy's physical condition cannot support her to give birth to a child.",
                 "Lucy's physical condition cannot support her to give birth to a child.",
                 "Lucy has a strong ability of adaptation.",
+            ),
+            (
+                "Blair's answer is narration.",
+                "The teacher asked what is the translation from printed matter to spoken language.",
+                "This passage discusses the structure of dominant genes.",
+            ),
+            (
+                "At night they set up tents to sleep.",
+                "Audrey and her friends take part in group trips.",
+                "The patients felt that their disease could not be cured.",
+            ),
+            (
+                "Tom is American.",
+                "Tom was born and brought up in Indinana.",
+                "Tom is a homo.",
             ),
         ];
         let env = cb_step::template::environment();

@@ -237,10 +237,7 @@ async fn off_schema_distractors_end_in_rejects_and_the_rest_are_rows() {
                 _ => "```json\n{\"options\": [\"Bob Jones\", \"Carol White\", \"Dan Brown\"]}\n```",
             });
         }
-        let passage = between(&all, "<<<\n", "\n>>>").unwrap_or_default();
-        let answer = between(&all, "Correct answer: \"", "\"").unwrap_or_default();
-        let negative = between(&all, "Replacement answer: \"", "\"").unwrap_or_default();
-        Reply::content(passage.replace(answer, negative))
+        rewritten(&all)
     }))
     .await;
     let out = tempfile::tempdir().unwrap();
@@ -290,6 +287,14 @@ async fn off_schema_distractors_end_in_rejects_and_the_rest_are_rows() {
     assert_eq!(mock.request_count(), 14 + 2);
 }
 
+/// A mock model's `negative_context`: the passage of the prompt, the answer replaced.
+fn rewritten(prompt: &str) -> Reply {
+    let passage = between(prompt, "<<<\n", "\n>>>").unwrap_or_default();
+    let answer = between(prompt, "Correct answer: \"", "\"").unwrap_or_default();
+    let negative = between(prompt, "Replacement answer: \"", "\"").unwrap_or_default();
+    Reply::content(passage.replace(answer, negative))
+}
+
 /// The bundled SQuAD recipe in a folder of its own, its `distractors` step asking again
 /// `retries` times after an unusable answer, in the way `on_invalid` says.
 fn squad_recipe_with(on_invalid: &str, retries: u32) -> tempfile::TempDir {
@@ -330,10 +335,7 @@ async fn resampling_asks_the_same_question_with_the_next_seed() {
                 r#"{"options": ["Bob Jones"]}"#
             });
         }
-        let passage = between(&all, "<<<\n", "\n>>>").unwrap_or_default();
-        let answer = between(&all, "Correct answer: \"", "\"").unwrap_or_default();
-        let negative = between(&all, "Replacement answer: \"", "\"").unwrap_or_default();
-        Reply::content(passage.replace(answer, negative))
+        rewritten(&all)
     }))
     .await;
     let out = tempfile::tempdir().unwrap();

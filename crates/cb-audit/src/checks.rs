@@ -251,15 +251,6 @@ fn check_kre(r: &cb_model::KreRow) -> Vec<Outcome> {
             !contains_phrase(&r.negative_context, g),
             || format!("states the golden answer \"{g}\""),
         ));
-        let denial = quality::denies(
-            &r.negative_context,
-            &format!("{}\n{}", r.question, r.negative_answer),
-        );
-        out.push(ok_if(
-            "kre_negative_context_denies",
-            denial.is_none(),
-            || format!("\"{}\"", denial.unwrap_or_default()),
-        ));
         out.push(ok_if(
             "kre_negative_context_supports_golden",
             !quality::leans_to_golden(&r.negative_context, &r.negative_answer, g, &[&r.question]),
@@ -309,6 +300,15 @@ fn check_kre(r: &cb_model::KreRow) -> Vec<Outcome> {
         "kre_negative_context_language",
         lang.is_none(),
         || format!("{lang:?}"),
+    ));
+    let denial = quality::denies(
+        &r.negative_context,
+        &format!("{}\n{}", r.question, r.negative_answer),
+    );
+    out.push(ok_if(
+        "kre_negative_context_denies",
+        denial.is_none(),
+        || format!("\"{}\"", denial.unwrap_or_default()),
     ));
     out
 }

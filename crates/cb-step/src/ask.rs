@@ -300,10 +300,10 @@ pub const ECHO_WINDOW: usize = 6;
 ///   ([`cb_model::quality::PROMPT_LABELS`], `Event:`, `Question:` ...) or the answer repeats
 ///   [`ECHO_WINDOW`] consecutive words of `said`, what we told the model in our own words
 ///   (the template's instructions and worked examples, [`Prompt::instructions`], and the
-///   repair messages sent so far), unless the material the model was given holds that line
-///   or those words;
-///   An answer that names the prompt's parts ([`cb_model::quality::PROMPT_TERMS`],
-///   "the reference explanation") talks about the prompt and is echo as well.
+///   repair messages sent so far; a structured answer is read on its values, not its keys),
+///   unless the material the model was given holds that line or those words.
+///   An answer that holds the prompt's `<<<`/`>>>` fences, or names the prompt's parts
+///   ([`cb_model::quality::PROMPT_TERMS`], "the reference explanation"), is echo as well.
 ///   A structured answer whose values are quoted examples of `said` (`"first option"`, or
 ///   a worked example's answer) is echo too;
 /// - `other_language`: the answer is clearly in another language than that material

@@ -22,11 +22,12 @@ pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepErro
 ///
 /// Validation (besides [`cb_step::ask::common_checks`]: `prompt_echo`, `other_language`):
 /// not empty, not a refusal (`refusal`), no talk about the task ("the question", "the answer
-/// must": `prompt_echo`, [`cb_model::quality::talks_about_task`]), does not argue against
+/// must", a line per option such as "Bakery: ...": `prompt_echo`,
+/// [`cb_model::quality::talks_about_task`]), does not argue against
 /// the negative answer ("would not be the cause": `denies_negative`,
 /// [`cb_model::quality::denies`]), at most `max_words` words (`too_long`), does not
 /// state the golden answer, singular or plural (`states_golden`, unless the negative answer
-/// itself contains it), nor argue for it more than for the negative one (`supports_golden`,
+/// itself contains it), nor argue for it as much as for the negative one (`supports_golden`,
 /// [`cb_model::quality::leans_to_golden`]),
 /// does not only restate the negative answer (`restates_negative`), and, when
 /// `require_mention` is set, mentions the negative answer (`no_mention`). A refusal or the

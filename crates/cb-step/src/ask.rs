@@ -352,7 +352,7 @@ pub fn common_checks(answer: &str, said: &str, material: &str) -> Result<(), Str
 
 /// What of `answer` the instructions' runs are looked for in: for an answer that is one JSON
 /// object and nothing else, its string values, one a line (its keys are the schema's words,
-/// which a worked example shows too: `{"replacements": [{"original": "12 October 1428", ...`
+/// which a worked example shows too: `{"replacements": [{"original": "13 December 1545", ...`
 /// is not echo when the record holds that date); otherwise the answer as it is.
 fn words_of(answer: &str) -> std::borrow::Cow<'_, str> {
     let t = answer.trim();
@@ -631,18 +631,20 @@ mod tests {
 
     #[test]
     fn a_structured_answer_is_not_echo_for_the_keys_it_shares_with_the_example() {
-        // The Siege of Orléans is both in the bundled EventKG sample and in the worked
-        // example. Edits of its own date share a run of words with the example's answer
-        // (`replacements original 12 october 1428 edited`) only through the JSON keys.
+        // An event whose record holds a value the worked example also edits: an edit of that
+        // value shares a run of words with the example's answer (`replacements original 13
+        // december 1545 edited`) only through the JSON keys. (A real SmolLM2 answer hit this
+        // while the example showed the Siege of Orléans, which the bundled sample has too.)
         let p = bundled_prompt("recall/edit_nonanswer_record.md");
         let material =
-            "start time: 12 October 1428\nThe siege was lifted by a French relief army.\n";
-        let own = r#"{"replacements": [{"original": "12 October 1428", "edited": "5 June 1430"}]}"#;
+            "begin time: 13 December 1545\nThe council answered the Protestant Reformation.\n";
+        let own =
+            r#"{"replacements": [{"original": "13 December 1545", "edited": "5 June 1530"}]}"#;
         assert!(common_checks(own, p.instructions(), material).is_ok());
         let fenced = format!("```json\n{own}\n```");
         assert!(common_checks(&fenced, p.instructions(), material).is_ok());
-        // A real SmolLM2 answer (resampled build) that copies the example's edits is echo.
-        let copied = r#"{"replacements": [{"original": "12 October 1428", "edited": "3 March 1427"}, {"original": "a French relief army", "edited": "a Burgundian army"}]}"#;
+        // Copying the example's edits is echo.
+        let copied = r#"{"replacements": [{"original": "13 December 1545", "edited": "2 February 1541"}, {"original": "the Protestant Reformation", "edited": "the Great Schism"}]}"#;
         let e = common_checks(copied, p.instructions(), material).unwrap_err();
         assert_eq!(reason_code(&e), "prompt_echo", "{e}");
     }

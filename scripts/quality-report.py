@@ -5,9 +5,9 @@ Usage: scripts/quality-report.py LABEL=DIR [LABEL=DIR ...]
   e.g. scripts/quality-report.py on=/tmp/q-on off=/tmp/q-off
 
 For each build folder (the `--out` of a build) and each domain under it, it reads
-`manifest.json` (stage counts, reasons, rows, token totals), `runs.jsonl` (upstream calls of
-the last run), `rejects.jsonl` (reason and attempts of each reject) and the rows' `lineage`
-(the attempt at which each model step was accepted), and prints Markdown tables:
+`manifest.json` (stage counts, reasons, rows, calls and token totals), `rejects.jsonl` (reason
+and tries of each reject) and the rows' `lineage` (the try at which each model step was
+accepted), and prints Markdown tables:
   1. per domain, the folders side by side: items in, rows out, calls and tokens per row;
   2. per domain and step: in -> out and the reject reasons;
   3. the tries after an unusable answer (a repair or a resample, as the recipe says): per
@@ -42,7 +42,6 @@ def rows_of(d, m):
 
 def summarise(d):
     m = json.loads((d / "manifest.json").read_text())
-    runs = jsonl(d / "runs.jsonl")
     rows = rows_of(d, m)
     rejects = jsonl(d / "rejects.jsonl")
     # Lineage records every call; the accepted call of a step is its last attempt.
@@ -68,12 +67,9 @@ def summarise(d):
         "items_out": m["stages"][-1]["out"],
         "stages": m["stages"],
         "calls": m["llm"]["calls"],
-        "upstream": runs[-1]["llm"]["upstream_calls"] if runs else None,
-        "structured": runs[-1].get("structured") if runs else None,
         "tokens": m["llm"]["prompt_tokens"] + m["llm"]["completion_tokens"],
         "accepted_at": accepted_at,
         "rejected_after": rejected_after,
-        "reasons": Counter(j["reason"] for j in rejects),
     }
 
 

@@ -6,7 +6,7 @@
 //! Each check returns what it found (for the reason's detail); the stable reason codes are
 //! the callers' (`prompt_echo`, `restates_negative`, `other_language`).
 
-use crate::text::{normalize, tokens};
+use crate::text::{normalize, tokens, Normalized};
 
 /// The labels the bundled prompt templates put at the start of a line before the material
 /// they show the model (`Event: ...`, `Question: ...`). A line of an answer that starts with
@@ -169,9 +169,11 @@ pub fn echoed_term(answer: &str, material: &str) -> Option<&'static str> {
 /// The first of `terms` that `answer` uses and `material` does not
 /// ([`crate::text::contains_phrase`]).
 fn first_unshared(terms: &[&'static str], answer: &str, material: &str) -> Option<&'static str> {
-    terms.iter().copied().find(|t| {
-        crate::text::contains_phrase(answer, t) && !crate::text::contains_phrase(material, t)
-    })
+    let (answer, material) = (Normalized::new(answer), Normalized::new(material));
+    terms
+        .iter()
+        .copied()
+        .find(|t| answer.contains(t) && !material.contains(t))
 }
 
 /// A run of `window` consecutive words of `instructions` (the template's own text, without

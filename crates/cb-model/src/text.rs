@@ -56,12 +56,7 @@ fn number_word(w: &str) -> Option<&'static str> {
 /// Whether `phrase` occurs in `text` as whole words, after [`normalize`] of both.
 /// An empty phrase never occurs.
 pub fn contains_phrase(text: &str, phrase: &str) -> bool {
-    let p = normalize(phrase);
-    if p.is_empty() {
-        return false;
-    }
-    let t = normalize(text);
-    format!(" {t} ").contains(&format!(" {p} "))
+    Normalized::new(text).contains(phrase)
 }
 
 /// Whether `text` contains `phrase` as [`contains_phrase`] does, or with its last word in
@@ -78,7 +73,23 @@ pub fn contains_phrase_any_number(text: &str, phrase: &str) -> bool {
             forms.push(stem.to_owned());
         }
     }
-    contains_phrase(text, &p) || forms.iter().any(|f| contains_phrase(text, f))
+    let t = Normalized::new(text);
+    t.contains(&p) || forms.iter().any(|f| t.contains(f))
+}
+
+/// A text [`normalize`]d once, for many [`contains_phrase`] look-ups in it.
+pub struct Normalized(String);
+
+impl Normalized {
+    pub fn new(text: &str) -> Self {
+        Self(format!(" {} ", normalize(text)))
+    }
+
+    /// Whether `phrase` occurs in the text as whole words ([`contains_phrase`]).
+    pub fn contains(&self, phrase: &str) -> bool {
+        let p = normalize(phrase);
+        !p.is_empty() && self.0.contains(&format!(" {p} "))
+    }
 }
 
 /// Byte ranges of the case-insensitive, whole-word occurrences of `needle` in `text`,

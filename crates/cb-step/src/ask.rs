@@ -327,20 +327,29 @@ pub fn common_checks(answer: &str, said: &str, material: &str) -> Result<(), Str
             "prompt_echo: the answer talks about the prompt (\"{term}\"); answer the task itself"
         ));
     }
-    if let Some(run) = quality::echoed_instructions(&words_of(answer), said, material, ECHO_WINDOW)
-    {
+    let json = extract_json(answer);
+    let mut values = Vec::new();
+    if let Some(v) = &json {
+        string_leaves(v, &mut values);
+    }
+    // An answer that is one JSON object and nothing else is read on its values: its keys are
+    // the schema's words, which a worked example shows too (`{"replacements": [{"original":
+    // "13 December 1545", ...` is not echo when the record holds that date).
+    let bare = clean_text_answer(answer);
+    let words = if json.is_some() && bare.starts_with('{') && bare.ends_with('}') {
+        std::borrow::Cow::Owned(values.join("\n"))
+    } else {
+        std::borrow::Cow::Borrowed(answer)
+    };
+    if let Some(run) = quality::echoed_instructions(&words, said, material, ECHO_WINDOW) {
         return Err(format!(
             "prompt_echo: the answer repeats the instructions (\"{run}\"); reply with the answer only"
         ));
     }
-    if let Some(v) = extract_json(answer) {
-        let mut values = Vec::new();
-        string_leaves(&v, &mut values);
-        if let Some(x) = quality::echoed_example(&values, said, material) {
-            return Err(format!(
-                "prompt_echo: \"{x}\" is the prompt's example, not an answer"
-            ));
-        }
+    if let Some(x) = quality::echoed_example(&values, said, material) {
+        return Err(format!(
+            "prompt_echo: \"{x}\" is the prompt's example, not an answer"
+        ));
     }
     if let Some((got, want)) = quality::other_language(answer, material) {
         return Err(format!(
@@ -348,26 +357,6 @@ pub fn common_checks(answer: &str, said: &str, material: &str) -> Result<(), Str
         ));
     }
     Ok(())
-}
-
-/// What of `answer` the instructions' runs are looked for in: for an answer that is one JSON
-/// object and nothing else, its string values, one a line (its keys are the schema's words,
-/// which a worked example shows too: `{"replacements": [{"original": "13 December 1545", ...`
-/// is not echo when the record holds that date); otherwise the answer as it is.
-fn words_of(answer: &str) -> std::borrow::Cow<'_, str> {
-    let t = answer.trim();
-    let t = t
-        .strip_prefix("```json")
-        .or_else(|| t.strip_prefix("```"))
-        .map_or(t, |x| x.trim_end().trim_end_matches("```"));
-    match serde_json::from_str::<Value>(t.trim()) {
-        Ok(v @ Value::Object(_)) => {
-            let mut values = Vec::new();
-            string_leaves(&v, &mut values);
-            values.join("\n").into()
-        }
-        _ => answer.into(),
-    }
 }
 
 /// `s` without its double-quoted parts.

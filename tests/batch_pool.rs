@@ -24,6 +24,18 @@ fn bundled() -> String {
     repo().join("raw").to_str().unwrap().to_owned()
 }
 
+/// Waits (at most a minute) until `mock` has been sent a batch.
+async fn wait_for_batch(mock: &MockServer) {
+    let t0 = std::time::Instant::now();
+    while mock.batch_count() == 0 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "no batch was submitted"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 fn unique_custom_ids(mock: &MockServer) -> usize {
     let subs = mock.batch_submissions();
     let ids: HashSet<&str> = subs.iter().map(|s| s.custom_id.as_str()).collect();
@@ -90,25 +102,8 @@ async fn a_build_killed_during_its_batch_resumes_it_and_submits_each_request_onc
     let (base, raw) = (mock.base_url(), bundled());
     let mut args = kre_args(&base, out.path().to_str().unwrap(), &raw);
     args.extend(["--batch", "--batch-poll-ms", "50"]);
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_conflictbench"))
-        .arg("build")
-        .args(&args)
-        .args(["--recipes", repo().join("recipes").to_str().unwrap()])
-        .args(["--prompts", repo().join("prompts").to_str().unwrap()])
-        .arg("--no-progress")
-        .env_remove("OPENAI_BASE_URL")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let t0 = std::time::Instant::now();
-    while mock.batch_count() == 0 {
-        assert!(
-            t0.elapsed() < Duration::from_secs(60),
-            "no batch was submitted"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let mut child = spawn_build(&args);
+    wait_for_batch(&mock).await;
     tokio::time::sleep(Duration::from_millis(100)).await;
     child.kill().await.unwrap(); // SIGKILL
     assert!(!out.path().join("kre/cose/cose.json").exists());
@@ -151,24 +146,8 @@ async fn a_build_killed_during_its_batch_resumes_it_and_submits_each_request_onc
 #[tokio::test(flavor = "multi_thread")]
 async fn batch_errors_become_retries_in_the_next_round_or_rejects() {
     let raw = tempfile::tempdir().unwrap();
-    let c = ["alpha", "bravo", "charlie", "delta", "echo"];
     let names = ["ok", "flaky", "bad", "late1", "late2", "late3"];
-    let rows: Vec<(String, [&str; 5], &str, Option<&str>)> = names
-        .iter()
-        .map(|n| {
-            (
-                format!("Case {n}: which word is first?"),
-                c,
-                "A",
-                Some("alpha first"),
-            )
-        })
-        .collect();
-    let refs: Vec<(&str, [&str; 5], &str, Option<&str>)> = rows
-        .iter()
-        .map(|(q, c, a, e)| (q.as_str(), *c, *a, *e))
-        .collect();
-    write_cqa(raw.path(), &refs);
+    write_cases(raw.path(), &names, "alpha first");
     let mock = MockServer::start(responder(|req| {
         let all = all_text(req);
         match (between(&all, "Case ", ":").unwrap_or(""), req.attempt) {
@@ -225,21 +204,11 @@ async fn cancel_cost_and_budget_of_a_batch() {
     let (base, raw) = (mock.base_url(), bundled());
     let price = ["--price-input", "10", "--price-output", "10"];
     // Dry run: the batch price is half the online price.
+    let dry_out = tempfile::tempdir().unwrap();
+    let dry_out = dry_out.path().to_str().unwrap();
     let dry = |batch: bool| {
-        let mut a = vec![
-            "kre",
-            "--domains",
-            "cose",
-            "--backend",
-            "openai",
-            "--base-url",
-            &base,
-            "--model",
-            "m",
-            "--raw",
-            &raw,
-            "--dry-run",
-        ];
+        let mut a = model_args("kre", "cose", &base, &raw, dry_out);
+        a.push("--dry-run");
         a.extend(price);
         if batch {
             a.push("--batch");
@@ -299,35 +268,23 @@ async fn cancel_cost_and_budget_of_a_batch() {
         expire_after: None,
     });
     let out = tempfile::tempdir().unwrap();
-    let o_str = out.path().to_str().unwrap().to_owned();
-    let mut args: Vec<String> = model_args("kre", "cose", &base, &raw, &o_str)
-        .into_iter()
-        .map(str::to_owned)
-        .collect();
-    args.extend(["--batch", "--batch-poll-ms", "20", "--max-retries", "0"].map(str::to_owned));
-    args.extend(price.map(str::to_owned));
-    let handle = tokio::spawn(async move {
-        let a: Vec<&str> = args.iter().map(String::as_str).collect();
-        build(&a, &[]).await
-    });
-    let t0 = std::time::Instant::now();
-    while mock.batch_count() == 0 {
-        assert!(
-            t0.elapsed() < Duration::from_secs(60),
-            "no batch was submitted"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let id = mock.batch_submissions()[0].batch_id.clone();
-    let c = std::process::Command::new(env!("CARGO_BIN_EXE_conflictbench"))
-        .args(["batches", "--cancel", &id, "--base-url", &base, "--cache"])
-        .arg(out.path().join("llm-cache.sqlite"))
-        .env_remove("OPENAI_BASE_URL")
-        .output()
-        .unwrap();
-    assert!(c.status.success(), "{}", text(&c));
-    assert!(String::from_utf8_lossy(&c.stdout).contains(&id));
-    let o = handle.await.unwrap();
+    let mut args = model_args("kre", "cose", &base, &raw, out.path().to_str().unwrap());
+    args.extend(["--batch", "--batch-poll-ms", "20", "--max-retries", "0"]);
+    args.extend(price);
+    let cancel = async {
+        wait_for_batch(&mock).await;
+        let id = mock.batch_submissions()[0].batch_id.clone();
+        let c = tokio::process::Command::new(env!("CARGO_BIN_EXE_conflictbench"))
+            .args(["batches", "--cancel", &id, "--base-url", &base, "--cache"])
+            .arg(out.path().join("llm-cache.sqlite"))
+            .env_remove("OPENAI_BASE_URL")
+            .output()
+            .await
+            .unwrap();
+        assert!(c.status.success(), "{}", text(&c));
+        assert!(String::from_utf8_lossy(&c.stdout).contains(&id));
+    };
+    let (o, ()) = tokio::join!(build(&args, &[]), cancel);
     assert!(o.status.success(), "{}", text(&o));
     let dir = out.path().join("kre/cose");
     assert_counts_add_up(&dir);
@@ -360,27 +317,8 @@ async fn a_pool_spreads_calls_records_the_replica_and_gets_past_a_dead_endpoint(
         format!("{},concurrency=2", mocks[1].base_url()),
     );
     let (r, o) = (raw.path().to_str().unwrap(), out.path().to_str().unwrap());
-    let args = [
-        "kre",
-        "--domains",
-        "cose",
-        "--model",
-        "m",
-        "--raw",
-        r,
-        "--out",
-        o,
-        "--endpoint",
-        &a,
-        "--endpoint",
-        &b,
-        "--endpoint",
-        &dead,
-        "--pool-cooldown-ms",
-        "60000",
-        "--backoff-ms",
-        "10",
-    ];
+    let mut args = pool_args("cose", r, o, &[&a, &b, &dead]);
+    args.extend(["--pool-cooldown-ms", "60000", "--backoff-ms", "10"]);
     let res = build(&args, &[]).await;
     assert!(res.status.success(), "{}", text(&res));
     let dir = out.path().join("kre/cose");
@@ -392,7 +330,7 @@ async fn a_pool_spreads_calls_records_the_replica_and_gets_past_a_dead_endpoint(
     assert_eq!(answered, 60, "each call paid for once");
     assert!(mocks.iter().all(|m| m.answered() > 0));
     let run = last_run(&dir);
-    let eps = run["transport"]["endpoints"].as_array().unwrap().clone();
+    let eps = run["transport"]["endpoints"].as_array().unwrap();
     assert_eq!(eps.len(), 3);
     assert_eq!(eps[0]["answers"].as_u64().unwrap(), mocks[0].answered());
     assert_eq!(eps[1]["answers"].as_u64().unwrap(), mocks[1].answered());
@@ -402,8 +340,9 @@ async fn a_pool_spreads_calls_records_the_replica_and_gets_past_a_dead_endpoint(
     assert_eq!(eps[2]["paused"], 1, "{eps:?}");
     let failures = eps[2]["failures"].as_u64().unwrap();
     assert!((3..=4).contains(&failures), "{eps:?}");
-    // A second build hits the cache under the pool's identity, whatever the replicas.
-    let res = build(&args[..args.len() - 8], &[]).await;
+    // A second build hits the cache under the pool's identity, whatever the replicas: the
+    // first endpoint alone.
+    let res = build(&pool_args("cose", r, o, &[&a]), &[]).await;
     assert!(res.status.success(), "{}", text(&res));
     assert_eq!(mocks.iter().map(MockServer::answered).sum::<u64>(), 60);
 }
@@ -411,20 +350,8 @@ async fn a_pool_spreads_calls_records_the_replica_and_gets_past_a_dead_endpoint(
 /// A pool of `bases` building 20 questions into `out`, with the key the mocks reject.
 async fn pool_build(bases: &[String], raw: &Path, out: &Path) -> std::process::Output {
     let (r, o) = (raw.to_str().unwrap(), out.to_str().unwrap());
-    let mut args = vec![
-        "kre",
-        "--domains",
-        "cose",
-        "--model",
-        "m",
-        "--raw",
-        r,
-        "--out",
-        o,
-    ];
-    for b in bases {
-        args.extend(["--endpoint", b.as_str()]);
-    }
+    let bases: Vec<&str> = bases.iter().map(String::as_str).collect();
+    let mut args = pool_args("cose", r, o, &bases);
     args.extend(["--backoff-ms", "10"]);
     build(&args, &[("OPENAI_API_KEY", "sk-test-secret-key")]).await
 }
@@ -449,7 +376,8 @@ async fn a_pool_member_refusing_the_credentials_is_dropped_and_only_a_dead_pool_
     let dir = out.path().join("kre/cose");
     assert_eq!(read_json(&dir.join("manifest.json"))["rows"], 20);
     assert_eq!(good.answered(), 20);
-    let eps = last_run(&dir)["transport"]["endpoints"].clone();
+    let run = last_run(&dir);
+    let eps = &run["transport"]["endpoints"];
     assert_eq!(eps[1]["dead"], true, "{eps}");
     assert_eq!(eps[0]["dead"], false, "{eps}");
     // Dead after its first refusal (calls already in flight there end the same way).

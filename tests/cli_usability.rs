@@ -264,21 +264,7 @@ async fn a_local_server_needs_no_key() {
     // In a pool every endpoint is checked, not only the first: a public one without a key
     // stops the build before the local one is called.
     mock.clear_journal();
-    let pool = [
-        "kre",
-        "--domains",
-        "cose",
-        "--model",
-        "m",
-        "--raw",
-        &raw,
-        "--out",
-        &out,
-        "--endpoint",
-        &base,
-        "--endpoint",
-        "https://api.openai.com/v1",
-    ];
+    let pool = common::pool_args("cose", &raw, &out, &[&base, "https://api.openai.com/v1"]);
     let o = common::build(&pool, &[]).await;
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(

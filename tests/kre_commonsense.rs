@@ -202,21 +202,7 @@ async fn killed_builds_resume_without_paying_twice() {
         let base = mock.base_url();
         let mut args = openai_args("cose", &base, r, o);
         args.extend(["--concurrency", "4"]);
-        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_conflictbench"))
-            .arg("build")
-            .args(&args)
-            .args([
-                "--recipes",
-                repo().join("recipes").to_str().unwrap(),
-                "--prompts",
-                repo().join("prompts").to_str().unwrap(),
-                "--no-progress",
-            ])
-            .env_remove("OPENAI_BASE_URL")
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = spawn_build(&args);
         while mock.request_count() < kill_after {
             tokio::time::sleep(std::time::Duration::from_millis(2)).await;
         }

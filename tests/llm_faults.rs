@@ -8,8 +8,6 @@ use common::*;
 use serde_json::Value;
 use std::time::Duration;
 
-const C: [&str; 5] = ["alpha", "bravo", "charlie", "delta", "echo"];
-
 #[tokio::test(flavor = "multi_thread")]
 async fn faults_end_in_retries_or_rejects_and_the_build_finishes() {
     let raw = tempfile::tempdir().unwrap();
@@ -29,22 +27,7 @@ async fn faults_end_in_retries_or_rejects_and_the_build_finishes() {
         "refusal",
         "eosfinish",
     ];
-    let rows: Vec<(String, [&str; 5], &str, Option<&str>)> = names
-        .iter()
-        .map(|n| {
-            (
-                format!("Case {n}: which word is first?"),
-                C,
-                "A",
-                Some("alpha comes first"),
-            )
-        })
-        .collect();
-    let rows_ref: Vec<(&str, [&str; 5], &str, Option<&str>)> = rows
-        .iter()
-        .map(|(q, c, a, e)| (q.as_str(), *c, *a, *e))
-        .collect();
-    write_cqa(raw.path(), &rows_ref);
+    write_cases(raw.path(), &names, "alpha comes first");
 
     let mock = MockServer::start(responder(|req| {
         let all = all_text(req);
@@ -125,9 +108,9 @@ async fn faults_end_in_retries_or_rejects_and_the_build_finishes() {
             .iter()
             .find(|r| {
                 r["detail"].as_str().is_some()
-                    && rows_ref
+                    && names
                         .iter()
-                        .position(|x| x.0.contains(&format!("Case {n}:")))
+                        .position(|x| *x == n)
                         .map(|i| format!("{:032x}", i + 1))
                         == r["id"].as_str().map(str::to_owned)
             })

@@ -37,6 +37,22 @@ pub async fn build(args: &[&str], envs: &[(&str, &str)]) -> Output {
 
 /// Runs `conflictbench build ...` with the recipes of `recipes` and the repository's prompts.
 pub async fn build_with(recipes: &Path, args: &[&str], envs: &[(&str, &str)]) -> Output {
+    build_command(recipes, args, envs).output().await.unwrap()
+}
+
+/// Starts `conflictbench build ...` (repository recipes and prompts) in the background, its
+/// output dropped: for tests that kill a build midway.
+pub fn spawn_build(args: &[&str]) -> tokio::process::Child {
+    build_command(&repo().join("recipes"), args, &[])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// `conflictbench build ARGS` with the recipes of `recipes`, the repository's prompts, no
+/// progress bar and none of the caller's endpoint, key or log settings, then `envs`.
+fn build_command(recipes: &Path, args: &[&str], envs: &[(&str, &str)]) -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_conflictbench"));
     cmd.arg("build")
         .args(args)
@@ -51,7 +67,7 @@ pub async fn build_with(recipes: &Path, args: &[&str], envs: &[(&str, &str)]) ->
     for (k, v) in envs {
         cmd.env(k, v);
     }
-    cmd.output().await.unwrap()
+    cmd
 }
 
 pub fn text(o: &Output) -> String {
@@ -160,6 +176,30 @@ pub fn openai_args<'a>(domain: &'a str, base: &'a str, raw: &'a str, out: &'a st
     model_args("kre", domain, base, raw, out)
 }
 
+/// `build kre --domains DOMAIN` on a pool of `endpoints` (each `--endpoint E`), model `m`.
+pub fn pool_args<'a>(
+    domain: &'a str,
+    raw: &'a str,
+    out: &'a str,
+    endpoints: &[&'a str],
+) -> Vec<&'a str> {
+    let mut a = vec![
+        "kre",
+        "--domains",
+        domain,
+        "--model",
+        "m",
+        "--raw",
+        raw,
+        "--out",
+        out,
+    ];
+    for e in endpoints {
+        a.extend(["--endpoint", e]);
+    }
+    a
+}
+
 /// `build BENCHMARK --domains DOMAIN` against an OpenAI-compatible `base`, model `m`.
 pub fn model_args<'a>(
     benchmark: &'a str,
@@ -224,6 +264,24 @@ pub fn write_cqa(raw: &Path, rows: &[(&str, [&str; 5], &str, Option<&str>)]) {
     }
     std::fs::write(cqa.join("dev_rand_split.jsonl"), a).unwrap();
     std::fs::write(cose.join("cose_dev_v1.11.jsonl"), b).unwrap();
+}
+
+/// CommonsenseQA + CoS-E rows "Case NAME: which word is first?" (choices alpha ... echo,
+/// answer A, CoS-E explanation `explanation`), one per name: a mock model tells the cases
+/// apart by NAME.
+pub fn write_cases(raw: &Path, names: &[&str], explanation: &str) {
+    let questions: Vec<String> = names
+        .iter()
+        .map(|n| format!("Case {n}: which word is first?"))
+        .collect();
+    let rows: Vec<(&str, [&str; 5], &str, Option<&str>)> = questions
+        .iter()
+        .map(|q| {
+            let choices = ["alpha", "bravo", "charlie", "delta", "echo"];
+            (q.as_str(), choices, "A", Some(explanation))
+        })
+        .collect();
+    write_cqa(raw, &rows);
 }
 
 /// `n` generated questions, all with explanations.

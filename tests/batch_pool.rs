@@ -335,6 +335,15 @@ async fn a_pool_spreads_calls_records_the_replica_and_gets_past_a_dead_endpoint(
     assert_eq!(eps[0]["answers"].as_u64().unwrap(), mocks[0].answered());
     assert_eq!(eps[1]["answers"].as_u64().unwrap(), mocks[1].answered());
     assert_eq!(eps[2]["answers"], 0);
+    // The cache records which replica gave each answer.
+    let cache = cb_llm::Cache::open(&out.path().join("llm-cache.sqlite")).unwrap();
+    let row = &read_jsonl(&dir.join("cose.jsonl"))[0];
+    let key = row["lineage"][0]["cache_key"].as_str().unwrap();
+    let replica = cache.replica(key).unwrap().expect("a replica");
+    assert!(
+        [mocks[0].base_url(), mocks[1].base_url()].contains(&replica),
+        "{replica}"
+    );
     // The breaker paused the dead endpoint after 3 failures (plus the one other call already
     // in flight there) and the long cooldown kept it out.
     assert_eq!(eps[2]["paused"], 1, "{eps:?}");

@@ -19,7 +19,8 @@
 //! joins the next round), rejects.
 
 use crate::batch_api::{input_line, parse_results, BatchApi, RemoteBatch};
-use crate::batch_store::{BatchRecord, BatchRequestRow};
+use crate::batch_store::BatchRecord;
+use crate::cache::RequestRow;
 use crate::structured::Form;
 use crate::{Cache, CachedResponse, Call, ChatRequest, Completion, Llm, LlmError};
 use std::collections::{HashMap, HashSet};
@@ -77,37 +78,6 @@ pub(crate) struct Collector {
     queue: Mutex<Queue>,
 }
 
-/// A copy of an error for a second caller waiting on the same key.
-fn dup(e: &LlmError) -> LlmError {
-    match e {
-        LlmError::Status {
-            status,
-            retry_after,
-            body,
-        } => LlmError::Status {
-            status: *status,
-            retry_after: *retry_after,
-            body: body.clone(),
-        },
-        LlmError::Malformed { reason, raw } => LlmError::Malformed {
-            reason: reason.clone(),
-            raw: raw.clone(),
-        },
-        LlmError::Batch { code, message } => LlmError::Batch {
-            code: code.clone(),
-            message: message.clone(),
-        },
-        LlmError::Budget(m) => LlmError::Budget(m.clone()),
-        LlmError::Cache(m) => LlmError::Cache(m.clone()),
-        LlmError::Config(m) => LlmError::Config(m.clone()),
-        LlmError::Timeout(d) => LlmError::Timeout(*d),
-        LlmError::Connect(m) => LlmError::Connect(m.clone()),
-        LlmError::Endpoint(m) => LlmError::Endpoint(m.clone()),
-        LlmError::FormRefused(m) => LlmError::FormRefused(m.clone()),
-        other => LlmError::Connection(other.to_string()),
-    }
-}
-
 impl Llm {
     /// Queues a call that missed the cache and waits for its round.
     /// `key` and the body in the input line are the ones an online call in `form` would use.
@@ -142,19 +112,8 @@ impl Llm {
         let answer = rx
             .await
             .map_err(|_| LlmError::Config("the batch driver stopped".into()))??;
-        let s = &inner.stats;
-        s.prompt_tokens
-            .fetch_add(answer.prompt_tokens, Ordering::Relaxed);
-        s.completion_tokens
-            .fetch_add(answer.completion_tokens, Ordering::Relaxed);
-        Ok(Completion {
-            text: answer.content,
-            finish_reason: answer.finish_reason,
-            cache_key: key,
-            prompt_tokens: answer.prompt_tokens,
-            completion_tokens: answer.completion_tokens,
-            cached: false,
-        })
+        self.count_tokens(&answer);
+        Ok(answer.into_completion(key, false))
     }
 
     /// Runs rounds while calls are queued; ends when the queue stays empty.
@@ -182,7 +141,7 @@ impl Llm {
                     // Credentials refused, path unknown or no connection at all: the endpoint
                     // is unusable, as for online calls, and the build stops.
                     let e = self.fatal_batch_error(e);
-                    taken.keys().map(|k| (k.clone(), Err(dup(&e)))).collect()
+                    taken.keys().map(|k| (k.clone(), Err(e.clone()))).collect()
                 }
             };
             let mut again = Vec::new();
@@ -206,7 +165,7 @@ impl Llm {
                     Err(e) => {
                         inner.stats.failures.fetch_add(1, Ordering::Relaxed);
                         w.waiters.into_iter().for_each(|t| {
-                            let _ = t.send(Err(dup(&e)));
+                            let _ = t.send(Err(e.clone()));
                         });
                     }
                 }
@@ -301,27 +260,18 @@ impl Llm {
         taken: &HashMap<String, Waiting>,
     ) -> Result<(BatchRecord, crate::Reservation<'_>), LlmError> {
         let inner = &self.inner;
-        let price = inner.config.price;
         let (mut micro, mut tokens) = (0u64, 0u64);
         let mut bytes = Vec::new();
         let mut rows = Vec::with_capacity(chunk.len());
         for (key, line) in chunk {
             let w = &taken[*key];
-            let prompt = w.call.request.estimated_prompt_tokens();
-            let max_out = u64::from(w.call.request.max_tokens);
-            let one = price.micro_usd(prompt, max_out);
-            self.check_one_call(one, prompt + max_out)?;
+            let (one, most) = self.most_of(&w.call.request);
+            self.check_one_call(one, most)?;
             micro += one;
-            tokens += prompt + max_out;
+            tokens += most;
             bytes.extend_from_slice(line.as_bytes());
             bytes.push(b'\n');
-            rows.push(BatchRequestRow {
-                key: (*key).to_owned(),
-                template: w.call.template.clone(),
-                template_hash: w.call.template_hash.clone(),
-                request: serde_json::to_string(&w.call.request)
-                    .map_err(|e| LlmError::Cache(e.to_string()))?,
-            });
+            rows.push(RequestRow::of(key, &w.call)?);
         }
         // The whole file is counted against --max-cost before anything is sent.
         let reservation = self.reserve(micro, tokens)?;

@@ -3,7 +3,7 @@
 //! Transient failures (429, 5xx, timeouts, broken connections) are retried with backoff.
 
 use crate::http::{map_error, parse_completion, OpenAiHttp};
-use crate::{limiter, CachedResponse, LlmConfig, LlmError};
+use crate::{CachedResponse, LlmConfig, LlmError};
 use async_openai::types::files::{CreateFileRequest, FileInput, FilePurpose};
 use async_openai::types::InputSource;
 use serde_json::{json, Value};
@@ -152,9 +152,7 @@ impl<'a> BatchApi<'a> {
                 return Err(e);
             }
             attempt += 1;
-            let wait = e.retry_after().unwrap_or_else(|| {
-                limiter::backoff(attempt, self.config.backoff_base, self.config.backoff_max)
-            });
+            let wait = self.config.retry_wait(&e, attempt);
             tracing::warn!(attempt, wait_ms = wait.as_millis() as u64, error = %e, "retrying batch API call: {what}");
             tokio::time::sleep(wait).await;
         }

@@ -6,7 +6,7 @@
 //! input file) and never submits the same keys twice. Answers of a finished batch are
 //! committed to the cache in the same transaction that marks the batch collected.
 
-use crate::cache::{Cache, CachedResponse, INSERT_RESPONSE};
+use crate::cache::{unix_now, Cache, CachedResponse, RequestRow, INSERT_RESPONSE};
 use crate::LlmError;
 use rusqlite::{params, OptionalExtension};
 use std::collections::HashMap;
@@ -60,22 +60,6 @@ pub struct BatchRecord {
     pub updated_unix: u64,
 }
 
-/// A request of a batch, with what the cache stores beside its answer.
-#[derive(Debug, Clone)]
-pub(crate) struct BatchRequestRow {
-    pub key: String,
-    pub template: String,
-    pub template_hash: String,
-    /// The serialized `ChatRequest`.
-    pub request: String,
-}
-
-fn now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64)
-}
-
 const SELECT: &str =
     "SELECT file_id, batch_id, endpoint, model, state, requests, completed, failed,
     estimated_usd, collected, created_unix, updated_unix FROM batches";
@@ -125,7 +109,7 @@ impl Cache {
         endpoint: &str,
         model: &str,
         estimated_usd: f64,
-        rows: &[BatchRequestRow],
+        rows: &[RequestRow],
     ) -> Result<(), LlmError> {
         let mut conn = self.conn();
         let tx = conn.transaction()?;
@@ -138,7 +122,7 @@ impl Cache {
                 model,
                 rows.len() as i64,
                 estimated_usd,
-                now()
+                unix_now()
             ],
         )?;
         {
@@ -178,7 +162,7 @@ impl Cache {
                 state,
                 completed as i64,
                 failed as i64,
-                now()
+                unix_now()
             ],
         )?;
         Ok(())
@@ -212,13 +196,13 @@ impl Cache {
     pub(crate) fn batch_requests(
         &self,
         file_id: &str,
-    ) -> Result<HashMap<String, BatchRequestRow>, LlmError> {
+    ) -> Result<HashMap<String, RequestRow>, LlmError> {
         let conn = self.conn();
         let mut stmt = conn.prepare(
             "SELECT key, template, template_hash, request FROM batch_requests WHERE file_id = ?1",
         )?;
         let rows = stmt.query_map([file_id], |r| {
-            Ok(BatchRequestRow {
+            Ok(RequestRow {
                 key: r.get(0)?,
                 template: r.get(1)?,
                 template_hash: r.get(2)?,
@@ -235,34 +219,20 @@ impl Cache {
         file_id: &str,
         endpoint: &str,
         model: &str,
-        answers: &[(&BatchRequestRow, CachedResponse)],
+        answers: &[(&RequestRow, CachedResponse)],
     ) -> Result<(), LlmError> {
         let mut conn = self.conn();
         let tx = conn.transaction()?;
         {
             let mut stmt = tx.prepare(INSERT_RESPONSE)?;
-            let t = now();
+            let t = unix_now();
             for (row, resp) in answers {
-                stmt.execute(params![
-                    row.key,
-                    crate::CACHE_FORMAT,
-                    endpoint,
-                    model,
-                    row.template,
-                    row.template_hash,
-                    row.request,
-                    resp.content,
-                    resp.finish_reason,
-                    resp.prompt_tokens as i64,
-                    resp.completion_tokens as i64,
-                    resp.raw,
-                    t
-                ])?;
+                row.insert(&mut stmt, endpoint, model, resp, t)?;
             }
         }
         tx.execute(
             "UPDATE batches SET collected = 1, updated_unix = ?2 WHERE file_id = ?1",
-            params![file_id, now()],
+            params![file_id, unix_now()],
         )?;
         tx.commit()?;
         Ok(())

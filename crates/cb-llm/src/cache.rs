@@ -10,7 +10,7 @@
 //! survives a killed process (the case resume is about); set `synchronous=FULL` semantics
 //! by copying the file only after the build if power loss matters to you.
 
-use crate::{Call, LlmError};
+use crate::{Call, Completion, LlmError};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -24,6 +24,21 @@ pub struct CachedResponse {
     pub completion_tokens: u64,
     /// The full response body as the server sent it.
     pub raw: String,
+}
+
+impl CachedResponse {
+    /// The answer as the caller gets it, under cache key `key` (`cached`: it came from the
+    /// cache, not the endpoint).
+    pub(crate) fn into_completion(self, key: String, cached: bool) -> Completion {
+        Completion {
+            text: self.content,
+            finish_reason: self.finish_reason,
+            cache_key: key,
+            prompt_tokens: self.prompt_tokens,
+            completion_tokens: self.completion_tokens,
+            cached,
+        }
+    }
 }
 
 /// Handle to the cache file; cheap to clone.
@@ -59,14 +74,60 @@ struct Pending {
 
 /// An answer as it is stored.
 struct AnswerRow {
-    key: String,
+    request: RequestRow,
     endpoint: String,
     model: String,
-    template: String,
-    template_hash: String,
-    request: String,
     response: CachedResponse,
     replica: Option<String>,
+}
+
+/// What the cache stores beside an answer about the request that got it.
+#[derive(Debug, Clone)]
+pub(crate) struct RequestRow {
+    pub key: String,
+    pub template: String,
+    pub template_hash: String,
+    /// The serialized `ChatRequest`.
+    pub request: String,
+}
+
+impl RequestRow {
+    pub(crate) fn of(key: &str, call: &Call) -> Result<Self, LlmError> {
+        Ok(Self {
+            key: key.to_owned(),
+            template: call.template.clone(),
+            template_hash: call.template_hash.clone(),
+            request: serde_json::to_string(&call.request)
+                .map_err(|e| LlmError::Cache(e.to_string()))?,
+        })
+    }
+
+    /// Stores `response` as this request's answer with `insert` (a prepared
+    /// [`INSERT_RESPONSE`]: an answer already there stays, the first one wins).
+    pub(crate) fn insert(
+        &self,
+        insert: &mut rusqlite::Statement<'_>,
+        endpoint: &str,
+        model: &str,
+        response: &CachedResponse,
+        now: i64,
+    ) -> rusqlite::Result<usize> {
+        insert.execute(params![
+            self.key,
+            crate::CACHE_FORMAT,
+            endpoint,
+            model,
+            self.template,
+            self.template_hash,
+            self.request,
+            response.content,
+            response.finish_reason,
+            response.prompt_tokens as i64,
+            response.completion_tokens as i64,
+            response.raw,
+            now
+        ])
+    }
 }
 
 /// The most answers one transaction of the writer takes.
@@ -184,7 +245,7 @@ impl Cache {
     /// The structured-output form remembered for this endpoint and model, if any. A cache
     /// file written before the table existed (opened read-only) has none.
     pub fn capability(&self, endpoint: &str, model: &str) -> Result<Option<String>, LlmError> {
-        let conn = self.conn.lock().expect("cache lock");
+        let conn = self.conn();
         let Ok(mut stmt) = conn.prepare_cached(
             "SELECT structured FROM capabilities WHERE endpoint = ?1 AND model = ?2",
         ) else {
@@ -203,7 +264,7 @@ impl Cache {
         structured: &str,
         detail: &str,
     ) -> Result<(), LlmError> {
-        let conn = self.conn.lock().expect("cache lock");
+        let conn = self.conn();
         conn.execute(
             "INSERT OR REPLACE INTO capabilities (endpoint, model, structured, detail, detected_unix)
              VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -213,7 +274,7 @@ impl Cache {
     }
 
     pub fn get(&self, key: &str) -> Result<Option<CachedResponse>, LlmError> {
-        let conn = self.conn.lock().expect("cache lock");
+        let conn = self.conn();
         let mut stmt = conn.prepare_cached(
             "SELECT content, finish_reason, prompt_tokens, completion_tokens, raw
              FROM responses WHERE key = ?1",
@@ -249,13 +310,9 @@ impl Cache {
             .as_ref()
             .ok_or_else(|| LlmError::Cache("the cache was opened read-only".into()))?;
         let row = AnswerRow {
-            key: key.to_owned(),
+            request: RequestRow::of(key, call)?,
             endpoint: endpoint.to_owned(),
             model: model.to_owned(),
-            template: call.template.clone(),
-            template_hash: call.template_hash.clone(),
-            request: serde_json::to_string(&call.request)
-                .map_err(|e| LlmError::Cache(e.to_string()))?,
             response: response.clone(),
             replica: replica.map(str::to_owned),
         };
@@ -275,7 +332,7 @@ impl Cache {
 
     /// Number of cached answers.
     pub fn len(&self) -> Result<u64, LlmError> {
-        let conn = self.conn.lock().expect("cache lock");
+        let conn = self.conn();
         Ok(conn.query_row("SELECT COUNT(*) FROM responses", [], |r| r.get::<_, i64>(0))? as u64)
     }
 
@@ -314,30 +371,17 @@ fn write_group(conn: &mut Connection, group: &[Pending]) -> Result<(), rusqlite:
         let mut answer = tx.prepare_cached(INSERT_RESPONSE)?;
         let mut replica = tx.prepare_cached(crate::pool::INSERT_REPLICA)?;
         for Pending { row: r, .. } in group {
-            answer.execute(params![
-                r.key,
-                crate::CACHE_FORMAT,
-                r.endpoint,
-                r.model,
-                r.template,
-                r.template_hash,
-                r.request,
-                r.response.content,
-                r.response.finish_reason,
-                r.response.prompt_tokens as i64,
-                r.response.completion_tokens as i64,
-                r.response.raw,
-                now
-            ])?;
+            r.request
+                .insert(&mut answer, &r.endpoint, &r.model, &r.response, now)?;
             if let Some(by) = &r.replica {
-                replica.execute([&r.key, by])?;
+                replica.execute([&r.request.key, by])?;
             }
         }
     }
     tx.commit()
 }
 
-fn unix_now() -> i64 {
+pub(crate) fn unix_now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64)

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum LlmError {
     /// The server answered with a non-success status.
     #[error("HTTP {status}: {body}")]

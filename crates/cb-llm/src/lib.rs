@@ -113,6 +113,15 @@ pub struct LlmConfig {
 }
 
 impl LlmConfig {
+    /// How long to wait before retry `attempt` (from 1) after `e`: the server's
+    /// `Retry-After`, at most `retry_after_max`, else the exponential backoff.
+    pub(crate) fn retry_wait(&self, e: &LlmError, attempt: u32) -> Duration {
+        e.retry_after().map_or_else(
+            || limiter::backoff(attempt, self.backoff_base, self.backoff_max),
+            |d| d.min(self.retry_after_max),
+        )
+    }
+
     /// The offline configuration: no network, no cache.
     pub fn offline() -> Self {
         Self {
@@ -381,22 +390,21 @@ impl Llm {
             return Ok(None);
         };
         inner.stats.cache_hits.fetch_add(1, Ordering::Relaxed);
-        inner
-            .stats
+        self.count_tokens(&hit);
+        Ok(Some(hit.into_completion(key.to_owned(), true)))
+    }
+
+    /// Adds the tokens of an answer that cost nothing now (from the cache, or from a batch
+    /// whose cost was counted when it was collected) to the build's totals; an online answer
+    /// is counted by `Llm::account`.
+    fn count_tokens(&self, answer: &CachedResponse) {
+        let stats = &self.inner.stats;
+        stats
             .prompt_tokens
-            .fetch_add(hit.prompt_tokens, Ordering::Relaxed);
-        inner
-            .stats
+            .fetch_add(answer.prompt_tokens, Ordering::Relaxed);
+        stats
             .completion_tokens
-            .fetch_add(hit.completion_tokens, Ordering::Relaxed);
-        Ok(Some(Completion {
-            text: hit.content,
-            finish_reason: hit.finish_reason,
-            cache_key: key.to_owned(),
-            prompt_tokens: hit.prompt_tokens,
-            completion_tokens: hit.completion_tokens,
-            cached: true,
-        }))
+            .fetch_add(answer.completion_tokens, Ordering::Relaxed);
     }
 
     fn dry_run(&self, call: &Call, key: String) -> Completion {
@@ -447,13 +455,22 @@ impl Llm {
     /// Reserves the most one request may cost (its estimated prompt plus `max_tokens` of
     /// answer) against the budget.
     fn reserve_call(&self, request: &ChatRequest) -> Result<Reservation<'_>, LlmError> {
+        let (cost, tokens) = self.most_of(request);
+        self.check_one_call(cost, tokens)?;
+        self.reserve(cost, tokens)
+    }
+
+    /// The most one call of `request` can cost, in micro-USD and tokens: the prompt's rough
+    /// size and the whole `max_tokens`.
+    fn most_of(&self, request: &ChatRequest) -> (u64, u64) {
         let (prompt, answer) = (
             request.estimated_prompt_tokens(),
             u64::from(request.max_tokens),
         );
-        let cost = self.inner.config.price.micro_usd(prompt, answer);
-        self.check_one_call(cost, prompt + answer)?;
-        self.reserve(cost, prompt + answer)
+        (
+            self.inner.config.price.micro_usd(prompt, answer),
+            prompt + answer,
+        )
     }
 
     /// Reserves the estimate of one call against the budget, or says the budget is spent.

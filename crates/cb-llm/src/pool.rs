@@ -268,9 +268,8 @@ impl Llm {
     ) -> Result<Completion, LlmError> {
         let inner = &self.inner;
         let pool = inner.pool.as_ref().expect("pool mode has a pool");
-        let est_tokens =
-            call.request.estimated_prompt_tokens() + u64::from(call.request.max_tokens);
-        let _reservation = self.reserve_call(&call.request)?;
+        let reservation = self.reserve_call(&call.request)?;
+        let est_tokens = reservation.tokens;
         let body = call.request.body_as(&inner.config.model, form);
         let api_key = inner.config.api_key.expose();
         let mut attempt: u32 = 0;

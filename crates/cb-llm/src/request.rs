@@ -81,6 +81,11 @@ impl ChatRequest {
         body
     }
 
+    /// The most tokens the call can use: the prompt's rough size and the whole `max_tokens`.
+    pub fn estimated_tokens(&self) -> u64 {
+        self.estimated_prompt_tokens() + u64::from(self.max_tokens)
+    }
+
     /// A rough prompt size (4 characters a token, plus a few per message).
     pub fn estimated_prompt_tokens(&self) -> u64 {
         self.messages

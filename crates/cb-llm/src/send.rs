@@ -2,7 +2,7 @@
 //! and the errors that say the endpoint itself is unusable.
 
 use crate::structured::{self, Form};
-use crate::{endpoint, http, limiter, request, ChatRequest, Llm, LlmError};
+use crate::{endpoint, http, request, ChatRequest, Llm, LlmError};
 use serde_json::Value;
 use std::sync::atomic::Ordering;
 
@@ -49,14 +49,7 @@ impl Llm {
                 .commit(&inner.endpoint, model, &key, call, &response, replica)
                 .await?;
         }
-        Ok(crate::Completion {
-            text: response.content,
-            finish_reason: response.finish_reason,
-            cache_key: key,
-            prompt_tokens: pt,
-            completion_tokens: ct,
-            cached: false,
-        })
+        Ok(response.into_completion(key, false))
     }
 
     /// Sends one body with retries and accounts for what it cost; the answer's `usage` is
@@ -72,7 +65,7 @@ impl Llm {
         probing: bool,
     ) -> Result<http::Parsed, LlmError> {
         let inner = &self.inner;
-        let est_tokens = request.estimated_prompt_tokens() + u64::from(request.max_tokens);
+        let est_tokens = request.estimated_tokens();
         let http = inner
             .http
             .as_ref()
@@ -110,18 +103,11 @@ impl Llm {
             if e.is_retryable() && attempt < inner.config.max_retries {
                 attempt += 1;
                 inner.stats.retries.fetch_add(1, Ordering::Relaxed);
-                let wait = match e.retry_after() {
-                    Some(d) => {
-                        let d = d.min(inner.config.retry_after_max);
-                        inner.limiter.pause_for(d);
-                        d
-                    }
-                    None => limiter::backoff(
-                        attempt,
-                        inner.config.backoff_base,
-                        inner.config.backoff_max,
-                    ),
-                };
+                let wait = inner.config.retry_wait(&e, attempt);
+                if e.retry_after().is_some() {
+                    // The server asked every caller to wait, not only this one.
+                    inner.limiter.pause_for(wait);
+                }
                 tracing::warn!(item = %item, attempt, wait_ms = wait.as_millis() as u64, error = %e, "retrying model call");
                 tokio::time::sleep(wait).await;
                 continue;

@@ -300,27 +300,14 @@ fn advance(shared: &Shared, b: &mut MockBatch) {
         }
         "in_progress" if b.created.elapsed() >= settings.completion_delay => {
             let answer_n = settings.expire_after.unwrap_or(usize::MAX);
-            let responder = Arc::clone(
-                &shared
-                    .responder
-                    .read()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner),
-            );
+            let responder = shared.responder();
             let (mut out, mut err) = (Vec::new(), Vec::new());
             for (i, (custom_id, body)) in b.lines.iter().enumerate() {
                 if i >= answer_n {
                     err.push(error_line(custom_id, "batch_expired", "the batch expired"));
                     continue;
                 }
-                let mut canonical = String::new();
-                crate::canonical_json(body, &mut canonical);
-                let attempt = {
-                    let mut attempts = lock(&shared.attempts);
-                    let n = attempts.entry(canonical).or_insert(0);
-                    *n += 1;
-                    *n
-                };
-                let req = ChatRequest::parse(body.clone(), None, attempt);
+                let req = ChatRequest::parse(body.clone(), None, shared.next_attempt(body));
                 match answer_line(shared, custom_id, &req, responder(&req)) {
                     Ok(l) => out.push(l),
                     Err(l) => err.push(l),
@@ -368,11 +355,12 @@ fn answer_line(
             crate::tokens(content.chars().count()),
         ))
     };
-    let ok = |body: Value| {
+    let line = |status_code: u16, body: Value| {
         json!({"id": format!("batch_req_{custom_id}"), "custom_id": custom_id,
-               "response": {"status_code": 200, "request_id": custom_id, "body": body}, "error": null})
+               "response": {"status_code": status_code, "request_id": custom_id, "body": body}, "error": null})
         .to_string()
     };
+    let ok = |body: Value| line(200, body);
     match reply {
         Reply::Content(c) => Ok(ok(completion_json(
             shared,
@@ -393,12 +381,10 @@ fn answer_line(
             usage,
         ))),
         Reply::RawBody(raw) => Ok(ok(serde_json::from_str(&raw).unwrap_or(Value::String(raw)))),
-        Reply::Status { code, body, .. } => {
-            let body = serde_json::from_str(&body).unwrap_or(Value::String(body));
-            Err(json!({"id": format!("batch_req_{custom_id}"), "custom_id": custom_id,
-                       "response": {"status_code": code, "request_id": custom_id, "body": body}, "error": null})
-            .to_string())
-        }
+        Reply::Status { code, body, .. } => Err(line(
+            code,
+            serde_json::from_str(&body).unwrap_or(Value::String(body)),
+        )),
         Reply::Hang | Reply::Drop => Err(error_line(
             custom_id,
             "server_error",
@@ -413,29 +399,20 @@ fn error_line(custom_id: &str, code: &str, message: &str) -> String {
     .to_string()
 }
 
-fn find_batch(shared: &Shared, id: &str) -> Option<u64> {
-    lock(&shared.batch.batches)
-        .iter()
-        .find(|(_, b)| b.id == id)
-        .map(|(n, _)| *n)
-}
-
 async fn retrieve(State(shared): State<Arc<Shared>>, Path(id): Path<String>) -> Response {
-    let Some(n) = find_batch(&shared, &id) else {
+    let mut batches = lock(&shared.batch.batches);
+    let Some(b) = batches.values_mut().find(|b| b.id == id) else {
         return invalid(StatusCode::NOT_FOUND, &format!("No such batch: {id}"));
     };
-    let mut batches = lock(&shared.batch.batches);
-    let b = batches.get_mut(&n).expect("found above");
     advance(&shared, b);
     json_response(StatusCode::OK, batch_json(b).to_string())
 }
 
 async fn cancel(State(shared): State<Arc<Shared>>, Path(id): Path<String>) -> Response {
-    let Some(n) = find_batch(&shared, &id) else {
+    let mut batches = lock(&shared.batch.batches);
+    let Some(b) = batches.values_mut().find(|b| b.id == id) else {
         return invalid(StatusCode::NOT_FOUND, &format!("No such batch: {id}"));
     };
-    let mut batches = lock(&shared.batch.batches);
-    let b = batches.get_mut(&n).expect("found above");
     if b.status == "in_progress" {
         b.status = "cancelling";
     }

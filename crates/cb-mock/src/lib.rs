@@ -326,6 +326,27 @@ struct Shared {
 }
 
 impl Shared {
+    /// How many times this exact body (canonical JSON) has now been seen, this one included:
+    /// online and batch requests count together.
+    fn next_attempt(&self, body: &Value) -> usize {
+        let mut key = String::with_capacity(256);
+        canonical_json(body, &mut key);
+        let mut attempts = lock(&self.attempts);
+        let n = attempts.entry(key).or_insert(0);
+        *n += 1;
+        *n
+    }
+
+    /// The responder in use now.
+    fn responder(&self) -> Responder {
+        Arc::clone(
+            &self
+                .responder
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+    }
+
     fn record(&self, entry: JournalEntry) {
         lock(&self.journal).push(entry);
     }
@@ -545,29 +566,14 @@ async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes
         }
     };
 
-    let mut key = String::with_capacity(256);
-    canonical_json(&body, &mut key);
-    let attempt = {
-        let mut attempts = lock(&shared.attempts);
-        let n = attempts.entry(key).or_insert(0);
-        *n += 1;
-        *n
-    };
+    let attempt = shared.next_attempt(&body);
     let req = ChatRequest::parse(body, authorization, attempt);
 
     let fault = lock(&shared.faults).pop_front();
     let from_fault_queue = fault.is_some();
     let reply = match fault {
         Some(r) => r,
-        None => {
-            let responder = Arc::clone(
-                &shared
-                    .responder
-                    .read()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner),
-            );
-            responder(&req)
-        }
+        None => shared.responder()(&req),
     };
     tracing::trace!(
         model = %req.model,

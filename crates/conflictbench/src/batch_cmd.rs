@@ -73,11 +73,11 @@ pub async fn run(args: BatchesArgs) -> anyhow::Result<()> {
     if !args.cache.is_file() {
         anyhow::bail!("no cache at {}", args.cache.display());
     }
+    let cache = Cache::open(&args.cache)?;
     if let Some(id) = &args.cancel {
         let Some(base_url) = &args.base_url else {
             anyhow::bail!("--cancel needs --base-url (or OPENAI_BASE_URL)");
         };
-        let cache = Cache::open(&args.cache)?;
         let record = cache
             .batch(id)?
             .with_context(|| format!("no batch {id} in {}", args.cache.display()))?;
@@ -92,7 +92,6 @@ pub async fn run(args: BatchesArgs) -> anyhow::Result<()> {
         crate::println_out(&line(&r));
         return Ok(());
     }
-    let cache = Cache::open(&args.cache)?;
     let all = cache.batches()?;
     if !args.json {
         crate::println_out(&format!(

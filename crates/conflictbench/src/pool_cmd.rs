@@ -3,7 +3,7 @@
 use cb_llm::{EndpointSpec, PoolConfig};
 use clap::Args;
 use serde::Deserialize;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// Flags of `build` for a pool of endpoints serving the same model.
@@ -46,7 +46,7 @@ struct EndpointEntry {
 }
 
 impl PoolFlags {
-    fn read_file(path: &PathBuf) -> Result<PoolFile, String> {
+    fn read_file(path: &Path) -> Result<PoolFile, String> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
@@ -77,12 +77,11 @@ impl PoolFlags {
                 name = n;
             }
             for e in file.endpoint {
-                let d = default(e.url);
                 endpoints.push(EndpointSpec {
-                    concurrency: e.concurrency.unwrap_or(d.concurrency),
-                    rpm: e.rpm.or(d.rpm),
-                    tpm: e.tpm.or(d.tpm),
-                    ..d
+                    base_url: e.url,
+                    concurrency: e.concurrency.unwrap_or(concurrency),
+                    rpm: e.rpm.or(rpm),
+                    tpm: e.tpm.or(tpm),
                 });
             }
         }

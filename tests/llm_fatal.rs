@@ -194,7 +194,8 @@ async fn a_replay_miss_is_said_once() {
         raw.path().to_str().unwrap(),
         out.path().to_str().unwrap(),
     );
-    args[4] = "replay";
+    let backend = args.iter().position(|a| *a == "openai").unwrap();
+    args[backend] = "replay";
     let o = build(&args, &[]).await;
     let said = text(&o);
     assert_eq!(o.status.code(), Some(1), "{said}");

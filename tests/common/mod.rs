@@ -183,17 +183,7 @@ pub fn pool_args<'a>(
     out: &'a str,
     endpoints: &[&'a str],
 ) -> Vec<&'a str> {
-    let mut a = vec![
-        "kre",
-        "--domains",
-        domain,
-        "--model",
-        "m",
-        "--raw",
-        raw,
-        "--out",
-        out,
-    ];
+    let mut a = build_args("kre", domain, raw, out);
     for e in endpoints {
         a.extend(["--endpoint", e]);
     }
@@ -208,14 +198,17 @@ pub fn model_args<'a>(
     raw: &'a str,
     out: &'a str,
 ) -> Vec<&'a str> {
+    let mut a = build_args(benchmark, domain, raw, out);
+    a.extend(["--backend", "openai", "--base-url", base]);
+    a
+}
+
+/// `BENCHMARK --domains DOMAIN --model m --raw RAW --out OUT`, whoever answers.
+fn build_args<'a>(benchmark: &'a str, domain: &'a str, raw: &'a str, out: &'a str) -> Vec<&'a str> {
     vec![
         benchmark,
         "--domains",
         domain,
-        "--backend",
-        "openai",
-        "--base-url",
-        base,
         "--model",
         "m",
         "--raw",

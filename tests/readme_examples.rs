@@ -8,7 +8,8 @@
 //!   a secret and becomes a dummy value); every other line (`cargo test`, `cd`) is skipped.
 //! - An example is expected to exit 0. One that should fail ends with a comment that starts
 //!   with `exit N`, e.g. `conflictbench build rcall   # exit 2: lists kre, recall, all`.
-//! - Placeholders: the value of `--base-url` becomes the in-process mock server (cb-mock) in an
+//! - Placeholders: the value of `--base-url` (and of `--reader-base-url`) becomes the
+//!   in-process mock server (cb-mock) in an
 //!   example expected to succeed (an example expected to fail keeps its URL: it must fail
 //!   before any call); `../shared/data` becomes the shared samples (a failure under
 //!   `CI=true` when missing, the example skipped otherwise).
@@ -263,10 +264,12 @@ async fn every_readme_example_runs_as_written() {
             }
         }
         for i in 0..args.len() {
-            if expect == 0 && args[i] == "--base-url" && i + 1 < args.len() {
-                args[i + 1] = mock.base_url();
-            } else if expect == 0 && args[i].starts_with("--base-url=") {
-                args[i] = format!("--base-url={}", mock.base_url());
+            for flag in ["--base-url", "--reader-base-url"] {
+                if expect == 0 && args[i] == flag && i + 1 < args.len() {
+                    args[i + 1] = mock.base_url();
+                } else if expect == 0 && args[i].starts_with(&format!("{flag}=")) {
+                    args[i] = format!("{flag}={}", mock.base_url());
+                }
             }
         }
         if args.first().is_some_and(|a| a == "agreement") {

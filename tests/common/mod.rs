@@ -141,8 +141,12 @@ pub fn assert_counts_add_up(dir: &Path) {
 }
 
 /// The model stand-in: answers the negative-explanation prompt with a sentence that names
-/// the option it was asked to support, derived from the prompt alone (so it is deterministic).
+/// the option it was asked to support, derived from the prompt alone (so it is deterministic);
+/// reads a multiple-choice question (the reader check) as a context follower.
 pub fn model_reply(req: &ChatRequest) -> Reply {
+    if let Some(r) = reader_reply(req) {
+        return r;
+    }
     let all = all_text(req);
     let target = between(&all, "give a reason why \"", "\"")
         .or_else(|| between(&all, "explains why \"", "\""))
@@ -150,6 +154,18 @@ pub fn model_reply(req: &ChatRequest) -> Reply {
     Reply::Content(format!(
         "Most people would agree that {target} is the natural answer here."
     ))
+}
+
+/// The reader's answer when `req` is a multiple-choice question (the eval prompts end with
+/// "Answer with the letter"): the option its context names
+/// ([`cb_mock::reader_script::follow_context`]).
+pub fn reader_reply(req: &ChatRequest) -> Option<Reply> {
+    let mcq = req
+        .last_user()
+        .contains("Answer with the letter")
+        .then(|| cb_mock::reader_script::parse(req.last_user()))
+        .flatten()?;
+    Some(Reply::Content(cb_mock::reader_script::follow_context(&mcq)))
 }
 
 /// The system part and the request proper (a template's worked examples left out), joined by
@@ -187,11 +203,27 @@ pub fn pool_args<'a>(
     for e in endpoints {
         a.extend(["--endpoint", e]);
     }
+    a.extend(["--reader", "none"]);
     a
 }
 
-/// `build BENCHMARK --domains DOMAIN` against an OpenAI-compatible `base`, model `m`.
+/// `build BENCHMARK --domains DOMAIN` against an OpenAI-compatible `base`, model `m`, the
+/// writer's path alone (`--reader none`: the reader check has its own tests, `reader.rs`,
+/// and [`reading_args`]).
 pub fn model_args<'a>(
+    benchmark: &'a str,
+    domain: &'a str,
+    base: &'a str,
+    raw: &'a str,
+    out: &'a str,
+) -> Vec<&'a str> {
+    let mut a = reading_args(benchmark, domain, base, raw, out);
+    a.extend(["--reader", "none"]);
+    a
+}
+
+/// [`model_args`] with the recipe's reader check read by the build's own model.
+pub fn reading_args<'a>(
     benchmark: &'a str,
     domain: &'a str,
     base: &'a str,

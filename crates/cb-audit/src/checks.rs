@@ -128,6 +128,11 @@ pub const CHECKS: &[CheckInfo] = &[
     check!("tg_e_o_consistent", "text_generation", Error, "E/O: EventKG: aligned, non-empty, equal lengths, O[j] the original and E[j] the edited value; UJ: E non-empty, every E word in the edited source, every O word in the source."),
     check!("tg_target_present", "text_generation", Warning, "The target text is not empty."),
     check!("ids_unique", "all", Error, "No two rows of a file share an id."),
+    check!("reader_negative", "kre", Warning, "With `audit --reader-…`: given the question, the options and the negative context alone, the reader model picks the negative answer (KRE appendix A.4: the negative context misleads)."),
+    check!("reader_control", "kre", Warning, "With `audit --reader-…`: given the golden context instead, the reader picks the golden answer (a failure marks an ambiguous question or a weak golden context)."),
+    check!("reader_qa_a", "qa_a", Warning, "With `audit --reader-…`: given the answer-edited context alone, the reader picks the edited answer."),
+    check!("reader_qa_na", "qa_na", Warning, "With `audit --reader-…`: given the non-answer-edited context alone, the reader still picks the original answer (RECALL discards samples whose answer changed)."),
+    check!("reader_rating", "kre", Info, "With `audit --rate`: the reader rates how far the negative context leads to the negative answer on KRE appendix A.4's three levels; it fails below \"highly misleading\"."),
     check!("duplicate_question", "all", Warning, "The question (normalised) already occurs in an earlier row of the same file (QA: with the same `edit`)."),
     check!("duplicate_context", "all", Info, "The context (KRE: golden context; QA: context; text generation: source), normalised, already occurs in an earlier row of the same file (QA: with the same `edit`)."),
 ];

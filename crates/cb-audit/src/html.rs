@@ -216,6 +216,13 @@ fn row_card(h: &mut String, it: &Item) {
         escape(&it.answer),
         escape(&it.other_answer)
     );
+    if !it.reader.is_empty() {
+        h.push_str("<ul class=\"cb-reader\">");
+        for line in &it.reader {
+            let _ = write!(h, "<li>reader: {}</li>", escape(line));
+        }
+        h.push_str("</ul>");
+    }
     if it.failed.is_empty() {
         h.push_str("<p class=\"cb-meta\">passes every check</p>");
     } else {

@@ -90,10 +90,16 @@ pub struct Item {
     pub other_answer: String,
     /// KRE: golden context; QA: context; text generation: source.
     pub original: String,
+    /// The options `answer` and `other_answer` are, when the row says (KRE: the `answer`
+    /// and `candidate` letters; QA: `answer_option` and the edited answer's option).
+    pub answer_option: Option<usize>,
+    pub other_option: Option<usize>,
     /// KRE: negative context; QA: edited context; text generation: edited source.
     pub edited: String,
     /// Failing checks: (code, detail), catalogue order.
     pub failed: Vec<(String, String)>,
+    /// What a reader model answered, one line per check (`audit --reader-…`), for the page.
+    pub reader: Vec<String>,
 }
 
 impl Item {
@@ -150,6 +156,21 @@ pub struct Report {
     /// Every row, for the HTML page and the sheet (not in the JSON).
     #[serde(skip)]
     pub items: Vec<Item>,
+    /// With `audit --rate`: how many KRE rows the reader rated at each level of KRE
+    /// appendix A.4 (and how many answers named no level).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub ratings: BTreeMap<String, usize>,
+}
+
+/// One verdict of a reader model on an audited row: which item (index into
+/// [`Report::items`]), which check (a `reader_*` code), the line the page shows, and the
+/// outcome (`Err` with the detail when it fails).
+#[derive(Debug, Clone)]
+pub struct ReaderResult {
+    pub item: usize,
+    pub check: &'static str,
+    pub shown: String,
+    pub outcome: Result<(), String>,
 }
 
 /// Audits every known file under `paths` (files or folders).
@@ -238,6 +259,7 @@ pub fn audit_rows(files: Vec<(String, FileKind, Vec<Row>)>) -> Report {
         checks,
         findings,
         items,
+        ratings: BTreeMap::new(),
     }
 }
 
@@ -251,7 +273,16 @@ fn item_of(row: Row, failed: Vec<(String, String)>) -> Item {
     } else {
         format!("{file_name}#{}", row.id)
     };
-    let base = |kind, question, options, answer, other_answer, original, edited| Item {
+    let base = |kind,
+                question,
+                options: Vec<String>,
+                answer: String,
+                other_answer: String,
+                original,
+                edited,
+                letters: (Option<usize>, Option<usize>)| Item {
+        answer_option: letters.0.filter(|i| options.get(*i) == Some(&answer)),
+        other_option: letters.1.filter(|i| options.get(*i) == Some(&other_answer)),
         file: row.file.clone(),
         id: row.id.clone(),
         item_id: item_id.clone(),
@@ -264,12 +295,17 @@ fn item_of(row: Row, failed: Vec<(String, String)>) -> Item {
         original,
         edited,
         failed: failed.clone(),
+        reader: Vec::new(),
     };
     match row.payload {
         Payload::Kre(r) => {
-            let golden = cb_model::letter_index(&r.answer)
+            let gold = cb_model::letter_index(&r.answer);
+            let golden = gold
                 .and_then(|i| r.choices.get(i).cloned())
                 .unwrap_or_default();
+            let negative = cb_model::letter_index(&r.candidate)
+                .filter(|i| r.choices.get(*i) == Some(&r.negative_answer))
+                .or_else(|| r.choices.iter().position(|c| *c == r.negative_answer));
             base(
                 ItemKind::Kre,
                 r.question,
@@ -278,21 +314,29 @@ fn item_of(row: Row, failed: Vec<(String, String)>) -> Item {
                 r.negative_answer,
                 r.golden_context,
                 r.negative_context,
+                (gold, negative),
             )
         }
-        Payload::Qa(r) => base(
-            if r.task == "qa_na" {
-                ItemKind::QaNa
-            } else {
-                ItemKind::QaA
-            },
-            r.question,
-            r.options,
-            r.answer,
-            r.edited_answer,
-            r.context,
-            r.edited_context,
-        ),
+        Payload::Qa(r) => {
+            let letters = (
+                cb_model::letter_index(&r.answer_option),
+                r.options.iter().position(|o| *o == r.edited_answer),
+            );
+            base(
+                if r.task == "qa_na" {
+                    ItemKind::QaNa
+                } else {
+                    ItemKind::QaA
+                },
+                r.question,
+                r.options,
+                r.answer,
+                r.edited_answer,
+                r.context,
+                r.edited_context,
+                letters,
+            )
+        }
         Payload::TextGen(r) => base(
             ItemKind::TextGeneration,
             String::new(),
@@ -301,11 +345,44 @@ fn item_of(row: Row, failed: Vec<(String, String)>) -> Item {
             r.edited_words.join("; "),
             checks::source_text(&r.source),
             checks::source_text(&r.edited_source),
+            (None, None),
         ),
     }
 }
 
 impl Report {
+    /// Adds what a reader model answered: each result is counted in its check (checked,
+    /// failed, examples), a failure becomes a finding and a failed check of its row, and
+    /// every result a line of its row on the page.
+    pub fn add_reader_results(&mut self, results: Vec<ReaderResult>) {
+        for r in results {
+            let Some(item) = self.items.get_mut(r.item) else {
+                continue;
+            };
+            item.reader.push(r.shown);
+            let Some(c) = self.checks.iter_mut().find(|c| c.code == r.check) else {
+                continue;
+            };
+            c.checked += 1;
+            if let Err(detail) = r.outcome {
+                c.failed += 1;
+                if c.examples.len() < 3 {
+                    c.examples.push(item.id.clone());
+                }
+                self.findings.push(Finding {
+                    file: item.file.clone(),
+                    id: item.id.clone(),
+                    domain: item.domain.clone(),
+                    check: r.check.to_owned(),
+                    severity: c.severity,
+                    detail: detail.clone(),
+                });
+                item.failed.push((r.check.to_owned(), detail));
+            }
+            c.rate = c.failed as f64 / c.checked as f64;
+        }
+    }
+
     /// The summary for a terminal: files, then one line per check that ran (code, severity,
     /// failed / checked, rate, up to three example ids).
     pub fn summary(&self) -> String {
@@ -337,6 +414,14 @@ impl Report {
                 100.0 * c.rate,
                 c.examples.join(", ")
             );
+        }
+        if !self.ratings.is_empty() {
+            let levels: Vec<String> = self
+                .ratings
+                .iter()
+                .map(|(k, n)| format!("{k} {n}"))
+                .collect();
+            let _ = writeln!(s, "reader ratings (KRE A.4): {}", levels.join(", "));
         }
         let errors = self.failing(Severity::Error);
         let _ = write!(

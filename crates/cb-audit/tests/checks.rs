@@ -49,6 +49,7 @@ fn qa_a() -> QaRow {
         context: CONTEXT.into(),
         edited_context: edited,
         edits,
+        reader: serde_json::Value::Null,
         lineage: Vec::new(),
     }
 }
@@ -562,4 +563,60 @@ fn good_rows_pass_every_check() {
             assert!(r.is_ok(), "{code}: {r:?}");
         }
     }
+}
+
+/// A reader's verdicts on two rows of the kind its check reads (the first passes, the second
+/// fails): counted in the check, the failure a finding and a failed check of its row, both
+/// shown on their rows.
+fn reader_verdicts(code: &'static str, kind: FileKind, p: Payload) {
+    let rows = vec![row("1", p.clone()), row("2", p)];
+    let mut report = cb_audit::audit_rows(vec![("f.jsonl".into(), kind, rows)]);
+    let findings = report.findings.len();
+    report.add_reader_results(vec![
+        cb_audit::ReaderResult {
+            item: 0,
+            check: code,
+            shown: "picked \"B\"".into(),
+            outcome: Ok(()),
+        },
+        cb_audit::ReaderResult {
+            item: 1,
+            check: code,
+            shown: "picked \"A\"".into(),
+            outcome: Err("the reader picked \"A\"".into()),
+        },
+    ]);
+    let c = report.check(code).unwrap();
+    assert_eq!(
+        (c.checked, c.failed, c.examples.clone()),
+        (2, 1, vec!["2".to_owned()])
+    );
+    assert_eq!(report.findings.len(), findings + 1);
+    assert!(report.items[1].fails(code) && !report.items[0].fails(code));
+    assert_eq!(report.items[0].reader, ["picked \"B\""]);
+}
+
+#[test]
+fn reader_negative() {
+    reader_verdicts("reader_negative", KRE, k(kre()));
+}
+
+#[test]
+fn reader_control() {
+    reader_verdicts("reader_control", KRE, k(kre()));
+}
+
+#[test]
+fn reader_rating() {
+    reader_verdicts("reader_rating", KRE, k(kre()));
+}
+
+#[test]
+fn reader_qa_a() {
+    reader_verdicts("reader_qa_a", FileKind::QaA, Payload::Qa(qa_a()));
+}
+
+#[test]
+fn reader_qa_na() {
+    reader_verdicts("reader_qa_na", FileKind::QaNa, Payload::Qa(qa_na()));
 }

@@ -102,7 +102,7 @@ fn child(dir: &Path) {
     let rss_before = status_kb("VmRSS:");
     let start = Instant::now();
     let outcome = runtime
-        .block_on(build_recipe(recipe, &opts, &llm, &NoProgress))
+        .block_on(build_recipe(recipe, &opts, &llm, None, &NoProgress))
         .unwrap();
     let build_s = start.elapsed().as_secs_f64();
     let hwm = status_kb("VmHWM:");

@@ -47,6 +47,7 @@ pub struct BuildOutcome {
 struct Runner {
     steps: Vec<Box<dyn Step>>,
     llm: Llm,
+    reader: Option<Llm>,
     env: Environment<'static>,
     seed: u64,
     recipe: String,
@@ -61,6 +62,7 @@ impl Runner {
     async fn process(&self, mut item: Item) -> (Item, Ended) {
         let ctx = StepCtx {
             llm: &self.llm,
+            reader: self.reader.as_ref(),
             env: &self.env,
             seed: self.seed,
             recipe: &self.recipe,
@@ -81,11 +83,14 @@ impl Runner {
     }
 }
 
-/// Builds one recipe: reads, runs the steps, writes the outputs.
+/// Builds one recipe: reads, runs the steps, writes the outputs. `reader` answers the
+/// recipe's reader checks (`None`: nobody reads, and the manifest and card say the rows are
+/// not reader-verified).
 pub async fn build_recipe(
     recipe: &Recipe,
     opts: &BuildOptions,
     llm: &Llm,
+    reader: Option<&Llm>,
     progress: &dyn Progress,
 ) -> Result<BuildOutcome, EngineError> {
     let name = recipe.name();
@@ -111,6 +116,7 @@ pub async fn build_recipe(
     let runner = Arc::new(Runner {
         steps,
         llm: llm.clone(),
+        reader: reader.cloned(),
         env: cb_step::template::environment(),
         seed: opts.seed,
         recipe: name.clone(),
@@ -253,7 +259,7 @@ pub async fn build_recipe(
         prompts: runner
             .steps
             .iter()
-            .filter_map(|s| s.prompt())
+            .flat_map(|s| s.prompts())
             .map(|p| (p.name.clone(), p.hash.clone()))
             .collect::<BTreeMap<_, _>>(),
         prompts_from: opts.prompts.origin(),
@@ -272,6 +278,13 @@ pub async fn build_recipe(
             .filter_map(|f| f.data_file(&card.split))
             .collect(),
         card,
+        reader: reader
+            .filter(|_| runner.steps.iter().any(|s| s.reads()))
+            .map(|r| cb_model::ReaderInfo {
+                backend: r.config().backend.name().into(),
+                model: r.config().model.clone(),
+                endpoint: r.endpoint().to_owned(),
+            }),
     };
     if opts.write {
         let card = crate::card::render(recipe, &manifest);

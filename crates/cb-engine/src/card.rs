@@ -24,6 +24,21 @@ pub fn render(recipe: &Recipe, m: &Manifest) -> String {
             "> **Offline build.** The generated parts of this dataset (negative answers' contexts and any other model output) were produced by the tool's deterministic offline rules, not by a language model. Use it to check the pipeline and the formats; regenerate with `--backend openai` for a benchmark.\n"
         );
     }
+    match &m.reader {
+        Some(r) => {
+            let _ = writeln!(
+                s,
+                "> **Reader-verified** by `{}` at `{}` ({}): every row was kept only after this model, given the row's question and options with the generated context alone, chose the answer that context is meant to lead to (the papers' human check, done by a model). Each row's `reader` column holds its picks; `rejects.jsonl` names the pick of every row it refused.\n",
+                r.model, r.endpoint, r.backend
+            );
+        }
+        None => {
+            let _ = writeln!(
+                s,
+                "> **Not reader-verified.** No reader model answered these rows back, so nothing checked that each generated context leads to its intended answer; lexical checks only. Build with a reader (`--reader-base-url`, `--reader-model`, or a model build's own endpoint) to verify them.\n"
+            );
+        }
+    }
     let _ = writeln!(s, "## Load it\n");
     s.push_str(&hub::config_table(&configs));
     let empty: Vec<&str> = m
@@ -66,6 +81,16 @@ pub fn render(recipe: &Recipe, m: &Manifest) -> String {
     let _ = writeln!(s, "| backend | {} |", m.backend);
     let _ = writeln!(s, "| model | {} |", m.model);
     let _ = writeln!(s, "| endpoint | {} |", m.endpoint);
+    let _ = writeln!(
+        s,
+        "| reader | {} |",
+        m.reader
+            .as_ref()
+            .map_or("none (not reader-verified)".to_owned(), |r| format!(
+                "{} at {}",
+                r.model, r.endpoint
+            ))
+    );
     let _ = writeln!(s, "| seed | {} |", m.seed);
     let _ = writeln!(s, "| rows | {} |", m.rows);
     let _ = writeln!(s, "| rejected or filtered | {} |", m.rejected);

@@ -143,6 +143,11 @@ pub fn recall_rows(item: &Item, recipe: &str) -> (QaRow, Vec<QaRow>, TextGenRow)
         } else {
             String::new()
         },
+        reader: item
+            .fields
+            .get(cb_step::READER_FIELD)
+            .cloned()
+            .unwrap_or(Value::Null),
         lineage: lineage.clone(),
     };
     let qa_a = qa("qa_a", "answer", "qa_a_context", "qa_a_edits");
@@ -233,6 +238,8 @@ pub fn kre_clean_row(item: &Item, recipe: &str) -> Value {
         "negative_answer": row.negative_answer,
         "golden_context": row.golden_context,
         "negative_context": row.negative_context,
+        "warnings": item.texts(cb_step::WARNINGS_FIELD),
+        "reader": item.fields.get(cb_step::READER_FIELD).cloned().unwrap_or(Value::Null),
         "lineage": item.calls,
     })
 }

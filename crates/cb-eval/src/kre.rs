@@ -4,16 +4,16 @@
 //! three few-shot configurations (all-positive, all-negative, mixed) and the two roles
 //! (dependent, intuitive). Metrics come from `cb_metrics::kre` (see `kre_tables`).
 
-use crate::extract::{extract_reply, Extracted};
-use crate::run::{run_jobs, Job, Reply};
+use crate::run::{extract_reply, run_jobs, Job, Reply};
 use crate::{load, option_views, settings, EvalError, EvalOptions, Loaded, Results, Templates};
 use cb_audit::{FileKind, Payload, Row};
 use cb_engine::Progress;
 use cb_llm::Llm;
 use cb_model::{item_rng, letter, letter_index, KreRow};
+use cb_step::choice::Extracted;
 use cb_step::Prompt;
 use minijinja::context;
-use rand::seq::{IndexedRandom, SliceRandom};
+use rand::seq::IndexedRandom;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
@@ -66,9 +66,7 @@ fn gold_negative(row: &Row) -> Result<(usize, usize), EvalError> {
 
 /// Shown position -> choice index, seeded per row.
 fn permutation(seed: u64, id: &str, n: usize) -> Vec<usize> {
-    let mut p: Vec<usize> = (0..n).collect();
-    p.shuffle(&mut item_rng(seed, "eval-kre", id, "options"));
-    p
+    cb_step::choice::order(seed, "eval-kre", id, "options", n)
 }
 
 fn question_line(k: &KreRow, order: &[usize]) -> String {

@@ -4,7 +4,8 @@
 //!
 //! Flow: read the benchmark rows (`cb_audit::load`, errors name file and line or record) ->
 //! build one prompt per item, setting and seed (`prompts/eval/*.md`; option order seeded with
-//! `cb_model::item_rng`) -> [`run::run_jobs`] -> [`extract::extract`] the chosen option ->
+//! `cb_model::item_rng`) -> [`run::run_jobs`] -> [`cb_step::choice::extract`] the chosen option
+//! (the letter extraction the build's reader check uses too) ->
 //! metrics from `cb-metrics` per seed -> mean and standard deviation over seeds ->
 //! `predictions.jsonl`, `results.json`, `results.md`, `results.html` ([`report`]).
 //!
@@ -12,7 +13,6 @@
 //! refuses it; the dry-run backend counts the calls and writes nothing.
 
 pub mod error;
-pub mod extract;
 pub mod kre;
 mod kre_tables;
 pub mod recall;
@@ -28,7 +28,6 @@ use cb_audit::{FileKind, Row};
 use cb_llm::Message;
 use cb_metrics::Summary;
 use cb_step::Prompt;
-use serde::Serialize;
 use std::path::{Path, PathBuf};
 
 /// What an evaluation reads, sends and writes.
@@ -135,22 +134,7 @@ pub(crate) struct Templates {
     env: minijinja::Environment<'static>,
 }
 
-#[derive(Serialize)]
-pub(crate) struct OptionView<'a> {
-    pub letter: String,
-    pub text: &'a str,
-}
-
-pub(crate) fn option_views(texts: &[String]) -> Vec<OptionView<'_>> {
-    texts
-        .iter()
-        .enumerate()
-        .map(|(i, t)| OptionView {
-            letter: cb_model::letter(i),
-            text: t,
-        })
-        .collect()
-}
+pub(crate) use cb_step::choice::option_views;
 
 impl Templates {
     pub fn new() -> Self {

@@ -3,8 +3,8 @@
 //! source. Per seed: ACC and the invalid rate per setting, M-Rate (eq. 1) per QA task, corpus
 //! BLEU, mean ROUGE-L F-measure and R-Rate (eq. 2 or 3) for text generation.
 
-use crate::extract::extract_reply;
 use crate::report::{cell, Table};
+use crate::run::extract_reply;
 use crate::run::{run_jobs, Job};
 use crate::{
     figure, load, option_views, settings, EvalError, EvalOptions, Loaded, Results, Templates,

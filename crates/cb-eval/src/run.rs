@@ -2,7 +2,8 @@
 
 use crate::EvalError;
 use cb_engine::Progress;
-use cb_llm::{Call, ChatRequest, Llm, Message};
+use cb_llm::{Call, Llm, Message};
+use cb_step::choice::Extracted;
 use std::sync::Arc;
 use tokio::sync::Semaphore;
 
@@ -30,27 +31,29 @@ pub struct Reply {
 }
 
 /// Sampling settings of the model under test.
-#[derive(Debug, Clone, Copy)]
-pub struct Sampling {
-    pub temperature: f32,
-    pub max_tokens: u32,
-}
+pub use cb_step::choice::Sampling;
 
 fn call(job: &Job, sampling: Sampling) -> Call {
-    Call {
-        request: ChatRequest {
-            messages: job.messages.clone(),
-            temperature: sampling.temperature,
-            top_p: None,
-            max_tokens: sampling.max_tokens,
-            seed: Some(job.seed),
-            response_schema: None,
-        },
-        template: job.template.clone(),
-        template_hash: job.template_hash.clone(),
-        item: job.label.clone(),
-        // What the dry-run backend "answers": nothing, so a dry run only counts calls.
-        offline: String::new(),
+    // No offline answer: the dry-run backend "answers" nothing, so a dry run only counts calls.
+    cb_step::choice::call(
+        job.messages.clone(),
+        (&job.template, &job.template_hash),
+        &job.label,
+        Some(job.seed),
+        sampling,
+        String::new(),
+    )
+}
+
+/// Extracts the choice of a model reply; a call that failed for good is invalid (`error`).
+pub fn extract_reply(reply: &Reply, options: &[String]) -> Extracted {
+    if reply.error.is_some() {
+        Extracted {
+            choice: None,
+            how: "error",
+        }
+    } else {
+        cb_step::choice::extract(&reply.raw, options)
     }
 }
 

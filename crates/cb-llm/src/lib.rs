@@ -227,10 +227,11 @@ struct Inner {
     http: Option<http::OpenAiHttp>,
     batch: Option<batch::Collector>,
     pool: Option<pool::Pool>,
-    stats: Stats,
-    /// Estimated cost (micro-dollars) and tokens reserved by calls in flight.
-    reserved_micro_usd: AtomicU64,
-    reserved_tokens: AtomicU64,
+    /// Shared with a reader made by [`Llm::reader`]: one budget for both.
+    stats: Arc<Stats>,
+    /// Estimated cost (micro-dollars) and tokens reserved by calls in flight (shared too).
+    reserved_micro_usd: Arc<AtomicU64>,
+    reserved_tokens: Arc<AtomicU64>,
     /// The structured-output form found out (auto mode).
     form: structured::FormState,
     /// Set once the endpoint is known to be unusable: every later call fails at once.
@@ -256,6 +257,25 @@ impl Llm {
             (Some(p), _) => Some(Cache::open(p)?),
             (None, _) => None,
         };
+        Self::with_parts(config, cache, None)
+    }
+
+    /// Another model reached beside this one (the reader of a build's rows): `config` names
+    /// its endpoint, model and price; its answers go to this layer's cache (the same file,
+    /// the same writer) and its spending counts against this layer's budget (`--max-cost`,
+    /// `--max-tokens`) and counters. Limits (concurrency, RPM, TPM) are its own.
+    pub fn reader(&self, mut config: LlmConfig) -> Result<Self, LlmError> {
+        config.cache_path.clone_from(&self.inner.config.cache_path);
+        config.max_cost_usd = self.inner.config.max_cost_usd;
+        config.max_tokens = self.inner.config.max_tokens;
+        Self::with_parts(config, self.inner.cache.clone(), Some(&self.inner))
+    }
+
+    fn with_parts(
+        config: LlmConfig,
+        cache: Option<Cache>,
+        shared: Option<&Inner>,
+    ) -> Result<Self, LlmError> {
         if config.backend == BackendKind::Replay && cache.is_none() {
             return Err(LlmError::Config(
                 "the replay backend needs a cache file".into(),
@@ -281,9 +301,11 @@ impl Llm {
                 batch: (config.batch.is_some() && config.backend == BackendKind::Openai)
                     .then(batch::Collector::default),
                 config,
-                stats: Stats::default(),
-                reserved_micro_usd: AtomicU64::new(0),
-                reserved_tokens: AtomicU64::new(0),
+                stats: shared.map_or_else(Default::default, |s| Arc::clone(&s.stats)),
+                reserved_micro_usd: shared
+                    .map_or_else(Default::default, |s| Arc::clone(&s.reserved_micro_usd)),
+                reserved_tokens: shared
+                    .map_or_else(Default::default, |s| Arc::clone(&s.reserved_tokens)),
                 form: Default::default(),
                 dead: Default::default(),
             }),

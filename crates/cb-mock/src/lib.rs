@@ -26,6 +26,7 @@
 
 mod batch;
 pub mod eval_script;
+pub mod reader_script;
 pub mod structured;
 
 pub use batch::{BatchSettings, Submission};

@@ -59,6 +59,17 @@ pub struct Manifest {
     /// The files the card's `configs` load, with their row counts.
     #[serde(default)]
     pub data_files: Vec<crate::DataFile>,
+    /// Who read every row back (the recipe's `reader_check`); `None`: not reader-verified.
+    #[serde(default)]
+    pub reader: Option<ReaderInfo>,
+}
+
+/// The reader model that verified a build's rows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReaderInfo {
+    pub backend: String,
+    pub model: String,
+    pub endpoint: String,
 }
 
 /// A source file read by the build.

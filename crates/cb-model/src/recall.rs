@@ -68,6 +68,11 @@ pub struct QaRow {
     /// term, was inserted (`null` in the file for other rows).
     #[serde(default, with = "empty_as_null")]
     pub donor_term: String,
+    /// What the reader picked for each check of the sample (model, endpoint, votes, and per
+    /// check the intended option, each vote's pick, the majority); `null` when no reader
+    /// verified the build.
+    #[serde(default)]
+    pub reader: serde_json::Value,
     /// Per model call behind the row: step, prompt template and hash, cache key, attempt.
     #[serde(default)]
     pub lineage: Vec<serde_json::Value>,

@@ -291,6 +291,60 @@ pub async fn ask<T>(
     }
 }
 
+/// The item field that holds the lexical warnings of its answers (`code: detail` each).
+pub const WARNINGS_FIELD: &str = "lexical_warnings";
+
+/// The reason codes of rules that guess at meaning from words: an explanation that seems to
+/// argue for the golden answer (`supports_golden`) or against the negative one
+/// (`denies_negative`), or that does not name the negative answer (`no_mention`). Where a
+/// reader checks the rows they are warnings kept on the row (the reader decides); where
+/// nobody reads, they stay rejects.
+pub const GUESS_CODES: [&str; 3] = ["supports_golden", "denies_negative", "no_mention"];
+
+/// What a validator found by rules of [`GUESS_CODES`]: rejects when `reject` (no reader),
+/// else warnings.
+#[derive(Debug, Default)]
+pub struct Guesses {
+    reject: bool,
+    found: Vec<String>,
+}
+
+impl Guesses {
+    /// Guesses reject when nobody reads the rows back.
+    pub fn for_ctx(ctx: &StepCtx<'_>) -> Self {
+        Self::new(ctx.reader.is_none())
+    }
+
+    pub fn new(reject: bool) -> Self {
+        Guesses {
+            reject,
+            found: Vec::new(),
+        }
+    }
+
+    /// A guess's reason (`code: detail`): an error when guesses reject, else a warning.
+    pub fn flag(&mut self, reason: String) -> Result<(), String> {
+        debug_assert!(GUESS_CODES.contains(&reason_code(&reason)), "{reason}");
+        if self.reject {
+            return Err(reason);
+        }
+        self.found.push(reason);
+        Ok(())
+    }
+
+    /// A fresh set for the next answer, with the same rule.
+    pub fn fresh(&self) -> Self {
+        Self::new(self.reject)
+    }
+
+    /// Adds the warnings to the item's [`WARNINGS_FIELD`].
+    pub fn record(self, item: &mut Item) {
+        let mut all = item.texts(WARNINGS_FIELD);
+        all.extend(self.found);
+        item.set(WARNINGS_FIELD, all);
+    }
+}
+
 /// Consecutive words of the template's own text that an answer may not repeat.
 pub const ECHO_WINDOW: usize = 6;
 

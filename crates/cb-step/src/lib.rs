@@ -10,8 +10,11 @@
 //! - [`ask()`]: how a step asks the model: render the prompt, call, validate, send an
 //!   unusable answer back with the reason, record the lineage. Steps never learn which
 //!   backend answered: each supplies its own rule-based answer for the offline backend.
+//! - [`choice`]: how a multiple-choice question is asked and its letter read back, by the
+//!   reader check of a build and by `conflictbench eval` alike.
 
 pub mod ask;
+pub mod choice;
 pub mod corpus;
 pub mod files;
 pub mod item;
@@ -21,7 +24,8 @@ pub mod spec;
 pub mod template;
 
 pub use ask::{
-    ask, clean_text_answer, extract_json, Ask, LlmParams, Model, ModelBacked, ModelStep, OnInvalid,
+    ask, clean_text_answer, extract_json, Ask, Guesses, LlmParams, Model, ModelBacked, ModelStep,
+    OnInvalid, GUESS_CODES, WARNINGS_FIELD,
 };
 pub use corpus::{Corpus, Peer, View};
 pub use files::Files;
@@ -32,6 +36,10 @@ pub use spec::StepSpec;
 use std::future::Future;
 
 use std::pin::Pin;
+
+/// The item field (and the rows' column) that holds what the reader picked in each check of
+/// the item (`reader_check`); `null` where nobody read the rows back.
+pub const READER_FIELD: &str = "reader";
 
 /// Errors that stop a build (as opposed to rejecting one item).
 #[derive(Debug, thiserror::Error)]
@@ -77,6 +85,9 @@ impl StepFailure {
 /// What a step run needs besides the item.
 pub struct StepCtx<'a> {
     pub llm: &'a cb_llm::Llm,
+    /// The model that reads the finished rows back (`reader_check`); `None`: nobody reads,
+    /// and the build says it is not reader-verified.
+    pub reader: Option<&'a cb_llm::Llm>,
     pub env: &'a minijinja::Environment<'static>,
     pub seed: u64,
     pub recipe: &'a str,
@@ -95,6 +106,16 @@ pub trait Step: Send + Sync + std::fmt::Debug {
     /// The prompt template this step renders, if it calls the model.
     fn prompt(&self) -> Option<&Prompt> {
         None
+    }
+
+    /// Every template the step renders (the manifest records their hashes).
+    fn prompts(&self) -> Vec<&Prompt> {
+        self.prompt().into_iter().collect()
+    }
+
+    /// Whether the step asks the reader (the build's manifest then names it).
+    fn reads(&self) -> bool {
+        false
     }
 
     /// Runs the step on `item`: adds its fields, or says why the item ends here.

@@ -11,6 +11,9 @@
 //! [`paraphrase`] -> [`qa`] -> [`answer_edit`] -> [`nonanswer_edit`] (word-grained) and
 //! [`nonanswer_edit::sentence`] (sentence-grained, kind `insert_sentence`).
 //!
+//! Every bundled recipe ends with [`reader_check`]: a reader model answers the benchmark's
+//! own question from the generated context alone (the papers' human check, automated).
+//!
 //! A new step is one module here and one line in [`STEPS`].
 
 pub mod answer_edit;
@@ -21,6 +24,7 @@ pub mod nonanswer_edit;
 pub mod paraphrase;
 pub mod pick_negative;
 pub mod qa;
+pub mod reader_check;
 pub mod reading;
 pub mod recall;
 
@@ -29,8 +33,8 @@ use cb_step::Registry;
 /// What every step module imports from the step API.
 mod prelude {
     pub(crate) use cb_step::{
-        ask, clean_text_answer, extract_json, schema, Files, Item, Model, ModelBacked, ModelStep,
-        Step, StepCtx, StepError, StepFailure, StepFuture, StepSpec,
+        ask, clean_text_answer, extract_json, schema, Files, Guesses, Item, Model, ModelBacked,
+        ModelStep, Step, StepCtx, StepError, StepFailure, StepFuture, StepSpec,
     };
 }
 
@@ -45,6 +49,7 @@ pub const STEPS: Registry = Registry::new(&[
     ("answer_edit", answer_edit::build),
     ("nonanswer_edit", nonanswer_edit::build),
     ("insert_sentence", nonanswer_edit::sentence::build),
+    ("reader_check", reader_check::build),
 ]);
 
 #[cfg(test)]
@@ -94,9 +99,15 @@ mod tests {
         let prompts =
             Files::Dir(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../prompts"));
         let kinds: Vec<&str> = STEPS.kinds().collect();
-        assert_eq!(kinds.len(), 9);
+        assert_eq!(kinds.len(), 10);
         for kind in kinds {
             for mode in ["record", "text"] {
+                // The reader reads KRE rows or RECALL rows.
+                let mode = match (kind, mode) {
+                    ("reader_check", "record") => "kre",
+                    ("reader_check", _) => "recall",
+                    _ => mode,
+                };
                 let mut entry = format!("kind = \"{kind}\"\nmode = \"{mode}\"\n");
                 if kind == "negative_explanation" {
                     entry.push_str("prompt = \"kre/negative_explanation_choice.md\"\n");

@@ -17,7 +17,9 @@ pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepErro
 /// Rewrites `golden_context` so that it supports `negative_answer` (field `negative_context`).
 ///
 /// Validation: not empty, not a refusal, no talk about the task the passage does not have
-/// (`prompt_echo`, [`cb_model::quality::talks_about_task`]); mentions the negative answer; does not mention the
+/// (`prompt_echo`, [`cb_model::quality::talks_about_task`]); mentions the negative answer
+/// (`no_mention`: a guess at meaning, a warning where a reader checks the rows, see
+/// [`cb_step::GUESS_CODES`]); does not mention the
 /// golden answer or one of its aliases (unless the negative answer contains it); and keeps
 /// a token similarity (2·LCS / total length, over word tokens) of at least `min_similarity`
 /// (default 0.6) with the original. Swapping the answer's mentions leaves a context well above
@@ -40,7 +42,8 @@ impl NegativeContext {
         golden: &str,
         golden_answers: &[String],
         negative: &str,
-    ) -> Result<String, String> {
+        mut guesses: Guesses,
+    ) -> Result<(String, Guesses), String> {
         let t = clean_text_answer(raw);
         if t.is_empty() {
             return Err("empty: the answer is empty".into());
@@ -65,7 +68,7 @@ impl NegativeContext {
             ));
         }
         if !text::contains_phrase(&t, negative) {
-            return Err(format!("no_mention: it must mention \"{negative}\""));
+            guesses.flag(format!("no_mention: it must mention \"{negative}\""))?;
         }
         for a in golden_answers {
             if !text::contains_phrase(negative, a) && text::contains_phrase(&t, a) {
@@ -81,7 +84,7 @@ impl NegativeContext {
                 self.min_similarity
             ));
         }
-        Ok(t)
+        Ok((t, guesses))
     }
 }
 
@@ -101,11 +104,13 @@ impl ModelBacked for NegativeContext {
             .collect();
         let offline = replace_mentions(&golden, &golden_answers, &negative);
         let a = model.ask(item, &answer, [("aliases", json!(aliases))], offline);
-        let context = ask(ctx, item, a, |raw| {
-            self.validate(raw, &golden, &golden_answers, &negative)
+        let guesses = Guesses::for_ctx(ctx);
+        let (context, guesses) = ask(ctx, item, a, |raw| {
+            self.validate(raw, &golden, &golden_answers, &negative, guesses.fresh())
         })
         .await?;
         item.set("negative_context", context);
+        guesses.record(item);
         Ok(())
     }
 }

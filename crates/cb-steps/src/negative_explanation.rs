@@ -20,7 +20,9 @@ pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepErro
 
 /// Writes `negative_context`: a brief explanation that supports the negative answer.
 ///
-/// Validation (besides [`cb_step::ask::common_checks`]: `prompt_echo`, `other_language`):
+/// Validation (besides [`cb_step::ask::common_checks`]: `prompt_echo`, `other_language`;
+/// `denies_negative`, `supports_golden` and `no_mention` guess at meaning: warnings where a
+/// reader checks the rows, rejects where none does, see [`cb_step::GUESS_CODES`]):
 /// not empty, not a refusal (`refusal`), no talk about the task ("the question", "the answer
 /// must", a line per option such as "Bakery: ...": `prompt_echo`,
 /// [`cb_model::quality::talks_about_task`]), does not argue against
@@ -35,9 +37,9 @@ pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepErro
 /// premises such as "I cannot take new photos now." are not refusals).
 ///
 /// Offline rule: the golden context with every mention of the golden answer replaced by the
-/// negative answer when it mentions it and the result says more than the negative answer
-/// (a golden context "mug definition" would give the bare restatement "cup definition");
-/// otherwise the recipe's `offline_template`
+/// negative answer when it mentions it and the result is a clean swap ([`clean_swap`]: it
+/// says more than the negative answer, keeps no form or word of the golden answer, and is
+/// no "option: ..." line); otherwise the recipe's `offline_template`
 /// (a minijinja template over the item's fields).
 #[derive(Debug)]
 pub struct NegativeExplanation {
@@ -51,7 +53,13 @@ impl NegativeExplanation {
         let golden = item.text("golden_context");
         let (answer, negative) = (answer_text(item), item.text("negative_answer"));
         let (replaced, n) = text::replace_words(golden, &answer, negative);
-        if n > 0 && !answer.is_empty() && !quality::restates(&replaced, negative, &[]) {
+        let question = item.text("question");
+        let own_words = [
+            item.text("premise"),
+            question,
+            self.offline_template.as_str(),
+        ];
+        if n > 0 && !answer.is_empty() && clean_swap(&replaced, &answer, negative, &own_words) {
             return replaced;
         }
         let vars = minijinja::Value::from_serialize(&item.fields);
@@ -64,15 +72,16 @@ impl NegativeExplanation {
 
     /// `given`: the texts the explanation may copy (the premise, the question); a refusal or
     /// the golden answer is looked for in what it says beyond them.
+    /// `(answer, negative)`: the golden answer's text and the negative answer.
     fn validate(
         &self,
         raw: &str,
-        answer: &str,
-        negative: &str,
+        (answer, negative): (&str, &str),
         given: &[&str],
         restate_given: &[&str],
         choices: &[String],
-    ) -> Result<String, String> {
+        mut guesses: Guesses,
+    ) -> Result<(String, Guesses), String> {
         let t = clean_text_answer(raw);
         if t.is_empty() {
             return Err("empty: the answer is empty".into());
@@ -103,9 +112,9 @@ impl NegativeExplanation {
             ));
         }
         if let Some(w) = quality::denies(&t, &material) {
-            return Err(format!(
+            guesses.flag(format!(
                 "denies_negative: it argues against \"{negative}\" (\"{w}\"); give a reason that supports it"
-            ));
+            ))?;
         }
         let words = t.split_whitespace().count();
         if words > self.max_words {
@@ -129,9 +138,9 @@ impl NegativeExplanation {
             .chain([self.offline_template.as_str()])
             .collect();
         if quality::leans_to_golden(&t, negative, answer, &known) {
-            return Err(format!(
+            guesses.flag(format!(
                 "supports_golden: it argues for \"{answer}\" rather than \"{negative}\"; give a reason for \"{negative}\""
-            ));
+            ))?;
         }
         if quality::restates(&t, negative, restate_given) {
             return Err(format!(
@@ -139,9 +148,9 @@ impl NegativeExplanation {
             ));
         }
         if self.require_mention && !text::contains_phrase(&t, negative) {
-            return Err(format!("no_mention: it must mention \"{negative}\""));
+            guesses.flag(format!("no_mention: it must mention \"{negative}\""))?;
         }
-        Ok(t)
+        Ok((t, guesses))
     }
 }
 
@@ -166,18 +175,44 @@ impl ModelBacked for NegativeExplanation {
             item.text("question").to_owned(),
         );
         let given = [premise.as_str(), question.as_str()];
-        let context = ask(ctx, item, a, |raw| {
+        let guesses = Guesses::for_ctx(ctx);
+        let (context, guesses) = ask(ctx, item, a, |raw| {
             let restate_given: &[&str] = if raw.trim() == offline_text {
                 &[]
             } else {
                 &given
             };
-            self.validate(raw, &answer, &negative, &given, restate_given, &choices)
+            self.validate(
+                raw,
+                (&answer, &negative),
+                &given,
+                restate_given,
+                &choices,
+                guesses.fresh(),
+            )
         })
         .await?;
         item.set("negative_context", context);
+        guesses.record(item);
         Ok(())
     }
+}
+
+/// Whether the golden context with the golden answer swapped for the negative one reads as
+/// an explanation of the negative answer, judged by the rules [`NegativeExplanation`]'s
+/// validator applies to it: it says more than the negative answer (a golden context "mug
+/// definition" would give the bare restatement "cup definition"), names the golden answer
+/// in no number ("London Musicals - Musical Tickets" for "musical" keeps "Musicals"), does
+/// not keep the golden answer's words ("puncture wound is a deep wound" for "fever" gives
+/// "fever is a deep wound": [`quality::leans_to_golden`]), and is not an "option: ..." line
+/// ("Economic Boom: Definition" gives "disagreements: Definition"). `given`: the premise,
+/// the question and the offline template, whose words the validator sets apart too.
+fn clean_swap(replaced: &str, answer: &str, negative: &str, given: &[&str]) -> bool {
+    !quality::restates(replaced, negative, &[])
+        && (text::contains_phrase_any_number(negative, answer)
+            || !text::contains_phrase_any_number(replaced, answer))
+        && !quality::leans_to_golden(replaced, negative, answer, given)
+        && quality::echoed_label(replaced, &[negative], "").is_none()
 }
 
 /// The golden answer's text (`choices[answer]`).
@@ -214,6 +249,72 @@ mod tests {
             .and_then(|s| s["offline_template"].as_str())
             .unwrap()
             .to_owned()
+    }
+
+    impl NegativeExplanation {
+        /// The validator where nobody reads the rows back: guesses reject.
+        fn check(
+            &self,
+            raw: &str,
+            answer: &str,
+            negative: &str,
+            given: &[&str],
+            restate_given: &[&str],
+            choices: &[String],
+        ) -> Result<String, String> {
+            self.validate(
+                raw,
+                (answer, negative),
+                given,
+                restate_given,
+                choices,
+                Guesses::new(true),
+            )
+            .map(|(t, _)| t)
+        }
+    }
+
+    #[test]
+    fn guesses_at_meaning_reject_without_a_reader_and_warn_with_one() {
+        // A real SmolLM2 explanation (QUALITY.md) that names the negative answer and then
+        // argues it away.
+        let raw = "A hot bath can raise the body's temperature, but it would not be the cause of his high fever.";
+        let (golden, negative) = ("He caught the flu.", "He took a hot bath.");
+        let e = step()
+            .check(raw, golden, negative, &[], &[], &[])
+            .unwrap_err();
+        assert!(e.starts_with("denies_negative"), "{e}");
+        let (t, warned) = step()
+            .validate(raw, (golden, negative), &[], &[], &[], Guesses::new(false))
+            .unwrap();
+        assert_eq!(t, raw);
+        let mut item = Item {
+            index: 0,
+            id: "x".into(),
+            origin: cb_model::Origin {
+                file: "t".into(),
+                line: 1,
+            },
+            fields: Default::default(),
+            calls: vec![],
+        };
+        warned.record(&mut item);
+        let w = item.texts(cb_step::WARNINGS_FIELD);
+        assert_eq!(w.len(), 1);
+        assert!(w[0].starts_with("denies_negative"), "{w:?}");
+        // What is certain from the words still rejects with a reader.
+        let golden_stated = "He caught the flu, not a hot bath.";
+        let e = step()
+            .validate(
+                golden_stated,
+                ("caught the flu", negative),
+                &[],
+                &[],
+                &[],
+                Guesses::new(false),
+            )
+            .unwrap_err();
+        assert!(e.starts_with("states_golden"), "{e}");
     }
 
     fn step() -> NegativeExplanation {
@@ -270,14 +371,14 @@ mod tests {
             let question = format!("{premise} What is the more possible cause of this?");
             let vars = serde_json::json!({"ask_for": "cause", "premise": premise, "negative_answer": negative});
             let offline = env.render_str(&s.offline_template, vars).unwrap();
-            let got = s.validate(&offline, golden, negative, &[premise, &question], &[], &[]);
+            let got = s.check(&offline, golden, negative, &[premise, &question], &[], &[]);
             assert_eq!(got.as_deref(), Ok(offline.trim()), "{premise}");
         }
         // What the explanation adds is still checked.
         let refusal = "I cannot help with that. I cannot take new Photos now.";
         let (premise, golden, negative) = rows[0];
         assert!(s
-            .validate(refusal, golden, negative, &[premise], &[premise], &[])
+            .check(refusal, golden, negative, &[premise], &[premise], &[])
             .unwrap_err()
             .starts_with("refusal"));
     }
@@ -286,7 +387,7 @@ mod tests {
     fn a_bare_restatement_of_the_negative_answer_is_refused() {
         // The issue's real SmolLM2 answer for the negative answer "The plants grew faster".
         let e = step()
-            .validate(
+            .check(
                 "The plants grew faster.",
                 "The plants grew slower",
                 "The plants grew faster",
@@ -297,7 +398,7 @@ mod tests {
             .unwrap_err();
         assert!(e.starts_with("restates_negative"), "{e}");
         assert!(step()
-            .validate(
+            .check(
                 "Plants given more water and light grow faster.",
                 "The plants grew slower",
                 "The plants grew faster",
@@ -306,6 +407,57 @@ mod tests {
                 &[],
             )
             .is_ok());
+    }
+
+    /// CommonsenseQA v1.11 dev lines 18, 405, 666, 1014, 1017 and 1103 with their CoS-E v1.11
+    /// explanations: swapping the golden answer out leaves its words, its plural or an
+    /// "option:" line, which the validator refuses; the offline rule falls back to the
+    /// template. A swap that leaves none stays ("people aim to complete job in work").
+    #[test]
+    fn a_swap_that_keeps_the_golden_answer_falls_back_to_the_template() {
+        let rows = [
+            ("A fencing thrust with a sharp sword towards a person would result in what?",
+             "puncture wound is a deep wound", "puncture wound", "fever"),
+            ("Sarah didn't like to play but she didn't want to be sedentary and bored, either, so she took up what?",
+             "London Musicals - Musical Tickets", "musical", "doing nothing"),
+            ("Where is beer drank by people watching sticks and pucks?",
+             "hockey game is the only game available.", "hockey game", "casino"),
+            ("What could you use to fill a cup and then drink from it?",
+             "Water Fountain, Fountain manufacturers", "water fountain", "table"),
+            ("If you were looking for a blowfish, you wouldn't look on dry land, you'd look in a what?",
+             "body takes a body of water", "body of water", "sea water"),
+            ("When are people buying products more?",
+             "Economic Boom: Definition", "economic boom", "disagreements"),
+        ];
+        let s = step();
+        for (question, golden, answer, negative) in rows {
+            let (swapped, n) = text::replace_words(golden, answer, negative);
+            assert!(n > 0, "{golden}");
+            let given = ["", question, s.offline_template.as_str()];
+            assert!(!clean_swap(&swapped, answer, negative, &given), "{swapped}");
+            // What the validator says of the swap, for the record.
+            assert!(s
+                .check(
+                    &swapped,
+                    answer,
+                    negative,
+                    &given,
+                    &[],
+                    &[negative.to_owned()]
+                )
+                .is_err());
+        }
+        let (swapped, _) = text::replace_words(
+            "people aim to complete job in work",
+            "complete job",
+            "talk to each other",
+        );
+        assert!(clean_swap(
+            &swapped,
+            "complete job",
+            "talk to each other",
+            &["", "What do people aim to do at work?"]
+        ));
     }
 
     #[test]
@@ -323,7 +475,7 @@ mod tests {
         let q = "Where do people usually go to borrow books without paying?";
         let raw = "Most people go to the printing press, where they can buy books without paying.\nBakery: Bakers make them, so do printers.";
         let e = step()
-            .validate(raw, "library", "printing press", &[q], &[q], &choices)
+            .check(raw, "library", "printing press", &[q], &[q], &choices)
             .unwrap_err();
         assert!(
             e.starts_with("prompt_echo") && e.contains("\"bakery:\""),
@@ -331,7 +483,7 @@ mod tests {
         );
         let first_line = raw.lines().next().unwrap();
         assert!(step()
-            .validate(
+            .check(
                 first_line,
                 "library",
                 "printing press",

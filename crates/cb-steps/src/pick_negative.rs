@@ -12,8 +12,8 @@ pub fn build(spec: &StepSpec, _prompts: &Files) -> Result<Box<dyn Step>, StepErr
     }))
 }
 
-/// Picks the negative answer uniformly among the wrong choices, with the item's own
-/// generator (purpose `negative_answer`). Writes `candidate` (letter) and `negative_answer`.
+/// Picks the negative answer uniformly among the wrong choices (those that do not read as
+/// the golden one), with the item's own generator (purpose `negative_answer`). Writes `candidate` (letter) and `negative_answer`.
 #[derive(Debug)]
 pub struct PickNegative {
     pub name: String,
@@ -34,7 +34,12 @@ impl PickNegative {
         let choices = item.texts("choices");
         let answer = letter_index(item.text("answer"))
             .ok_or_else(|| StepFailure::reject("bad_answer", "answer is not a letter"))?;
-        let wrong: Vec<usize> = (0..choices.len()).filter(|&i| i != answer).collect();
+        // A wrong choice that reads as the golden one (CommonsenseQA repeats a choice now and
+        // then: "clumsy" as A and D) cannot be the negative answer: the conflict would be none.
+        let golden = choices.get(answer).map(|g| cb_model::text::normalize(g));
+        let wrong: Vec<usize> = (0..choices.len())
+            .filter(|&i| i != answer && Some(cb_model::text::normalize(&choices[i])) != golden)
+            .collect();
         if wrong.is_empty() {
             return Err(StepFailure::reject(
                 "no_wrong_choice",

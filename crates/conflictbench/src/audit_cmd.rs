@@ -37,6 +37,8 @@ pub struct AuditArgs {
     /// Exit with code 1 when a check of this severity or worse fails.
     #[arg(long, value_enum, value_name = "SEVERITY")]
     pub fail_on: Option<FailOn>,
+    #[command(flatten)]
+    pub reader: crate::audit_reader::AuditReaderArgs,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -79,12 +81,16 @@ fn out(s: &str) {
     println!("{s}");
 }
 
-pub fn run_audit(args: AuditArgs) -> anyhow::Result<()> {
+pub async fn run_audit(args: AuditArgs) -> anyhow::Result<()> {
     if args.sample == Some(0) {
         return Err(crate::config_err("--sample must be at least 1"));
     }
-    let report = cb_audit::audit_paths(&args.paths).map_err(input_err)?;
+    let mut report = cb_audit::audit_paths(&args.paths).map_err(input_err)?;
+    let read = crate::audit_reader::read(&args.reader, args.seed, &mut report).await?;
     out(&report.summary());
+    if let Some(line) = read {
+        out(&line);
+    }
     if let Some(p) = &args.json {
         write_file(p, report.to_json().as_bytes())?;
         out(&format!("wrote {}", p.display()));

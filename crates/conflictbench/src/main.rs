@@ -6,6 +6,7 @@
 
 mod assets;
 mod audit_cmd;
+mod audit_reader;
 mod batch_cmd;
 mod build_args;
 mod eval_cmd;
@@ -13,6 +14,7 @@ mod llm_args;
 mod pool_cmd;
 mod preflight;
 mod progress;
+mod reader_args;
 mod structured_arg;
 
 use anyhow::Context;
@@ -105,6 +107,8 @@ struct BuildArgs {
     batch: batch_cmd::BatchFlags,
     #[command(flatten)]
     pool: pool_cmd::PoolFlags,
+    #[command(flatten)]
+    reader: reader_args::ReaderArgs,
 }
 
 #[allow(clippy::print_stderr)] // the binary's own last word on stderr
@@ -188,7 +192,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Build(args) => build(*args).await,
-        Command::Audit(args) => audit_cmd::run_audit(*args),
+        Command::Audit(args) => audit_cmd::run_audit(*args).await,
         Command::Agreement(args) => audit_cmd::run_agreement(args),
         Command::Eval(args) => eval_cmd::run(*args).await,
         Command::Batches(args) => batch_cmd::run(args).await,
@@ -203,6 +207,9 @@ pub(crate) fn println_out(s: &str) {
 async fn build(mut args: BuildArgs) -> anyhow::Result<()> {
     let transport =
         pool_cmd::Transport::new(&args.batch, &args.pool, &mut args.llm).map_err(config_err)?;
+    let (reader_url, reader_model) = transport.reader();
+    args.reader.or_from(reader_url, reader_model);
+    args.reader.check()?;
     let (_, recipes) = assets::recipes(args.recipes.as_deref())?;
     let selected = select(&recipes, &args.benchmark, &args.domains)?;
     let prompts = assets::prompt_files(args.prompts.as_deref())?;
@@ -233,21 +240,34 @@ async fn build(mut args: BuildArgs) -> anyhow::Result<()> {
     let reporter = progress::Bars::new(!args.no_progress && !args.llm.dry_run);
     let mut dry_totals = (0u64, 0u64, 0f64);
     for recipe in selected {
-        let previous = || -> Option<(String, String)> {
+        let manifest = || -> Option<cb_model::Manifest> {
             let p = args
                 .out
                 .join(&recipe.benchmark)
                 .join(&recipe.domain)
                 .join("manifest.json");
-            let m: cb_model::Manifest = serde_json::from_slice(&std::fs::read(p).ok()?).ok()?;
-            (!m.offline).then_some((m.endpoint, m.model))
+            serde_json::from_slice(&std::fs::read(p).ok()?).ok()
         };
+        let previous = || manifest().and_then(|m| (!m.offline).then_some((m.endpoint, m.model)));
         let mut config = args.llm.config(&args.out, previous, &recipe.name())?;
         transport
             .apply(&args.batch, &mut config)
             .map_err(config_err)?;
         let llm = Llm::new(config.clone()).context("cannot set up the LLM layer")?;
-        let outcome = build_recipe(recipe, &opts, &llm, &reporter).await?;
+        let default_cache = args
+            .llm
+            .cache
+            .clone()
+            .unwrap_or_else(|| args.out.join("llm-cache.sqlite"));
+        // A replay reads as the build it replays did, unless the flags say otherwise.
+        let mut reader_args = args.reader.clone();
+        if config.backend == cb_llm::BackendKind::Replay {
+            if let Some(m) = manifest() {
+                reader_args.or_replay(m.reader.as_ref());
+            }
+        }
+        let reader = reader_args.reader(&llm, &config, args.llm.dry_run, &default_cache)?;
+        let outcome = build_recipe(recipe, &opts, &llm, reader.as_ref(), &reporter).await?;
         let stats = llm.stats();
         if args.llm.dry_run {
             // Completion estimate: the offline answer's length stands in for the model's.

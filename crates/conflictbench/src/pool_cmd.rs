@@ -33,6 +33,9 @@ pub struct PoolFlags {
 #[serde(deny_unknown_fields)]
 struct PoolFile {
     name: Option<String>,
+    /// Who reads the rows back (as `--reader-base-url`, `--reader-model`).
+    reader_base_url: Option<String>,
+    reader_model: Option<String>,
     endpoint: Vec<EndpointEntry>,
 }
 
@@ -59,10 +62,11 @@ impl PoolFlags {
         concurrency: usize,
         rpm: Option<u32>,
         tpm: Option<u32>,
-    ) -> Result<Option<PoolConfig>, String> {
+    ) -> Result<Option<(PoolConfig, Reader)>, String> {
         if self.endpoints.is_empty() && self.endpoints_file.is_none() {
             return Ok(None);
         }
+        let mut reader = Reader::default();
         let default = |url: String| EndpointSpec {
             base_url: url,
             concurrency,
@@ -76,6 +80,7 @@ impl PoolFlags {
             if let Some(n) = file.name {
                 name = n;
             }
+            reader = (file.reader_base_url, file.reader_model);
             for e in file.endpoint {
                 endpoints.push(EndpointSpec {
                     base_url: e.url,
@@ -110,18 +115,25 @@ impl PoolFlags {
         if endpoints.iter().any(|e| e.concurrency == 0) {
             return Err("an endpoint's concurrency must be at least 1".into());
         }
-        Ok(Some(PoolConfig {
-            name,
-            endpoints,
-            open_after: self.pool_open_after,
-            cooldown: Duration::from_millis(self.pool_cooldown_ms),
-        }))
+        Ok(Some((
+            PoolConfig {
+                name,
+                endpoints,
+                open_after: self.pool_open_after,
+                cooldown: Duration::from_millis(self.pool_cooldown_ms),
+            },
+            reader,
+        )))
     }
 }
+
+/// The reader a pool file names: base URL and model.
+type Reader = (Option<String>, Option<String>);
 
 /// What `--batch` and the pool flags change in a build.
 pub struct Transport {
     pool: Option<PoolConfig>,
+    reader: Reader,
     batch: bool,
     calls_in_flight: usize,
 }
@@ -134,7 +146,10 @@ impl Transport {
         flags: &PoolFlags,
         llm: &mut crate::llm_args::LlmArgs,
     ) -> Result<Self, String> {
-        let pool = flags.resolve(llm.concurrency, llm.rpm, llm.tpm)?;
+        let (pool, reader) = match flags.resolve(llm.concurrency, llm.rpm, llm.tpm)? {
+            Some((p, r)) => (Some(p), r),
+            None => (None, Reader::default()),
+        };
         if let Some(p) = &pool {
             if batch.batch {
                 return Err("--batch and an endpoint pool cannot be combined".into());
@@ -147,9 +162,15 @@ impl Transport {
         });
         Ok(Self {
             pool,
+            reader,
             batch: batch.batch,
             calls_in_flight,
         })
+    }
+
+    /// The reader the pool file names (base URL, model), if any.
+    pub fn reader(&self) -> Reader {
+        self.reader.clone()
     }
 
     /// The base URLs of the pool's endpoints, in order (none without a pool).

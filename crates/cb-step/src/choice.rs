@@ -1,14 +1,96 @@
-//! Answer extraction: which option a free-text answer chose, or why it counts as invalid.
+//! One way of asking a multiple-choice question and reading the letter back, shared by the
+//! build's reader check (`reader_check`) and `conflictbench eval`: the options as the
+//! templates see them ([`option_views`]), the request ([`call`]), seeded option orders
+//! ([`order`]), the extraction of the chosen option from free text ([`extract`]) and the
+//! majority over several votes ([`majority`]).
 //!
-//! In order: an explicit letter (`B`, `(B)`, `B: bank`, `answer is B`, `option B`), unless
-//! the answer names exactly one option's text and it is another one (`conflict`); then a
-//! non-answer (empty, "None", "I don't know", cannot determine, a refusal) is invalid; then the
-//! option texts mentioned as whole words (after `cb_model::text::normalize`): exactly one
-//! is the choice (an option whose text lies inside a longer mentioned one does not count),
-//! several distinct ones are invalid (`both`), none is invalid (`no_option`).
+//! Extraction, in order: an explicit letter (`B`, `(B)`, `B: bank`, `answer is B`, `option
+//! B`), unless the answer names exactly one option's text and it is another one
+//! (`conflict`); then a non-answer (empty, "None", "I don't know", cannot determine, a
+//! refusal) is invalid; then the option texts mentioned as whole words (after
+//! `cb_model::text::normalize`): exactly one is the choice (an option whose text lies inside
+//! a longer mentioned one does not count), several distinct ones are invalid (`both`), none
+//! is invalid (`no_option`).
 
+use cb_llm::{Call, ChatRequest, Message};
 use cb_model::text::{contains_phrase, looks_like_refusal, normalize};
+use rand::seq::SliceRandom;
 use serde::Serialize;
+
+/// An option as a template shows it (`{{ o.letter }}: {{ o.text }}`).
+#[derive(Debug, Clone, Serialize)]
+pub struct OptionView<'a> {
+    pub letter: String,
+    pub text: &'a str,
+}
+
+/// The options in the order given, lettered from `A`.
+pub fn option_views(texts: &[String]) -> Vec<OptionView<'_>> {
+    texts
+        .iter()
+        .enumerate()
+        .map(|(i, t)| OptionView {
+            letter: cb_model::letter(i),
+            text: t,
+        })
+        .collect()
+}
+
+/// A seeded order of `n` options: shown position -> option index, from
+/// `item_rng(seed, scope, id, purpose)`.
+pub fn order(seed: u64, scope: &str, id: &str, purpose: &str, n: usize) -> Vec<usize> {
+    let mut p: Vec<usize> = (0..n).collect();
+    p.shuffle(&mut cb_model::item_rng(seed, scope, id, purpose));
+    p
+}
+
+/// How a multiple-choice question is sampled.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Sampling {
+    pub temperature: f32,
+    pub max_tokens: u32,
+}
+
+/// The request of one multiple-choice question rendered from `prompt` into `messages`:
+/// no response schema (a letter in free text is what every model can give), `offline` what
+/// the offline and dry-run backends answer. The template's name and hash go beside the
+/// answer in the cache.
+pub fn call(
+    messages: Vec<Message>,
+    (template, template_hash): (&str, &str),
+    item: &str,
+    seed: Option<u64>,
+    sampling: Sampling,
+    offline: String,
+) -> Call {
+    Call {
+        request: ChatRequest {
+            messages,
+            temperature: sampling.temperature,
+            top_p: None,
+            max_tokens: sampling.max_tokens,
+            seed,
+            response_schema: None,
+        },
+        template: template.to_owned(),
+        template_hash: template_hash.to_owned(),
+        item: item.to_owned(),
+        offline,
+    }
+}
+
+/// The option more than half of the `votes` chose (each an option index, `None` for an
+/// invalid answer); `None` when no option has that many.
+pub fn majority(votes: &[Option<usize>]) -> Option<usize> {
+    let mut counts = std::collections::BTreeMap::new();
+    for v in votes.iter().flatten() {
+        *counts.entry(*v).or_insert(0usize) += 1;
+    }
+    counts
+        .into_iter()
+        .find(|(_, n)| 2 * n > votes.len())
+        .map(|(v, _)| v)
+}
 
 /// What the extraction found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -143,15 +225,6 @@ pub fn extract(raw: &str, options: &[String]) -> Extracted {
     }
 }
 
-/// Extracts the choice of a model reply; a call that failed for good is invalid (`error`).
-pub fn extract_reply(reply: &crate::run::Reply, options: &[String]) -> Extracted {
-    if reply.error.is_some() {
-        Extracted::invalid("error")
-    } else {
-        extract(&reply.raw, options)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -178,6 +251,29 @@ mod tests {
         assert_eq!(extract("A: library", &o).how, "conflict");
         // Out of range letters are not letters.
         assert_eq!(extract("D", &o).choice, None);
+    }
+
+    #[test]
+    fn a_majority_is_more_than_half_of_the_votes() {
+        assert_eq!(majority(&[Some(1)]), Some(1));
+        assert_eq!(majority(&[Some(1), Some(1), Some(0)]), Some(1));
+        assert_eq!(majority(&[Some(1), None, Some(0)]), None);
+        assert_eq!(majority(&[Some(1), Some(0)]), None);
+        assert_eq!(majority(&[None]), None);
+        assert_eq!(majority(&[]), None);
+    }
+
+    #[test]
+    fn a_seeded_order_is_a_permutation_that_depends_on_the_purpose() {
+        let a = order(42, "r", "id-1", "vote-2", 5);
+        let mut sorted = a.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, [0, 1, 2, 3, 4]);
+        assert_eq!(a, order(42, "r", "id-1", "vote-2", 5));
+        let others: Vec<_> = (3..8)
+            .map(|v| order(42, "r", "id-1", &format!("vote-{v}"), 5))
+            .collect();
+        assert!(others.iter().any(|o| *o != a));
     }
 
     #[test]

@@ -1,0 +1,122 @@
+//! Closed-form readers, for tests of the reader check: each reads the multiple-choice
+//! question a request asks (rendered by `prompts/eval/kre.md` or `prompts/eval/recall_qa.md`:
+//! a context, a question, options lettered from `A`) and answers with a letter by one fixed
+//! rule, so which rows pass follows from the rows alone.
+//!
+//! - [`follow_context`]: the option whose text the context names (case-insensitive; the
+//!   longest when several are named); "None" when none is.
+//! - [`memory_reader`]: the option a table of known answers gives for the question, whatever
+//!   the context says.
+
+use crate::{responder, ChatRequest, Reply, Responder};
+use std::collections::HashMap;
+
+/// A multiple-choice question read back from a prompt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mcq {
+    pub context: String,
+    pub question: String,
+    pub options: Vec<String>,
+}
+
+/// Reads the question of the last user message: the context after `Context:` (one line) or
+/// between `<<<` and `>>>`, the question after the last `Question:`, and the options `A: …`,
+/// `B: …` that follow it (inline or one a line), up to `Answer with`.
+pub fn parse(prompt: &str) -> Option<Mcq> {
+    let context = if let Some(i) = prompt.find("<<<") {
+        let rest = &prompt[i + 3..];
+        rest[..rest.find(">>>")?].trim().to_owned()
+    } else if let Some(i) = prompt.find("Context: ") {
+        let rest = &prompt[i + 9..];
+        rest[..rest.find('\n').unwrap_or(rest.len())]
+            .trim()
+            .to_owned()
+    } else {
+        String::new()
+    };
+    let q = &prompt[prompt.rfind("Question: ")? + 10..];
+    let q = &q[..q.find("\nAnswer with").unwrap_or(q.len())];
+    // Option markers in letter order, each after a space or a line break.
+    let mut marks = Vec::new();
+    let mut from = 0;
+    for l in 'A'..='Z' {
+        let m = [format!(" {l}: "), format!("\n{l}: ")]
+            .iter()
+            .filter_map(|pat| q[from..].find(pat.as_str()).map(|i| from + i))
+            .min();
+        let Some(m) = m else { break };
+        marks.push(m);
+        from = m + 3;
+    }
+    let first = *marks.first()?;
+    let mut options = Vec::new();
+    for (k, m) in marks.iter().enumerate() {
+        let end = marks.get(k + 1).copied().unwrap_or(q.len());
+        options.push(q[m + 4..end].trim().to_owned());
+    }
+    Some(Mcq {
+        context,
+        question: q[..first].trim().to_owned(),
+        options,
+    })
+}
+
+fn letter(i: usize) -> String {
+    char::from(b'A' + i as u8).to_string()
+}
+
+/// The option the context names (the longest when several are), as a letter.
+pub fn follow_context(q: &Mcq) -> String {
+    let ctx = q.context.to_lowercase();
+    q.options
+        .iter()
+        .enumerate()
+        .filter(|(_, o)| !o.is_empty() && ctx.contains(&o.to_lowercase()))
+        .max_by_key(|(i, o)| (o.len(), std::cmp::Reverse(*i)))
+        .map_or_else(|| "None".to_owned(), |(i, _)| letter(i))
+}
+
+/// A reader that follows the context shown ([`follow_context`]).
+pub fn context_follower() -> Responder {
+    responder(|req: &ChatRequest| {
+        Reply::Content(
+            parse(req.last_user()).map_or_else(|| "None".to_owned(), |q| follow_context(&q)),
+        )
+    })
+}
+
+/// A reader that answers from memory: `known` maps a question to its answer's option (the
+/// index in the order the options are shown); the reply is that letter, whatever the context
+/// says.
+pub fn memory_reader(known: HashMap<String, usize>) -> Responder {
+    responder(move |req: &ChatRequest| {
+        let reply = parse(req.last_user())
+            .and_then(|q| known.get(&q.question).map(|i| letter(*i)))
+            .unwrap_or_else(|| "None".to_owned());
+        Reply::Content(reply)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_layouts_of_the_eval_prompts_parse() {
+        let kre = "Answer the multiple-choice question below.\nContext: A cupboard keeps milk cold.\nQuestion: Where is milk kept? A: cupboard B: refrigerator C: mailbox\nAnswer with the letter and the text of one option.";
+        let q = parse(kre).unwrap();
+        assert_eq!(q.context, "A cupboard keeps milk cold.");
+        assert_eq!(q.question, "Where is milk kept?");
+        assert_eq!(q.options, ["cupboard", "refrigerator", "mailbox"]);
+        assert_eq!(follow_context(&q), "A");
+        let recall = "Read the passage, then answer the question.\n\nPassage:\n<<<\nThe siege ended in Lyon.\n>>>\n\nQuestion: Where did the siege end?\nA: Orléans\nB: Lyon\nAnswer with the letter of the right option (one of A, B).";
+        let q = parse(recall).unwrap();
+        assert_eq!(q.options, ["Orléans", "Lyon"]);
+        assert_eq!(follow_context(&q), "B");
+        let none = Mcq {
+            context: "Nothing here.".into(),
+            ..q
+        };
+        assert_eq!(follow_context(&none), "None");
+    }
+}

@@ -1,0 +1,628 @@
+//! The papers' human check, done by a model: a reader is asked the benchmark's own
+//! multiple-choice question with only the generated context, and the row stands when it
+//! picks the answer that context is meant to lead to (KRE appendix A.4; RECALL's rule that a
+//! non-answer edit must leave the answer as it was).
+//!
+//! Checks, by `mode`:
+//! - `kre`: `negative` (the negative context must lead to the negative answer; else
+//!   `reader_disagrees`), `control` (the golden context must lead to the golden answer; else
+//!   `reader_control_failed`: an ambiguous question or a weak golden context), and, with
+//!   `answer_set = true`, `answer_set` (the options alone, no question and no context: a
+//!   reader that can tell the golden answer from the distractors that way shows distractors
+//!   that give it away; measured and recorded, a reject `answer_set_reveals` only above
+//!   `max_answer_set_share`).
+//! - `recall`: `qa_a` (the answer-edited context leads to the edited answer), `qa_na` and
+//!   `qa_na_sentence` (a non-answer edit leaves the original answer: else the sample is
+//!   discarded, as the paper does), `control` (the paragraph leads to the original answer).
+//!
+//! Each check asks `votes` times: first with the options in the row's order, then in seeded
+//! orders (`item_rng(seed, recipe, item, "reader-CHECK-V")`); more than half of the votes
+//! must pick the intended option. Every question goes through [`cb_step::choice`] (the same
+//! prompts, requests and letter extraction as `conflictbench eval`), so reader calls are
+//! ordinary cached calls: resume, batch, pool, budget and dry runs cover them.
+//!
+//! Without a reader (an offline build, or `--reader none`) the step passes every row and the
+//! build says it is not reader-verified.
+
+use crate::prelude::*;
+use cb_llm::{Llm, LlmError};
+use cb_model::{letter, letter_index};
+use cb_step::choice::{self, Sampling};
+use cb_step::{CallRecord, Prompt, READER_FIELD};
+use serde::Serialize;
+use serde_json::Value;
+
+/// The step table's constructor.
+pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepError> {
+    let bad = |m: String| StepError::Config(format!("step {}: {m}", spec.name()));
+    let mode = match spec.str("mode").as_deref() {
+        None | Some("kre") => Mode::Kre,
+        Some("recall") => Mode::Recall,
+        Some(other) => {
+            return Err(bad(format!(
+                "unknown mode {other:?}; known: \"kre\", \"recall\""
+            )))
+        }
+    };
+    let default_prompt = match mode {
+        Mode::Kre => "eval/kre.md",
+        Mode::Recall => "eval/recall_qa.md",
+    };
+    let votes = spec.int("votes").unwrap_or(1);
+    if votes < 1 {
+        return Err(bad(format!("`votes = {votes}`: at least 1")));
+    }
+    let control = match spec.str("control").as_deref() {
+        None | Some("reject") => Control::Reject,
+        Some("record") => Control::Record,
+        Some("off") => Control::Off,
+        Some(other) => {
+            return Err(bad(format!(
+                "unknown `control = {other:?}`; known: \"reject\", \"record\", \"off\""
+            )))
+        }
+    };
+    let answer_set = spec.bool("answer_set", false);
+    let max_share = spec.f64("max_answer_set_share");
+    if max_share.is_some() && !answer_set {
+        return Err(bad(
+            "`max_answer_set_share` needs `answer_set = true`".into()
+        ));
+    }
+    if answer_set && mode == Mode::Recall {
+        return Err(bad(
+            "`answer_set` is a check of KRE's distractors (mode \"kre\")".into(),
+        ));
+    }
+    let prompt = spec
+        .str("prompt")
+        .unwrap_or_else(|| default_prompt.to_owned());
+    Ok(Box::new(ReaderCheck {
+        name: spec.name().to_owned(),
+        mode,
+        control,
+        max_answer_set_share: max_share,
+        reader: ReaderSpec {
+            prompt: Prompt::load(prompts, &prompt)?,
+            answer_set: answer_set
+                .then(|| {
+                    Prompt::load(
+                        prompts,
+                        &spec
+                            .str("answer_set_prompt")
+                            .unwrap_or_else(|| "reader/answer_set.md".to_owned()),
+                    )
+                })
+                .transpose()?,
+            votes: votes as u32,
+            max_tokens: spec.int("max_tokens").map_or(32, |x| x as u32),
+        },
+    }))
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Kre,
+    Recall,
+}
+
+/// What a failing control does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Control {
+    Reject,
+    /// Asked and recorded, never a reject (the commonsense parts keep their released golden
+    /// explanations, weak ones included).
+    Record,
+    Off,
+}
+
+/// How the reader is asked: the question prompt (`eval/kre.md` or `eval/recall_qa.md`),
+/// the answer-set prompt when that check runs, votes per check, answer length.
+#[derive(Debug)]
+pub struct ReaderSpec {
+    pub prompt: Prompt,
+    pub answer_set: Option<Prompt>,
+    pub votes: u32,
+    pub max_tokens: u32,
+}
+
+impl ReaderSpec {
+    /// The question prompt `prompt` of `prompts` (no answer-set test), `votes` per check.
+    pub fn load(prompts: &Files, prompt: &str, votes: u32) -> Result<Self, StepError> {
+        Ok(ReaderSpec {
+            prompt: Prompt::load(prompts, prompt)?,
+            answer_set: None,
+            votes,
+            max_tokens: 32,
+        })
+    }
+}
+
+/// The template environment questions are rendered in.
+pub type Env = minijinja::Environment<'static>;
+
+/// A new template environment (the one recipes and prompts share).
+pub fn environment() -> Env {
+    cb_step::template::environment()
+}
+
+/// KRE appendix A.4's levels of how far a negative context misleads, as the options of the
+/// rating question (`reader/rate.md`).
+pub const LEVELS: [&str; 3] = ["Not misleading", "Somewhat misleading", "Highly misleading"];
+
+/// Asks the reader to rate how far `context` pushes a reader of `q` towards `target`, on
+/// [`LEVELS`] (`a.spec.prompt` is the rating template): the index of the level, `None`
+/// when the answer names none. One vote.
+pub async fn rate(
+    a: Asker<'_>,
+    q: Question<'_>,
+    context: &str,
+    target: &str,
+) -> Result<Option<usize>, LlmError> {
+    let levels: Vec<String> = LEVELS.iter().map(|s| (*s).to_owned()).collect();
+    let vars = minijinja::context! {
+        context => context,
+        question => q.question,
+        choices => choice::option_views(q.choices),
+        target => target,
+        options => choice::option_views(&levels),
+    };
+    let p = &a.spec.prompt;
+    let messages = p
+        .render(a.env, &vars)
+        .map_err(|e| LlmError::Config(format!("cannot render prompt {e}")))?;
+    let call = choice::call(
+        messages,
+        (&p.name, &p.hash),
+        q.id,
+        None,
+        Sampling {
+            temperature: 0.0,
+            max_tokens: a.spec.max_tokens,
+        },
+        letter(2),
+    );
+    let c = a.reader.complete(&call).await?;
+    Ok(choice::extract(&c.text, &levels).choice)
+}
+
+/// A row's multiple-choice question as the reader sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct Question<'a> {
+    /// The item's id, for seeded orders and logs.
+    pub id: &'a str,
+    pub question: &'a str,
+    pub choices: &'a [String],
+}
+
+/// One check: which context the reader gets (`None`: the options alone, the answer-set
+/// test), and the option it must pick.
+#[derive(Debug, Clone)]
+pub struct Check<'a> {
+    pub name: &'static str,
+    pub context: Option<&'a str>,
+    pub expected: usize,
+}
+
+/// What the reader answered to one check.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Verdict {
+    pub check: String,
+    /// The intended option, as a letter of the row's order.
+    pub expected: String,
+    /// Each vote's pick (a letter of the row's order; `null` for an answer that names no
+    /// option) and how it was read (`letter`, `text`, or why it is invalid).
+    pub picks: Vec<Option<String>>,
+    pub how: Vec<String>,
+    /// The majority's pick, if any.
+    pub pick: Option<String>,
+    pub passed: bool,
+    #[serde(skip)]
+    pub calls: Vec<CallRecord>,
+}
+
+impl Verdict {
+    /// `"A" (bank)`, or `nothing` when no option has a majority; with several votes, the
+    /// votes follow.
+    pub fn pick_named(&self, choices: &[String]) -> String {
+        let name = |l: &Option<String>| match l {
+            Some(l) => {
+                let text = letter_index(l)
+                    .and_then(|i| choices.get(i))
+                    .map_or("", String::as_str);
+                format!("\"{l}\" ({text})")
+            }
+            None => "no option".to_owned(),
+        };
+        let mut s = name(&self.pick);
+        if self.picks.len() > 1 {
+            let votes: Vec<String> = self
+                .picks
+                .iter()
+                .map(|p| p.clone().unwrap_or_else(|| "-".into()))
+                .collect();
+            s.push_str(&format!(" (votes {})", votes.join(", ")));
+        }
+        s
+    }
+
+    /// Share of the votes that picked the intended option.
+    pub fn share(&self) -> f64 {
+        let hits = self
+            .picks
+            .iter()
+            .flatten()
+            .filter(|p| **p == self.expected)
+            .count();
+        hits as f64 / self.picks.len().max(1) as f64
+    }
+}
+
+/// Where a check is asked from: the seed and scope of its seeded option orders
+/// (`item_rng(seed, scope, item, "reader-CHECK-V")`) and the step name its calls are recorded
+/// under.
+#[derive(Debug, Clone, Copy)]
+pub struct Asker<'a> {
+    pub reader: &'a Llm,
+    pub spec: &'a ReaderSpec,
+    pub env: &'a minijinja::Environment<'static>,
+    pub seed: u64,
+    pub scope: &'a str,
+    pub step: &'a str,
+}
+
+/// Asks the reader one check of `q`, `spec.votes` times: the first vote with the options in
+/// the row's order, the others in seeded orders. A call that fails for good is an error
+/// (fatal or not: the caller decides); an answer that names no option is an invalid vote.
+pub async fn ask_check(
+    a: Asker<'_>,
+    q: Question<'_>,
+    check: &Check<'_>,
+) -> Result<Verdict, LlmError> {
+    let Asker {
+        reader,
+        spec,
+        env,
+        seed,
+        scope,
+        step,
+    } = a;
+    let n = q.choices.len();
+    let prompt = match (&spec.answer_set, check.context) {
+        (Some(p), None) => p,
+        _ => &spec.prompt,
+    };
+    let mut verdict = Verdict {
+        check: check.name.to_owned(),
+        expected: letter(check.expected),
+        picks: Vec::new(),
+        how: Vec::new(),
+        pick: None,
+        passed: false,
+        calls: Vec::new(),
+    };
+    let mut votes = Vec::new();
+    for v in 0..spec.votes {
+        let order: Vec<usize> = if v == 0 {
+            (0..n).collect()
+        } else {
+            choice::order(seed, scope, q.id, &format!("reader-{}-{v}", check.name), n)
+        };
+        let shown: Vec<String> = order.iter().map(|i| q.choices[*i].clone()).collect();
+        let vars = minijinja::context! {
+            role => "",
+            instruction => "",
+            examples => Vec::<String>::new(),
+            context => check.context.unwrap_or(""),
+            question => q.question,
+            options => choice::option_views(&shown),
+        };
+        let messages = prompt
+            .render(env, &vars)
+            .map_err(|e| LlmError::Config(format!("cannot render prompt {e}")))?;
+        // What the dry-run backend answers: the intended option, so an estimate counts
+        // every check.
+        let intended = order.iter().position(|i| *i == check.expected).unwrap_or(0);
+        let call = choice::call(
+            messages,
+            (&prompt.name, &prompt.hash),
+            q.id,
+            None,
+            Sampling {
+                temperature: 0.0,
+                max_tokens: spec.max_tokens,
+            },
+            letter(intended),
+        );
+        let c = reader.complete(&call).await?;
+        verdict.calls.push(CallRecord {
+            step: step.to_owned(),
+            template: prompt.name.clone(),
+            template_hash: prompt.hash.clone(),
+            cache_key: c.cache_key.clone(),
+            attempt: v + 1,
+            prompt_tokens: c.prompt_tokens,
+            completion_tokens: c.completion_tokens,
+        });
+        let x = choice::extract(&c.text, &shown);
+        let picked = x.choice.map(|i| order[i]);
+        votes.push(picked);
+        verdict.picks.push(picked.map(letter));
+        verdict.how.push(x.how.to_owned());
+    }
+    let pick = choice::majority(&votes);
+    verdict.pick = pick.map(letter);
+    verdict.passed = pick == Some(check.expected);
+    Ok(verdict)
+}
+
+/// The negative answer's option: the `candidate` letter when it names the negative answer,
+/// else the first choice that is the negative answer (choices may repeat a text).
+pub fn negative_option(choices: &[String], candidate: &str, negative: &str) -> Option<usize> {
+    letter_index(candidate)
+        .filter(|i| choices.get(*i).is_some_and(|c| c == negative))
+        .or_else(|| choices.iter().position(|c| c == negative))
+}
+
+/// The reader check of a recipe (see the module documentation).
+#[derive(Debug)]
+pub struct ReaderCheck {
+    name: String,
+    mode: Mode,
+    control: Control,
+    max_answer_set_share: Option<f64>,
+    reader: ReaderSpec,
+}
+
+/// One check of an item, with what a failure does: the reject reason, or `None` to record.
+struct Planned {
+    name: &'static str,
+    context: Option<String>,
+    expected: usize,
+    reject: Option<&'static str>,
+}
+
+impl Planned {
+    fn new(
+        name: &'static str,
+        context: &str,
+        expected: usize,
+        reject: Option<&'static str>,
+    ) -> Self {
+        Planned {
+            name,
+            context: Some(context.to_owned()),
+            expected,
+            reject,
+        }
+    }
+}
+
+impl ReaderCheck {
+    /// The item's options and its checks, in the order they are asked.
+    fn plan(&self, item: &Item) -> Result<(Vec<String>, Vec<Planned>), StepFailure> {
+        let missing =
+            |what: &str| StepFailure::reject("bad_answer", format!("{}: {what}", self.name));
+        let control = match self.control {
+            Control::Reject => Some("reader_control_failed"),
+            _ => None,
+        };
+        let mut checks = Vec::new();
+        let choices = match self.mode {
+            Mode::Kre => {
+                let choices = item.texts("choices");
+                let gold = letter_index(item.text("answer"))
+                    .filter(|i| *i < choices.len())
+                    .ok_or_else(|| missing("the answer names none of the choices"))?;
+                let negative = negative_option(
+                    &choices,
+                    item.text("candidate"),
+                    item.text("negative_answer"),
+                )
+                .filter(|i| *i != gold)
+                .ok_or_else(|| missing("the negative answer is none of the wrong choices"))?;
+                let disagrees = Some("reader_disagrees");
+                checks.push(Planned::new(
+                    "negative",
+                    item.text("negative_context"),
+                    negative,
+                    disagrees,
+                ));
+                if self.control != Control::Off {
+                    checks.push(Planned::new(
+                        "control",
+                        item.text("golden_context"),
+                        gold,
+                        control,
+                    ));
+                }
+                if self.reader.answer_set.is_some() {
+                    checks.push(Planned {
+                        name: "answer_set",
+                        context: None,
+                        expected: gold,
+                        reject: None,
+                    });
+                }
+                choices
+            }
+            Mode::Recall => {
+                let options = item.texts("options");
+                let original = letter_index(item.text("answer_option"))
+                    .filter(|i| *i < options.len())
+                    .ok_or_else(|| missing("answer_option names none of the options"))?;
+                let edited = options
+                    .iter()
+                    .position(|o| o == item.text("edited_answer"))
+                    .filter(|i| *i != original)
+                    .ok_or_else(|| missing("the edited answer is none of the other options"))?;
+                // A non-answer edit that moves the reader off the original answer discards
+                // the sample, as the paper does.
+                let disagrees = Some("reader_disagrees");
+                checks.push(Planned::new(
+                    "qa_a",
+                    item.text("qa_a_context"),
+                    edited,
+                    disagrees,
+                ));
+                checks.push(Planned::new(
+                    "qa_na",
+                    item.text("qa_na_context"),
+                    original,
+                    disagrees,
+                ));
+                if item.fields.contains_key("qa_na_sentence_context") {
+                    checks.push(Planned::new(
+                        "qa_na_sentence",
+                        item.text("qa_na_sentence_context"),
+                        original,
+                        disagrees,
+                    ));
+                }
+                if self.control != Control::Off {
+                    checks.push(Planned::new(
+                        "control",
+                        item.text("paragraph"),
+                        original,
+                        control,
+                    ));
+                }
+                options
+            }
+        };
+        Ok((choices, checks))
+    }
+
+    async fn apply(&self, item: &mut Item, ctx: &StepCtx<'_>) -> Result<(), StepFailure> {
+        let Some(reader) = ctx.reader else {
+            item.set(READER_FIELD, Value::Null);
+            return Ok(());
+        };
+        let (choices, planned) = self.plan(item)?;
+        let question = item.text("question").to_owned();
+        let q = Question {
+            id: &item.id,
+            question: &question,
+            choices: &choices,
+        };
+        let mut verdicts = Vec::new();
+        let mut calls = Vec::new();
+        let mut failed = None;
+        for p in &planned {
+            let check = Check {
+                name: p.name,
+                context: p.context.as_deref(),
+                expected: p.expected,
+            };
+            let asker = Asker {
+                reader,
+                spec: &self.reader,
+                env: ctx.env,
+                seed: ctx.seed,
+                scope: ctx.recipe,
+                step: &self.name,
+            };
+            let v = match ask_check(asker, q, &check).await {
+                Ok(v) => v,
+                Err(e) if e.is_fatal() => {
+                    return Err(StepFailure::Fatal(match e {
+                        LlmError::Budget(m) => StepError::Budget(m),
+                        other => StepError::Llm(other),
+                    }))
+                }
+                Err(e) => {
+                    item.calls.append(&mut calls);
+                    return Err(StepFailure::Reject {
+                        reason: e.reason_code(),
+                        detail: format!(
+                            "{}: the reader gave no answer to the {} check: {e}",
+                            self.name, p.name
+                        ),
+                        raw: e.raw().map(str::to_owned),
+                        attempts: e.attempts(),
+                    });
+                }
+            };
+            calls.extend(v.calls.iter().cloned());
+            let reveals = p.name == "answer_set"
+                && self.max_answer_set_share.is_some_and(|max| v.share() > max);
+            if let (false, Some(reason)) = (v.passed, p.reject) {
+                failed = Some((reason, v.clone()));
+            } else if reveals {
+                failed = Some(("answer_set_reveals", v.clone()));
+            }
+            verdicts.push(v);
+            if failed.is_some() {
+                break;
+            }
+        }
+        item.calls.append(&mut calls);
+        let record = serde_json::json!({
+            "model": reader.config().model,
+            "endpoint": reader.endpoint(),
+            "votes": self.reader.votes,
+            "checks": verdicts,
+        });
+        item.set(READER_FIELD, record);
+        match failed {
+            None => Ok(()),
+            Some((reason, v)) => {
+                let what = match v.check.as_str() {
+                    "negative" => "with the negative context",
+                    "control" => "with the golden context (the control)",
+                    "qa_a" => "with the answer-edited context",
+                    "qa_na" => "with the non-answer-edited context",
+                    "qa_na_sentence" => "with the sentence-edited context",
+                    _ => "from the options alone",
+                };
+                let expected = letter_index(&v.expected)
+                    .and_then(|i| choices.get(i))
+                    .map_or("", String::as_str);
+                let detail = if reason == "answer_set_reveals" {
+                    format!(
+                        "{reason}: from the options alone the reader picked the golden answer \"{}\" ({expected}) in {:.0} % of its votes, above max_answer_set_share {}",
+                        v.expected,
+                        100.0 * v.share(),
+                        self.max_answer_set_share.unwrap_or(1.0)
+                    )
+                } else {
+                    format!(
+                        "{reason}: {what} the reader picked {}, not \"{}\" ({expected})",
+                        v.pick_named(&choices),
+                        v.expected
+                    )
+                };
+                Err(StepFailure::Reject {
+                    reason: reason.to_owned(),
+                    detail: format!("{}: {detail}", self.name),
+                    raw: None,
+                    attempts: v.calls.len() as u32,
+                })
+            }
+        }
+    }
+}
+
+impl Step for ReaderCheck {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn prompt(&self) -> Option<&Prompt> {
+        Some(&self.reader.prompt)
+    }
+
+    fn prompts(&self) -> Vec<&Prompt> {
+        std::iter::once(&self.reader.prompt)
+            .chain(&self.reader.answer_set)
+            .collect()
+    }
+
+    fn reads(&self) -> bool {
+        true
+    }
+
+    fn run<'a>(&'a self, item: &'a mut Item, ctx: &'a StepCtx<'_>) -> StepFuture<'a> {
+        Box::pin(self.apply(item, ctx))
+    }
+}

@@ -1,0 +1,266 @@
+//! `audit --reader-base-url URL --reader-model NAME`: the reader checks of a build, run on
+//! any audited file (released KRE files included), and with `--rate` KRE appendix A.4's
+//! three-level rating. Questions are asked as the build's `reader_check` asks them
+//! (`cb_steps::reader_check::ask_check`: the eval prompts, the same letter extraction), as
+//! ordinary cached calls.
+
+use crate::config_err;
+use cb_audit::{ItemKind, ReaderResult, Report};
+use cb_engine::Files;
+use cb_llm::{ApiKey, BackendKind, Llm, LlmConfig};
+use cb_steps::reader_check::{self, ask_check, Asker, Check, Env, Question, ReaderSpec, LEVELS};
+use clap::Args;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+#[derive(Args, Debug)]
+pub struct AuditReaderArgs {
+    /// Base URL of a reader model that answers each row's question from its edited context
+    /// alone (checks `reader_negative`, `reader_control`, `reader_qa_a`, `reader_qa_na`).
+    #[arg(long, value_name = "URL", requires = "reader_model")]
+    pub reader_base_url: Option<String>,
+    /// The reader model's name.
+    #[arg(long, value_name = "NAME", requires = "reader_base_url")]
+    pub reader_model: Option<String>,
+    /// Also ask the reader to rate each KRE negative context on KRE appendix A.4's three
+    /// levels (not / somewhat / highly misleading); the distribution goes into the report.
+    #[arg(long, requires = "reader_base_url")]
+    pub rate: bool,
+    /// Votes per check: the first with the options in the row's order, the others in
+    /// seeded orders; more than half must pick the intended option.
+    #[arg(long, default_value_t = 1, value_parser = crate::build_args::at_least_one)]
+    pub votes: usize,
+    /// Reader calls in flight.
+    #[arg(long, default_value_t = 8)]
+    pub concurrency: usize,
+    /// Response cache of the reader's calls (SQLite).
+    #[arg(long, value_name = "PATH", default_value = "audit-llm-cache.sqlite")]
+    pub cache: PathBuf,
+    /// Folder of prompt templates (default: ./prompts when present, else the bundled ones).
+    #[arg(long)]
+    pub prompts: Option<PathBuf>,
+}
+
+/// What one reader question of the audit is.
+struct Job {
+    item: usize,
+    code: &'static str,
+    spec: Arc<ReaderSpec>,
+    id: String,
+    question: String,
+    options: Vec<String>,
+    context: String,
+    expected: usize,
+}
+
+/// Asks the reader every check of every KRE and QA row of `report` and adds the verdicts;
+/// with `--rate`, the ratings too. Returns a line saying who read and what it cost.
+pub async fn read(
+    args: &AuditReaderArgs,
+    seed: u64,
+    report: &mut Report,
+) -> anyhow::Result<Option<String>> {
+    let (Some(base_url), Some(model)) = (&args.reader_base_url, &args.reader_model) else {
+        return Ok(None);
+    };
+    if args.concurrency == 0 {
+        return Err(config_err("--concurrency must be at least 1"));
+    }
+    crate::preflight::check_endpoint(base_url, true)?;
+    let mut c = LlmConfig::offline();
+    c.backend = BackendKind::Openai;
+    c.base_url = base_url.clone();
+    c.model = model.clone();
+    c.api_key = ApiKey::new(std::env::var("OPENAI_API_KEY").unwrap_or_default());
+    c.cache_path = Some(args.cache.clone());
+    c.concurrency = args.concurrency;
+    c.price = cb_llm::pricing::builtin(model).unwrap_or_default();
+    let llm = Llm::new(c)?;
+    let files = crate::assets::prompt_files(args.prompts.as_deref())?;
+    let spec = |name: &str| -> anyhow::Result<Arc<ReaderSpec>> {
+        ReaderSpec::load(&files, name, args.votes as u32)
+            .map(Arc::new)
+            .map_err(|e| config_err(e.to_string()))
+    };
+    let (kre, qa) = (spec("eval/kre.md")?, spec("eval/recall_qa.md")?);
+    let mut jobs = Vec::new();
+    for (i, it) in report.items.iter().enumerate() {
+        let mut push = |code, spec: &Arc<ReaderSpec>, context: &str, expected: Option<usize>| {
+            if let Some(expected) = expected {
+                jobs.push(Job {
+                    item: i,
+                    code,
+                    spec: Arc::clone(spec),
+                    id: it.item_id.clone(),
+                    question: it.question.clone(),
+                    options: it.options.clone(),
+                    context: context.to_owned(),
+                    expected,
+                });
+            }
+        };
+        match it.kind {
+            ItemKind::Kre => {
+                push("reader_negative", &kre, &it.edited, it.other_option);
+                push("reader_control", &kre, &it.original, it.answer_option);
+            }
+            ItemKind::QaA => push("reader_qa_a", &qa, &it.edited, it.other_option),
+            ItemKind::QaNa => push("reader_qa_na", &qa, &it.edited, it.answer_option),
+            ItemKind::TextGeneration => {}
+        }
+    }
+    let env = Arc::new(reader_check::environment());
+    let mut set = tokio::task::JoinSet::new();
+    for (n, job) in jobs.into_iter().enumerate() {
+        let (llm, env) = (llm.clone(), Arc::clone(&env));
+        set.spawn(async move {
+            let q = Question {
+                id: &job.id,
+                question: &job.question,
+                choices: &job.options,
+            };
+            let check = Check {
+                name: job.code,
+                context: Some(&job.context),
+                expected: job.expected,
+            };
+            let asker = Asker {
+                reader: &llm,
+                spec: &job.spec,
+                env: &env,
+                seed,
+                scope: "audit",
+                step: "audit",
+            };
+            let v = ask_check(asker, q, &check).await;
+            (n, job, v)
+        });
+    }
+    let mut results = Vec::new();
+    let mut no_answer = 0;
+    while let Some(joined) = set.join_next().await {
+        let (n, job, v) = joined?;
+        let v = match v {
+            Ok(v) => v,
+            Err(e) if e.is_fatal() => return Err(anyhow::Error::new(e)),
+            Err(e) => {
+                tracing::warn!(item = %job.id, error = %e, "the reader gave no answer");
+                no_answer += 1;
+                continue;
+            }
+        };
+        let named = v.pick_named(&job.options);
+        let expected = format!("\"{}\" ({})", v.expected, job.options[job.expected]);
+        let what = job.code.trim_start_matches("reader_");
+        results.push((
+            n,
+            ReaderResult {
+                item: job.item,
+                check: job.code,
+                shown: format!("{what}: picked {named}, intended {expected}"),
+                outcome: if v.passed {
+                    Ok(())
+                } else {
+                    Err(format!("the reader picked {named}, not {expected}"))
+                },
+            },
+        ));
+    }
+    if args.rate {
+        results.extend(rate(&llm, &files, report, &env, args.concurrency).await?);
+    }
+    // The report's order does not depend on which answer came first.
+    results.sort_by_key(|(n, _)| *n);
+    let mut ratings = std::collections::BTreeMap::new();
+    for (_, r) in &results {
+        if r.check == "reader_rating" {
+            let level = r.shown.trim_start_matches("rating: ").to_owned();
+            *ratings.entry(level).or_insert(0) += 1;
+        }
+    }
+    report.ratings = ratings;
+    report.add_reader_results(results.into_iter().map(|(_, r)| r).collect());
+    let s = llm.stats();
+    Ok(Some(format!(
+        "reader: {model} at {} ({} calls: {} upstream, {} from the cache; {no_answer} without an answer)",
+        llm.endpoint(),
+        s.calls,
+        s.upstream_calls,
+        s.cache_hits
+    )))
+}
+
+/// KRE appendix A.4's rating of every KRE row's negative context towards its negative
+/// answer. Results are numbered after the checks'.
+async fn rate(
+    llm: &Llm,
+    files: &Files,
+    report: &Report,
+    env: &Arc<Env>,
+    concurrency: usize,
+) -> anyhow::Result<Vec<(usize, ReaderResult)>> {
+    let spec = Arc::new(
+        ReaderSpec::load(files, "reader/rate.md", 1).map_err(|e| config_err(e.to_string()))?,
+    );
+    let permits = Arc::new(tokio::sync::Semaphore::new(concurrency * 2));
+    let mut set = tokio::task::JoinSet::new();
+    for (i, it) in report.items.iter().enumerate() {
+        if it.kind != ItemKind::Kre {
+            continue;
+        }
+        let (llm, env, spec, permits) = (
+            llm.clone(),
+            Arc::clone(env),
+            Arc::clone(&spec),
+            Arc::clone(&permits),
+        );
+        let (id, question, options, context, target) = (
+            it.item_id.clone(),
+            it.question.clone(),
+            it.options.clone(),
+            it.edited.clone(),
+            it.other_answer.clone(),
+        );
+        set.spawn(async move {
+            let _p = permits.acquire_owned().await.expect("never closed");
+            let asker = Asker {
+                reader: &llm,
+                spec: &spec,
+                env: &env,
+                seed: 0,
+                scope: "audit",
+                step: "audit",
+            };
+            let q = Question {
+                id: &id,
+                question: &question,
+                choices: &options,
+            };
+            (i, reader_check::rate(asker, q, &context, &target).await)
+        });
+    }
+    let mut out = Vec::new();
+    while let Some(joined) = set.join_next().await {
+        let (i, answer) = joined?;
+        let level = match answer {
+            Ok(level) => level,
+            Err(e) if e.is_fatal() => return Err(anyhow::Error::new(e)),
+            Err(_) => continue,
+        };
+        let name = level.map_or("no level", |c| LEVELS[c]);
+        out.push((
+            usize::MAX / 2 + i,
+            ReaderResult {
+                item: i,
+                check: "reader_rating",
+                shown: format!("rating: {name}"),
+                outcome: if level == Some(2) {
+                    Ok(())
+                } else {
+                    Err(format!("rated \"{name}\", not \"{}\"", LEVELS[2]))
+                },
+            },
+        ));
+    }
+    Ok(out)
+}

@@ -296,10 +296,16 @@ pub const WARNINGS_FIELD: &str = "lexical_warnings";
 
 /// The reason codes of rules that guess at meaning from words: an explanation that seems to
 /// argue for the golden answer (`supports_golden`) or against the negative one
-/// (`denies_negative`), or that does not name the negative answer (`no_mention`). Where a
-/// reader checks the rows they are warnings kept on the row (the reader decides); where
-/// nobody reads, they stay rejects.
-pub const GUESS_CODES: [&str; 3] = ["supports_golden", "denies_negative", "no_mention"];
+/// (`denies_negative`), that does not name the negative answer (`no_mention`), or that says
+/// nothing beyond the negative answer and the question's own words (`restates_question`).
+/// Where a reader checks the rows they are warnings kept on the row (the reader decides);
+/// where nobody reads, they stay rejects.
+pub const GUESS_CODES: [&str; 4] = [
+    "supports_golden",
+    "denies_negative",
+    "no_mention",
+    "restates_question",
+];
 
 /// What a validator found by rules of [`GUESS_CODES`]: rejects when `reject` (no reader),
 /// else warnings.

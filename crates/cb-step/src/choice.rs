@@ -4,7 +4,8 @@
 //! ([`order`]), the extraction of the chosen option from free text ([`extract`]) and the
 //! majority over several votes ([`majority`]).
 //!
-//! Extraction, in order: an explicit letter (`B`, `(B)`, `B: bank`, `answer is B`, `option
+//! Extraction, in order: the options read back one a line (`A: …` then `B: …`) choose none
+//! (`list`); an explicit letter (`B`, `(B)`, `B: bank`, `answer is B`, `option
 //! B`), unless the answer names exactly one option's text and it is another one
 //! (`conflict`); then a non-answer (empty, "None", "I don't know", cannot determine, a
 //! refusal) is invalid; then the option texts mentioned as whole words (after
@@ -98,7 +99,7 @@ pub struct Extracted {
     /// The chosen option's index, `None` when invalid.
     pub choice: Option<usize>,
     /// How it was found (`letter`, `text`) or why it is invalid (`empty`, `unknown`,
-    /// `refusal`, `both`, `no_option`, `conflict`, `error`).
+    /// `refusal`, `both`, `list`, `no_option`, `conflict`, `error`).
     pub how: &'static str,
 }
 
@@ -187,11 +188,31 @@ fn named_options(t: &str, options: &[String]) -> Vec<usize> {
         .collect()
 }
 
+/// How many distinct option letters open a line of `t` as a label (`A:`, `B.`, `(C)`).
+fn listed_letters(t: &str, n: usize) -> usize {
+    let mut seen = std::collections::BTreeSet::new();
+    for line in t.lines() {
+        if let Some(first) = line.split_whitespace().next() {
+            if first.ends_with([':', ')', '.']) || first.starts_with('(') {
+                if let Some(i) = letter_token(first, n) {
+                    seen.insert(i);
+                }
+            }
+        }
+    }
+    seen.len()
+}
+
 /// Extracts the chosen option among `options` (in the order shown to the model).
 pub fn extract(raw: &str, options: &[String]) -> Extracted {
     let t = raw.trim();
     if t.is_empty() {
         return Extracted::invalid("empty");
+    }
+    // "A: Not misleading\nB: Somewhat misleading ...": the options read back, one a line,
+    // choose none (a real SmolLM2 answer, QUALITY.md).
+    if listed_letters(t, options.len()) >= 2 {
+        return Extracted::invalid("list");
     }
     let letter = explicit_letter(t, options.len());
     let named = named_options(t, options);
@@ -251,6 +272,13 @@ mod tests {
         assert_eq!(extract("A: library", &o).how, "conflict");
         // Out of range letters are not letters.
         assert_eq!(extract("D", &o).choice, None);
+        // The options read back one a line choose none (real SmolLM2 answers).
+        assert_eq!(
+            extract("A: bank\nB: library\nC: department", &o).how,
+            "list"
+        );
+        assert_eq!(extract("A: bank\nB: library", &o).choice, None);
+        assert_eq!(extract("A: bank\nIt keeps money.", &o).choice, Some(0));
     }
 
     #[test]

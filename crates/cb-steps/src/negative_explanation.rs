@@ -3,19 +3,14 @@
 
 use crate::prelude::*;
 use cb_model::{letter, letter_index, quality, text};
+use cb_step::ask::reason_code;
+use cb_step::GUESS_CODES;
 use serde_json::json;
 
 /// The step table's constructor.
 pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepError> {
     let model = ModelStep::new(spec, prompts, None, 160)?;
-    let step = NegativeExplanation {
-        require_mention: spec.bool("require_mention", false),
-        max_words: spec.int("max_words").map_or(80, |x| x as usize),
-        offline_template: spec
-            .str("offline_template")
-            .unwrap_or_else(|| "{{ negative_answer }} is the most fitting answer here.".to_owned()),
-    };
-    Ok(Model::boxed(model, step))
+    Ok(Model::boxed(model, NegativeExplanation::from_spec(spec)))
 }
 
 /// Writes `negative_context`: a brief explanation that supports the negative answer.
@@ -70,25 +65,27 @@ impl NegativeExplanation {
             .to_owned()
     }
 
-    /// `given`: the texts the explanation may copy (the premise, the question); a refusal or
-    /// the golden answer is looked for in what it says beyond them.
-    /// `(answer, negative)`: the golden answer's text and the negative answer.
-    fn validate(
+    /// The explanation's findings, every rule that fires, in the order the validator weighs
+    /// them (`code: detail` each; an empty explanation gives `empty` alone). `t` is the
+    /// cleaned answer; `(answer, negative)` the golden answer's text and the negative
+    /// answer; `given` the texts the explanation may copy (the premise, the question), beyond
+    /// which a refusal or the golden answer is looked for; `restate_given` what a
+    /// restatement may add words from.
+    pub fn findings(
         &self,
-        raw: &str,
+        t: &str,
         (answer, negative): (&str, &str),
         given: &[&str],
         restate_given: &[&str],
         choices: &[String],
-        mut guesses: Guesses,
-    ) -> Result<(String, Guesses), String> {
-        let t = clean_text_answer(raw);
+    ) -> Vec<String> {
         if t.is_empty() {
-            return Err("empty: the answer is empty".into());
+            return vec!["empty: the answer is empty".into()];
         }
-        let own = quality::beyond_copies(&t, given);
+        let mut out = Vec::new();
+        let own = quality::beyond_copies(t, given);
         if text::looks_like_refusal(&own) {
-            return Err("refusal: the answer declines the task".into());
+            out.push("refusal: the answer declines the task".into());
         }
         // A line per option ("Bakery: Bakers make them, so do printers."): the model goes
         // through the list it was shown instead of arguing for one answer.
@@ -97,8 +94,8 @@ impl NegativeExplanation {
             .chain(choices.iter().cloned())
             .collect();
         let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
-        if let Some(o) = quality::echoed_label(&t, &labels, "") {
-            return Err(format!(
+        if let Some(o) = quality::echoed_label(t, &labels, "") {
+            out.push(format!(
                 "prompt_echo: a line starts with the option \"{o}:\"; argue for one answer, without going through the options"
             ));
         }
@@ -106,19 +103,19 @@ impl NegativeExplanation {
         // premise, the question and the negative answer ("This passage discusses ..." is an
         // e-CARE answer).
         let material = format!("{}\n{negative}", given.join("\n"));
-        if let Some(w) = quality::talks_about_task(&t, &material) {
-            return Err(format!(
+        if let Some(w) = quality::talks_about_task(t, &material) {
+            out.push(format!(
                 "prompt_echo: it talks about the task (\"{w}\"); state a reason about the situation itself"
             ));
         }
-        if let Some(w) = quality::denies(&t, &material) {
-            guesses.flag(format!(
+        if let Some(w) = quality::denies(t, &material) {
+            out.push(format!(
                 "denies_negative: it argues against \"{negative}\" (\"{w}\"); give a reason that supports it"
-            ))?;
+            ));
         }
         let words = t.split_whitespace().count();
         if words > self.max_words {
-            return Err(format!(
+            out.push(format!(
                 "too_long: {words} words, at most {} allowed",
                 self.max_words
             ));
@@ -126,7 +123,7 @@ impl NegativeExplanation {
         if !text::contains_phrase_any_number(negative, answer)
             && text::contains_phrase_any_number(&own, answer)
         {
-            return Err(format!(
+            out.push(format!(
                 "states_golden: it mentions the correct answer \"{answer}\""
             ));
         }
@@ -137,20 +134,62 @@ impl NegativeExplanation {
             .copied()
             .chain([self.offline_template.as_str()])
             .collect();
-        if quality::leans_to_golden(&t, negative, answer, &known) {
-            guesses.flag(format!(
+        if quality::leans_to_golden(t, negative, answer, &known) {
+            out.push(format!(
                 "supports_golden: it argues for \"{answer}\" rather than \"{negative}\"; give a reason for \"{negative}\""
-            ))?;
-        }
-        if quality::restates(&t, negative, restate_given) {
-            return Err(format!(
-                "restates_negative: it only restates \"{negative}\"; give a reason that supports it"
             ));
         }
-        if self.require_mention && !text::contains_phrase(&t, negative) {
-            guesses.flag(format!("no_mention: it must mention \"{negative}\""))?;
+        // Nothing beyond the negative answer is certain; nothing beyond it and the question
+        // is a guess: "The dog barked at the door. The dog was asleep." (premise, then the
+        // negative answer) explains nothing, "Pancreatic necrosis virus can cause
+        // pancreatitis." (released e-CARE) links the two in the question's own words.
+        if quality::restates(t, negative, &[]) {
+            out.push(format!(
+                "restates_negative: it only restates \"{negative}\"; give a reason that supports it"
+            ));
+        } else if quality::restates(t, negative, restate_given) {
+            out.push(format!(
+                "restates_question: it adds nothing to \"{negative}\" and the question's own words; give a reason that supports it"
+            ));
+        }
+        if self.require_mention && !text::contains_phrase(t, negative) {
+            out.push(format!("no_mention: it must mention \"{negative}\""));
+        }
+        out
+    }
+
+    /// The validator: the cleaned answer, unless a finding rejects it. Findings that guess at
+    /// meaning go to `guesses` (rejects without a reader, warnings with one); the others
+    /// reject, the first in [`Self::findings`]' order.
+    fn validate(
+        &self,
+        raw: &str,
+        answers: (&str, &str),
+        given: &[&str],
+        restate_given: &[&str],
+        choices: &[String],
+        mut guesses: Guesses,
+    ) -> Result<(String, Guesses), String> {
+        let t = clean_text_answer(raw);
+        for f in self.findings(&t, answers, given, restate_given, choices) {
+            if GUESS_CODES.contains(&reason_code(&f)) {
+                guesses.flag(f)?;
+            } else {
+                return Err(f);
+            }
         }
         Ok((t, guesses))
+    }
+
+    /// The step as a recipe entry configures it (for measuring its rules outside a build).
+    pub fn from_spec(spec: &StepSpec) -> Self {
+        NegativeExplanation {
+            require_mention: spec.bool("require_mention", false),
+            max_words: spec.int("max_words").map_or(80, |x| x as usize),
+            offline_template: spec.str("offline_template").unwrap_or_else(|| {
+                "{{ negative_answer }} is the most fitting answer here.".to_owned()
+            }),
+        }
     }
 }
 

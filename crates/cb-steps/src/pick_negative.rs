@@ -12,8 +12,8 @@ pub fn build(spec: &StepSpec, _prompts: &Files) -> Result<Box<dyn Step>, StepErr
     }))
 }
 
-/// Picks the negative answer uniformly among the wrong choices (those that do not read as
-/// the golden one), with the item's own generator (purpose `negative_answer`). Writes `candidate` (letter) and `negative_answer`.
+/// Picks the negative answer uniformly among the wrong choices (those that are not the
+/// golden one written again), with the item's own generator (purpose `negative_answer`). Writes `candidate` (letter) and `negative_answer`.
 #[derive(Debug)]
 pub struct PickNegative {
     pub name: String,
@@ -34,12 +34,11 @@ impl PickNegative {
         let choices = item.texts("choices");
         let answer = letter_index(item.text("answer"))
             .ok_or_else(|| StepFailure::reject("bad_answer", "answer is not a letter"))?;
-        // A wrong choice that reads as the golden one (CommonsenseQA repeats a choice now and
-        // then: "clumsy" as A and D) cannot be the negative answer: the conflict would be none.
-        let golden = choices.get(answer).map(|g| cb_model::text::normalize(g));
-        let wrong: Vec<usize> = (0..choices.len())
-            .filter(|&i| i != answer && Some(cb_model::text::normalize(&choices[i])) != golden)
-            .collect();
+        // A wrong choice that is the golden one again (CommonsenseQA repeats a choice now and
+        // then: "clumsy" as A and D) cannot be the negative answer: the conflict would be
+        // none. Compared case-insensitively, nothing more: e-CARE dev-723's "a artiodactyl"
+        // and "an artiodactyl" stay two choices, as KRE released them.
+        let wrong = wrong_choices(&choices, answer);
         if wrong.is_empty() {
             return Err(StepFailure::reject(
                 "no_wrong_choice",
@@ -51,5 +50,37 @@ impl PickNegative {
         item.set("candidate", letter(pick));
         item.set("negative_answer", choices[pick].clone());
         Ok(())
+    }
+}
+
+/// The choices the negative answer may be: not the golden one, nor the golden one written
+/// again (compared case-insensitively).
+fn wrong_choices(choices: &[String], answer: usize) -> Vec<usize> {
+    let golden = choices.get(answer).map(|g| g.trim().to_lowercase());
+    (0..choices.len())
+        .filter(|&i| i != answer && Some(choices[i].trim().to_lowercase()) != golden)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn texts(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn a_choice_that_repeats_the_golden_one_is_never_the_negative_answer() {
+        // KRE's released cose.json row 24: CommonsenseQA repeats "clumsy" as A and D.
+        let c = texts(&["clumsy", "ineffectual", "dull", "clumsy", "stupid"]);
+        assert_eq!(wrong_choices(&c, 3), [1, 2, 4]);
+        // e-CARE dev-723: two writings of one answer stay two choices, as released.
+        let c = texts(&[
+            "this mammal is a artiodactyl.",
+            "this mammal is an artiodactyl.",
+        ]);
+        assert_eq!(wrong_choices(&c, 1), [0]);
+        assert!(wrong_choices(&texts(&["x", "X "]), 0).is_empty());
     }
 }

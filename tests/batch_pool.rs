@@ -20,6 +20,13 @@ fn kre_args<'a>(base: &'a str, out: &'a str, raw: &'a str) -> Vec<&'a str> {
     a
 }
 
+/// [`kre_args`] with the recipes' reader check read by the build's own model.
+fn kre_reading_args<'a>(base: &'a str, out: &'a str, raw: &'a str) -> Vec<&'a str> {
+    let mut a = reading_args("kre", "cose,ecare", base, raw, out);
+    a.extend(["--backoff-ms", "10"]);
+    a
+}
+
 fn bundled() -> String {
     repo().join("raw").to_str().unwrap().to_owned()
 }
@@ -49,10 +56,13 @@ fn last_run(dir: &Path) -> serde_json::Value {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn batch_build_makes_no_online_call_and_writes_what_an_online_build_writes() {
+    // With the reader check: its questions go through the batches too, a round after the
+    // writer's.
     let mock = MockServer::start(model()).await;
     let base = mock.base_url();
     let raw = bundled();
     let (online, batch) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let kre_args = kre_reading_args;
     let o = build(&kre_args(&base, online.path().to_str().unwrap(), &raw), &[]).await;
     assert!(o.status.success(), "{}", text(&o));
     let online_calls = mock.request_count();
@@ -80,6 +90,8 @@ async fn batch_build_makes_no_online_call_and_writes_what_an_online_build_writes
             batch.path().join("kre").join(domain),
         );
         assert_eq!(snapshot(&a), snapshot(&b), "{domain}: files differ");
+        let rows = read_jsonl(&b.join(format!("{domain}.jsonl")));
+        assert!(!rows.is_empty() && rows.iter().all(|r| r["reader"]["model"] == "m"));
         assert_eq!(last_run(&b)["transport"]["mode"], "batch");
         assert_eq!(last_run(&a)["transport"]["mode"], "online");
     }

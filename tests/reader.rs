@@ -431,3 +431,65 @@ async fn reader_flags_that_contradict_each_other_are_configuration_errors() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("--reader-base-url"), "{}", text(&o));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_dry_run_counts_the_reader_calls() {
+    let repo = repo();
+    let raw = repo.join("raw");
+    let server = MockServer::start(denying_model()).await;
+    let base = server.base_url();
+    let out = tempfile::tempdir().unwrap();
+    let count = |o: &std::process::Output| -> u64 {
+        let s = String::from_utf8_lossy(&o.stdout).into_owned();
+        let line = s
+            .lines()
+            .find(|l| l.starts_with("kre-cose:"))
+            .unwrap()
+            .to_owned();
+        line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    };
+    let mut read = reading_args(
+        "kre",
+        "cose",
+        &base,
+        raw.to_str().unwrap(),
+        out.path().to_str().unwrap(),
+    );
+    read.push("--dry-run");
+    let with = build(&read, &[]).await;
+    assert!(with.status.success(), "{}", text(&with));
+    let mut unread = model_args(
+        "kre",
+        "cose",
+        &base,
+        raw.to_str().unwrap(),
+        out.path().to_str().unwrap(),
+    );
+    unread.push("--dry-run");
+    let without = build(&unread, &[]).await;
+    assert!(without.status.success(), "{}", text(&without));
+    assert_eq!(server.request_count(), 0, "a dry run calls nothing");
+    // Every row the writer's estimate keeps passes its checks (the dry-run reader answers
+    // the intended option): two questions a row, the negative and the recorded control. The
+    // rows kept are those of the offline build, whose answers the dry run stands in with.
+    let offline = tempfile::tempdir().unwrap();
+    let o = build(
+        &[
+            "kre",
+            "--domains",
+            "cose",
+            "--raw",
+            raw.to_str().unwrap(),
+            "--out",
+            offline.path().to_str().unwrap(),
+        ],
+        &[],
+    )
+    .await;
+    assert!(o.status.success(), "{}", text(&o));
+    let rows = read_json(&offline.path().join("kre/cose/manifest.json"))["rows"]
+        .as_u64()
+        .unwrap();
+    assert!(rows > 0);
+    assert_eq!(count(&with), count(&without) + 2 * rows, "{}", text(&with));
+}

@@ -67,6 +67,60 @@ async fn max_cost_refuses_the_call_that_could_overrun_it_and_cached_answers_stay
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_reader_on_another_endpoint_shares_the_cache_file_and_the_budget() {
+    let answer = || {
+        cb_mock::responder(|_| cb_mock::Reply::ContentWith {
+            content: "A".into(),
+            finish_reason: "stop".into(),
+            usage: Some((500, 500)),
+        })
+    };
+    let (writer_mock, reader_mock) = (
+        cb_mock::MockServer::start(answer()).await,
+        cb_mock::MockServer::start(answer()).await,
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("c.sqlite");
+    let mut c = config(&writer_mock.base_url(), &cache);
+    c.price = Price {
+        input_per_million: 1.0,
+        output_per_million: 1.0,
+    };
+    c.max_cost_usd = Some(0.0025);
+    let writer = Llm::new(c.clone()).unwrap();
+    let mut rc = config(&reader_mock.base_url(), std::path::Path::new("ignored"));
+    rc.model = "reader".into();
+    rc.price = c.price;
+    let reader = writer.reader(rc).unwrap();
+    // One writer call and one reader call spend $0.002 of the one budget: the third call
+    // could overrun it, whichever layer makes it.
+    writer.complete(&call(0)).await.unwrap();
+    reader.complete(&call(1)).await.unwrap();
+    assert!(matches!(
+        reader.complete(&call(2)).await,
+        Err(LlmError::Budget(_))
+    ));
+    assert!(matches!(
+        writer.complete(&call(2)).await,
+        Err(LlmError::Budget(_))
+    ));
+    assert_eq!(writer.stats().upstream_calls, 2, "one set of counters");
+    assert_eq!(
+        (writer_mock.request_count(), reader_mock.request_count()),
+        (1, 1)
+    );
+    // The reader's answer is in the writer's cache file, under the reader's endpoint and
+    // model: a new run answers it from there.
+    drop((writer, reader));
+    let writer = Llm::new(c).unwrap();
+    let mut rc = config(&reader_mock.base_url(), std::path::Path::new("ignored"));
+    rc.model = "reader".into();
+    let reader = writer.reader(rc).unwrap();
+    assert!(reader.complete(&call(1)).await.unwrap().cached);
+    assert!(!cache.with_file_name("ignored").exists());
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn replay_answers_from_the_cache_and_names_a_miss() {
     let mock = cb_mock::MockServer::start(cb_mock::fixed("cached text")).await;
     let dir = tempfile::tempdir().unwrap();

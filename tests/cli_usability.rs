@@ -330,3 +330,75 @@ fn colour_only_on_a_terminal_and_never_with_no_color() {
     assert!(plain.contains("INFO"), "{plain}");
     assert!(!plain.contains(esc), "NO_COLOR: no colour codes: {plain:?}");
 }
+
+/// The bundled recipes copied to a fresh folder, `file` edited by `edit`.
+fn recipes_with(file: &str, edit: impl Fn(String) -> String) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for e in std::fs::read_dir(repo().join("recipes")).unwrap() {
+        let p = e.unwrap().path();
+        let mut text = std::fs::read_to_string(&p).unwrap();
+        if p.file_name().unwrap() == file {
+            text = edit(text);
+        }
+        std::fs::write(dir.path().join(p.file_name().unwrap()), text).unwrap();
+    }
+    dir
+}
+
+#[test]
+fn a_misspelt_or_mistyped_step_parameter_is_refused_before_any_work() {
+    let cwd = tempfile::tempdir().unwrap();
+    let out = cwd.path().join("out");
+    let raw = raw();
+    for (edit, key, near) in [
+        ("max_tokens = 120", "max_tokns = 120", Some("max_tokens")),
+        (
+            "retries_on_invalid = 3",
+            "retries_on_invalid_ = 3",
+            Some("retries_on_invalid"),
+        ),
+        ("min_similarity = 0.6", "min_similarity = \"0.6\"", None),
+    ] {
+        let recipes = recipes_with("kre-squad.toml", |t| t.replacen(edit, key, 1));
+        let text_of = std::fs::read_to_string(recipes.path().join("kre-squad.toml")).unwrap();
+        let line = 1 + text_of.lines().position(|l| l == key).unwrap();
+        for dry in [false, true] {
+            let mut args = vec![
+                "build",
+                "kre",
+                "--domains",
+                "squad",
+                "--raw",
+                &raw,
+                "--recipes",
+                recipes.path().to_str().unwrap(),
+                "--out",
+                out.to_str().unwrap(),
+            ];
+            let base = "http://127.0.0.1:9/v1";
+            if dry {
+                args.extend(["--dry-run", "--base-url", base, "--model", "m"]);
+            }
+            let o = cb(cwd.path(), &args);
+            assert_eq!(o.status.code(), Some(2), "{key}: {}", text(&o));
+            let e = text(&o);
+            let key_name = key.split(' ').next().unwrap();
+            assert!(e.contains(&format!("kre-squad.toml:{line}:")), "{e}");
+            assert!(e.contains(&format!("`{key_name}`")), "{e}");
+            match near {
+                Some(n) => assert!(e.contains(&format!("did you mean `{n}`?")), "{e}"),
+                None => assert!(e.contains("must be a number, not string"), "{e}"),
+            }
+        }
+        assert!(!out.exists(), "nothing was written");
+    }
+    // `recipes --explain` lists a kind's parameters.
+    let o = cb(cwd.path(), &["recipes", "--explain", "negative_context"]);
+    assert!(o.status.success(), "{}", text(&o));
+    for key in ["min_similarity", "max_tokens", "on_invalid", "prompt"] {
+        assert!(text(&o).contains(key), "{}", text(&o));
+    }
+    let o = cb(cwd.path(), &["recipes", "--explain", "negative_contxt"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).contains("known: pick_negative"), "{}", text(&o));
+}

@@ -94,6 +94,7 @@ pub async fn build_recipe(
     progress: &dyn Progress,
 ) -> Result<BuildOutcome, EngineError> {
     let name = recipe.name();
+    recipe.check_steps(&opts.steps)?;
     let steps = recipe
         .steps
         .iter()
@@ -207,7 +208,7 @@ pub async fn build_recipe(
     if let Some(e) = fatal.or_else(|| endpoint_never_answered(&name, llm, &totals, &step_counts)) {
         // Nothing is written, but what this run sent and spent is recorded.
         if opts.write {
-            if let Err(w) = record_run(&dir, llm, Some(&e)) {
+            if let Err(w) = record_run(&dir, llm, Some(&e.to_string())) {
                 tracing::warn!(error = %w, "cannot record the stopped run");
             }
         }
@@ -302,9 +303,26 @@ pub async fn build_recipe(
     })
 }
 
+/// Appends the line of a build of `recipe` stopped from outside (a signal: its
+/// [`build_recipe`] future was dropped) to the recipe's `runs.jsonl`, as a build stopped by an
+/// error is recorded: what it sent and spent, and `stopped` saying why. Nothing else is
+/// written or removed; a dry run (`opts.write` false) writes nothing at all.
+pub fn record_stopped(
+    recipe: &Recipe,
+    opts: &BuildOptions,
+    llm: &Llm,
+    why: &str,
+) -> Result<(), EngineError> {
+    if !opts.write {
+        return Ok(());
+    }
+    let dir = opts.out.join(&recipe.benchmark).join(&recipe.domain);
+    record_run(&dir, llm, Some(why))
+}
+
 /// Appends this run's line to `runs.jsonl`: when, the backend, the LLM layer's counters (what
 /// was spent), and for a run that stopped early, why.
-fn record_run(dir: &Path, llm: &Llm, stopped: Option<&EngineError>) -> Result<(), EngineError> {
+fn record_run(dir: &Path, llm: &Llm, stopped: Option<&str>) -> Result<(), EngineError> {
     let mut run = serde_json::json!({
         "unix_time": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()),
         "backend": llm.config().backend.name(),
@@ -312,8 +330,8 @@ fn record_run(dir: &Path, llm: &Llm, stopped: Option<&EngineError>) -> Result<()
         "structured": llm.structured_form(),
         "llm": llm.stats(),
     });
-    if let Some(e) = stopped {
-        run["stopped"] = serde_json::Value::String(e.to_string());
+    if let Some(why) = stopped {
+        run["stopped"] = serde_json::Value::String(why.to_owned());
     }
     std::fs::create_dir_all(dir).map_err(|source| EngineError::Write {
         path: dir.to_path_buf(),

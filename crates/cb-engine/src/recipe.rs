@@ -92,6 +92,12 @@ pub struct Recipe {
     pub origin: String,
     #[serde(skip)]
     pub hash: String,
+    /// Where the recipe is, for messages (`recipes/kre-cose.toml`, `bundled:kre-cose.toml`).
+    #[serde(skip)]
+    pub located: String,
+    /// Per `[[steps]]` entry: its header's line and each key's line (1-based).
+    #[serde(skip)]
+    pub step_lines: Vec<(usize, BTreeMap<String, usize>)>,
 }
 
 impl Recipe {
@@ -110,8 +116,56 @@ impl Recipe {
         recipe.file = name.to_owned();
         recipe.origin = recipes.origin();
         recipe.hash = cb_step::prompt::sha256_hex(text.as_bytes());
+        recipe.located = recipes.locate(name);
+        recipe.step_lines = step_lines(&text);
         Ok(recipe)
     }
+
+    /// Checks every step entry against the step table before any work: a known kind, known
+    /// parameters, each of its type. The error names the file, the line and the key.
+    pub fn check_steps(&self, steps: &cb_step::Registry) -> Result<(), EngineError> {
+        for (i, spec) in self.steps.iter().enumerate() {
+            if let Err(e) = steps.check(spec) {
+                let lines = self.step_lines.get(i);
+                let line = lines
+                    .and_then(|(_, keys)| e.key.as_ref().and_then(|k| keys.get(k)))
+                    .or(lines.map(|(header, _)| header))
+                    .map_or(String::new(), |l| format!(":{l}"));
+                return Err(EngineError::Config(format!(
+                    "{}{line}: step {} ({}): {}",
+                    self.located,
+                    i + 1,
+                    spec.name(),
+                    e.message
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The line of each `[[steps]]` header of a recipe's text and of each `key =` under it, up
+/// to the next table header (1-based).
+fn step_lines(text: &str) -> Vec<(usize, BTreeMap<String, usize>)> {
+    let mut out: Vec<(usize, BTreeMap<String, usize>)> = Vec::new();
+    let mut inside = false;
+    for (n, line) in text.lines().enumerate() {
+        let t = line.trim();
+        if t.starts_with('[') {
+            inside = t == "[[steps]]";
+            if inside {
+                out.push((n + 1, BTreeMap::new()));
+            }
+            continue;
+        }
+        if let (true, Some((key, _)), Some(last)) = (inside, t.split_once('='), out.last_mut()) {
+            let key = key.trim().trim_matches('"');
+            if !key.is_empty() && !key.starts_with('#') {
+                last.1.entry(key.to_owned()).or_insert(n + 1);
+            }
+        }
+    }
+    out
 }
 
 /// Converts a TOML table of options to the JSON object the readers and steps take.

@@ -18,6 +18,7 @@ pub mod choice;
 pub mod corpus;
 pub mod files;
 pub mod item;
+pub mod params;
 pub mod prompt;
 pub mod schema;
 pub mod spec;
@@ -125,34 +126,62 @@ pub trait Step: Send + Sync + std::fmt::Debug {
 /// Builds a step from its recipe entry; prompts are read from the folder given.
 pub type Constructor = fn(&StepSpec, &Files) -> Result<Box<dyn Step>, StepError>;
 
-/// The step kinds a build knows: `kind` -> constructor, in the order the unknown-kind
-/// error lists them.
+/// One kind of the step table: its name in recipes, its constructor and the parameters it
+/// takes (slices of [`params::Param`]s, e.g. [`params::MODEL_PARAMS`] and its own).
+#[derive(Debug, Clone, Copy)]
+pub struct StepKind {
+    pub kind: &'static str,
+    pub build: Constructor,
+    pub params: &'static [&'static [params::Param]],
+}
+
+/// The step kinds a build knows, in the order the unknown-kind error lists them.
 #[derive(Debug, Clone, Copy)]
 pub struct Registry {
-    kinds: &'static [(&'static str, Constructor)],
+    kinds: &'static [StepKind],
 }
 
 impl Registry {
-    pub const fn new(kinds: &'static [(&'static str, Constructor)]) -> Self {
+    pub const fn new(kinds: &'static [StepKind]) -> Self {
         Self { kinds }
     }
 
     /// The known kinds, in table order.
     pub fn kinds(&self) -> impl Iterator<Item = &'static str> {
-        self.kinds.iter().map(|(k, _)| *k)
+        self.kinds.iter().map(|k| k.kind)
     }
 
-    /// Builds the step a recipe entry names; an unknown kind is a configuration error that
-    /// lists the known ones.
+    fn kind(&self, kind: &str) -> Result<&StepKind, params::ParamError> {
+        self.kinds
+            .iter()
+            .find(|k| k.kind == kind)
+            .ok_or_else(|| params::ParamError {
+                key: Some("kind".into()),
+                message: format!(
+                    "unknown step kind '{kind}'; known: {}",
+                    self.kinds().collect::<Vec<_>>().join(", ")
+                ),
+            })
+    }
+
+    /// Checks a recipe entry before anything is built: its kind is known, its parameters
+    /// are the kind's, each of its type.
+    pub fn check(&self, spec: &StepSpec) -> Result<(), params::ParamError> {
+        params::check(spec, self.kind(&spec.kind)?.params)
+    }
+
+    /// The parameters of `kind`, as a table (`None` for an unknown kind).
+    pub fn explain(&self, kind: &str) -> Option<String> {
+        self.kind(kind)
+            .ok()
+            .map(|k| params::explain(k.kind, k.params))
+    }
+
+    /// Builds the step a recipe entry names, once [`Registry::check`] accepts it.
     pub fn build(&self, spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepError> {
-        match self.kinds.iter().find(|(k, _)| *k == spec.kind) {
-            Some((_, make)) => make(spec, prompts),
-            None => Err(StepError::Config(format!(
-                "unknown step kind '{}'; known: {}",
-                spec.kind,
-                self.kinds().collect::<Vec<_>>().join(", ")
-            ))),
-        }
+        self.check(spec)
+            .map_err(|e| StepError::Config(format!("step {}: {}", spec.name(), e.message)))?;
+        (self.kind(&spec.kind).expect("checked").build)(spec, prompts)
     }
 }
 
@@ -178,7 +207,18 @@ mod tests {
 
     #[test]
     fn a_kind_maps_to_its_step_and_an_unknown_one_lists_the_known() {
-        const TABLE: Registry = Registry::new(&[("first", noop), ("second", noop)]);
+        const TABLE: Registry = Registry::new(&[
+            StepKind {
+                kind: "first",
+                build: noop,
+                params: &[],
+            },
+            StepKind {
+                kind: "second",
+                build: noop,
+                params: &[],
+            },
+        ]);
         let spec: StepSpec = toml::from_str("kind = \"second\"\nname = \"mine\"").unwrap();
         assert_eq!(
             TABLE.build(&spec, &Files::Dir(".".into())).unwrap().name(),
@@ -189,6 +229,9 @@ mod tests {
             .build(&spec, &Files::Dir(".".into()))
             .unwrap_err()
             .to_string();
-        assert_eq!(e, "unknown step kind 'third'; known: first, second");
+        assert_eq!(
+            e,
+            "step third: unknown step kind 'third'; known: first, second"
+        );
     }
 }

@@ -28,29 +28,63 @@ pub mod reader_check;
 pub mod reading;
 pub mod recall;
 
-use cb_step::Registry;
+use cb_step::params::{Param, MODEL_PARAMS};
+use cb_step::{Registry, StepKind};
 
 /// What every step module imports from the step API.
 mod prelude {
+    pub(crate) use cb_step::params::{Param, ParamType};
     pub(crate) use cb_step::{
         ask, clean_text_answer, extract_json, schema, Files, Guesses, Item, Model, ModelBacked,
         ModelStep, Step, StepCtx, StepError, StepFailure, StepFuture, StepSpec,
     };
 }
 
-/// Every step kind a recipe may name, and its constructor.
+/// Every step kind a recipe may name: its constructor and its parameters.
 pub const STEPS: Registry = Registry::new(&[
-    ("pick_negative", pick_negative::build),
-    ("negative_explanation", negative_explanation::build),
-    ("distractors", distractors::build),
-    ("negative_context", negative_context::build),
-    ("paraphrase", paraphrase::build),
-    ("qa", qa::build),
-    ("answer_edit", answer_edit::build),
-    ("nonanswer_edit", nonanswer_edit::build),
-    ("insert_sentence", nonanswer_edit::sentence::build),
-    ("reader_check", reader_check::build),
+    kind("pick_negative", pick_negative::build, &[]),
+    kind(
+        "negative_explanation",
+        negative_explanation::build,
+        &[MODEL_PARAMS, negative_explanation::PARAMS],
+    ),
+    kind("distractors", distractors::build, &[MODEL_PARAMS]),
+    kind(
+        "negative_context",
+        negative_context::build,
+        &[MODEL_PARAMS, negative_context::PARAMS],
+    ),
+    kind(
+        "paraphrase",
+        paraphrase::build,
+        &[MODEL_PARAMS, recall::MODE],
+    ),
+    kind("qa", qa::build, &[MODEL_PARAMS, recall::MODE]),
+    kind(
+        "answer_edit",
+        answer_edit::build,
+        &[MODEL_PARAMS, recall::MODE],
+    ),
+    kind(
+        "nonanswer_edit",
+        nonanswer_edit::build,
+        &[MODEL_PARAMS, recall::MODE, nonanswer_edit::PARAMS],
+    ),
+    kind("insert_sentence", nonanswer_edit::sentence::build, &[]),
+    kind("reader_check", reader_check::build, &[reader_check::PARAMS]),
 ]);
+
+const fn kind(
+    kind: &'static str,
+    build: cb_step::Constructor,
+    params: &'static [&'static [Param]],
+) -> StepKind {
+    StepKind {
+        kind,
+        build,
+        params,
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -108,7 +142,12 @@ mod tests {
                     ("reader_check", _) => "recall",
                     _ => mode,
                 };
-                let mut entry = format!("kind = \"{kind}\"\nmode = \"{mode}\"\n");
+                // Only the kinds that declare `mode` take it.
+                let takes_mode = STEPS.explain(kind).unwrap().contains("\n  mode ");
+                let mut entry = format!("kind = \"{kind}\"\n");
+                if takes_mode {
+                    entry.push_str(&format!("mode = \"{mode}\"\n"));
+                }
                 if kind == "negative_explanation" {
                     entry.push_str("prompt = \"kre/negative_explanation_choice.md\"\n");
                 }
@@ -121,5 +160,10 @@ mod tests {
         }
         let bad: cb_step::StepSpec = toml::from_str("kind = \"qa\"\nmode = \"table\"").unwrap();
         assert!(STEPS.build(&bad, &prompts).is_err());
+        // A parameter another kind takes is not this one's.
+        let bad: cb_step::StepSpec =
+            toml::from_str("kind = \"distractors\"\nmode = \"record\"").unwrap();
+        let e = STEPS.build(&bad, &prompts).unwrap_err().to_string();
+        assert!(e.contains("unknown parameter `mode`"), "{e}");
     }
 }

@@ -7,6 +7,15 @@ use cb_model::spans::sentence_spans;
 use cb_model::{quality, text};
 use serde_json::json;
 
+/// The parameters of its own (besides the model's).
+pub const PARAMS: &[Param] = &[Param {
+    key: "min_similarity",
+    ty: ParamType::Number,
+    default: "0.6",
+    meaning:
+        "Least token similarity (2 x LCS / total length) of the rewritten passage to the original.",
+}];
+
 /// The step table's constructor.
 pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepError> {
     let model = ModelStep::new(spec, prompts, Some("kre/rewrite_context.md"), 1024)?;

@@ -7,6 +7,28 @@ use cb_step::ask::reason_code;
 use cb_step::GUESS_CODES;
 use serde_json::json;
 
+/// The parameters of its own (besides the model's).
+pub const PARAMS: &[Param] = &[
+    Param {
+        key: "require_mention",
+        ty: ParamType::Bool,
+        default: "false",
+        meaning: "The explanation must name the negative answer (a guess at meaning: a warning where a reader checks the rows).",
+    },
+    Param {
+        key: "max_words",
+        ty: ParamType::Integer,
+        default: "80",
+        meaning: "Longest explanation, in words.",
+    },
+    Param {
+        key: "offline_template",
+        ty: ParamType::Text,
+        default: "\"{{ negative_answer }} is the most fitting answer here.\"",
+        meaning: "The offline rule's text when the golden context cannot be swapped cleanly (minijinja over the item's fields).",
+    },
+];
+
 /// The step table's constructor.
 pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepError> {
     let model = ModelStep::new(spec, prompts, None, 160)?;

@@ -32,6 +32,58 @@ use cb_step::{CallRecord, Prompt, READER_FIELD};
 use serde::Serialize;
 use serde_json::Value;
 
+/// The parameters of the reader check.
+pub const PARAMS: &[Param] = &[
+    Param {
+        key: "mode",
+        ty: ParamType::Text,
+        default: "\"kre\"",
+        meaning: "Which rows it reads: \"kre\" or \"recall\".",
+    },
+    Param {
+        key: "prompt",
+        ty: ParamType::Text,
+        default: "eval/kre.md or eval/recall_qa.md",
+        meaning: "The question template (the evaluation's own).",
+    },
+    Param {
+        key: "votes",
+        ty: ParamType::Integer,
+        default: "1",
+        meaning: "Questions per check (the row's option order, then seeded orders); more than half must pick the intended option.",
+    },
+    Param {
+        key: "control",
+        ty: ParamType::Text,
+        default: "\"reject\"",
+        meaning: "The golden context's check: \"reject\" a row that fails it, \"record\" it only, or \"off\".",
+    },
+    Param {
+        key: "answer_set",
+        ty: ParamType::Bool,
+        default: "false",
+        meaning: "KRE A.4's answer-set test: the options alone, the reader's pick recorded.",
+    },
+    Param {
+        key: "answer_set_prompt",
+        ty: ParamType::Text,
+        default: "reader/answer_set.md",
+        meaning: "The answer-set test's template.",
+    },
+    Param {
+        key: "max_answer_set_share",
+        ty: ParamType::Number,
+        default: "none",
+        meaning: "Reject a row whose golden answer the reader picks from the options alone in more than this share of its votes.",
+    },
+    Param {
+        key: "max_tokens",
+        ty: ParamType::Integer,
+        default: "32",
+        meaning: "Longest answer, in tokens.",
+    },
+];
+
 /// The step table's constructor.
 pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepError> {
     let bad = |m: String| StepError::Config(format!("step {}: {m}", spec.name()));

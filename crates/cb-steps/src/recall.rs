@@ -42,6 +42,14 @@ pub enum Mode {
     Text,
 }
 
+/// The `mode` parameter of the RECALL steps.
+pub const MODE: &[cb_step::params::Param] = &[cb_step::params::Param {
+    key: "mode",
+    ty: cb_step::params::ParamType::Text,
+    default: "(required)",
+    meaning: "\"record\" (EventKG key-value records) or \"text\" (UJ terms).",
+}];
+
 impl Mode {
     fn from_spec(spec: &StepSpec) -> Result<Self, StepError> {
         match spec.str("mode").as_deref() {

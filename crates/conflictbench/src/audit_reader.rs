@@ -34,7 +34,11 @@ pub struct AuditReaderArgs {
     #[arg(long, default_value_t = 8)]
     pub concurrency: usize,
     /// Response cache of the reader's calls (SQLite).
-    #[arg(long, value_name = "PATH", default_value = "generated/audit-llm-cache.sqlite")]
+    #[arg(
+        long,
+        value_name = "PATH",
+        default_value = "generated/audit-llm-cache.sqlite"
+    )]
     pub cache: PathBuf,
     /// Folder of prompt templates (default: ./prompts when present, else the bundled ones).
     #[arg(long)]

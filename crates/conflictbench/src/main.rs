@@ -2,7 +2,9 @@
 //! through cached, resumable, rate-limited LLM calls.
 //!
 //! Exit codes: 0 done; 1 a build failed; 2 a configuration or argument error; 3 the budget
-//! (`--max-cost`, `--max-tokens`) was reached: run the same command again to resume.
+//! (`--max-cost`, `--max-tokens`) was reached: run the same command again to resume; 130 or
+//! 143 a build stopped by SIGINT (Ctrl-C) or SIGTERM: what it got is cached, run the same
+//! command again to resume.
 
 mod assets;
 mod audit_cmd;
@@ -20,7 +22,7 @@ mod structured_arg;
 use anyhow::Context;
 use cb_engine::recipe::select;
 use cb_engine::source::SourceOptions;
-use cb_engine::{build_recipe, BuildOptions, EngineError};
+use cb_engine::{build_recipe, BuildOptions, EngineError, Progress};
 use cb_llm::Llm;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -49,6 +51,9 @@ enum Command {
         /// Folder of recipe files (default: ./recipes when present, else the bundled ones).
         #[arg(long)]
         recipes: Option<PathBuf>,
+        /// Print the parameters a step kind takes (type, default, meaning) instead.
+        #[arg(long, value_name = "KIND")]
+        explain: Option<String>,
     },
     /// Write the bundled recipes and prompts into DIR/recipes and DIR/prompts, to start a new domain from them.
     Init(assets::InitArgs),
@@ -142,6 +147,11 @@ fn main() -> ExitCode {
     match runtime.block_on(run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
+            if let Some(stopped) = e.downcast_ref::<Stopped>() {
+                // Not an error: the line says what was kept and how to resume.
+                eprintln!("{stopped}");
+                return ExitCode::from(stopped.code);
+            }
             let code = match e.downcast_ref::<EngineError>() {
                 Some(EngineError::Config(_) | EngineError::Llm(cb_llm::LlmError::Config(_))) => 2,
                 Some(EngineError::Budget(_)) => 3,
@@ -149,12 +159,108 @@ fn main() -> ExitCode {
                 _ if e.downcast_ref::<ConfigError>().is_some() => 2,
                 _ => 1,
             };
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", said_once(&e));
             if code == 3 {
                 eprintln!("The responses received so far are cached: run the same command again to continue.");
             }
             ExitCode::from(code)
         }
+    }
+}
+
+/// `e` and its causes joined by `: ` (as `{e:#}` prints them), a cause left out when the
+/// text before it already says it: an error whose message embeds its source (`cannot write
+/// PATH: {source}`) would otherwise print the OS error twice.
+fn said_once(e: &anyhow::Error) -> String {
+    let mut said = String::new();
+    for cause in e.chain() {
+        let c = cause.to_string();
+        if said.contains(&c) {
+            continue;
+        }
+        if !said.is_empty() {
+            said.push_str(": ");
+        }
+        said.push_str(&c);
+    }
+    said
+}
+
+/// A build stopped by a signal: exit code 130 (SIGINT) or 143 (SIGTERM); its text is the
+/// one line said on stderr.
+#[derive(Debug)]
+pub(crate) struct Stopped {
+    code: u8,
+    message: String,
+}
+
+impl std::fmt::Display for Stopped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+impl std::error::Error for Stopped {}
+
+/// SIGINT and SIGTERM, caught from the moment a build starts its work until it ends (a
+/// signal between two recipes stops the next one at once).
+struct Signals {
+    #[cfg(unix)]
+    int: Option<tokio::signal::unix::Signal>,
+    #[cfg(unix)]
+    term: Option<tokio::signal::unix::Signal>,
+}
+
+impl Signals {
+    fn new() -> Self {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            Self {
+                int: signal(SignalKind::interrupt()).ok(),
+                term: signal(SignalKind::terminate()).ok(),
+            }
+        }
+        #[cfg(not(unix))]
+        Self {}
+    }
+
+    /// The next signal: its name and the exit code it gives (128 + its number).
+    async fn next(&mut self) -> (&'static str, u8) {
+        #[cfg(unix)]
+        {
+            async fn recv(s: &mut Option<tokio::signal::unix::Signal>) {
+                if let Some(s) = s {
+                    if s.recv().await.is_some() {
+                        return;
+                    }
+                }
+                std::future::pending::<()>().await;
+            }
+            tokio::select! {
+                () = recv(&mut self.int) => ("SIGINT", 130),
+                () = recv(&mut self.term) => ("SIGTERM", 143),
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            if tokio::signal::ctrl_c().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+            ("Ctrl-C", 130)
+        }
+    }
+}
+
+/// `--out` must be a folder or not exist yet: a file (or a path through one) is a
+/// configuration error, said with the OS's words, before anything is read or sent.
+fn check_out(out: &std::path::Path) -> anyhow::Result<()> {
+    let refused = |e: std::io::Error| config_err(format!("--out {}: {e}", out.display()));
+    match std::fs::metadata(out) {
+        Ok(m) if m.is_dir() => Ok(()),
+        // Reading a file as a folder gives the OS's own "Not a directory".
+        Ok(_) => std::fs::read_dir(out).map(|_| ()).map_err(refused),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(refused(e)),
     }
 }
 
@@ -175,7 +281,20 @@ pub(crate) fn config_err(m: impl Into<String>) -> anyhow::Error {
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
-        Command::Recipes { recipes } => {
+        Command::Recipes {
+            explain: Some(kind),
+            ..
+        } => {
+            let table = cb_steps::STEPS.explain(&kind).ok_or_else(|| {
+                config_err(format!(
+                    "unknown step kind '{kind}'; known: {}",
+                    cb_steps::STEPS.kinds().collect::<Vec<_>>().join(", ")
+                ))
+            })?;
+            println_out(table.trim_end());
+            Ok(())
+        }
+        Command::Recipes { recipes, .. } => {
             let (files, all) = assets::recipes(recipes.as_deref())?;
             for r in all {
                 let star = if r.default { "" } else { " (alternate)" };
@@ -205,6 +324,7 @@ pub(crate) fn println_out(s: &str) {
 }
 
 async fn build(mut args: BuildArgs) -> anyhow::Result<()> {
+    check_out(&args.out)?;
     let transport =
         pool_cmd::Transport::new(&args.batch, &args.pool, &mut args.llm).map_err(config_err)?;
     let (reader_url, reader_model) = transport.reader();
@@ -212,6 +332,10 @@ async fn build(mut args: BuildArgs) -> anyhow::Result<()> {
     args.reader.check()?;
     let (_, recipes) = assets::recipes(args.recipes.as_deref())?;
     let selected = select(&recipes, &args.benchmark, &args.domains)?;
+    // Every selected recipe's steps are checked before the first one builds.
+    for r in &selected {
+        r.check_steps(&cb_steps::STEPS)?;
+    }
     let prompts = assets::prompt_files(args.prompts.as_deref())?;
     let inputs = build_args::inputs(&args.inputs, &selected)?;
     if args.llm.concurrency == 0 {
@@ -239,6 +363,7 @@ async fn build(mut args: BuildArgs) -> anyhow::Result<()> {
     };
     let reporter = progress::Bars::new(!args.no_progress && !args.llm.dry_run);
     let mut dry_totals = (0u64, 0u64, 0f64);
+    let mut signals = Signals::new();
     for recipe in selected {
         let manifest = || -> Option<cb_model::Manifest> {
             let p = args
@@ -267,7 +392,34 @@ async fn build(mut args: BuildArgs) -> anyhow::Result<()> {
             }
         }
         let reader = reader_args.reader(&llm, &config, args.llm.dry_run, &default_cache)?;
-        let outcome = build_recipe(recipe, &opts, &llm, reader.as_ref(), &reporter).await?;
+        // A signal drops the build future: its tasks stop, and every answer already handed
+        // out is committed to the cache (the writer commits before it answers), so a re-run
+        // resumes without paying for any of them again.
+        let built = tokio::select! {
+            r = build_recipe(recipe, &opts, &llm, reader.as_ref(), &reporter) => Ok(r),
+            s = signals.next() => Err(s),
+        };
+        let outcome = match built {
+            Ok(r) => r?,
+            Err((signal, code)) => {
+                let name = recipe.name();
+                reporter.finish(&name, 0, 0);
+                let why = format!("stopped by {signal}");
+                if let Err(w) = cb_engine::build::record_stopped(recipe, &opts, &llm, &why) {
+                    tracing::warn!(error = %w, "cannot record the stopped run");
+                }
+                let stats = llm.stats();
+                let message = if args.llm.dry_run {
+                    format!("{why} during the dry run of {name}: nothing was written")
+                } else {
+                    format!(
+                        "{why} while building {name}: the answers received so far are cached ({} calls sent, {} cache hits, ${:.4}); run the same command again to resume",
+                        stats.upstream_calls, stats.cache_hits, stats.spent_usd
+                    )
+                };
+                return Err(anyhow::Error::new(Stopped { code, message }));
+            }
+        };
         let stats = llm.stats();
         if args.llm.dry_run {
             // Completion estimate: the offline answer's length stands in for the model's.

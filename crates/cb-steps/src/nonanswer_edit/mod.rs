@@ -12,6 +12,14 @@ use rand::seq::{IndexedRandom, SliceRandom};
 use serde_json::{json, Value};
 use std::collections::HashSet;
 
+/// The parameters of its own (besides the model's and `mode`).
+pub const PARAMS: &[Param] = &[Param {
+    key: "max_replacements",
+    ty: ParamType::Integer,
+    default: "4",
+    meaning: "Most replacements one answer may list.",
+}];
+
 /// The step table's constructor.
 pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepError> {
     let (mode, model) = Mode::with_model(spec, prompts, "edit_nonanswer", 300)?;

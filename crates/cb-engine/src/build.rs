@@ -1,7 +1,7 @@
 //! Running one recipe end to end.
 
 use crate::output::append_line;
-use crate::progress::Progress;
+use cb_llm::Progress;
 use crate::recipe::Recipe;
 use crate::source::{self, SourceOptions};
 use crate::{EngineError, Item};

@@ -15,7 +15,6 @@ pub mod format;
 pub mod hub;
 pub mod join;
 pub mod output;
-pub mod progress;
 pub mod recipe;
 pub mod source;
 
@@ -23,5 +22,5 @@ pub use build::{build_recipe, BuildOptions, BuildOutcome};
 pub use cb_step::Files;
 pub use cb_step::{CallRecord, Item};
 pub use error::EngineError;
-pub use progress::{NoProgress, Progress};
+pub use cb_llm::{NoProgress, Progress};
 pub use recipe::{load_recipes, Recipe};

@@ -9,27 +9,13 @@ use serde_json::{json, Value};
 use std::io::Write;
 use std::path::Path;
 
-/// Writes `bytes` to `path` atomically (temporary file in the same folder, fsync, rename).
+/// Writes `bytes` to `path` atomically ([`cb_step::files::write_atomic`]: temporary file in
+/// the same folder, fsync, rename).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), EngineError> {
-    let err = |source| EngineError::Write {
+    cb_step::files::write_atomic(path, bytes).map_err(|source| EngineError::Write {
         path: path.to_path_buf(),
         source,
-    };
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(err)?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    let mut f = std::fs::File::create(&tmp).map_err(err)?;
-    f.write_all(bytes).map_err(err)?;
-    f.sync_all().map_err(err)?;
-    drop(f);
-    std::fs::rename(&tmp, path).map_err(err)
+    })
 }
 
 /// Removes the temporary files (`.NAME.tmp-PID`) that a killed build left in `dir`: those

@@ -17,8 +17,11 @@ pub enum EvalError {
     #[error("{0}")]
     Llm(LlmError),
     /// An output file could not be written.
-    #[error(transparent)]
-    Write(#[from] cb_engine::EngineError),
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
 }
 
 impl From<LlmError> for EvalError {

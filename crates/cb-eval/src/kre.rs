@@ -7,8 +7,8 @@
 use crate::run::{extract_reply, run_jobs, Job, Reply};
 use crate::{load, option_views, settings, EvalError, EvalOptions, Loaded, Results, Templates};
 use cb_audit::{FileKind, Payload, Row};
-use cb_engine::Progress;
 use cb_llm::Llm;
+use cb_llm::Progress;
 use cb_model::{item_rng, letter, letter_index, KreRow};
 use cb_step::choice::Extracted;
 use cb_step::Prompt;

@@ -10,8 +10,8 @@ use crate::{
     figure, load, option_views, settings, EvalError, EvalOptions, Loaded, Results, Templates,
 };
 use cb_audit::{FileKind, Payload};
-use cb_engine::Progress;
 use cb_llm::Llm;
+use cb_llm::Progress;
 use cb_metrics::bleu::{corpus_bleu, sentence_bleu, Smooth};
 use cb_metrics::ratio;
 use cb_metrics::recall::{accuracy, m_rate, r_rate_aligned, r_rate_sets, TgSample};

@@ -6,7 +6,7 @@
 
 use crate::EvalError;
 use cb_audit::html::escape;
-use cb_engine::output::write_atomic;
+
 use cb_metrics::Summary;
 use serde::Serialize;
 use serde_json::Value;
@@ -109,12 +109,17 @@ pub fn write_all(dir: &Path, results: &Results, predictions: &[Value]) -> Result
         lines.extend(serde_json::to_vec(p).expect("json"));
         lines.push(b'\n');
     }
-    write_atomic(&dir.join("predictions.jsonl"), &lines)?;
+    let write = |name: &str, bytes: &[u8]| {
+        let path = dir.join(name);
+        cb_step::files::write_atomic(&path, bytes)
+            .map_err(|source| EvalError::Write { path, source })
+    };
+    write("predictions.jsonl", &lines)?;
     let mut json = serde_json::to_vec_pretty(results).expect("json");
     json.push(b'\n');
-    write_atomic(&dir.join("results.json"), &json)?;
-    write_atomic(&dir.join("results.md"), markdown(results).as_bytes())?;
-    write_atomic(&dir.join("results.html"), html(results).as_bytes())?;
+    write("results.json", &json)?;
+    write("results.md", markdown(results).as_bytes())?;
+    write("results.html", html(results).as_bytes())?;
     Ok(())
 }
 

@@ -1,7 +1,7 @@
 //! Sending the evaluation prompts through the LLM layer, bounded, in a stable order.
 
 use crate::EvalError;
-use cb_engine::Progress;
+use cb_llm::Progress;
 use cb_llm::{Call, Llm, Message};
 use cb_step::choice::Extracted;
 use std::sync::Arc;

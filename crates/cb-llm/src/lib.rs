@@ -19,6 +19,7 @@ mod http;
 mod limiter;
 mod pool;
 pub mod pricing;
+pub mod progress;
 mod request;
 mod send;
 mod structured;
@@ -29,6 +30,7 @@ pub use cache::{Cache, CachedResponse};
 pub use error::{is_transport_reason, LlmError};
 pub use pool::{EndpointSpec, PoolConfig};
 pub use pricing::Price;
+pub use progress::{NoProgress, Progress};
 pub use request::{
     cache_key, cache_key_as, endpoint_identity, Call, ChatRequest, Message, CACHE_FORMAT,
 };

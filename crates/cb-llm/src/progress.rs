@@ -1,6 +1,7 @@
-//! Progress reporting: library code calls these hooks; the CLI draws bars.
+//! Progress reporting: the library code that drives calls through the layer (a build, an
+//! evaluation) calls these hooks with the layer's counters; the CLI draws bars.
 
-use cb_llm::StatsSnapshot;
+use crate::StatsSnapshot;
 
 /// Implemented by whoever shows progress. Every method has a no-op default.
 pub trait Progress: Send + Sync {

@@ -204,8 +204,17 @@ async fn an_offline_build_read_by_an_always_a_reader_keeps_exactly_the_rows_whos
         (all.len() - want.len()) as u64
     );
     assert_counts_add_up(&dir);
+    // The manifest counts the checks; a reader that fails most controls is called unreliable.
+    let tally = &m["reader"]["checks"];
+    assert_eq!(tally["negative"]["asked"], all.len() as u64);
+    assert_eq!(tally["negative"]["passed"], want.len() as u64);
+    // The control is asked of the rows that passed the negative check (whose golden answer
+    // is not A): "A" fails every one.
+    assert_eq!(tally["control"]["asked"], want.len() as u64);
+    assert_eq!(tally["control"]["passed"], 0);
     let card = std::fs::read_to_string(dir.join("README.md")).unwrap();
     assert!(card.contains("Reader-verified") && card.contains("`reader`"));
+    assert!(card.contains("an unreliable reader"), "{card}");
     // The unread build says so.
     let m = read_json(&plain.path().join("kre/cose/manifest.json"));
     assert_eq!(m["reader"], Value::Null);

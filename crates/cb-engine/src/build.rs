@@ -1,11 +1,11 @@
 //! Running one recipe end to end.
 
 use crate::output::append_line;
-use cb_llm::Progress;
 use crate::recipe::Recipe;
 use crate::source::{self, SourceOptions};
 use crate::{EngineError, Item};
 use cb_llm::Llm;
+use cb_llm::Progress;
 use cb_model::manifest::LlmTotals;
 use cb_model::{Manifest, Reject, StageCounts};
 use cb_step::{Corpus, Peer, Registry, Step, StepCtx, StepFailure};
@@ -158,11 +158,23 @@ pub async fn build_recipe(
         })
         .collect();
     let mut totals = LlmTotals::default();
+    let mut reader_checks: BTreeMap<String, cb_model::CheckTally> = BTreeMap::new();
     let mut fatal: Option<EngineError> = None;
     while let Some(joined) = tasks.join_next().await {
         let (slot, (item, ended)) =
             joined.map_err(|e| EngineError::Config(format!("a build task failed: {e}")))?;
         progress.item_done(&name, &llm.stats());
+        if let Some(r) = item
+            .fields
+            .get(cb_step::READER_FIELD)
+            .and_then(|v| serde_json::from_value::<cb_step::choice::ReaderRecord>(v.clone()).ok())
+        {
+            for v in r.checks {
+                let t = reader_checks.entry(v.check).or_default();
+                t.asked += 1;
+                t.passed += u64::from(v.passed);
+            }
+        }
         for c in &item.calls {
             totals.calls += 1;
             totals.prompt_tokens += c.prompt_tokens;
@@ -285,8 +297,15 @@ pub async fn build_recipe(
                 backend: r.config().backend.name().into(),
                 model: r.config().model.clone(),
                 endpoint: r.endpoint().to_owned(),
+                checks: reader_checks,
             }),
     };
+    if let Some((passed, asked)) = manifest.reader.as_ref().and_then(|r| r.weak_control()) {
+        tracing::warn!(
+            recipe = %name,
+            "the reader passed only {passed} of {asked} control questions (the golden context leading to the golden answer): its verdicts are unreliable; choose a stronger reader (README: the reader check)"
+        );
+    }
     if opts.write {
         let card = crate::card::render(recipe, &manifest);
         crate::output::write_outputs(&dir, &files, &card, &manifest)?;

@@ -26,11 +26,25 @@ pub fn render(recipe: &Recipe, m: &Manifest) -> String {
     }
     match &m.reader {
         Some(r) => {
+            let tallies: Vec<String> = r
+                .checks
+                .iter()
+                .map(|(check, t)| format!("{check} {} of {}", t.passed, t.asked))
+                .collect();
             let _ = writeln!(
                 s,
-                "> **Reader-verified** by `{}` at `{}` ({}): every row was kept only after this model, given the row's question and options with the generated context alone, chose the answer that context is meant to lead to (the papers' human check, done by a model). Each row's `reader` column holds its picks; `rejects.jsonl` names the pick of every row it refused.\n",
-                r.model, r.endpoint, r.backend
+                "> **Reader-verified** by `{}` at `{}` ({}): every row was kept only after this model, given the row's question and options with the generated context alone, chose the answer that context is meant to lead to (the papers' human check, done by a model). Each row's `reader` column holds its picks; `rejects.jsonl` names the pick of every row it refused. Checks passed: {}.\n",
+                r.model,
+                r.endpoint,
+                r.backend,
+                tallies.join(", ")
             );
+            if let Some((passed, asked)) = r.weak_control() {
+                let _ = writeln!(
+                    s,
+                    "> **Warning: an unreliable reader.** It passed only {passed} of {asked} control questions (the golden context leading to the golden answer), so its verdicts say little about these rows. Rebuild with a stronger reader.\n"
+                );
+            }
         }
         None => {
             let _ = writeln!(

@@ -19,8 +19,8 @@ pub mod recipe;
 pub mod source;
 
 pub use build::{build_recipe, BuildOptions, BuildOutcome};
+pub use cb_llm::{NoProgress, Progress};
 pub use cb_step::Files;
 pub use cb_step::{CallRecord, Item};
 pub use error::EngineError;
-pub use cb_llm::{NoProgress, Progress};
 pub use recipe::{load_recipes, Recipe};

@@ -17,7 +17,7 @@ pub mod text;
 
 pub use card::{CardMeta, DataFile, SourceLicense};
 pub use kre::{letter, letter_index, KreRow};
-pub use manifest::{Manifest, ReaderInfo, StageCounts};
+pub use manifest::{CheckTally, Manifest, ReaderInfo, StageCounts};
 pub use recall::{Edit, KvItem, QaRow, TextGenRow};
 pub use record::{Origin, SourceRecord};
 pub use reject::Reject;

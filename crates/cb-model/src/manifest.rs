@@ -64,12 +64,37 @@ pub struct Manifest {
     pub reader: Option<ReaderInfo>,
 }
 
-/// The reader model that verified a build's rows.
+/// The reader model that verified a build's rows, and how its checks went.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReaderInfo {
     pub backend: String,
     pub model: String,
     pub endpoint: String,
+    /// Per check (`negative`, `control`, `answer_set`, `qa_a`, ...): questions asked and
+    /// passed, over every row that reached the reader (kept or rejected).
+    #[serde(default)]
+    pub checks: BTreeMap<String, CheckTally>,
+}
+
+/// How many rows a reader check was asked for, and how many it passed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckTally {
+    pub asked: u64,
+    pub passed: u64,
+}
+
+impl ReaderInfo {
+    /// Controls (the golden context must lead to the golden answer) a reader must pass for
+    /// its verdicts to mean something; below it the card and the log warn.
+    pub const MIN_CONTROL_SHARE: f64 = 0.5;
+
+    /// `(passed, asked)` of the control when it was asked of at least five rows and the
+    /// reader passed under [`Self::MIN_CONTROL_SHARE`] of them.
+    pub fn weak_control(&self) -> Option<(u64, u64)> {
+        let c = self.checks.get("control")?;
+        (c.asked >= 5 && (c.passed as f64) < Self::MIN_CONTROL_SHARE * c.asked as f64)
+            .then_some((c.passed, c.asked))
+    }
 }
 
 /// A source file read by the build.

@@ -16,7 +16,7 @@
 use cb_llm::{Call, ChatRequest, Message};
 use cb_model::text::{contains_phrase, looks_like_refusal, normalize};
 use rand::seq::SliceRandom;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// An option as a template shows it (`{{ o.letter }}: {{ o.text }}`).
 #[derive(Debug, Clone, Serialize)]
@@ -244,6 +244,71 @@ pub fn extract(raw: &str, options: &[String]) -> Extracted {
         [] => Extracted::invalid("no_option"),
         _ => Extracted::invalid("both"),
     }
+}
+
+/// What the reader answered to one check.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    pub check: String,
+    /// The intended option, as a letter of the row's order.
+    pub expected: String,
+    /// Each vote's pick (a letter of the row's order; `null` for an answer that names no
+    /// option) and how it was read (`letter`, `text`, or why it is invalid).
+    pub picks: Vec<Option<String>>,
+    pub how: Vec<String>,
+    /// The majority's pick, if any.
+    pub pick: Option<String>,
+    pub passed: bool,
+    /// The calls behind it (in the row's lineage, not here).
+    #[serde(skip)]
+    pub calls: Vec<crate::CallRecord>,
+}
+
+impl Verdict {
+    /// `"A" (bank)`, or `nothing` when no option has a majority; with several votes, the
+    /// votes follow.
+    pub fn pick_named(&self, choices: &[String]) -> String {
+        let name = |l: &Option<String>| match l {
+            Some(l) => {
+                let text = cb_model::letter_index(l)
+                    .and_then(|i| choices.get(i))
+                    .map_or("", String::as_str);
+                format!("\"{l}\" ({text})")
+            }
+            None => "no option".to_owned(),
+        };
+        let mut s = name(&self.pick);
+        if self.picks.len() > 1 {
+            let votes: Vec<String> = self
+                .picks
+                .iter()
+                .map(|p| p.clone().unwrap_or_else(|| "-".into()))
+                .collect();
+            s.push_str(&format!(" (votes {})", votes.join(", ")));
+        }
+        s
+    }
+
+    /// Share of the votes that picked the intended option.
+    pub fn share(&self) -> f64 {
+        let hits = self
+            .picks
+            .iter()
+            .flatten()
+            .filter(|p| **p == self.expected)
+            .count();
+        hits as f64 / self.picks.len().max(1) as f64
+    }
+}
+
+/// What a row's `reader` column holds: who read it and its verdicts, check by check (the
+/// reader check writes it, the engine counts it for the manifest).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReaderRecord {
+    pub model: String,
+    pub endpoint: String,
+    pub votes: u32,
+    pub checks: Vec<Verdict>,
 }
 
 #[cfg(test)]

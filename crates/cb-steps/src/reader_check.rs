@@ -27,9 +27,8 @@
 use crate::prelude::*;
 use cb_llm::{Llm, LlmError};
 use cb_model::{letter, letter_index};
-use cb_step::choice::{self, Sampling};
+use cb_step::choice::{self, ReaderRecord, Sampling, Verdict};
 use cb_step::{CallRecord, Prompt, READER_FIELD};
-use serde::Serialize;
 use serde_json::Value;
 
 /// The parameters of the reader check.
@@ -254,60 +253,6 @@ pub struct Check<'a> {
     pub name: &'static str,
     pub context: Option<&'a str>,
     pub expected: usize,
-}
-
-/// What the reader answered to one check.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Verdict {
-    pub check: String,
-    /// The intended option, as a letter of the row's order.
-    pub expected: String,
-    /// Each vote's pick (a letter of the row's order; `null` for an answer that names no
-    /// option) and how it was read (`letter`, `text`, or why it is invalid).
-    pub picks: Vec<Option<String>>,
-    pub how: Vec<String>,
-    /// The majority's pick, if any.
-    pub pick: Option<String>,
-    pub passed: bool,
-    #[serde(skip)]
-    pub calls: Vec<CallRecord>,
-}
-
-impl Verdict {
-    /// `"A" (bank)`, or `nothing` when no option has a majority; with several votes, the
-    /// votes follow.
-    pub fn pick_named(&self, choices: &[String]) -> String {
-        let name = |l: &Option<String>| match l {
-            Some(l) => {
-                let text = letter_index(l)
-                    .and_then(|i| choices.get(i))
-                    .map_or("", String::as_str);
-                format!("\"{l}\" ({text})")
-            }
-            None => "no option".to_owned(),
-        };
-        let mut s = name(&self.pick);
-        if self.picks.len() > 1 {
-            let votes: Vec<String> = self
-                .picks
-                .iter()
-                .map(|p| p.clone().unwrap_or_else(|| "-".into()))
-                .collect();
-            s.push_str(&format!(" (votes {})", votes.join(", ")));
-        }
-        s
-    }
-
-    /// Share of the votes that picked the intended option.
-    pub fn share(&self) -> f64 {
-        let hits = self
-            .picks
-            .iter()
-            .flatten()
-            .filter(|p| **p == self.expected)
-            .count();
-        hits as f64 / self.picks.len().max(1) as f64
-    }
 }
 
 /// Where a check is asked from: the seed and scope of its seeded option orders
@@ -609,13 +554,16 @@ impl ReaderCheck {
             }
         }
         item.calls.append(&mut calls);
-        let record = serde_json::json!({
-            "model": reader.config().model,
-            "endpoint": reader.endpoint(),
-            "votes": self.reader.votes,
-            "checks": verdicts,
-        });
-        item.set(READER_FIELD, record);
+        let record = ReaderRecord {
+            model: reader.config().model.clone(),
+            endpoint: reader.endpoint().to_owned(),
+            votes: self.reader.votes,
+            checks: verdicts,
+        };
+        item.set(
+            READER_FIELD,
+            serde_json::to_value(&record).expect("a reader record serialises"),
+        );
         match failed {
             None => Ok(()),
             Some((reason, v)) => {

@@ -17,8 +17,9 @@
 //! ([`MockServer::batch_submissions`]), so a test can prove no request was submitted twice.
 //! Batch requests never reach the chat journal.
 
-use crate::{completion_json, error_body, json_response, lock, ChatRequest, MockServer, Reply};
-use crate::{Shared, MOCK_CREATED};
+use crate::reply::{completion_json, json_response};
+use crate::server::Shared;
+use crate::{error_body, lock, ChatRequest, MockServer, Reply, MOCK_CREATED};
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, StatusCode};
@@ -351,8 +352,8 @@ fn answer_line(
 ) -> Result<String, String> {
     let usage = |content: &str| {
         Some((
-            crate::tokens(req.prompt_chars()),
-            crate::tokens(content.chars().count()),
+            crate::reply::tokens(req.prompt_chars()),
+            crate::reply::tokens(content.chars().count()),
         ))
     };
     let line = |status_code: u16, body: Value| {

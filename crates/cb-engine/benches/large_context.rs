@@ -8,6 +8,15 @@
 //! in a child process of its own, so that the peak resident set (`VmHWM`) of each build is
 //! measured alone. The child then times `token_similarity` of the golden and the negative
 //! context alone. Under `cargo test --all-targets` the binary only prints that it was skipped.
+//!
+//! It then does the same for each size in `LARGE_CONTEXT_NUMBERED_KB` (default
+//! `250,1000,2000,5000`; empty to skip) with a paragraph of numbered sentences ("Sentence 1
+//! says the year 1801 matters."), each its own sentence with its own numbers, around the same
+//! five mentions: the negative-context validation sets every sentence of the passage that the
+//! rewrite repeats apart before it looks for a refusal (`cb_model::quality::beyond_copies`),
+//! so this padding measures that per sentence of the material (issue 22). With the default
+//! sizes the run takes about a minute and a half on 2 cores, most of it the numbered 5 MB
+//! build.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::path::{Path, PathBuf};
@@ -26,28 +35,66 @@ const WORDS: [&str; 12] = [
     "charter", "knights", "valley",
 ];
 
+/// What fills a paragraph around the five mentions of the answer.
+#[derive(Debug, Clone, Copy)]
+enum Padding {
+    /// Sentences of twelve seeded words ("duke fleet harbour ...").
+    Words,
+    /// Numbered sentences, each with its own numbers: "Sentence 1 says the year 1801
+    /// matters." (the years run from 1800 to 1999, so none is the answer's 1066).
+    Numbered,
+}
+
+impl Padding {
+    fn name(self) -> &'static str {
+        match self {
+            Padding::Words => "words",
+            Padding::Numbered => "numbered",
+        }
+    }
+
+    /// About how many bytes a sentence of padding takes.
+    fn sentence_bytes(self) -> usize {
+        match self {
+            Padding::Words => 80,
+            Padding::Numbered => 45,
+        }
+    }
+}
+
 /// Writes `raw/squad_v2/dev-v2.0.json` with one paragraph of about `bytes` bytes.
-fn generate(raw: &Path, bytes: usize) {
+fn generate(raw: &Path, bytes: usize, padding: Padding) {
     let mut context = String::with_capacity(bytes + 200);
     let mut state = 0x9E37_79B9_7F4A_7C15u64;
     let (mut sentence, mut mentions) = (0usize, 0);
-    let every = (bytes / 80 / 5).max(1);
+    let every = (bytes / padding.sentence_bytes() / 5).max(1);
     while context.len() < bytes {
         if sentence % every == every / 2 && mentions < 5 {
             context.push_str("In 1066 the duke crossed the sea. ");
             mentions += 1;
         }
-        for w in 0..12 {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            let word = WORDS[(state % 12) as usize];
-            if w > 0 {
-                context.push(' ');
+        match padding {
+            Padding::Words => {
+                for w in 0..12 {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    let word = WORDS[(state % 12) as usize];
+                    if w > 0 {
+                        context.push(' ');
+                    }
+                    context.push_str(word);
+                }
+                context.push_str(". ");
             }
-            context.push_str(word);
+            Padding::Numbered => {
+                let n = sentence + 1;
+                context.push_str(&format!(
+                    "Sentence {n} says the year {} matters. ",
+                    1800 + n % 200
+                ));
+            }
         }
-        context.push_str(". ");
         sentence += 1;
     }
     context.truncate(context.trim_end().len());
@@ -134,14 +181,26 @@ fn main() {
         println!("large_context: skipped (run it with `cargo bench`)");
         return;
     }
-    let sizes: Vec<usize> = std::env::var("LARGE_CONTEXT_SIZES_KB")
-        .unwrap_or_else(|_| "100,1000,5000".to_string())
-        .split(',')
-        .filter_map(|s| s.trim().parse().ok())
+    let sizes = |var: &str, default: &str| -> Vec<usize> {
+        std::env::var(var)
+            .unwrap_or_else(|_| default.to_string())
+            .split(',')
+            .filter_map(|s| s.trim().parse().ok())
+            .collect()
+    };
+    let runs: Vec<(Padding, usize)> = sizes("LARGE_CONTEXT_SIZES_KB", "100,1000,5000")
+        .into_iter()
+        .map(|kb| (Padding::Words, kb))
+        .chain(
+            sizes("LARGE_CONTEXT_NUMBERED_KB", "250,1000,2000,5000")
+                .into_iter()
+                .map(|kb| (Padding::Numbered, kb)),
+        )
         .collect();
     let exe = std::env::current_exe().unwrap();
     println!(
-        "{:>10} {:>9} {:>5} {:>9} {:>14} {:>12} {:>11} {:>13}",
+        "{:>8} {:>10} {:>9} {:>5} {:>9} {:>14} {:>12} {:>11} {:>13}",
+        "padding",
         "context KB",
         "tokens",
         "rows",
@@ -151,9 +210,9 @@ fn main() {
         "similarity",
         "similarity s"
     );
-    for kb in sizes {
+    for (padding, kb) in runs {
         let temp = tempfile::tempdir().unwrap();
-        generate(&temp.path().join("raw"), kb * 1000);
+        generate(&temp.path().join("raw"), kb * 1000, padding);
         let out = Command::new(&exe)
             .env("LARGE_CONTEXT_CHILD", temp.path())
             .output()
@@ -168,7 +227,8 @@ fn main() {
             .filter_map(|x| x.parse().ok())
             .collect();
         println!(
-            "{:>10} {:>9.0} {:>5.0} {:>9.2} {:>14.1} {:>12.1} {:>11.4} {:>13.3}",
+            "{:>8} {:>10} {:>9.0} {:>5.0} {:>9.2} {:>14.1} {:>12.1} {:>11.4} {:>13.3}",
+            padding.name(),
             kb,
             v[6],
             v[0],

@@ -3,6 +3,7 @@
 //! part shares (seeded randomness, text normalisation).
 
 pub mod card;
+mod copies;
 pub mod date;
 pub mod kre;
 pub mod lcs;

@@ -1,0 +1,595 @@
+//! What a text says beyond the inputs it copies ([`beyond_copies`]), in time linear in the
+//! text and the copies: one scan for every copy at once (an Aho-Corasick automaton over the
+//! lower-cased text), then only the surroundings of each cut scanned again.
+
+/// `text` with every case-insensitive occurrence of each of `copied` (trimmed, a final
+/// period dropped) cut out: what the text says beyond the inputs it repeats. A refusal or a
+/// golden answer is looked for in this rest, so that a premise such as "I cannot take new
+/// photos now." copied into an explanation is not read as a refusal.
+///
+/// Rule: the copies of at least 8 characters are taken longest first (in bytes; equal
+/// lengths in the order given); each cuts, from the text as the longer ones left it, its
+/// leftmost occurrences that do not overlap, compared lower-cased ([`str::to_lowercase`]),
+/// and each occurrence cut leaves one space. A text whose lower-casing changes its length in
+/// bytes is returned as it is.
+///
+/// Cost: linear in the text and the copies: one lower-casing of the text and one scan for
+/// all copies at once (an Aho-Corasick automaton), then only the surroundings of each cut are
+/// scanned again, for what the cut joined. Cutting one copy at a time, as the rule reads,
+/// lower-cased and searched the whole text once per copy: a passage of 40,000 sentences did
+/// not build within minutes (issue 22). Only a text with characters whose lower case is
+/// longer in bytes and others whose lower case is shorter, in equal measure ("İ" and the
+/// Kelvin sign), is still cut one copy at a time, where lower-cased offsets are not the
+/// text's own.
+pub fn beyond_copies(text: &str, copied: &[&str]) -> String {
+    let mut needles: Vec<String> = copied
+        .iter()
+        .map(|c| c.trim().trim_end_matches('.').trim().to_owned())
+        .filter(|c| c.chars().count() >= 8)
+        .collect();
+    needles.sort_by_key(|n| std::cmp::Reverse(n.len()));
+    if needles.is_empty() {
+        return text.to_owned();
+    }
+    let same_offsets = text.is_ascii()
+        || text
+            .chars()
+            .all(|c| c.to_lowercase().map(char::len_utf8).sum::<usize>() == c.len_utf8());
+    if !same_offsets && text.to_lowercase().len() != text.len() {
+        // No copy is ever cut.
+        return text.to_owned();
+    }
+    if !same_offsets || text.len() >= NONE as usize {
+        return cut_each_in_turn(text, &needles);
+    }
+    Cutter::new(text).cut_all(&needles)
+}
+
+/// The rule of [`beyond_copies`] applied as it reads, one copy after the other, each
+/// lower-casing and searching the whole text: kept for the texts whose lower-cased offsets
+/// are not their own.
+fn cut_each_in_turn(text: &str, needles: &[String]) -> String {
+    let mut out = text.to_owned();
+    for n in needles {
+        let lower = out.to_lowercase();
+        let nl = n.to_lowercase();
+        // Lower-casing may change byte lengths; cut only where the two line up.
+        if lower.len() != out.len() {
+            continue;
+        }
+        let mut rest = String::with_capacity(out.len());
+        let mut last = 0;
+        let mut from = 0;
+        while let Some(i) = lower[from..].find(&nl).map(|i| i + from) {
+            rest.push_str(&out[last..i]);
+            rest.push(' ');
+            last = i + nl.len();
+            from = last;
+        }
+        rest.push_str(&out[last..]);
+        out = rest;
+    }
+    out
+}
+
+/// No node, pattern or cut (offsets and ids are `u32`).
+const NONE: u32 = u32::MAX;
+
+/// An Aho-Corasick automaton over byte strings: every occurrence of every pattern in one
+/// pass over a text. Nodes are numbered depth first, so that the nodes of a pattern's own
+/// bytes mostly follow one another in memory: a node's first child comes right after it,
+/// its other children follow along `next_sibling`, sorted by their byte.
+struct CopyFinder {
+    nodes: Vec<Node>,
+    /// The outputs of the nodes that have some (few: most nodes are inside a pattern).
+    outputs: std::collections::HashMap<u32, Output>,
+    /// The root's child for each byte, or `NONE`.
+    root: Vec<u32>,
+    /// Each pattern's length in bytes.
+    len: Vec<usize>,
+}
+
+/// What a node of [`CopyFinder`] reports.
+#[derive(Clone, Copy)]
+struct Output {
+    /// The pattern the node's string is, or `NONE`.
+    pattern: u32,
+    /// The nearest node along `fail` whose string is a pattern, or `NONE`.
+    next: u32,
+}
+
+/// A node of [`CopyFinder`], in one piece so that a step of the scan reads one cache line.
+#[derive(Clone, Copy)]
+struct Node {
+    /// The node of the longest proper suffix of this node's string that is in the trie.
+    fail: u32,
+    /// The parent's next child, or `NONE`.
+    next_sibling: u32,
+    /// The byte that leads here.
+    byte: u8,
+    /// Whether the node has children (the first is the next node).
+    parent: bool,
+    /// Whether the node has an [`Output`].
+    output: bool,
+}
+
+impl CopyFinder {
+    /// The automaton of `patterns` (distinct and not empty).
+    fn new(patterns: &[&[u8]]) -> Self {
+        let mut order: Vec<usize> = (0..patterns.len()).collect();
+        order.sort_unstable_by_key(|&i| patterns[i]);
+        let node = |byte| Node {
+            fail: 0,
+            next_sibling: NONE,
+            byte,
+            parent: false,
+            output: false,
+        };
+        let mut nodes = vec![node(0)];
+        let mut outputs = std::collections::HashMap::new();
+        // Each node's last child so far, while the trie is built.
+        let mut last_child = vec![NONE];
+        // A node to make under `parent` (`NONE`: the root, made above), for the patterns
+        // order[lo..hi], which share their first `depth` bytes; the children of a node are
+        // pushed last to first, so that they are made first to last, each with its subtree.
+        let mut stack = vec![(NONE, 0usize, order.len(), 0usize)];
+        while let Some((parent, mut lo, hi, depth)) = stack.pop() {
+            let id = if parent == NONE {
+                0
+            } else {
+                let id = nodes.len() as u32;
+                nodes.push(node(patterns[order[lo]][depth - 1]));
+                last_child.push(NONE);
+                let p = parent as usize;
+                match last_child[p] {
+                    NONE => nodes[p].parent = true,
+                    prev => nodes[prev as usize].next_sibling = id,
+                }
+                last_child[p] = id;
+                id
+            };
+            if lo < hi && patterns[order[lo]].len() == depth {
+                nodes[id as usize].output = true;
+                let pattern = order[lo] as u32;
+                outputs.insert(
+                    id,
+                    Output {
+                        pattern,
+                        next: NONE,
+                    },
+                );
+                lo += 1;
+            }
+            let at = stack.len();
+            while lo < hi {
+                let b = patterns[order[lo]][depth];
+                let end = lo + order[lo..hi].partition_point(|&i| patterns[i][depth] == b);
+                stack.push((id, lo, end, depth + 1));
+                lo = end;
+            }
+            stack[at..].reverse();
+        }
+        drop(last_child);
+        let mut f = CopyFinder {
+            nodes,
+            outputs,
+            root: vec![NONE; 256],
+            len: patterns.iter().map(|p| p.len()).collect(),
+        };
+        // Failure links, shallow nodes first.
+        let mut queue = std::collections::VecDeque::new();
+        let mut child = if f.nodes[0].parent { 1 } else { NONE };
+        while child != NONE {
+            f.root[f.nodes[child as usize].byte as usize] = child;
+            queue.push_back(child);
+            child = f.nodes[child as usize].next_sibling;
+        }
+        while let Some(at) = queue.pop_front() {
+            let Node { fail: up, .. } = f.nodes[at as usize];
+            let mut child = if f.nodes[at as usize].parent {
+                at + 1
+            } else {
+                NONE
+            };
+            while child != NONE {
+                let b = f.nodes[child as usize].byte;
+                let mut from = up;
+                let fail = loop {
+                    if let Some(next) = f.child(from, b) {
+                        break next;
+                    }
+                    if from == 0 {
+                        break 0;
+                    }
+                    from = f.nodes[from as usize].fail;
+                };
+                f.nodes[child as usize].fail = fail;
+                let next = match f.outputs.get(&fail) {
+                    Some(o) if o.pattern != NONE => fail,
+                    Some(o) => o.next,
+                    None => NONE,
+                };
+                if next != NONE {
+                    f.nodes[child as usize].output = true;
+                    let pattern = NONE;
+                    f.outputs
+                        .entry(child)
+                        .or_insert(Output { pattern, next })
+                        .next = next;
+                }
+                queue.push_back(child);
+                child = f.nodes[child as usize].next_sibling;
+            }
+        }
+        f
+    }
+
+    /// The child of `node` reached by `b`.
+    fn child(&self, node: u32, b: u8) -> Option<u32> {
+        if node == 0 {
+            let c = self.root[b as usize];
+            return (c != NONE).then_some(c);
+        }
+        if !self.nodes[node as usize].parent {
+            return None;
+        }
+        let mut c = node + 1;
+        loop {
+            let n = &self.nodes[c as usize];
+            if n.byte == b {
+                return Some(c);
+            }
+            if n.byte > b || n.next_sibling == NONE {
+                return None;
+            }
+            c = n.next_sibling;
+        }
+    }
+
+    /// Calls `found(pattern, end)` for every occurrence in `hay`, by increasing end.
+    fn scan(&self, hay: &[u8], mut found: impl FnMut(usize, usize)) {
+        let mut at = 0u32;
+        for (i, &b) in hay.iter().enumerate() {
+            at = loop {
+                if let Some(next) = self.child(at, b) {
+                    break next;
+                }
+                if at == 0 {
+                    break 0;
+                }
+                at = self.nodes[at as usize].fail;
+            };
+            if !self.nodes[at as usize].output {
+                continue;
+            }
+            let o = self.outputs[&at];
+            let mut p = if o.pattern != NONE { at } else { o.next };
+            while p != NONE {
+                let o = self.outputs[&p];
+                found(o.pattern as usize, i + 1);
+                p = o.next;
+            }
+        }
+    }
+}
+
+/// How the standard library's final-sigma rule sees a character (Unicode's Case_Ignorable
+/// and Cased, which it does not export).
+#[derive(PartialEq)]
+enum SigmaContext {
+    Ignorable,
+    Cased,
+    Other,
+}
+
+impl SigmaContext {
+    /// Read off how `to_lowercase` writes "Σ" after "A" and before `c`, then before `c`
+    /// and "A".
+    fn of(c: char) -> Self {
+        let last = |after: &str| format!("AΣ{after}").to_lowercase()[1..3] == *"ς";
+        if !last(&c.to_string()) {
+            SigmaContext::Cased
+        } else if !last(&format!("{c}A")) {
+            SigmaContext::Ignorable
+        } else {
+            SigmaContext::Other
+        }
+    }
+}
+
+/// The text of [`beyond_copies`] as the copies cut so far left it, kept at the original
+/// offsets: each cut is a range of the original text that reads as one space. For texts whose
+/// characters keep their length in bytes when lower-cased.
+struct Cutter<'t> {
+    text: &'t str,
+    /// The lower case of the current text at each original offset (stale inside cuts). Only
+    /// a "Σ" changes with its surroundings, between "σ" and "ς" (both two bytes).
+    low: Vec<u8>,
+    /// Whether a byte lies in a cut.
+    cut: Vec<bool>,
+    /// Each cut's end, by its start.
+    end_of: std::collections::HashMap<u32, u32>,
+    /// Each cut's start, by its end (one past it).
+    start_of: std::collections::HashMap<u32, u32>,
+}
+
+impl<'t> Cutter<'t> {
+    fn new(text: &'t str) -> Self {
+        let low = text.to_lowercase().into_bytes();
+        debug_assert_eq!(low.len(), text.len());
+        Cutter {
+            text,
+            low,
+            cut: vec![false; text.len()],
+            end_of: std::collections::HashMap::new(),
+            start_of: std::collections::HashMap::new(),
+        }
+    }
+
+    /// The end of the cut that starts at `at`, a boundary of the current text.
+    fn cut_from(&self, at: usize) -> Option<usize> {
+        if at < self.cut.len() && self.cut[at] {
+            Some(self.end_of[&(at as u32)] as usize)
+        } else {
+            None
+        }
+    }
+
+    /// The start of the cut that ends at `at`, a boundary of the current text.
+    fn cut_to(&self, at: usize) -> Option<usize> {
+        if at > 0 && self.cut[at - 1] {
+            Some(self.start_of[&(at as u32)] as usize)
+        } else {
+            None
+        }
+    }
+
+    /// Cuts `needles` (sorted, at least 8 characters each) as [`beyond_copies`] says, and
+    /// returns the rest.
+    ///
+    /// Every occurrence of every copy in the original is found in one scan. A copy's turn
+    /// takes those of its occurrences still in the text (checked byte by byte, a cut reading
+    /// as a space), leftmost first and not overlapping. A cut can make an occurrence of a
+    /// shorter copy across the space it leaves, or change a nearby "Σ" to "ς" or back, so
+    /// the text around each change is scanned again for the copies still to come. Copies are
+    /// trimmed, so an occurrence starts and ends with a byte of the original.
+    fn cut_all(mut self, needles: &[String]) -> String {
+        // Distinct lower-cased copies are the patterns.
+        let lowered: Vec<String> = needles.iter().map(|n| n.to_lowercase()).collect();
+        let mut ids: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+        let mut patterns: Vec<&[u8]> = Vec::new();
+        let pattern_of: Vec<usize> = lowered
+            .iter()
+            .map(|l| {
+                *ids.entry(l.as_str()).or_insert_with(|| {
+                    patterns.push(l.as_bytes());
+                    patterns.len() - 1
+                })
+            })
+            .collect();
+        let mut last_turn = vec![0usize; patterns.len()];
+        for (turn, &p) in pattern_of.iter().enumerate() {
+            last_turn[p] = turn;
+        }
+        // The longest copy from each turn on: how far a change can reach.
+        let mut reach = vec![0usize; needles.len() + 1];
+        for turn in (0..needles.len()).rev() {
+            reach[turn] = reach[turn + 1].max(lowered[turn].len());
+        }
+        let finder = CopyFinder::new(&patterns);
+        // Where each pattern starts in the original, by pattern then start.
+        let mut found: Vec<(u32, u32)> = Vec::new();
+        finder.scan(&self.low, |p, end| {
+            found.push((p as u32, (end - finder.len[p]) as u32));
+        });
+        found.sort_unstable();
+        // Occurrences that changes made, by pattern.
+        let mut made: std::collections::HashMap<usize, Vec<u32>> = std::collections::HashMap::new();
+        let has_sigma = self.text.contains('Σ');
+        for (turn, &p) in pattern_of.iter().enumerate() {
+            let at = found.partition_point(|&(q, _)| (q as usize) < p);
+            let mut starts: Vec<u32> = found[at..]
+                .iter()
+                .take_while(|&&(q, _)| q as usize == p)
+                .map(|&(_, s)| s)
+                .collect();
+            if let Some(m) = made.remove(&p) {
+                starts.extend(m);
+                starts.sort_unstable();
+                starts.dedup();
+            }
+            let mut changes: Vec<(usize, usize)> = Vec::new();
+            let mut from = 0;
+            for s in starts {
+                let s = s as usize;
+                if s < from {
+                    continue;
+                }
+                if let Some(e) = self.occurs_at(s, patterns[p]) {
+                    self.cut_out(s, e);
+                    changes.push((s, e));
+                    from = e;
+                }
+            }
+            let reach = reach[turn + 1];
+            if reach == 0 || changes.is_empty() {
+                continue;
+            }
+            if has_sigma {
+                for i in 0..changes.len() {
+                    let (s, e) = changes[i];
+                    let before = self.context_before(s);
+                    let after = self.context_after(e);
+                    for (q, c) in [before, after].into_iter().flatten() {
+                        if c == 'Σ' {
+                            let lower = self.sigma_lower(q);
+                            if self.low[q..q + 2] != *lower.as_bytes() {
+                                self.low[q..q + 2].copy_from_slice(lower.as_bytes());
+                                changes.push((q, q + 2));
+                            }
+                        }
+                    }
+                }
+            }
+            for &(s, e) in &changes {
+                self.scan_around(s, e, reach, &finder, |q, start| {
+                    if last_turn[q] > turn {
+                        made.entry(q).or_default().push(start);
+                    }
+                });
+            }
+        }
+        self.rest()
+    }
+
+    /// Whether `pattern` occurs in the current text from `s` (a byte that was not cut when
+    /// it was found); its end.
+    fn occurs_at(&self, s: usize, pattern: &[u8]) -> Option<usize> {
+        if self.cut[s] {
+            return None;
+        }
+        let mut at = s;
+        for &b in pattern {
+            if at >= self.low.len() {
+                return None;
+            }
+            if let Some(end) = self.cut_from(at) {
+                if b != b' ' {
+                    return None;
+                }
+                at = end;
+            } else {
+                if self.low[at] != b {
+                    return None;
+                }
+                at += 1;
+            }
+        }
+        Some(at)
+    }
+
+    /// Makes `s..e` a cut, taking in the cuts inside it.
+    fn cut_out(&mut self, s: usize, e: usize) {
+        let mut at = s;
+        while at < e {
+            if let Some(end) = self.cut_from(at) {
+                self.end_of.remove(&(at as u32));
+                self.start_of.remove(&(end as u32));
+                at = end;
+            } else {
+                self.cut[at] = true;
+                at += 1;
+            }
+        }
+        self.end_of.insert(s as u32, e as u32);
+        self.start_of.insert(e as u32, s as u32);
+    }
+
+    /// The first character before offset `at` of the current text that the final-sigma rule
+    /// does not skip, with its offset (a cut reads as a space).
+    fn context_before(&self, mut at: usize) -> Option<(usize, char)> {
+        while at > 0 {
+            if let Some(start) = self.cut_to(at) {
+                return Some((start, ' '));
+            }
+            let c = self.text[..at].chars().next_back()?;
+            at -= c.len_utf8();
+            if SigmaContext::of(c) != SigmaContext::Ignorable {
+                return Some((at, c));
+            }
+        }
+        None
+    }
+
+    /// The first character from offset `at` on that the final-sigma rule does not skip.
+    fn context_after(&self, mut at: usize) -> Option<(usize, char)> {
+        while at < self.text.len() {
+            if self.cut_from(at).is_some() {
+                return Some((at, ' '));
+            }
+            let c = self.text[at..].chars().next()?;
+            if SigmaContext::of(c) != SigmaContext::Ignorable {
+                return Some((at, c));
+            }
+            at += c.len_utf8();
+        }
+        None
+    }
+
+    /// The lower case of the "Σ" at offset `q` in the current text.
+    fn sigma_lower(&self, q: usize) -> &'static str {
+        let cased = |c: Option<(usize, char)>| {
+            c.is_some_and(|(_, c)| SigmaContext::of(c) == SigmaContext::Cased)
+        };
+        if cased(self.context_before(q)) && !cased(self.context_after(q + 2)) {
+            "ς"
+        } else {
+            "σ"
+        }
+    }
+
+    /// Calls `found(pattern, start)` for every occurrence in the current text of a pattern
+    /// of at most `reach` bytes that overlaps the change at `s..e` (a cut, or a "Σ" lower-cased
+    /// anew); `start` is its first byte's offset.
+    fn scan_around(
+        &self,
+        s: usize,
+        e: usize,
+        reach: usize,
+        finder: &CopyFinder,
+        mut found: impl FnMut(usize, u32),
+    ) {
+        // The bytes of the current text around the change, with their original offsets.
+        let mut bytes: Vec<(u8, u32)> = Vec::with_capacity(2 * reach + 2);
+        let mut at = s;
+        while bytes.len() + 1 < reach && at > 0 {
+            if let Some(start) = self.cut_to(at) {
+                bytes.push((b' ', start as u32));
+                at = start;
+            } else {
+                at -= 1;
+                bytes.push((self.low[at], at as u32));
+            }
+        }
+        bytes.reverse();
+        let lo = bytes.len();
+        if self.cut_from(s) == Some(e) {
+            bytes.push((b' ', s as u32));
+        } else {
+            bytes.extend((s..e).map(|i| (self.low[i], i as u32)));
+        }
+        let hi = bytes.len();
+        let mut at = e;
+        while bytes.len() + 1 < hi + reach && at < self.low.len() {
+            if let Some(end) = self.cut_from(at) {
+                bytes.push((b' ', at as u32));
+                at = end;
+            } else {
+                bytes.push((self.low[at], at as u32));
+                at += 1;
+            }
+        }
+        let hay: Vec<u8> = bytes.iter().map(|&(b, _)| b).collect();
+        finder.scan(&hay, |p, end| {
+            let start = end - finder.len[p];
+            if start < hi && end > lo {
+                found(p, bytes[start].1);
+            }
+        });
+    }
+
+    /// The current text: the original with each cut as one space.
+    fn rest(&self) -> String {
+        let mut cuts: Vec<(u32, u32)> = self.end_of.iter().map(|(&s, &e)| (s, e)).collect();
+        cuts.sort_unstable();
+        let mut out = String::with_capacity(self.text.len());
+        let mut kept = 0;
+        for (s, e) in cuts {
+            out.push_str(&self.text[kept..s as usize]);
+            out.push(' ');
+            kept = e as usize;
+        }
+        out.push_str(&self.text[kept..]);
+        out
+    }
+}

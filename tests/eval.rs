@@ -505,4 +505,24 @@ async fn bad_inputs_are_refused_with_a_clear_error() {
         "{}",
         text(&o)
     );
+    // A budget that cannot pay for one call is a configuration error here as in `build`.
+    let Some(data) = shared_data() else { return };
+    let mock = cb_mock::MockServer::start(cb_mock::fixed("A")).await;
+    let o = eval(&[
+        "kre",
+        "--data",
+        data.join("kre/cose.json").to_str().unwrap(),
+        "--base-url",
+        &mock.base_url(),
+        "--model",
+        "m",
+        "--max-tokens",
+        "10",
+        "--out",
+        tmp.path().join("budget").to_str().unwrap(),
+    ])
+    .await;
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("cannot pay for one call"), "{}", text(&o));
+    assert_eq!(mock.request_count(), 0);
 }

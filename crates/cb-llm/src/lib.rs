@@ -124,6 +124,17 @@ impl LlmConfig {
         )
     }
 
+    /// Items a build keeps in flight for this configuration: twice the calls it may have in
+    /// flight (a pool's are its endpoints' together), or with `--batch` all of them, since a
+    /// batch round holds every item waiting on the model.
+    pub fn items_in_flight(&self) -> usize {
+        if self.batch.is_some() && self.backend == BackendKind::Openai {
+            1 << 30
+        } else {
+            self.concurrency.max(1).saturating_mul(2)
+        }
+    }
+
     /// The offline configuration: no network, no cache.
     pub fn offline() -> Self {
         Self {

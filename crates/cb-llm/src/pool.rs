@@ -52,6 +52,23 @@ pub struct PoolConfig {
     pub cooldown: Duration,
 }
 
+impl PoolConfig {
+    /// What a pool must be before it is used: at least one endpoint, each a URL with a
+    /// concurrency of at least 1.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.endpoints.is_empty() {
+            return Err("the endpoint pool declares no endpoint".into());
+        }
+        if let Some(e) = self.endpoints.iter().find(|e| !e.base_url.contains("://")) {
+            return Err(format!("endpoint `{}` is not a URL", e.base_url));
+        }
+        if self.endpoints.iter().any(|e| e.concurrency == 0) {
+            return Err("an endpoint's concurrency must be at least 1".into());
+        }
+        Ok(())
+    }
+}
+
 #[derive(Default)]
 struct Breaker {
     failures: u32,
@@ -84,6 +101,7 @@ pub(crate) struct Pool {
 
 impl Pool {
     pub(crate) fn new(config: &LlmConfig, pool: &PoolConfig) -> Result<Self, LlmError> {
+        pool.validate().map_err(LlmError::Config)?;
         if pool.endpoints.is_empty() {
             return Err(LlmError::Config(
                 "an endpoint pool needs at least one endpoint".into(),

@@ -7,7 +7,7 @@
 use crate::llm_args::{Backend, LlmArgs};
 use crate::{config_err, println_out, progress};
 use anyhow::Context;
-use cb_eval::{EvalError, EvalOptions, Sampling};
+use cb_eval::{EvalOptions, Sampling};
 use cb_llm::Llm;
 use clap::Args;
 use std::path::{Path, PathBuf};
@@ -71,15 +71,6 @@ pub struct EvalArgs {
     pub llm: LlmArgs,
 }
 
-/// Exit code of an evaluation error: 2 configuration or bad data, 3 budget, 1 otherwise.
-pub fn exit_code(e: &anyhow::Error) -> u8 {
-    match e.downcast_ref::<EvalError>() {
-        Some(EvalError::Config(_) | EvalError::Data(_)) => 2,
-        Some(EvalError::Budget(_)) => 3,
-        _ => 1,
-    }
-}
-
 fn file_safe(s: &str) -> String {
     s.chars()
         .map(|c| {
@@ -99,7 +90,7 @@ pub async fn run(args: EvalArgs) -> anyhow::Result<()> {
             "unknown benchmark {bench:?}: expected recall or kre"
         )));
     }
-    if args.llm.backend() == Backend::Offline {
+    if args.llm.backend(&crate::pool_cmd::Transport::default()) == Backend::Offline {
         return Err(config_err(
             "eval needs a model under test: give --base-url and --model (or --backend replay); the offline backend has no answers of its own to evaluate",
         ));
@@ -118,10 +109,14 @@ pub async fn run(args: EvalArgs) -> anyhow::Result<()> {
             .join(bench)
             .join(file_safe(&model))
     });
-    args.llm.preflight()?;
-    let config = args
-        .llm
-        .config(&out, || None, &format!("the {bench} evaluation"))?;
+    let transport = crate::pool_cmd::Transport::default();
+    args.llm.preflight(&transport)?;
+    let config = args.llm.config(
+        &out,
+        || None,
+        &format!("the {bench} evaluation"),
+        &transport,
+    )?;
     let created = Created::before(config.cache_path.as_deref());
     let result = evaluate(&args, config, data, &out).await;
     if result.is_err() {

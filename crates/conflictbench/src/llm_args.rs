@@ -1,7 +1,9 @@
 //! The LLM flags shared by `build` and `eval` (backend, endpoint, limits, budget, cache) and
-//! the `LlmConfig` they make.
+//! the one place where parsed arguments become an `LlmConfig`: [`LlmArgs::config`], with the
+//! transport (`--batch`, an endpoint pool) the build's flags declare.
 
 use crate::config_err;
+use crate::pool_cmd::Transport;
 use cb_llm::{pricing, ApiKey, BackendKind, LlmConfig, Price};
 use clap::{Args, ValueEnum};
 use std::path::{Path, PathBuf};
@@ -73,44 +75,53 @@ pub struct LlmArgs {
 }
 
 impl LlmArgs {
-    /// Checks the endpoint before any work: a base URL that cannot be parsed, or a public host
-    /// with no API key, is a configuration error.
-    pub fn preflight(&self) -> anyhow::Result<()> {
-        match self.base_url.as_deref() {
-            Some(url) => self.preflight_url(url),
-            None => Ok(()),
-        }
-    }
-
-    /// The same checks for one more endpoint this run calls (a pool's).
-    pub fn preflight_url(&self, url: &str) -> anyhow::Result<()> {
-        let backend = self.backend();
+    /// Checks every endpoint of the run before any work (`--base-url`, a pool's): a base URL
+    /// that cannot be parsed, or a public host with no API key, is a configuration error.
+    pub fn preflight(&self, transport: &Transport) -> anyhow::Result<()> {
+        let backend = self.backend(transport);
         if backend == Backend::Offline {
             return Ok(());
         }
         let calls = backend == Backend::Openai && !self.dry_run;
-        crate::preflight::check_endpoint(url, calls)
+        for url in self
+            .base_url
+            .iter()
+            .map(String::as_str)
+            .chain(transport.pool_urls())
+        {
+            crate::preflight::check_endpoint(url, calls)?;
+        }
+        Ok(())
     }
 
-    /// The backend asked for, or the default: `openai` with a base URL, else `offline`.
-    pub fn backend(&self) -> Backend {
+    /// The backend asked for, or the default: `openai` with a base URL or a pool, else
+    /// `offline`.
+    pub fn backend(&self, transport: &Transport) -> Backend {
         match self.backend {
             Some(b) => b,
-            None if self.base_url.is_some() => Backend::Openai,
+            None if self.base_url.is_some() || transport.pool_urls().next().is_some() => {
+                Backend::Openai
+            }
             None => Backend::Offline,
         }
     }
 
-    /// The LLM layer's configuration. `out` is where the default cache file goes; `previous`
-    /// gives the endpoint and model a replay falls back on (a previous manifest), and
-    /// `what` names the job in the error when there is none.
+    /// The LLM layer's configuration, with the transport's batch options and pool. `out` is
+    /// where the default cache file goes; `previous` gives the endpoint and model a replay
+    /// falls back on (a previous manifest), and `what` names the job in the error when there
+    /// is none. A pool stands in for `--base-url` (its first endpoint names the run).
     pub fn config(
         &self,
         out: &Path,
         previous: impl Fn() -> Option<(String, String)>,
         what: &str,
+        transport: &Transport,
     ) -> anyhow::Result<LlmConfig> {
-        let backend = self.backend();
+        let backend = self.backend(transport);
+        let base_url = self
+            .base_url
+            .clone()
+            .or_else(|| transport.pool_urls().next().map(str::to_owned));
         let mut c = LlmConfig::offline();
         c.concurrency = self.concurrency;
         c.rpm = self.rpm;
@@ -123,9 +134,10 @@ impl LlmArgs {
         c.max_tokens = self.max_tokens;
         c.structured = self.structured.into();
         if backend == Backend::Offline {
+            transport.apply(&mut c).map_err(config_err)?;
             return Ok(c);
         }
-        let (base_url, model) = match (backend, &self.base_url, &self.model) {
+        let (base_url, model) = match (backend, &base_url, &self.model) {
             (_, Some(u), Some(m)) => (u.clone(), m.clone()),
             (Backend::Replay, u, m) => {
                 let prev = previous();
@@ -165,6 +177,7 @@ impl LlmArgs {
                 .clone()
                 .unwrap_or_else(|| out.join("llm-cache.sqlite")),
         );
+        transport.apply(&mut c).map_err(config_err)?;
         Ok(c)
     }
 }

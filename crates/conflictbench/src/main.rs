@@ -152,13 +152,7 @@ fn main() -> ExitCode {
                 eprintln!("{stopped}");
                 return ExitCode::from(stopped.code);
             }
-            let code = match e.downcast_ref::<EngineError>() {
-                Some(EngineError::Config(_) | EngineError::Llm(cb_llm::LlmError::Config(_))) => 2,
-                Some(EngineError::Budget(_)) => 3,
-                _ if e.downcast_ref::<cb_eval::EvalError>().is_some() => eval_cmd::exit_code(&e),
-                _ if e.downcast_ref::<ConfigError>().is_some() => 2,
-                _ => 1,
-            };
+            let code = exit_code(&e);
             eprintln!("error: {}", said_once(&e));
             if code == 3 {
                 eprintln!("The responses received so far are cached: run the same command again to continue.");
@@ -166,6 +160,40 @@ fn main() -> ExitCode {
             ExitCode::from(code)
         }
     }
+}
+
+/// What went wrong, as every command's exit code says it: 2 a configuration or argument
+/// error (a bad flag, recipe or input; a budget that cannot pay for one call), 3 the budget
+/// reached (resumable), 1 anything else (a build or evaluation that failed). 0 and the
+/// signal codes (130, 143) are decided before errors are.
+fn exit_code(e: &anyhow::Error) -> u8 {
+    use cb_eval::EvalError;
+    use cb_llm::LlmError;
+    let llm = |l: &LlmError| match l {
+        LlmError::Config(_) => 2,
+        LlmError::Budget(_) => 3,
+        _ => 1,
+    };
+    if e.downcast_ref::<ConfigError>().is_some() {
+        return 2;
+    }
+    if let Some(e) = e.downcast_ref::<EngineError>() {
+        return match e {
+            EngineError::Config(_) => 2,
+            EngineError::Budget(_) => 3,
+            EngineError::Llm(l) => llm(l),
+            _ => 1,
+        };
+    }
+    if let Some(e) = e.downcast_ref::<EvalError>() {
+        return match e {
+            EvalError::Config(_) | EvalError::Data(_) => 2,
+            EvalError::Budget(_) => 3,
+            EvalError::Llm(l) => llm(l),
+            _ => 1,
+        };
+    }
+    e.downcast_ref::<LlmError>().map_or(1, llm)
 }
 
 /// `e` and its causes joined by `: ` (as `{e:#}` prints them), a cause left out when the
@@ -325,8 +353,9 @@ pub(crate) fn println_out(s: &str) {
 
 async fn build(mut args: BuildArgs) -> anyhow::Result<()> {
     check_out(&args.out)?;
+    let limits = (args.llm.concurrency, args.llm.rpm, args.llm.tpm);
     let transport =
-        pool_cmd::Transport::new(&args.batch, &args.pool, &mut args.llm).map_err(config_err)?;
+        pool_cmd::Transport::new(&args.batch, &args.pool, limits).map_err(config_err)?;
     let (reader_url, reader_model) = transport.reader();
     args.reader.or_from(reader_url, reader_model);
     args.reader.check()?;
@@ -341,10 +370,7 @@ async fn build(mut args: BuildArgs) -> anyhow::Result<()> {
     if args.llm.concurrency == 0 {
         return Err(config_err("--concurrency must be at least 1"));
     }
-    args.llm.preflight()?;
-    for url in transport.pool_urls() {
-        args.llm.preflight_url(url)?;
-    }
+    args.llm.preflight(&transport)?;
     let opts = BuildOptions {
         sources: SourceOptions {
             raw: args.raw.clone(),
@@ -357,7 +383,7 @@ async fn build(mut args: BuildArgs) -> anyhow::Result<()> {
         out: args.out.clone(),
         prompts,
         seed: args.seed,
-        concurrency: transport.items_in_flight(),
+        concurrency: 0,
         write: !args.llm.dry_run,
         steps: cb_steps::STEPS,
     };
@@ -374,11 +400,14 @@ async fn build(mut args: BuildArgs) -> anyhow::Result<()> {
             serde_json::from_slice(&std::fs::read(p).ok()?).ok()
         };
         let previous = || manifest().and_then(|m| (!m.offline).then_some((m.endpoint, m.model)));
-        let mut config = args.llm.config(&args.out, previous, &recipe.name())?;
-        transport
-            .apply(&args.batch, &mut config)
-            .map_err(config_err)?;
+        let config = args
+            .llm
+            .config(&args.out, previous, &recipe.name(), &transport)?;
         let llm = Llm::new(config.clone()).context("cannot set up the LLM layer")?;
+        let opts = BuildOptions {
+            concurrency: config.items_in_flight(),
+            ..opts.clone()
+        };
         let default_cache = args
             .llm
             .cache

@@ -106,65 +106,48 @@ impl PoolFlags {
             }
             endpoints.push(e);
         }
-        if endpoints.is_empty() {
-            return Err("the endpoint pool declares no endpoint".into());
-        }
-        if let Some(e) = endpoints.iter().find(|e| !e.base_url.contains("://")) {
-            return Err(format!("endpoint `{}` is not a URL", e.base_url));
-        }
-        if endpoints.iter().any(|e| e.concurrency == 0) {
-            return Err("an endpoint's concurrency must be at least 1".into());
-        }
-        Ok(Some((
-            PoolConfig {
-                name,
-                endpoints,
-                open_after: self.pool_open_after,
-                cooldown: Duration::from_millis(self.pool_cooldown_ms),
-            },
-            reader,
-        )))
+        let pool = PoolConfig {
+            name,
+            endpoints,
+            open_after: self.pool_open_after,
+            cooldown: Duration::from_millis(self.pool_cooldown_ms),
+        };
+        pool.validate()?;
+        Ok(Some((pool, reader)))
     }
 }
 
 /// The reader a pool file names: base URL and model.
 type Reader = (Option<String>, Option<String>);
 
-/// What `--batch` and the pool flags change in a build.
+/// What `--batch` and the pool flags change in a run's LLM configuration
+/// ([`crate::llm_args::LlmArgs::config`] applies it).
+#[derive(Debug, Default)]
 pub struct Transport {
     pool: Option<PoolConfig>,
     reader: Reader,
-    batch: bool,
-    calls_in_flight: usize,
+    batch: Option<crate::batch_cmd::BatchFlags>,
 }
 
 impl Transport {
-    /// Reads the pool flags; a pool stands in for `--base-url` (its first endpoint makes the
-    /// backend openai) and cannot be combined with `--batch`.
+    /// Reads the pool flags (endpoints without their own limits get `concurrency`, `rpm`,
+    /// `tpm`); a pool cannot be combined with `--batch`.
     pub fn new(
         batch: &crate::batch_cmd::BatchFlags,
         flags: &PoolFlags,
-        llm: &mut crate::llm_args::LlmArgs,
+        (concurrency, rpm, tpm): (usize, Option<u32>, Option<u32>),
     ) -> Result<Self, String> {
-        let (pool, reader) = match flags.resolve(llm.concurrency, llm.rpm, llm.tpm)? {
+        let (pool, reader) = match flags.resolve(concurrency, rpm, tpm)? {
             Some((p, r)) => (Some(p), r),
             None => (None, Reader::default()),
         };
-        if let Some(p) = &pool {
-            if batch.batch {
-                return Err("--batch and an endpoint pool cannot be combined".into());
-            }
-            llm.base_url
-                .get_or_insert_with(|| p.endpoints[0].base_url.clone());
+        if pool.is_some() && batch.batch {
+            return Err("--batch and an endpoint pool cannot be combined".into());
         }
-        let calls_in_flight = pool.as_ref().map_or(llm.concurrency, |p| {
-            p.endpoints.iter().map(|e| e.concurrency).sum()
-        });
         Ok(Self {
             pool,
             reader,
-            batch: batch.batch,
-            calls_in_flight,
+            batch: Some(batch.clone()),
         })
     }
 
@@ -180,26 +163,14 @@ impl Transport {
             .flat_map(|p| p.endpoints.iter().map(|e| e.base_url.as_str()))
     }
 
-    /// Items the engine keeps in flight: twice the calls the endpoints take, or (batch) all,
-    /// since a batch round holds every item waiting on the model.
-    pub fn items_in_flight(&self) -> usize {
-        if self.batch {
-            1 << 30
-        } else {
-            self.calls_in_flight.saturating_mul(2)
+    /// Puts the batch options and the pool into a configuration.
+    pub fn apply(&self, config: &mut cb_llm::LlmConfig) -> Result<(), String> {
+        if let Some(batch) = &self.batch {
+            batch.apply(config)?;
         }
-    }
-
-    /// Puts the batch options and the pool into one recipe's LLM configuration.
-    pub fn apply(
-        &self,
-        batch: &crate::batch_cmd::BatchFlags,
-        config: &mut cb_llm::LlmConfig,
-    ) -> Result<(), String> {
-        batch.apply(config)?;
-        if config.backend != cb_llm::BackendKind::Offline {
-            config.pool.clone_from(&self.pool);
-            config.concurrency = self.calls_in_flight;
+        if let (Some(pool), false) = (&self.pool, config.backend == cb_llm::BackendKind::Offline) {
+            config.concurrency = pool.endpoints.iter().map(|e| e.concurrency).sum();
+            config.pool = Some(pool.clone());
         }
         Ok(())
     }

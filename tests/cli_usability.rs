@@ -402,3 +402,49 @@ fn a_misspelt_or_mistyped_step_parameter_is_refused_before_any_work() {
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).contains("known: pick_negative"), "{}", text(&o));
 }
+
+#[test]
+fn a_recipe_whose_steps_are_swapped_is_refused_at_load_naming_the_step_and_the_field() {
+    let cwd = tempfile::tempdir().unwrap();
+    let out = cwd.path().join("out");
+    // kre-squad.toml with its two model steps in the other order: the rewrite reads the
+    // negative answer that only the distractors step writes.
+    let recipes = recipes_with("kre-squad.toml", |t| {
+        let first = t.find("[[steps]]").unwrap();
+        let second = first + 9 + t[first + 9..].find("[[steps]]").unwrap();
+        let third = second + 9 + t[second + 9..].find("\n# The papers'").unwrap();
+        format!(
+            "{}{}\n{}{}",
+            &t[..first],
+            t[second..third].trim_end(),
+            &t[first..second],
+            &t[third..]
+        )
+    });
+    let text_of = std::fs::read_to_string(recipes.path().join("kre-squad.toml")).unwrap();
+    let line = 1 + text_of.lines().position(|l| l == "[[steps]]").unwrap();
+    let raw = raw();
+    let o = cb(
+        cwd.path(),
+        &[
+            "build",
+            "kre",
+            "--domains",
+            "squad",
+            "--raw",
+            &raw,
+            "--recipes",
+            recipes.path().to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let e = text(&o);
+    assert!(
+        e.contains(&format!("kre-squad.toml:{line}: step 1 (negative_context)")),
+        "{e}"
+    );
+    assert!(e.contains("reads the field `negative_answer`"), "{e}");
+    assert!(!out.exists(), "nothing was written");
+}

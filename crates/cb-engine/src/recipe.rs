@@ -8,7 +8,7 @@ use cb_step::Files;
 pub use cb_step::StepSpec;
 use serde::Deserialize;
 use serde_json::{Map, Value};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// A source: which reader reads which files of `--raw/<dir>`.
 #[derive(Debug, Clone, Deserialize)]
@@ -122,23 +122,34 @@ impl Recipe {
     }
 
     /// Checks every step entry against the step table before any work: a known kind, known
-    /// parameters, each of its type. The error names the file, the line and the key.
+    /// parameters, each of its type, and a chain in which every field a step reads is one of
+    /// the recipe's `[fields]` or written by an earlier step. The error names the file, the
+    /// line, the step and the key or field.
     pub fn check_steps(&self, steps: &cb_step::Registry) -> Result<(), EngineError> {
+        let mut have: BTreeSet<&str> = self.fields.keys().map(String::as_str).collect();
         for (i, spec) in self.steps.iter().enumerate() {
-            if let Err(e) = steps.check(spec) {
-                let lines = self.step_lines.get(i);
+            let lines = self.step_lines.get(i);
+            let at = |key: Option<&str>| {
                 let line = lines
-                    .and_then(|(_, keys)| e.key.as_ref().and_then(|k| keys.get(k)))
+                    .and_then(|(_, keys)| key.and_then(|k| keys.get(k)))
                     .or(lines.map(|(header, _)| header))
                     .map_or(String::new(), |l| format!(":{l}"));
+                format!("{}{line}: step {} ({})", self.located, i + 1, spec.name())
+            };
+            let fields = steps
+                .check(spec)
+                .and_then(|()| steps.fields(spec))
+                .map_err(|e| {
+                    EngineError::Config(format!("{}: {}", at(e.key.as_deref()), e.message))
+                })?;
+            if let Some(missing) = fields.reads.iter().find(|f| !have.contains(**f)) {
                 return Err(EngineError::Config(format!(
-                    "{}{line}: step {} ({}): {}",
-                    self.located,
-                    i + 1,
-                    spec.name(),
-                    e.message
+                    "{}: it reads the field `{missing}`, which neither the recipe's [fields] nor an earlier step gives (there: {})",
+                    at(None),
+                    have.iter().copied().collect::<Vec<_>>().join(", ")
                 )));
             }
+            have.extend(fields.writes);
         }
         Ok(())
     }
@@ -225,4 +236,32 @@ pub fn select<'a>(
                 })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_bundled_recipe_checks_clean_and_its_step_lines_are_found() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../recipes");
+        let recipes = load_recipes(&Files::Dir(dir)).unwrap();
+        assert!(recipes.len() >= 9);
+        for r in &recipes {
+            r.check_steps(&cb_steps::STEPS)
+                .unwrap_or_else(|e| panic!("{}: {e}", r.file));
+            assert_eq!(r.step_lines.len(), r.steps.len(), "{}", r.file);
+        }
+    }
+
+    #[test]
+    fn step_lines_are_the_headers_and_keys_under_them() {
+        let text = "benchmark = \"x\"\n\n[[steps]]\nkind = \"a\"\n\n[[steps]]\n# note\nkind = \"b\"\nmax_tokens = 3\n\n[card]\nkind = \"no\"\n";
+        let lines = step_lines(text);
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[0].0, 3);
+        assert_eq!(lines[0].1["kind"], 4);
+        assert_eq!(lines[1].1["max_tokens"], 9);
+        assert!(!lines[1].1.contains_key("# note"));
+    }
 }

@@ -126,13 +126,32 @@ pub trait Step: Send + Sync + std::fmt::Debug {
 /// Builds a step from its recipe entry; prompts are read from the folder given.
 pub type Constructor = fn(&StepSpec, &Files) -> Result<Box<dyn Step>, StepError>;
 
-/// One kind of the step table: its name in recipes, its constructor and the parameters it
-/// takes (slices of [`params::Param`]s, e.g. [`params::MODEL_PARAMS`] and its own).
+/// The item fields a step needs (`reads`: present before it runs) and those it adds
+/// (`writes`), for a recipe entry (a RECALL step's depend on its `mode`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StepFields {
+    pub reads: Vec<&'static str>,
+    pub writes: Vec<&'static str>,
+}
+
+impl StepFields {
+    pub fn new(reads: &[&'static str], writes: &[&'static str]) -> Self {
+        StepFields {
+            reads: reads.to_vec(),
+            writes: writes.to_vec(),
+        }
+    }
+}
+
+/// One kind of the step table: its name in recipes, its constructor, the parameters it
+/// takes (slices of [`params::Param`]s, e.g. [`params::MODEL_PARAMS`] and its own) and the
+/// fields it reads and writes.
 #[derive(Debug, Clone, Copy)]
 pub struct StepKind {
     pub kind: &'static str,
     pub build: Constructor,
     pub params: &'static [&'static [params::Param]],
+    pub fields: fn(&StepSpec) -> StepFields,
 }
 
 /// The step kinds a build knows, in the order the unknown-kind error lists them.
@@ -168,6 +187,11 @@ impl Registry {
     /// are the kind's, each of its type.
     pub fn check(&self, spec: &StepSpec) -> Result<(), params::ParamError> {
         params::check(spec, self.kind(&spec.kind)?.params)
+    }
+
+    /// The fields a (checked) recipe entry's step reads and writes.
+    pub fn fields(&self, spec: &StepSpec) -> Result<StepFields, params::ParamError> {
+        Ok((self.kind(&spec.kind)?.fields)(spec))
     }
 
     /// The parameters of `kind`, as a table (`None` for an unknown kind).
@@ -212,11 +236,13 @@ mod tests {
                 kind: "first",
                 build: noop,
                 params: &[],
+                fields: |_| StepFields::default(),
             },
             StepKind {
                 kind: "second",
                 build: noop,
                 params: &[],
+                fields: |_| StepFields::default(),
             },
         ]);
         let spec: StepSpec = toml::from_str("kind = \"second\"\nname = \"mine\"").unwrap();

@@ -29,7 +29,7 @@ pub mod reading;
 pub mod recall;
 
 use cb_step::params::{Param, MODEL_PARAMS};
-use cb_step::{Registry, StepKind};
+use cb_step::{Registry, StepFields, StepKind};
 
 /// What every step module imports from the step API.
 mod prelude {
@@ -40,49 +40,94 @@ mod prelude {
     };
 }
 
-/// Every step kind a recipe may name: its constructor and its parameters.
+/// Every step kind a recipe may name: its constructor, its parameters and the fields it
+/// reads and writes (checked along a recipe's chain before any work).
 pub const STEPS: Registry = Registry::new(&[
-    kind("pick_negative", pick_negative::build, &[]),
+    kind("pick_negative", pick_negative::build, &[], |_| {
+        StepFields::new(&["choices", "answer"], &["candidate", "negative_answer"])
+    }),
     kind(
         "negative_explanation",
         negative_explanation::build,
         &[MODEL_PARAMS, negative_explanation::PARAMS],
+        |_| {
+            StepFields::new(
+                &["question", "choices", "answer", "golden_context", "negative_answer"],
+                &["negative_context"],
+            )
+        },
     ),
-    kind("distractors", distractors::build, &[MODEL_PARAMS]),
+    kind("distractors", distractors::build, &[MODEL_PARAMS], |_| {
+        StepFields::new(
+            &["question", "answer_text", "aliases", "golden_context"],
+            &["choices", "answer", "candidate", "negative_answer"],
+        )
+    }),
     kind(
         "negative_context",
         negative_context::build,
         &[MODEL_PARAMS, negative_context::PARAMS],
+        |_| {
+            StepFields::new(
+                &["question", "answer_text", "golden_context", "negative_answer"],
+                &["negative_context"],
+            )
+        },
     ),
-    kind(
-        "paraphrase",
-        paraphrase::build,
-        &[MODEL_PARAMS, recall::MODE],
-    ),
-    kind("qa", qa::build, &[MODEL_PARAMS, recall::MODE]),
-    kind(
-        "answer_edit",
-        answer_edit::build,
-        &[MODEL_PARAMS, recall::MODE],
-    ),
+    kind("paraphrase", paraphrase::build, &[MODEL_PARAMS, recall::MODE], |s| {
+        recall::fields(s, &[], &["paragraph"])
+    }),
+    kind("qa", qa::build, &[MODEL_PARAMS, recall::MODE], |s| {
+        recall::fields(
+            s,
+            &["paragraph"],
+            &["question", "answer", "answer_value", "answer_key", "answer_kind"],
+        )
+    }),
+    kind("answer_edit", answer_edit::build, &[MODEL_PARAMS, recall::MODE], |s| {
+        recall::fields(
+            s,
+            &["paragraph", "question", "answer", "answer_value", "answer_kind"],
+            &["edited_answer", "options", "answer_option", "qa_a_context", "qa_a_edits", "edited_kv"],
+        )
+    }),
     kind(
         "nonanswer_edit",
         nonanswer_edit::build,
         &[MODEL_PARAMS, recall::MODE, nonanswer_edit::PARAMS],
+        |s| {
+            recall::fields(
+                s,
+                &["paragraph", "question", "answer", "edited_answer", "qa_a_edits"],
+                &["qa_na_context", "qa_na_edits", "tg_edited_source", "tg_edits"],
+            )
+        },
     ),
-    kind("insert_sentence", nonanswer_edit::sentence::build, &[]),
-    kind("reader_check", reader_check::build, &[reader_check::PARAMS]),
+    kind("insert_sentence", nonanswer_edit::sentence::build, &[], |_| {
+        StepFields::new(
+            &["paragraph", "answer", "term"],
+            &["qa_na_sentence_context", "qa_na_sentence_edits", "donor_term"],
+        )
+    }),
+    kind(
+        "reader_check",
+        reader_check::build,
+        &[reader_check::PARAMS],
+        reader_check::fields,
+    ),
 ]);
 
 const fn kind(
     kind: &'static str,
     build: cb_step::Constructor,
     params: &'static [&'static [Param]],
+    fields: fn(&cb_step::StepSpec) -> StepFields,
 ) -> StepKind {
     StepKind {
         kind,
         build,
         params,
+        fields,
     }
 }
 

@@ -83,6 +83,30 @@ pub const PARAMS: &[Param] = &[
     },
 ];
 
+/// The fields the reader check reads, by `mode`; it writes the rows' `reader` column.
+pub fn fields(spec: &StepSpec) -> cb_step::StepFields {
+    let reads: &[&'static str] = match spec.str("mode").as_deref() {
+        Some("recall") => &[
+            "question",
+            "options",
+            "answer_option",
+            "edited_answer",
+            "qa_a_context",
+            "qa_na_context",
+            "paragraph",
+        ],
+        _ => &[
+            "question",
+            "choices",
+            "answer",
+            "negative_answer",
+            "negative_context",
+            "golden_context",
+        ],
+    };
+    cb_step::StepFields::new(reads, &[READER_FIELD])
+}
+
 /// The step table's constructor.
 pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepError> {
     let bad = |m: String| StepError::Config(format!("step {}: {m}", spec.name()));

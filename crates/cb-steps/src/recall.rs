@@ -50,6 +50,23 @@ pub const MODE: &[cb_step::params::Param] = &[cb_step::params::Param {
     meaning: "\"record\" (EventKG key-value records) or \"text\" (UJ terms).",
 }];
 
+/// The fields of a RECALL step: `reads` and `writes` as given, and what its `mode` reads
+/// from the source (`record`: the key-value record `kv`; `text`: the term and its
+/// sentences).
+pub fn fields(
+    spec: &StepSpec,
+    reads: &[&'static str],
+    writes: &[&'static str],
+) -> cb_step::StepFields {
+    let source: &[&'static str] = match spec.str("mode").as_deref() {
+        Some("text") => &["term", "sentences"],
+        _ => &["kv"],
+    };
+    let mut f = cb_step::StepFields::new(reads, writes);
+    f.reads.extend(source);
+    f
+}
+
 impl Mode {
     fn from_spec(spec: &StepSpec) -> Result<Self, StepError> {
         match spec.str("mode").as_deref() {

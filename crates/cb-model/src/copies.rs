@@ -48,7 +48,7 @@ pub fn beyond_copies(text: &str, copied: &[&str]) -> String {
 /// The rule of [`beyond_copies`] applied as it reads, one copy after the other, each
 /// lower-casing and searching the whole text: kept for the texts whose lower-cased offsets
 /// are not their own.
-fn cut_each_in_turn(text: &str, needles: &[String]) -> String {
+pub(crate) fn cut_each_in_turn(text: &str, needles: &[String]) -> String {
     let mut out = text.to_owned();
     for n in needles {
         let lower = out.to_lowercase();

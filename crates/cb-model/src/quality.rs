@@ -792,32 +792,14 @@ mod tests {
     /// `beyond_copies` as it was before it became linear (issue 22), the reference of the
     /// tests below: every copy lower-cases and searches the whole text again.
     fn beyond_copies_reference(text: &str, copied: &[&str]) -> String {
-        let mut out = text.to_owned();
         let mut needles: Vec<String> = copied
             .iter()
             .map(|c| c.trim().trim_end_matches('.').trim().to_owned())
             .filter(|c| c.chars().count() >= 8)
             .collect();
         needles.sort_by_key(|n| std::cmp::Reverse(n.len()));
-        for n in needles {
-            let lower = out.to_lowercase();
-            let nl = n.to_lowercase();
-            if lower.len() != out.len() {
-                continue;
-            }
-            let mut rest = String::with_capacity(out.len());
-            let mut last = 0;
-            let mut from = 0;
-            while let Some(i) = lower[from..].find(&nl).map(|i| i + from) {
-                rest.push_str(&out[last..i]);
-                rest.push(' ');
-                last = i + nl.len();
-                from = last;
-            }
-            rest.push_str(&out[last..]);
-            out = rest;
-        }
-        out
+        // The old loop, kept in `copies` for the texts the automaton cannot cut.
+        crate::copies::cut_each_in_turn(text, &needles)
     }
 
     #[test]

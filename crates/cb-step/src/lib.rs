@@ -73,6 +73,24 @@ pub enum StepFailure {
 }
 
 impl StepFailure {
+    /// A call that failed for good: a fatal error of the layer (budget, cache, replay miss)
+    /// stops the build; any other rejects the item with its reason code, `context` before
+    /// the error in the detail, and the requests it took after `earlier` ones.
+    pub fn from_llm(e: cb_llm::LlmError, context: &str, earlier: u32) -> Self {
+        if e.is_fatal() {
+            return Self::Fatal(match e {
+                cb_llm::LlmError::Budget(m) => StepError::Budget(m),
+                other => StepError::Llm(other),
+            });
+        }
+        Self::Reject {
+            reason: e.reason_code(),
+            detail: format!("{context}: {e}"),
+            raw: e.raw().map(str::to_owned),
+            attempts: earlier + e.attempts(),
+        }
+    }
+
     pub fn reject(reason: &str, detail: impl Into<String>) -> Self {
         Self::Reject {
             reason: reason.into(),

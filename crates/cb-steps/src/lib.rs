@@ -52,7 +52,13 @@ pub const STEPS: Registry = Registry::new(&[
         &[MODEL_PARAMS, negative_explanation::PARAMS],
         |_| {
             StepFields::new(
-                &["question", "choices", "answer", "golden_context", "negative_answer"],
+                &[
+                    "question",
+                    "choices",
+                    "answer",
+                    "golden_context",
+                    "negative_answer",
+                ],
                 &["negative_context"],
             )
         },
@@ -69,28 +75,60 @@ pub const STEPS: Registry = Registry::new(&[
         &[MODEL_PARAMS, negative_context::PARAMS],
         |_| {
             StepFields::new(
-                &["question", "answer_text", "golden_context", "negative_answer"],
+                &[
+                    "question",
+                    "answer_text",
+                    "golden_context",
+                    "negative_answer",
+                ],
                 &["negative_context"],
             )
         },
     ),
-    kind("paraphrase", paraphrase::build, &[MODEL_PARAMS, recall::MODE], |s| {
-        recall::fields(s, &[], &["paragraph"])
-    }),
+    kind(
+        "paraphrase",
+        paraphrase::build,
+        &[MODEL_PARAMS, recall::MODE],
+        |s| recall::fields(s, &[], &["paragraph"]),
+    ),
     kind("qa", qa::build, &[MODEL_PARAMS, recall::MODE], |s| {
         recall::fields(
             s,
             &["paragraph"],
-            &["question", "answer", "answer_value", "answer_key", "answer_kind"],
+            &[
+                "question",
+                "answer",
+                "answer_value",
+                "answer_key",
+                "answer_kind",
+            ],
         )
     }),
-    kind("answer_edit", answer_edit::build, &[MODEL_PARAMS, recall::MODE], |s| {
-        recall::fields(
-            s,
-            &["paragraph", "question", "answer", "answer_value", "answer_kind"],
-            &["edited_answer", "options", "answer_option", "qa_a_context", "qa_a_edits", "edited_kv"],
-        )
-    }),
+    kind(
+        "answer_edit",
+        answer_edit::build,
+        &[MODEL_PARAMS, recall::MODE],
+        |s| {
+            recall::fields(
+                s,
+                &[
+                    "paragraph",
+                    "question",
+                    "answer",
+                    "answer_value",
+                    "answer_kind",
+                ],
+                &[
+                    "edited_answer",
+                    "options",
+                    "answer_option",
+                    "qa_a_context",
+                    "qa_a_edits",
+                    "edited_kv",
+                ],
+            )
+        },
+    ),
     kind(
         "nonanswer_edit",
         nonanswer_edit::build,
@@ -98,17 +136,37 @@ pub const STEPS: Registry = Registry::new(&[
         |s| {
             recall::fields(
                 s,
-                &["paragraph", "question", "answer", "edited_answer", "qa_a_edits"],
-                &["qa_na_context", "qa_na_edits", "tg_edited_source", "tg_edits"],
+                &[
+                    "paragraph",
+                    "question",
+                    "answer",
+                    "edited_answer",
+                    "qa_a_edits",
+                ],
+                &[
+                    "qa_na_context",
+                    "qa_na_edits",
+                    "tg_edited_source",
+                    "tg_edits",
+                ],
             )
         },
     ),
-    kind("insert_sentence", nonanswer_edit::sentence::build, &[], |_| {
-        StepFields::new(
-            &["paragraph", "answer", "term"],
-            &["qa_na_sentence_context", "qa_na_sentence_edits", "donor_term"],
-        )
-    }),
+    kind(
+        "insert_sentence",
+        nonanswer_edit::sentence::build,
+        &[],
+        |_| {
+            StepFields::new(
+                &["paragraph", "answer", "term"],
+                &[
+                    "qa_na_sentence_context",
+                    "qa_na_sentence_edits",
+                    "donor_term",
+                ],
+            )
+        },
+    ),
     kind(
         "reader_check",
         reader_check::build,

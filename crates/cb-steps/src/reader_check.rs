@@ -545,23 +545,13 @@ impl ReaderCheck {
             };
             let v = match ask_check(asker, q, &check).await {
                 Ok(v) => v,
-                Err(e) if e.is_fatal() => {
-                    return Err(StepFailure::Fatal(match e {
-                        LlmError::Budget(m) => StepError::Budget(m),
-                        other => StepError::Llm(other),
-                    }))
-                }
                 Err(e) => {
                     item.calls.append(&mut calls);
-                    return Err(StepFailure::Reject {
-                        reason: e.reason_code(),
-                        detail: format!(
-                            "{}: the reader gave no answer to the {} check: {e}",
-                            self.name, p.name
-                        ),
-                        raw: e.raw().map(str::to_owned),
-                        attempts: e.attempts(),
-                    });
+                    let context = format!(
+                        "{}: the reader gave no answer to the {} check",
+                        self.name, p.name
+                    );
+                    return Err(StepFailure::from_llm(e, &context, 0));
                 }
             };
             calls.extend(v.calls.iter().cloned());

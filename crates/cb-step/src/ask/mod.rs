@@ -74,21 +74,8 @@ pub async fn ask<T>(
         };
         let completion = match ctx.llm.complete(&call).await {
             Ok(c) => c,
-            Err(e) if e.is_fatal() => {
-                return Err(StepFailure::Fatal(match e {
-                    cb_llm::LlmError::Budget(m) => StepError::Budget(m),
-                    other => StepError::Llm(other),
-                }))
-            }
-            Err(e) => {
-                return Err(StepFailure::Reject {
-                    reason: e.reason_code(),
-                    detail: format!("{}: {e}", a.step),
-                    raw: e.raw().map(str::to_owned),
-                    // Requests sent: one per earlier answer, and every retry of this call.
-                    attempts: attempt - 1 + e.attempts(),
-                });
-            }
+            // Requests sent: one per earlier answer, and every retry of this call.
+            Err(e) => return Err(StepFailure::from_llm(e, a.step, attempt - 1)),
         };
         item.calls.push(CallRecord {
             step: a.step.to_owned(),

@@ -6,10 +6,10 @@
 //! [`cb_model::text::contains_phrase`].
 
 use crate::load::{FileKind, Payload, Row};
-use cb_model::quality;
 use cb_model::recall::check_edits;
 use cb_model::text::{contains_phrase, find_word_occurrences, normalize};
 use cb_model::{letter_index, KvItem};
+use cb_quality as quality;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 
@@ -107,12 +107,12 @@ pub const CHECKS: &[CheckInfo] = &[
     check!("kre_golden_context_unrelated", "kre", Warning, "Under 10% of the content-word stems (first 5 characters, stop words left out) of question + golden answer occur in the golden context.", "overlap < 0.10"),
     check!("kre_negative_context_missing_negative", "kre", Warning, "Under half of the negative answer's content-word stems (as in kre_golden_context_unrelated) occur in the negative context: it does not support the negative answer.", "overlap < 0.50"),
     check!("kre_negative_context_states_golden", "kre", Warning, "The negative context states the golden answer `choices[answer]` (whole words, normalised)."),
-    check!("kre_negative_context_denies", "kre", Warning, "The negative context argues against the negative answer (\"would not\", \"not the cause\", cb_model::quality::DENIALS) where the question and the negative answer do not."),
-    check!("kre_negative_context_supports_golden", "kre", Warning, "The negative context uses the golden answer's own content words (not the question's, not the negative answer's) at least as much as the negative answer's: it argues for the golden answer (cb_model::quality::leans_to_golden, a lexical rule)."),
+    check!("kre_negative_context_denies", "kre", Warning, "The negative context argues against the negative answer (\"would not\", \"not the cause\", cb_quality::DENIALS) where the question and the negative answer do not."),
+    check!("kre_negative_context_supports_golden", "kre", Warning, "The negative context uses the golden answer's own content words (not the question's, not the negative answer's) at least as much as the negative answer's: it argues for the golden answer (cb_quality::leans_to_golden, a lexical rule)."),
     check!("kre_contexts_identical", "kre", Error, "The negative context is the golden context (after normalisation)."),
-    check!("kre_negative_context_echo", "kre", Error, "A line of the negative context starts with a prompt label (`Event:`, `Question:`, `Chosen cause:` ..., cb_model::quality::PROMPT_LABELS), or it names a part of the prompt (\"the reference explanation\", cb_model::quality::PROMPT_TERMS) or talks about the task (\"the question\", \"the answer must\", cb_model::quality::TASK_TALK), or holds the prompt's `<<<`/`>>>` fences, that the question, choices and golden context do not have: the prompt repeated back."),
+    check!("kre_negative_context_echo", "kre", Error, "A line of the negative context starts with a prompt label (`Event:`, `Question:`, `Chosen cause:` ..., cb_quality::PROMPT_LABELS), or it names a part of the prompt (\"the reference explanation\", cb_quality::PROMPT_TERMS) or talks about the task (\"the question\", \"the answer must\", cb_quality::TASK_TALK), or holds the prompt's `<<<`/`>>>` fences, that the question, choices and golden context do not have: the prompt repeated back."),
     check!("kre_negative_context_restates", "kre", Warning, "The negative context adds no content word (function words and task words such as \"answer\", \"question\" left out, first 5 characters compared) to the negative answer and the question: it only restates it.", "0 added words"),
-    check!("kre_negative_context_language", "kre", Warning, "The negative context is clearly in another language than the question and golden context (cb_model::quality::language; unclear texts pass)."),
+    check!("kre_negative_context_language", "kre", Warning, "The negative context is clearly in another language than the question and golden context (cb_quality::language; unclear texts pass)."),
     check!("qa_task", "qa", Error, "`task` matches the file (qa_a / qa_na) and `edit` fits it (qa_a: answer; qa_na: word or sentence)."),
     check!("qa_options", "qa", Error, "`options` are exactly {answer, edited_answer}, two distinct texts, and `answer_option` is the letter of `answer`."),
     check!("qa_context_has_answer", "qa", Error, "The original context states the answer (whole words, normalised)."),
@@ -120,8 +120,8 @@ pub const CHECKS: &[CheckInfo] = &[
     check!("qa_a_original_answer_gone", "qa_a", Error, "QA-A: the edited context no longer states the original answer (whole words, normalised)."),
     check!("qa_na_answer_present", "qa_na", Error, "QA-NA: the edited context still holds the answer verbatim (whole words, case-insensitive)."),
     check!("qa_na_context_changed", "qa_na", Error, "QA-NA: the edited context differs from the context."),
-    check!("qa_context_echo", "qa", Error, "A line of the context or the question starts with a prompt label (cb_model::quality::PROMPT_LABELS): the prompt repeated back."),
-    check!("qa_edited_context_language", "qa", Warning, "The edited context is clearly in another language than the context (cb_model::quality::language; unclear texts pass)."),
+    check!("qa_context_echo", "qa", Error, "A line of the context or the question starts with a prompt label (cb_quality::PROMPT_LABELS): the prompt repeated back."),
+    check!("qa_edited_context_language", "qa", Warning, "The edited context is clearly in another language than the context (cb_quality::language; unclear texts pass)."),
     check!("edits_match_diff", "qa", Error, "The recorded `edits` turn the context into the edited context exactly (spans, texts, nothing else changed)."),
     check!("tg_one_item_changed", "text_generation", Error, "EventKG: source and edited source have the same keys and differ in exactly one item, whose key is `edited_key`."),
     check!("tg_source_changed", "text_generation", Error, "UJ: the edited source paragraph differs from the source."),

@@ -13,7 +13,7 @@
 //! `250,1000,2000,5000`; empty to skip) with a paragraph of numbered sentences ("Sentence 1
 //! says the year 1801 matters."), each its own sentence with its own numbers, around the same
 //! five mentions: the negative-context validation sets every sentence of the passage that the
-//! rewrite repeats apart before it looks for a refusal (`cb_model::quality::beyond_copies`),
+//! rewrite repeats apart before it looks for a refusal (`cb_quality::beyond_copies`),
 //! so this padding measures that per sentence of the material (issue 22). With the default
 //! sizes the run takes about a minute and a half on 2 cores, most of it the numbered 5 MB
 //! build.

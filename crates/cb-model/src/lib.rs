@@ -3,12 +3,10 @@
 //! part shares (seeded randomness, text normalisation).
 
 pub mod card;
-mod copies;
 pub mod date;
 pub mod kre;
 pub mod lcs;
 pub mod manifest;
-pub mod quality;
 pub mod recall;
 pub mod record;
 pub mod reject;

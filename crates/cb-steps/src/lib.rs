@@ -222,7 +222,7 @@ mod tests {
                     }
                     seen += 1;
                     assert!(
-                        cb_model::quality::PROMPT_LABELS.contains(&head.trim()),
+                        cb_quality::PROMPT_LABELS.contains(&head.trim()),
                         "label {head:?} is not in PROMPT_LABELS"
                     );
                 }

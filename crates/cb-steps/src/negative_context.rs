@@ -4,7 +4,8 @@
 use crate::prelude::*;
 use crate::reading::usable_aliases;
 use cb_model::spans::sentence_spans;
-use cb_model::{quality, text};
+use cb_model::text;
+use cb_quality as quality;
 use serde_json::json;
 
 /// The parameters of its own (besides the model's).
@@ -26,7 +27,7 @@ pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepErro
 /// Rewrites `golden_context` so that it supports `negative_answer` (field `negative_context`).
 ///
 /// Validation: not empty, not a refusal, no talk about the task the passage does not have
-/// (`prompt_echo`, [`cb_model::quality::talks_about_task`]); mentions the negative answer
+/// (`prompt_echo`, [`cb_quality::talks_about_task`]); mentions the negative answer
 /// (`no_mention`: a guess at meaning, a warning where a reader checks the rows, see
 /// [`cb_step::GUESS_CODES`]); does not mention the
 /// golden answer or one of its aliases (unless the negative answer contains it); and keeps

@@ -2,7 +2,8 @@
 //! answer (the paper's "explanation" for CoS-E, ECQA and e-CARE).
 
 use crate::prelude::*;
-use cb_model::{letter, letter_index, quality, text};
+use cb_model::{letter, letter_index, text};
+use cb_quality as quality;
 use cb_step::ask::reason_code;
 use cb_step::GUESS_CODES;
 use serde_json::json;
@@ -42,12 +43,12 @@ pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepErro
 /// reader checks the rows, rejects where none does, see [`cb_step::GUESS_CODES`]):
 /// not empty, not a refusal (`refusal`), no talk about the task ("the question", "the answer
 /// must", a line per option such as "Bakery: ...": `prompt_echo`,
-/// [`cb_model::quality::talks_about_task`]), does not argue against
+/// [`cb_quality::talks_about_task`]), does not argue against
 /// the negative answer ("would not be the cause": `denies_negative`,
-/// [`cb_model::quality::denies`]), at most `max_words` words (`too_long`), does not
+/// [`cb_quality::denies`]), at most `max_words` words (`too_long`), does not
 /// state the golden answer, singular or plural (`states_golden`, unless the negative answer
 /// itself contains it), nor argue for it as much as for the negative one (`supports_golden`,
-/// [`cb_model::quality::leans_to_golden`]),
+/// [`cb_quality::leans_to_golden`]),
 /// does not only restate the negative answer (`restates_negative`), and, when
 /// `require_mention` is set, mentions the negative answer (`no_mention`). A refusal or the
 /// golden answer is looked for beyond the premise and question the answer copies (e-CARE

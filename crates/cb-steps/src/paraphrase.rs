@@ -5,7 +5,8 @@ use crate::prelude::*;
 use crate::recall::{base_key, is_fixed, kv, record_lines, Mode};
 use cb_model::recall::name_of;
 use cb_model::spans::mentions;
-use cb_model::{date, quality, text, KvItem};
+use cb_model::{date, text, KvItem};
+use cb_quality as quality;
 use std::collections::HashSet;
 
 /// The step table's constructor.

@@ -72,22 +72,22 @@ pub const ECHO_WINDOW: usize = 6;
 /// The checks every model answer gets before the step's own validator, each with its stable
 /// reason code:
 /// - `prompt_echo`: a line of the answer starts with one of the prompt labels
-///   ([`cb_model::quality::PROMPT_LABELS`], `Event:`, `Question:` ...) or the answer repeats
+///   ([`cb_quality::PROMPT_LABELS`], `Event:`, `Question:` ...) or the answer repeats
 ///   [`ECHO_WINDOW`] consecutive words of `said`, what we told the model in our own words
 ///   (the template's instructions and worked examples,
 ///   [`Prompt::instructions`](crate::Prompt::instructions), and the repair messages sent so
 ///   far; a structured answer is read on its values, not its keys),
 ///   unless the material the model was given holds that line or those words.
 ///   An answer that holds the prompt's `<<<`/`>>>` fences, or names the prompt's parts
-///   ([`cb_model::quality::PROMPT_TERMS`], "the reference explanation"), is echo as well.
+///   ([`cb_quality::PROMPT_TERMS`], "the reference explanation"), is echo as well.
 ///   A structured answer whose values are quoted examples of `said` (`"first option"`, or
 ///   a worked example's answer) is echo too;
 /// - `other_language`: the answer is clearly in another language than that material
-///   ([`cb_model::quality::other_language`]; unclear cases pass).
+///   ([`cb_quality::other_language`]; unclear cases pass).
 ///
 /// (`truncated`, an answer cut off by `finish_reason: length`, is decided before these.)
 pub fn common_checks(answer: &str, said: &str, material: &str) -> Result<(), String> {
-    use cb_model::quality;
+    use cb_quality as quality;
     if let Some(label) = quality::echoed_label(answer, quality::PROMPT_LABELS, material) {
         return Err(format!(
             "prompt_echo: the answer repeats the prompt's \"{label}:\" line; reply with the answer only"

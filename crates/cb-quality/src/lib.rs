@@ -6,7 +6,9 @@
 //! Each check returns what it found (for the reason's detail); the stable reason codes are
 //! the callers' (`prompt_echo`, `restates_negative`, `other_language`).
 
-use crate::text::{normalize, tokens, Normalized};
+use cb_model::text::{normalize, tokens, Normalized};
+
+mod copies;
 
 /// The labels the bundled prompt templates put at the start of a line before the material
 /// they show the model (`Event: ...`, `Question: ...`). A line of an answer that starts with
@@ -82,7 +84,7 @@ pub const PROMPT_TERMS: &[&str] = &[
 /// Words of a context that talks about the task instead of the world (real SmolLM2 negative
 /// contexts: "The answer must be \"bookstore\" to the question.", "... not mentioned as an
 /// option in this passage", "Chris Hanna is not named in the passage", "This answer is
-/// correct but not in the original text."), compared as [`crate::text::contains_phrase`]
+/// correct but not in the original text."), compared as [`cb_model::text::contains_phrase`]
 /// does (articles dropped, so "the question" is "question"). "The passage of time" is not
 /// task talk, nor is a term the material itself uses. For prose answers only: a
 /// structured answer has a `"question"` key. One of the 300 sampled released KRE contexts
@@ -109,7 +111,7 @@ pub const TASK_TALK: &[&str] = &[
 /// Phrases by which an explanation denies what it was asked to support (real SmolLM2
 /// explanations: "... so eating an apple would not be the cause of his high fever.", "The
 /// dog was asleep, so the event would not occur."), compared as
-/// [`crate::text::contains_phrase`] does. None of the 300 sampled released KRE contexts uses
+/// [`cb_model::text::contains_phrase`] does. None of the 300 sampled released KRE contexts uses
 /// one.
 pub const DENIALS: &[&str] = &[
     "would not",
@@ -148,13 +150,13 @@ pub fn echoed_fence(answer: &str, material: &str) -> Option<&'static str> {
 pub fn talks_about_task(answer: &str, material: &str) -> Option<&'static str> {
     let starts: Vec<String> = answer
         .split(['.', '!', '?', '\n'])
-        .map(crate::text::normalize)
+        .map(cb_model::text::normalize)
         .collect();
     TASK_TALK_OPENINGS
         .iter()
         .copied()
         .find(|o| {
-            let o = format!("{} ", crate::text::normalize(o));
+            let o = format!("{} ", cb_model::text::normalize(o));
             starts.iter().any(|s| s.starts_with(&o))
         })
         .or_else(|| first_unshared(TASK_TALK, answer, material))
@@ -167,7 +169,7 @@ pub fn echoed_term(answer: &str, material: &str) -> Option<&'static str> {
 }
 
 /// The first of `terms` that `answer` uses and `material` does not
-/// ([`crate::text::contains_phrase`]).
+/// ([`cb_model::text::contains_phrase`]).
 fn first_unshared(terms: &[&'static str], answer: &str, material: &str) -> Option<&'static str> {
     let (answer, material) = (Normalized::new(answer), Normalized::new(material));
     terms
@@ -339,7 +341,7 @@ pub fn leans_to_golden(context: &str, negative: &str, golden: &str, given: &[&st
     g > 0 && g >= n
 }
 
-pub use crate::copies::beyond_copies;
+pub use copies::beyond_copies;
 
 /// A language or writing system, as far as [`language`] tells them apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -784,8 +786,8 @@ mod tests {
     fn copied_inputs_are_set_apart() {
         let t = "Something is wrong with my camera flash, and that is what brought this about: I cannot take new Photos now.";
         let rest = beyond_copies(t, &["I cannot take new Photos now."]);
-        assert!(!crate::text::looks_like_refusal(&rest), "{rest}");
-        assert!(crate::text::looks_like_refusal(t));
+        assert!(!cb_model::text::looks_like_refusal(&rest), "{rest}");
+        assert!(cb_model::text::looks_like_refusal(t));
         assert!(rest.contains("camera flash"));
     }
 

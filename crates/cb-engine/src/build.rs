@@ -1,13 +1,13 @@
 //! Running one recipe end to end.
 
-use crate::output::append_line;
+use crate::output::{append_line, OutFile};
 use crate::recipe::Recipe;
-use crate::source::{self, SourceOptions};
+use crate::source::{self, Loaded, SourceOptions};
 use crate::{EngineError, Item};
 use cb_llm::Llm;
 use cb_llm::Progress;
 use cb_model::manifest::LlmTotals;
-use cb_model::{Manifest, Reject, StageCounts};
+use cb_model::{CheckTally, Manifest, Reject, StageCounts};
 use cb_step::{Corpus, Peer, Registry, Step, StepCtx, StepFailure};
 use minijinja::Environment;
 use std::collections::BTreeMap;
@@ -44,6 +44,53 @@ pub struct BuildOutcome {
     pub manifest: Manifest,
 }
 
+/// Builds one recipe: reads, runs the steps, writes the outputs. `reader` answers the
+/// recipe's reader checks (`None`: nobody reads, and the manifest and card say the rows are
+/// not reader-verified).
+pub async fn build_recipe(
+    recipe: &Recipe,
+    opts: &BuildOptions,
+    llm: &Llm,
+    reader: Option<&Llm>,
+    progress: &dyn Progress,
+) -> Result<BuildOutcome, EngineError> {
+    let b = Build {
+        name: recipe.name(),
+        dir: opts.out.join(&recipe.benchmark).join(&recipe.domain),
+        recipe,
+        opts,
+        llm,
+        reader,
+        progress,
+    };
+    let steps = b.prepare()?;
+    let (mut loaded, corpus) = b.load()?;
+    let runner = Arc::new(b.runner(steps, corpus));
+    let ran = b.run(&runner, std::mem::take(&mut loaded.entries)).await?;
+    let accounted = b
+        .account(&runner.steps, loaded, ran)
+        .map_err(|e| b.stopped(e))?;
+    b.write(&accounted)?;
+    Ok(b.finish(accounted.manifest))
+}
+
+/// One recipe's build: what its stages share.
+struct Build<'a> {
+    recipe: &'a Recipe,
+    opts: &'a BuildOptions,
+    llm: &'a Llm,
+    reader: Option<&'a Llm>,
+    progress: &'a dyn Progress,
+    /// The recipe's name (`benchmark-domain`).
+    name: String,
+    /// Its output folder.
+    dir: PathBuf,
+}
+
+/// Where an item ended: finished, or rejected by step `usize`.
+type Ended = Result<(), (usize, StepFailure)>;
+
+/// What the steps see of one build: the steps themselves, the models, and the corpus.
 struct Runner {
     steps: Vec<Box<dyn Step>>,
     llm: Llm,
@@ -52,13 +99,12 @@ struct Runner {
     seed: u64,
     recipe: String,
     corpus: Corpus,
+    /// Set by a fatal failure: the items still running end as cancelled.
     stop: AtomicBool,
 }
 
-/// Where an item ended: finished, or rejected by step `usize`.
-type Ended = Result<(), (usize, StepFailure)>;
-
 impl Runner {
+    /// Runs one item through the steps in recipe order, up to the first that does not pass it.
     async fn process(&self, mut item: Item) -> (Item, Ended) {
         let ctx = StepCtx {
             llm: &self.llm,
@@ -83,114 +129,57 @@ impl Runner {
     }
 }
 
-/// Builds one recipe: reads, runs the steps, writes the outputs. `reader` answers the
-/// recipe's reader checks (`None`: nobody reads, and the manifest and card say the rows are
-/// not reader-verified).
-pub async fn build_recipe(
-    recipe: &Recipe,
-    opts: &BuildOptions,
-    llm: &Llm,
-    reader: Option<&Llm>,
-    progress: &dyn Progress,
-) -> Result<BuildOutcome, EngineError> {
-    let name = recipe.name();
-    recipe.check_steps(&opts.steps)?;
-    let steps = recipe
-        .steps
-        .iter()
-        .map(|s| opts.steps.build(s, &opts.prompts))
-        .collect::<Result<Vec<_>, _>>()?;
-    let dir = opts.out.join(&recipe.benchmark).join(&recipe.domain);
-    if opts.write {
-        crate::output::remove_stale_temp_files(&dir)?;
-    }
-    let loaded = source::load(recipe, &opts.sources)?;
-    let peers = loaded
-        .entries
-        .iter()
-        .filter_map(|e| e.as_ref().ok())
-        .map(|i| Peer {
-            id: i.id.clone(),
-            fields: i.fields.clone(),
-        })
-        .collect();
-    let runner = Arc::new(Runner {
-        steps,
-        llm: llm.clone(),
-        reader: reader.cloned(),
-        env: cb_step::template::environment(),
-        seed: opts.seed,
-        recipe: name.clone(),
-        corpus: Corpus::new(peers),
-        stop: AtomicBool::new(false),
-    });
+/// What running the items gave, before the accounting.
+struct Ran {
+    /// One per loaded entry, in source order: the finished item or the reject (`None`: an
+    /// item cancelled, or ended by a fatal failure).
+    slots: Vec<Option<Result<Item, Reject>>>,
+    counts: Counts,
+    /// The first fatal failure of a step (it stopped the others).
+    fatal: Option<EngineError>,
+}
 
-    let mut slots: Vec<Option<Result<Item, Reject>>> = Vec::new();
-    let mut work = Vec::new();
-    for entry in loaded.entries {
-        match entry {
-            Ok(item) => {
-                work.push((slots.len(), item));
-                slots.push(None);
-            }
-            Err(r) => slots.push(Some(Err(r))),
-        }
-    }
-    progress.start(&name, work.len() as u64);
+/// What a run counts for the manifest.
+struct Counts {
+    /// Per step: in, rejected and reasons (out is set by the accounting).
+    steps: Vec<StageCounts>,
+    /// Calls and tokens of the items' model calls (the price is set by the accounting).
+    llm: LlmTotals,
+    /// Per reader check: how many rows it was asked for and how many it passed.
+    reader_checks: BTreeMap<String, CheckTally>,
+}
 
-    let limit = Arc::new(tokio::sync::Semaphore::new(opts.concurrency.max(1)));
-    let mut tasks = tokio::task::JoinSet::new();
-    for (slot, item) in work {
-        let runner = Arc::clone(&runner);
-        let limit = Arc::clone(&limit);
-        tasks.spawn(async move {
-            let _permit = limit.acquire_owned().await.expect("semaphore never closed");
-            (slot, runner.process(item).await)
-        });
-    }
-    let n_steps = runner.steps.len();
-    let mut step_counts: Vec<StageCounts> = runner
-        .steps
-        .iter()
-        .map(|s| StageCounts {
-            name: s.name().to_owned(),
-            ..Default::default()
-        })
-        .collect();
-    let mut totals = LlmTotals::default();
-    let mut reader_checks: BTreeMap<String, cb_model::CheckTally> = BTreeMap::new();
-    let mut fatal: Option<EngineError> = None;
-    while let Some(joined) = tasks.join_next().await {
-        let (slot, (item, ended)) =
-            joined.map_err(|e| EngineError::Config(format!("a build task failed: {e}")))?;
-        progress.item_done(&name, &llm.stats());
+impl Ran {
+    /// Takes in one item that ended: its reader verdicts, its calls, the steps it entered and
+    /// the one that rejected it, and its slot.
+    fn add(&mut self, steps: &[Box<dyn Step>], slot: usize, item: Item, ended: Ended) {
         if let Some(r) = item
             .fields
             .get(cb_step::READER_FIELD)
             .and_then(|v| serde_json::from_value::<cb_step::choice::ReaderRecord>(v.clone()).ok())
         {
             for v in r.checks {
-                let t = reader_checks.entry(v.check).or_default();
+                let t = self.counts.reader_checks.entry(v.check).or_default();
                 t.asked += 1;
                 t.passed += u64::from(v.passed);
             }
         }
         for c in &item.calls {
-            totals.calls += 1;
-            totals.prompt_tokens += c.prompt_tokens;
-            totals.completion_tokens += c.completion_tokens;
+            self.counts.llm.calls += 1;
+            self.counts.llm.prompt_tokens += c.prompt_tokens;
+            self.counts.llm.completion_tokens += c.completion_tokens;
         }
         let reached = match &ended {
-            Ok(()) => n_steps,
+            Ok(()) => steps.len(),
             Err((i, _)) => *i + 1,
         };
-        for c in step_counts.iter_mut().take(reached) {
+        for c in self.counts.steps.iter_mut().take(reached) {
             c.in_ += 1;
         }
         match ended {
-            Ok(()) => slots[slot] = Some(Ok(item)),
+            Ok(()) => self.slots[slot] = Some(Ok(item)),
             Err((_, StepFailure::Fatal(e))) => {
-                fatal.get_or_insert(e.into());
+                self.fatal.get_or_insert(e.into());
             }
             Err((_, StepFailure::Cancelled)) => {}
             Err((
@@ -202,13 +191,13 @@ pub async fn build_recipe(
                     attempts,
                 },
             )) => {
-                let c = &mut step_counts[i];
+                let c = &mut self.counts.steps[i];
                 c.rejected += 1;
                 *c.reasons.entry(reason.clone()).or_default() += 1;
-                slots[slot] = Some(Err(Reject {
+                self.slots[slot] = Some(Err(Reject {
                     id: item.id.clone(),
                     origin: item.origin.to_string(),
-                    stage: runner.steps[i].name().to_owned(),
+                    stage: steps[i].name().to_owned(),
                     reason,
                     detail,
                     raw_response: raw,
@@ -217,109 +206,271 @@ pub async fn build_recipe(
             }
         }
     }
-    if let Some(e) = fatal.or_else(|| endpoint_never_answered(&name, llm, &totals, &step_counts)) {
-        // Nothing is written, but what this run sent and spent is recorded.
-        if opts.write {
-            if let Err(w) = record_run(&dir, llm, Some(&e.to_string())) {
+}
+
+/// What the accounting gives the writer: the serialised output files and the manifest.
+struct Accounted {
+    files: Vec<OutFile>,
+    manifest: Manifest,
+}
+
+impl Build<'_> {
+    /// Prepare: checks the recipe's steps against the step table before any work
+    /// ([`Recipe::check_steps`]), builds them with their prompts, and removes the temporary
+    /// files a killed build left in the output folder.
+    fn prepare(&self) -> Result<Vec<Box<dyn Step>>, EngineError> {
+        self.recipe.check_steps(&self.opts.steps)?;
+        let steps = self
+            .recipe
+            .steps
+            .iter()
+            .map(|s| self.opts.steps.build(s, &self.opts.prompts))
+            .collect::<Result<Vec<_>, _>>()?;
+        if self.opts.write {
+            crate::output::remove_stale_temp_files(&self.dir)?;
+        }
+        Ok(steps)
+    }
+
+    /// Load: the source's items and rejects in source order ([`source::load`]), and the
+    /// corpus of peers the steps may look at (every loaded item).
+    fn load(&self) -> Result<(Loaded, Corpus), EngineError> {
+        let loaded = source::load(self.recipe, &self.opts.sources)?;
+        let peers = loaded
+            .entries
+            .iter()
+            .filter_map(|e| e.as_ref().ok())
+            .map(|i| Peer {
+                id: i.id.clone(),
+                fields: i.fields.clone(),
+            })
+            .collect();
+        Ok((loaded, Corpus::new(peers)))
+    }
+
+    /// The runner of this build's steps over `corpus`.
+    fn runner(&self, steps: Vec<Box<dyn Step>>, corpus: Corpus) -> Runner {
+        Runner {
+            steps,
+            llm: self.llm.clone(),
+            reader: self.reader.cloned(),
+            env: cb_step::template::environment(),
+            seed: self.opts.seed,
+            recipe: self.name.clone(),
+            corpus,
+            stop: AtomicBool::new(false),
+        }
+    }
+
+    /// Run: every loaded item through the steps, concurrently, at most
+    /// `BuildOptions::concurrency` at once; rejects from loading keep their slots. Collects
+    /// as items end: their slots, the steps' counts, the LLM totals and the reader's check
+    /// tallies. A fatal failure does not end the run here: it stops the items still running
+    /// and is handed to the accounting.
+    async fn run(
+        &self,
+        runner: &Arc<Runner>,
+        entries: Vec<Result<Item, Reject>>,
+    ) -> Result<Ran, EngineError> {
+        let mut ran = Ran {
+            slots: Vec::new(),
+            counts: Counts {
+                steps: runner
+                    .steps
+                    .iter()
+                    .map(|s| StageCounts {
+                        name: s.name().to_owned(),
+                        ..Default::default()
+                    })
+                    .collect(),
+                llm: LlmTotals::default(),
+                reader_checks: BTreeMap::new(),
+            },
+            fatal: None,
+        };
+        let mut work = Vec::new();
+        for entry in entries {
+            match entry {
+                Ok(item) => {
+                    work.push((ran.slots.len(), item));
+                    ran.slots.push(None);
+                }
+                Err(r) => ran.slots.push(Some(Err(r))),
+            }
+        }
+        self.progress.start(&self.name, work.len() as u64);
+
+        let limit = Arc::new(tokio::sync::Semaphore::new(self.opts.concurrency.max(1)));
+        let mut tasks = tokio::task::JoinSet::new();
+        for (slot, item) in work {
+            let runner = Arc::clone(runner);
+            let limit = Arc::clone(&limit);
+            tasks.spawn(async move {
+                let _permit = limit.acquire_owned().await.expect("semaphore never closed");
+                (slot, runner.process(item).await)
+            });
+        }
+        while let Some(joined) = tasks.join_next().await {
+            let (slot, (item, ended)) =
+                joined.map_err(|e| EngineError::Config(format!("a build task failed: {e}")))?;
+            self.progress.item_done(&self.name, &self.llm.stats());
+            ran.add(&runner.steps, slot, item, ended);
+        }
+        Ok(ran)
+    }
+
+    /// Account: the partial-failure rule (a fatal failure, or an endpoint that never
+    /// answered, is the `Err` and nothing is written), each step's out = in - rejected, the
+    /// rows and rejects in source order serialised once, the LLM totals priced, and the
+    /// manifest (with a warning when the reader failed its control questions).
+    fn account(
+        &self,
+        steps: &[Box<dyn Step>],
+        loaded: Loaded,
+        ran: Ran,
+    ) -> Result<Accounted, EngineError> {
+        let Ran {
+            slots,
+            mut counts,
+            fatal,
+        } = ran;
+        if let Some(e) = fatal
+            .or_else(|| endpoint_never_answered(&self.name, self.llm, &counts.llm, &counts.steps))
+        {
+            return Err(e);
+        }
+        for c in &mut counts.steps {
+            c.out = c.in_ - c.rejected;
+        }
+        let mut items = Vec::new();
+        let mut rejects = Vec::new();
+        for s in slots.into_iter().flatten() {
+            match s {
+                Ok(i) => items.push(i),
+                Err(r) => rejects.push(r),
+            }
+        }
+        let price = &self.llm.config().price;
+        counts.llm.price_per_million = [price.input_per_million, price.output_per_million];
+        counts.llm.estimated_cost_usd =
+            round6(price.usd(counts.llm.prompt_tokens, counts.llm.completion_tokens));
+        let r = self.recipe;
+        let files = crate::output::out_files(&r.format, &r.domain, &self.name, &items, &rejects);
+        let manifest = self.manifest(steps, loaded, counts, &files, &items, &rejects);
+        if let Some((passed, asked)) = manifest.reader.as_ref().and_then(|r| r.weak_control()) {
+            tracing::warn!(
+                recipe = %self.name,
+                "the reader passed only {passed} of {asked} control questions (the golden context leading to the golden answer): its verdicts are unreliable; choose a stronger reader (README: the reader check)"
+            );
+        }
+        Ok(Accounted { files, manifest })
+    }
+
+    /// The manifest: the recipe, the configuration, the inputs and prompts, every stage's
+    /// counts (loading's, then the steps'), the rows, rejects and files, and the reader (when
+    /// a step reads) with its check tallies.
+    fn manifest(
+        &self,
+        steps: &[Box<dyn Step>],
+        loaded: Loaded,
+        counts: Counts,
+        files: &[OutFile],
+        items: &[Item],
+        rejects: &[Reject],
+    ) -> Manifest {
+        let (recipe, cfg) = (self.recipe, self.llm.config());
+        let mut stages = loaded.stages;
+        stages.extend(counts.steps);
+        let card = crate::hub::complete(&recipe.card, &recipe.format);
+        Manifest {
+            tool: "conflictbench".into(),
+            tool_version: env!("CARGO_PKG_VERSION").into(),
+            benchmark: recipe.benchmark.clone(),
+            domain: recipe.domain.clone(),
+            recipe: recipe.file.clone(),
+            recipe_hash: recipe.hash.clone(),
+            recipe_from: recipe.origin.clone(),
+            description: recipe.description.clone(),
+            // A replay re-reads the answers of an `openai` build; its manifest is that build's.
+            // The run's own mode is in `runs.jsonl`.
+            backend: match cfg.backend {
+                cb_llm::BackendKind::Replay => cb_llm::BackendKind::Openai.name().into(),
+                b => b.name().into(),
+            },
+            offline: matches!(cfg.backend, cb_llm::BackendKind::Offline),
+            model: cfg.model.clone(),
+            endpoint: self.llm.endpoint().to_owned(),
+            seed: self.opts.seed,
+            inputs: loaded.inputs,
+            prompts: steps
+                .iter()
+                .flat_map(|s| s.prompts())
+                .map(|p| (p.name.clone(), p.hash.clone()))
+                .collect::<BTreeMap<_, _>>(),
+            prompts_from: self.opts.prompts.origin(),
+            stages,
+            filtered: loaded.filtered,
+            rows: items.len() as u64,
+            rejected: rejects.len() as u64,
+            llm: counts.llm,
+            files: files
+                .iter()
+                .map(|f| f.path.clone())
+                .chain(["README.md".into(), "manifest.json".into()])
+                .collect(),
+            data_files: files
+                .iter()
+                .filter_map(|f| f.data_file(&card.split))
+                .collect(),
+            card,
+            reader: self
+                .reader
+                .filter(|_| steps.iter().any(|s| s.reads()))
+                .map(|r| cb_model::ReaderInfo {
+                    backend: r.config().backend.name().into(),
+                    model: r.config().model.clone(),
+                    endpoint: r.endpoint().to_owned(),
+                    checks: counts.reader_checks,
+                }),
+        }
+    }
+
+    /// A build stopped by `e` (a fatal failure or the partial-failure rule): nothing is
+    /// written, but what this run sent and spent is recorded in `runs.jsonl` (not by a dry
+    /// run). Gives `e` back.
+    fn stopped(&self, e: EngineError) -> EngineError {
+        if self.opts.write {
+            if let Err(w) = record_run(&self.dir, self.llm, Some(&e.to_string())) {
                 tracing::warn!(error = %w, "cannot record the stopped run");
             }
         }
-        return Err(e);
-    }
-    for c in &mut step_counts {
-        c.out = c.in_ - c.rejected;
+        e
     }
 
-    let mut items = Vec::new();
-    let mut rejects = Vec::new();
-    for s in slots.into_iter().flatten() {
-        match s {
-            Ok(i) => items.push(i),
-            Err(r) => rejects.push(r),
+    /// Write (not in a dry run): the output files, the card and the manifest (each atomically),
+    /// this run's line of `runs.jsonl`, and the benchmark card from the manifests on disk.
+    fn write(&self, accounted: &Accounted) -> Result<(), EngineError> {
+        if !self.opts.write {
+            return Ok(());
+        }
+        let card = crate::card::render(self.recipe, &accounted.manifest);
+        crate::output::write_outputs(&self.dir, &accounted.files, &card, &accounted.manifest)?;
+        record_run(&self.dir, self.llm, None)?;
+        crate::hub::write_benchmark_card(&self.opts.out, &self.recipe.benchmark)
+    }
+
+    /// The build's outcome, said to the progress display.
+    fn finish(self, manifest: Manifest) -> BuildOutcome {
+        self.progress
+            .finish(&self.name, manifest.rows, manifest.rejected);
+        BuildOutcome {
+            recipe: self.name,
+            dir: self.dir,
+            rows: manifest.rows,
+            rejected: manifest.rejected,
+            manifest,
         }
     }
-    let cfg = llm.config();
-    totals.price_per_million = [cfg.price.input_per_million, cfg.price.output_per_million];
-    totals.estimated_cost_usd = round6(
-        cfg.price
-            .usd(totals.prompt_tokens, totals.completion_tokens),
-    );
-    let offline = matches!(cfg.backend, cb_llm::BackendKind::Offline);
-    let mut stages = loaded.stages;
-    stages.extend(step_counts);
-    let files = crate::output::out_files(&recipe.format, &recipe.domain, &name, &items, &rejects);
-    let card = crate::hub::complete(&recipe.card, &recipe.format);
-    let manifest = Manifest {
-        tool: "conflictbench".into(),
-        tool_version: env!("CARGO_PKG_VERSION").into(),
-        benchmark: recipe.benchmark.clone(),
-        domain: recipe.domain.clone(),
-        recipe: recipe.file.clone(),
-        recipe_hash: recipe.hash.clone(),
-        recipe_from: recipe.origin.clone(),
-        description: recipe.description.clone(),
-        // A replay re-reads the answers of an `openai` build; its manifest is that build's.
-        // The run's own mode is in `runs.jsonl`.
-        backend: match cfg.backend {
-            cb_llm::BackendKind::Replay => cb_llm::BackendKind::Openai.name().into(),
-            b => b.name().into(),
-        },
-        offline,
-        model: cfg.model.clone(),
-        endpoint: llm.endpoint().to_owned(),
-        seed: opts.seed,
-        inputs: loaded.inputs,
-        prompts: runner
-            .steps
-            .iter()
-            .flat_map(|s| s.prompts())
-            .map(|p| (p.name.clone(), p.hash.clone()))
-            .collect::<BTreeMap<_, _>>(),
-        prompts_from: opts.prompts.origin(),
-        stages,
-        filtered: loaded.filtered,
-        rows: items.len() as u64,
-        rejected: rejects.len() as u64,
-        llm: totals,
-        files: files
-            .iter()
-            .map(|f| f.path.clone())
-            .chain(["README.md".into(), "manifest.json".into()])
-            .collect(),
-        data_files: files
-            .iter()
-            .filter_map(|f| f.data_file(&card.split))
-            .collect(),
-        card,
-        reader: reader
-            .filter(|_| runner.steps.iter().any(|s| s.reads()))
-            .map(|r| cb_model::ReaderInfo {
-                backend: r.config().backend.name().into(),
-                model: r.config().model.clone(),
-                endpoint: r.endpoint().to_owned(),
-                checks: reader_checks,
-            }),
-    };
-    if let Some((passed, asked)) = manifest.reader.as_ref().and_then(|r| r.weak_control()) {
-        tracing::warn!(
-            recipe = %name,
-            "the reader passed only {passed} of {asked} control questions (the golden context leading to the golden answer): its verdicts are unreliable; choose a stronger reader (README: the reader check)"
-        );
-    }
-    if opts.write {
-        let card = crate::card::render(recipe, &manifest);
-        crate::output::write_outputs(&dir, &files, &card, &manifest)?;
-        record_run(&dir, llm, None)?;
-        crate::hub::write_benchmark_card(&opts.out, &recipe.benchmark)?;
-    }
-    progress.finish(&name, manifest.rows, manifest.rejected);
-    Ok(BuildOutcome {
-        recipe: name,
-        dir,
-        rows: manifest.rows,
-        rejected: manifest.rejected,
-        manifest,
-    })
 }
 
 /// Appends the line of a build of `recipe` stopped from outside (a signal: its

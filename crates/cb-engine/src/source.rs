@@ -3,15 +3,15 @@
 //! Everything that does not become an item becomes a [`Reject`] at its position.
 
 use crate::join::Table;
-use crate::recipe::{toml_to_json, Recipe, SourceSpec};
+use crate::recipe::{toml_to_json, JoinSpec, Recipe, SourceSpec};
 use crate::{EngineError, Item};
 use cb_model::manifest::InputFile;
-use cb_model::Reject;
+use cb_model::{Reject, SourceRecord, StageCounts};
+use cb_readers::ReadError;
 use cb_step::template::environment;
 use minijinja::{Environment, Value as JValue};
 use serde_json::{Map, Value};
-use std::collections::hash_map::Entry;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{hash_map, BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 /// Where the sources are and how strictly to read them.
@@ -109,41 +109,88 @@ fn read_error_reject(e: &cb_readers::ReadError, index: usize) -> Reject {
     }
 }
 
-/// Reads, joins, maps and filters the recipe's source.
+/// The stages a record goes through before the steps, in flow order; their counts are the
+/// first entries of the manifest's `stages`, under these names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    Read,
+    Join,
+    Map,
+    Filter,
+}
+
+impl Stage {
+    const ALL: [Stage; 4] = [Stage::Read, Stage::Join, Stage::Map, Stage::Filter];
+
+    fn name(self) -> &'static str {
+        match self {
+            Stage::Read => "read",
+            Stage::Join => "join",
+            Stage::Map => "map",
+            Stage::Filter => "filter",
+        }
+    }
+}
+
+/// Where a record ended: an item, or a reject by a stage.
+type Ended = Result<Item, (Stage, Reject)>;
+
+/// Reads, joins, maps and filters the recipe's source: every primary record becomes an item
+/// or a reject at its position, in source order.
 pub fn load(recipe: &Recipe, opts: &SourceOptions) -> Result<Loaded, EngineError> {
     let env = environment();
     let mut loaded = Loaded::default();
     let primary_files = resolve(&recipe.source, opts)?;
-    let mut tables = Vec::new();
-    for j in &recipe.join {
-        tables.push((j, Table::load(&j.source, opts, &mut loaded.inputs)?));
+    let tables = load_joins(recipe, opts, &mut loaded.inputs)?;
+    let records = read(recipe, opts, &primary_files, &mut loaded.inputs)?;
+    let mut tally = Tally::new();
+    // Where each id was first read: a second record with the same id is a reject.
+    let mut seen: HashMap<String, String> = HashMap::new();
+    for (index, rec) in records.enumerate() {
+        let entry = match accept(rec, index, &mut seen, opts.strict)? {
+            Ok(rec) => to_item(&env, recipe, &tables, index, &rec)
+                .map_err(|(stage, why)| (stage, reject(&rec, stage, why))),
+            Err(r) => Err((Stage::Read, r)),
+        };
+        tally.count(&entry);
+        if let Err((Stage::Filter, r)) = &entry {
+            *loaded.filtered.entry(r.reason.clone()).or_default() += 1;
+        }
+        loaded.entries.push(entry.map_err(|(_, r)| r));
     }
-    let mut counts: BTreeMap<&str, cb_model::StageCounts> = BTreeMap::new();
-    for s in ["read", "join", "map", "filter"] {
-        counts.insert(
-            s,
-            cb_model::StageCounts {
-                name: s.into(),
-                ..Default::default()
-            },
-        );
-    }
-    fn reject(
-        counts: &mut BTreeMap<&str, cb_model::StageCounts>,
-        stage: &str,
-        r: Reject,
-        entries: &mut Vec<Result<Item, Reject>>,
-    ) {
-        let c = counts.get_mut(stage).expect("known stage");
-        c.rejected += 1;
-        *c.reasons.entry(r.reason.clone()).or_default() += 1;
-        entries.push(Err(r));
-    }
+    loaded.stages = tally.finish();
+    Ok(loaded)
+}
+
+/// The joined side tables, each read completely and keyed by id, with its join spec (their
+/// files recorded in `inputs`, before the primary source's).
+fn load_joins<'r>(
+    recipe: &'r Recipe,
+    opts: &SourceOptions,
+    inputs: &mut Vec<InputFile>,
+) -> Result<Vec<(&'r JoinSpec, Table)>, EngineError> {
+    recipe
+        .join
+        .iter()
+        .map(|j| Ok((j, Table::load(&j.source, opts, inputs)?)))
+        .collect()
+}
+
+/// Read: opens the primary source's files (recorded in `inputs`) as one stream of records in
+/// file order, at most `--limit` of them. A reader that selects records itself (EventKG) takes
+/// the limit and the sample as options, so that what it holds grows with the selection, not
+/// with the dump (and its malformed lines, reported before its records, do not count against
+/// the limit); with any other reader `--sample` is a configuration error.
+fn read(
+    recipe: &Recipe,
+    opts: &SourceOptions,
+    files: &[PathBuf],
+    inputs: &mut Vec<InputFile>,
+) -> Result<impl Iterator<Item = Result<SourceRecord, ReadError>>, EngineError> {
     let mut ropts = toml_to_json(&recipe.source.options);
     let reader = recipe.source.reader.as_str();
-    // Readers that select records themselves (EventKG) take the limit and the sample, so
-    // that what they hold grows with the selection, not with the dump.
-    if cb_readers::selects_records(reader) {
+    let selects = cb_readers::selects_records(reader);
+    if selects {
         if let Some(l) = opts.limit {
             ropts.insert("limit".into(), Value::from(l as u64));
         }
@@ -157,179 +204,202 @@ pub fn load(recipe: &Recipe, opts: &SourceOptions) -> Result<Loaded, EngineError
             recipe.name()
         )));
     }
-    for path in &primary_files {
-        loaded.inputs.push(input_file(&recipe.source.name, path)?);
+    for path in files {
+        inputs.push(input_file(&recipe.source.name, path)?);
     }
-    let mut index = 0usize;
-    // Where each id was first read: a second record with the same id is a reject.
-    let mut seen: HashMap<String, String> = HashMap::new();
-    // A reader that selects records applies the limit itself (and reports its malformed
-    // lines before its records, which must not count against the limit).
-    let limit = opts.limit.filter(|_| !cb_readers::selects_records(reader));
-    for rec in cb_readers::open_set(reader, &primary_files, &ropts)? {
-        if limit.is_some_and(|l| index >= l) {
-            break;
-        }
-        counts.get_mut("read").expect("stage").in_ += 1;
-        let rec = match rec {
-            Ok(r) => match seen.entry(r.id.clone()) {
-                Entry::Vacant(v) => {
-                    v.insert(r.origin.to_string());
-                    r
-                }
-                Entry::Occupied(first) => {
-                    let r = Reject {
-                        id: r.id.clone(),
-                        origin: r.origin.to_string(),
-                        stage: "read".into(),
-                        reason: "duplicate_id".into(),
-                        detail: format!("id {} was already read at {}", r.id, first.get()),
-                        raw_response: None,
-                        attempts: 0,
-                    };
-                    reject(&mut counts, "read", r, &mut loaded.entries);
-                    index += 1;
-                    continue;
-                }
-            },
-            Err(e) if e.is_fatal() || opts.strict => return Err(e.into()),
-            Err(e) => {
-                reject(
-                    &mut counts,
-                    "read",
-                    read_error_reject(&e, index),
-                    &mut loaded.entries,
-                );
-                index += 1;
-                continue;
+    let limit = opts.limit.filter(|_| !selects).unwrap_or(usize::MAX);
+    Ok(cb_readers::open_set(reader, files, &ropts)?.take(limit))
+}
+
+/// Read, per record: the record, or the reject of a malformed record or of an id already read
+/// (naming where it was first read). A fatal read error, or any malformed record with
+/// `--strict`, stops the build.
+fn accept(
+    rec: Result<SourceRecord, ReadError>,
+    index: usize,
+    seen: &mut HashMap<String, String>,
+    strict: bool,
+) -> Result<Result<SourceRecord, Reject>, EngineError> {
+    match rec {
+        Ok(r) => match seen.entry(r.id.clone()) {
+            hash_map::Entry::Vacant(v) => {
+                v.insert(r.origin.to_string());
+                Ok(Ok(r))
             }
+            hash_map::Entry::Occupied(first) => {
+                let why = Why::new(
+                    "duplicate_id",
+                    format!("id {} was already read at {}", r.id, first.get()),
+                );
+                Ok(Err(reject(&r, Stage::Read, why)))
+            }
+        },
+        Err(e) if e.is_fatal() || strict => Err(e.into()),
+        Err(e) => Ok(Err(read_error_reject(&e, index))),
+    }
+}
+
+/// One read record through join, map and filter: its item, or the stage that turned it down
+/// and why.
+fn to_item(
+    env: &Environment<'_>,
+    recipe: &Recipe,
+    tables: &[(&JoinSpec, Table)],
+    index: usize,
+    rec: &SourceRecord,
+) -> Result<Item, (Stage, Why)> {
+    let ctx = join(env, tables, rec).map_err(|w| (Stage::Join, w))?;
+    let fields = map(env, recipe, &ctx).map_err(|w| (Stage::Map, w))?;
+    filter(env, recipe, ctx, &fields).map_err(|w| (Stage::Filter, w))?;
+    Ok(Item {
+        index,
+        id: rec.id.clone(),
+        origin: rec.origin.clone(),
+        fields,
+        calls: Vec::new(),
+    })
+}
+
+/// Join: the context the recipe's expressions see, the record's fields at top level and as
+/// `record`, its id as `id`, and each joined record under its alias (`null` for an optional
+/// join that found none). A join key that does not evaluate (`bad_key`) or a required
+/// partner that cannot be given (the table's reason) rejects the record.
+fn join(
+    env: &Environment<'_>,
+    tables: &[(&JoinSpec, Table)],
+    rec: &SourceRecord,
+) -> Result<Map<String, Value>, Why> {
+    let mut ctx: Map<String, Value> = rec.fields.clone();
+    ctx.insert("record".into(), Value::Object(rec.fields.clone()));
+    ctx.insert("id".into(), Value::String(rec.id.clone()));
+    for (spec, table) in tables {
+        let key = match eval(env, &spec.on, &ctx) {
+            Ok(Value::String(s)) => s,
+            Ok(other) => other.to_string(),
+            Err(e) => return Err(Why::new("bad_key", format!("join key `{}`: {e}", spec.on))),
         };
-        let base = |stage: &str, reason: &str, detail: String| Reject {
-            id: rec.id.clone(),
-            origin: rec.origin.to_string(),
-            stage: stage.into(),
+        let joined = match table.get(&key, spec.required) {
+            Ok(Some(j)) => Value::Object(j.fields.clone()),
+            Ok(None) => Value::Null,
+            Err(miss) => return Err(Why::new(&miss.reason, miss.detail)),
+        };
+        ctx.insert(spec.alias.clone(), joined);
+    }
+    Ok(ctx)
+}
+
+/// Map: the item's fields, each the value of the recipe's expression in the joined context,
+/// then checked against what the output format needs. An expression that does not evaluate,
+/// or fields the format cannot use, reject the record (`bad_field`).
+fn map(
+    env: &Environment<'_>,
+    recipe: &Recipe,
+    ctx: &Map<String, Value>,
+) -> Result<Map<String, Value>, Why> {
+    let mut fields = Map::new();
+    for (name, expr) in &recipe.fields {
+        let v = eval(env, expr, ctx)
+            .map_err(|e| Why::new("bad_field", format!("field {name} = `{expr}`: {e}")))?;
+        fields.insert(name.clone(), v);
+    }
+    crate::format::check_mapped(&recipe.format, &mut fields)
+        .map_err(|m| Why::new("bad_field", m))?;
+    Ok(fields)
+}
+
+/// Filter: the recipe's filters in order, each seeing the joined context with the mapped
+/// fields over it; the first one that is false rejects the record with its reason, one that
+/// does not evaluate with `bad_filter`.
+fn filter(
+    env: &Environment<'_>,
+    recipe: &Recipe,
+    ctx: Map<String, Value>,
+    fields: &Map<String, Value>,
+) -> Result<(), Why> {
+    let mut fctx = ctx;
+    fctx.extend(fields.clone());
+    for f in &recipe.filter {
+        match eval(env, &f.when, &fctx) {
+            Ok(v) if truthy(&v) => {}
+            Ok(_) => {
+                let detail = format!("filter `{}` is false", f.when);
+                return Err(Why::new(&f.reason, detail));
+            }
+            Err(e) => {
+                let detail = format!("filter `{}`: {e}", f.when);
+                return Err(Why::new("bad_filter", detail));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Why a stage turned a record down: the reject's reason code and detail.
+struct Why {
+    reason: String,
+    detail: String,
+}
+
+impl Why {
+    fn new(reason: &str, detail: String) -> Self {
+        Why {
             reason: reason.into(),
             detail,
-            raw_response: None,
-            attempts: 0,
+        }
+    }
+}
+
+/// The reject of a read record by `stage`.
+fn reject(rec: &SourceRecord, stage: Stage, why: Why) -> Reject {
+    Reject {
+        id: rec.id.clone(),
+        origin: rec.origin.to_string(),
+        stage: stage.name().into(),
+        reason: why.reason,
+        detail: why.detail,
+        raw_response: None,
+        attempts: 0,
+    }
+}
+
+/// The counts of read, join, map and filter (in flow order): in, out, rejected and reasons.
+struct Tally([StageCounts; 4]);
+
+impl Tally {
+    fn new() -> Self {
+        Tally(Stage::ALL.map(|s| StageCounts {
+            name: s.name().into(),
+            ..Default::default()
+        }))
+    }
+
+    /// Counts where one record ended: it entered every stage up to the one that rejected it
+    /// (all of them when it became an item).
+    fn count(&mut self, entry: &Ended) {
+        let reached = match entry {
+            Ok(_) => Stage::ALL.len(),
+            Err((stage, _)) => *stage as usize + 1,
         };
-        // Context for expressions: the record's fields at top level and as `record`,
-        // each joined record under its alias.
-        let mut ctx: Map<String, Value> = rec.fields.clone();
-        ctx.insert("record".into(), Value::Object(rec.fields.clone()));
-        ctx.insert("id".into(), Value::String(rec.id.clone()));
-        counts.get_mut("join").expect("stage").in_ += 1;
-        let mut missing = None;
-        for (spec, table) in &tables {
-            let key = match eval(&env, &spec.on, &ctx) {
-                Ok(Value::String(s)) => s,
-                Ok(other) => other.to_string(),
-                Err(e) => {
-                    missing = Some(base(
-                        "join",
-                        "bad_key",
-                        format!("join key `{}`: {e}", spec.on),
-                    ));
-                    break;
-                }
-            };
-            match table.get(&key, spec.required) {
-                Ok(Some(j)) => {
-                    ctx.insert(spec.alias.clone(), Value::Object(j.fields.clone()));
-                }
-                Ok(None) => {
-                    ctx.insert(spec.alias.clone(), Value::Null);
-                }
-                Err(miss) => {
-                    missing = Some(base("join", &miss.reason, miss.detail));
-                    break;
-                }
-            }
+        for c in self.0.iter_mut().take(reached) {
+            c.in_ += 1;
         }
-        if let Some(r) = missing {
-            reject(&mut counts, "join", r, &mut loaded.entries);
-            index += 1;
-            continue;
+        if let Err((stage, r)) = entry {
+            let c = &mut self.0[*stage as usize];
+            c.rejected += 1;
+            *c.reasons.entry(r.reason.clone()).or_default() += 1;
         }
-        counts.get_mut("map").expect("stage").in_ += 1;
-        let mut fields = Map::new();
-        let mut failed = None;
-        for (name, expr) in &recipe.fields {
-            match eval(&env, expr, &ctx) {
-                Ok(v) => {
-                    fields.insert(name.clone(), v);
-                }
-                Err(e) => {
-                    failed = Some(base(
-                        "map",
-                        "bad_field",
-                        format!("field {name} = `{expr}`: {e}"),
-                    ));
-                    break;
-                }
-            }
-        }
-        if failed.is_none() {
-            if let Err(m) = crate::format::check_mapped(&recipe.format, &mut fields) {
-                failed = Some(base("map", "bad_field", m));
-            }
-        }
-        if let Some(r) = failed {
-            reject(&mut counts, "map", r, &mut loaded.entries);
-            index += 1;
-            continue;
-        }
-        counts.get_mut("filter").expect("stage").in_ += 1;
-        let mut fctx = ctx.clone();
-        fctx.extend(fields.clone());
-        let mut dropped = None;
-        for f in &recipe.filter {
-            match eval(&env, &f.when, &fctx) {
-                Ok(v) if truthy(&v) => {}
-                Ok(_) => {
-                    dropped = Some(base(
-                        "filter",
-                        &f.reason,
-                        format!("filter `{}` is false", f.when),
-                    ));
-                    break;
-                }
-                Err(e) => {
-                    dropped = Some(base(
-                        "filter",
-                        "bad_filter",
-                        format!("filter `{}`: {e}", f.when),
-                    ));
-                    break;
-                }
-            }
-        }
-        if let Some(r) = dropped {
-            *loaded.filtered.entry(r.reason.clone()).or_default() += 1;
-            reject(&mut counts, "filter", r, &mut loaded.entries);
-            index += 1;
-            continue;
-        }
-        loaded.entries.push(Ok(Item {
-            index,
-            id: rec.id.clone(),
-            origin: rec.origin.clone(),
-            fields,
-            calls: Vec::new(),
-        }));
-        index += 1;
     }
-    for (_, mut c) in counts {
-        c.out = c.in_ - c.rejected;
-        loaded.stages.push(c);
+
+    /// The counts, each with out = in - rejected.
+    fn finish(self) -> Vec<StageCounts> {
+        self.0
+            .into_iter()
+            .map(|mut c| {
+                c.out = c.in_ - c.rejected;
+                c
+            })
+            .collect()
     }
-    // Report stages in flow order.
-    loaded.stages.sort_by_key(|c| {
-        ["read", "join", "map", "filter"]
-            .iter()
-            .position(|s| *s == c.name)
-    });
-    Ok(loaded)
 }
 
 fn truthy(v: &Value) -> bool {

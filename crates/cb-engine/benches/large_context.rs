@@ -140,7 +140,6 @@ fn child(dir: &Path) {
         out: dir.join("out"),
         prompts: cb_engine::Files::Dir(repo().join("prompts")),
         seed: cb_engine::build::DEFAULT_SEED,
-        concurrency: 4,
         write: true,
         steps: cb_steps::STEPS,
     };

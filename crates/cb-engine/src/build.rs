@@ -26,8 +26,6 @@ pub struct BuildOptions {
     /// Where prompt templates are read from.
     pub prompts: crate::Files,
     pub seed: u64,
-    /// Items processed at once (the LLM layer has its own bound on calls in flight).
-    pub concurrency: usize,
     /// Write nothing (the dry run only counts).
     pub write: bool,
     /// The step kinds recipes may name (the steps crate's table).
@@ -262,8 +260,9 @@ impl Build<'_> {
         }
     }
 
-    /// Run: every loaded item through the steps, concurrently, at most
-    /// `BuildOptions::concurrency` at once; rejects from loading keep their slots. Collects
+    /// Run: every loaded item through the steps, concurrently, at most as many at once as
+    /// the LLM layer's transport keeps busy ([`cb_llm::LlmConfig::items_in_flight`]: twice
+    /// its calls in flight, or every item for a batch round); rejects from loading keep their slots. Collects
     /// as items end: their slots, the steps' counts, the LLM totals and the reader's check
     /// tallies. A fatal failure does not end the run here: it stops the items still running
     /// and is handed to the accounting.
@@ -300,7 +299,8 @@ impl Build<'_> {
         }
         self.progress.start(&self.name, work.len() as u64);
 
-        let limit = Arc::new(tokio::sync::Semaphore::new(self.opts.concurrency.max(1)));
+        let in_flight = self.llm.config().items_in_flight();
+        let limit = Arc::new(tokio::sync::Semaphore::new(in_flight));
         let mut tasks = tokio::task::JoinSet::new();
         for (slot, item) in work {
             let runner = Arc::clone(runner);

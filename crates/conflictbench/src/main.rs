@@ -383,7 +383,6 @@ async fn build(mut args: BuildArgs) -> anyhow::Result<()> {
         out: args.out.clone(),
         prompts,
         seed: args.seed,
-        concurrency: 0,
         write: !args.llm.dry_run,
         steps: cb_steps::STEPS,
     };
@@ -404,10 +403,6 @@ async fn build(mut args: BuildArgs) -> anyhow::Result<()> {
             .llm
             .config(&args.out, previous, &recipe.name(), &transport)?;
         let llm = Llm::new(config.clone()).context("cannot set up the LLM layer")?;
-        let opts = BuildOptions {
-            concurrency: config.items_in_flight(),
-            ..opts.clone()
-        };
         let default_cache = args
             .llm
             .cache

@@ -175,3 +175,49 @@ impl Transport {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flags(file: &Path) -> PoolFlags {
+        PoolFlags {
+            endpoints: vec![],
+            endpoints_file: Some(file.to_path_buf()),
+            pool_name: "default".into(),
+            pool_open_after: 3,
+            pool_cooldown_ms: 2000,
+        }
+    }
+
+    #[test]
+    fn a_pool_file_names_its_reader_and_a_bad_pool_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("pool.toml");
+        std::fs::write(
+            &file,
+            "name = \"fleet\"\nreader_base_url = \"http://10.0.0.9:8000/v1\"\nreader_model = \"judge\"\n[[endpoint]]\nurl = \"http://10.0.0.1:8000/v1\"\nconcurrency = 4\n",
+        )
+        .unwrap();
+        let (pool, reader) = flags(&file).resolve(2, None, None).unwrap().unwrap();
+        assert_eq!(pool.name, "fleet");
+        assert_eq!(pool.endpoints[0].concurrency, 4);
+        assert_eq!(
+            reader,
+            (
+                Some("http://10.0.0.9:8000/v1".to_owned()),
+                Some("judge".to_owned())
+            )
+        );
+        std::fs::write(&file, "[[endpoint]]\nurl = \"10.0.0.1:8000\"\n").unwrap();
+        let e = flags(&file).resolve(2, None, None).unwrap_err();
+        assert!(e.contains("is not a URL"), "{e}");
+        std::fs::write(
+            &file,
+            "reader_modle = \"x\"\n[[endpoint]]\nurl = \"http://h/v1\"\n",
+        )
+        .unwrap();
+        let e = flags(&file).resolve(2, None, None).unwrap_err();
+        assert!(e.contains("reader_modle"), "{e}");
+    }
+}

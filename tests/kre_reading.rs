@@ -437,9 +437,9 @@ fn prompts_carry_the_question_the_answer_and_the_context() {
             assert_eq!(messages[0].role, "system", "{name}");
             let user = &messages.last().unwrap().content;
             for (what, v) in [
-                ("question", item.text("question")),
-                ("answer", item.text("answer_text")),
-                ("context", item.text("golden_context")),
+                ("question", item.get_text("question").unwrap()),
+                ("answer", item.get_text("answer_text").unwrap()),
+                ("context", item.get_text("golden_context").unwrap()),
             ] {
                 assert!(!v.is_empty());
                 assert!(user.contains(v), "{domain} {name}: no {what} in\n{user}");

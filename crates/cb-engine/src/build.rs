@@ -355,7 +355,7 @@ impl Build<'_> {
         counts.llm.estimated_cost_usd =
             round6(price.usd(counts.llm.prompt_tokens, counts.llm.completion_tokens));
         let r = self.recipe;
-        let files = crate::output::out_files(&r.format, &r.domain, &self.name, &items, &rejects);
+        let files = crate::output::out_files(&r.format, &r.domain, &self.name, &items, &rejects)?;
         let manifest = self.manifest(steps, loaded, counts, &files, &items, &rejects);
         if let Some((passed, asked)) = manifest.reader.as_ref().and_then(|r| r.weak_control()) {
             tracing::warn!(

@@ -4,6 +4,7 @@
 use crate::{EngineError, Item};
 use cb_model::recall::{changed_words, name_of, Edit, QaRow, TextGenRow};
 use cb_model::{DataFile, KreRow, KvItem, Manifest, Reject};
+use cb_step::fields;
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::io::Write;
@@ -93,63 +94,102 @@ pub fn to_jsonl<T: Serialize>(rows: impl IntoIterator<Item = T>) -> Vec<u8> {
     out
 }
 
+/// A string field the output format writes; a finished item without it is a bug (a step's
+/// declaration is wrong), so the build stops.
+fn req<'a>(item: &'a Item, key: &str) -> Result<&'a str, EngineError> {
+    item.get_text(key)
+        .ok_or_else(|| EngineError::Config(item.missing("the output writer", key)))
+}
+
+/// A list-of-strings field the output format writes, as [`req`].
+fn req_texts(item: &Item, key: &str) -> Result<Vec<String>, EngineError> {
+    item.get_texts(key)
+        .ok_or_else(|| EngineError::Config(item.missing("the output writer", key)))
+}
+
+/// A structured field the output format writes, as [`req`].
+fn req_parsed<T: serde::de::DeserializeOwned>(item: &Item, key: &str) -> Result<T, EngineError> {
+    item.get_parsed(key)
+        .ok_or_else(|| EngineError::Config(item.missing("the output writer", key)))
+}
+
+/// The reader's record of the item (`null` where nobody read the rows back).
+fn reader(item: &Item) -> Value {
+    item.fields
+        .get(fields::READER)
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
 /// The RECALL rows of a finished item: its QA-A row, its QA-NA rows (word-grained, and
 /// sentence-grained where the recipe inserts a sentence) and its text-generation row.
-pub fn recall_rows(item: &Item, recipe: &str) -> (QaRow, Vec<QaRow>, TextGenRow) {
+pub fn recall_rows(
+    item: &Item,
+    recipe: &str,
+) -> Result<(QaRow, Vec<QaRow>, TextGenRow), EngineError> {
     let lineage: Vec<Value> = item
         .calls
         .iter()
         .map(|c| serde_json::to_value(c).expect("lineage serialises"))
         .collect();
-    let subject = match item.fields.get("kv") {
-        Some(_) => name_of(&item.parsed::<Vec<KvItem>>("kv"))
+    let subject = match item.fields.get(fields::KV) {
+        Some(_) => name_of(&req_parsed::<Vec<KvItem>>(item, fields::KV)?)
             .unwrap_or_default()
             .to_owned(),
-        None => item.text("term").to_owned(),
+        None => req(item, fields::TERM)?.to_owned(),
     };
-    let qa = |task: &str, edit: &str, context_key: &str, edits_key: &str| QaRow {
-        id: format!("{recipe}/{}/{edit}", item.id),
-        domain: item.text("domain").to_owned(),
-        source_id: item.id.clone(),
-        origin: item.origin.to_string(),
-        subject: subject.clone(),
-        task: task.to_owned(),
-        edit: edit.to_owned(),
-        question: item.text("question").to_owned(),
-        answer: item.text("answer").to_owned(),
-        edited_answer: item.text("edited_answer").to_owned(),
-        answer_key: item.text("answer_key").to_owned(),
-        options: item.texts("options"),
-        answer_option: item.text("answer_option").to_owned(),
-        context: item.text("paragraph").to_owned(),
-        edited_context: item.text(context_key).to_owned(),
-        edits: item.parsed(edits_key),
-        donor_term: if edit == "sentence" {
-            item.text("donor_term").to_owned()
-        } else {
-            String::new()
-        },
-        reader: item
-            .fields
-            .get(cb_step::READER_FIELD)
-            .cloned()
-            .unwrap_or(Value::Null),
-        lineage: lineage.clone(),
+    let domain = req(item, fields::DOMAIN)?;
+    let paragraph = req(item, fields::PARAGRAPH)?;
+    let qa = |task: &str,
+              edit: &str,
+              context_key: &str,
+              edits_key: &str|
+     -> Result<QaRow, EngineError> {
+        Ok(QaRow {
+            id: format!("{recipe}/{}/{edit}", item.id),
+            domain: domain.to_owned(),
+            source_id: item.id.clone(),
+            origin: item.origin.to_string(),
+            subject: subject.clone(),
+            task: task.to_owned(),
+            edit: edit.to_owned(),
+            question: req(item, fields::QUESTION)?.to_owned(),
+            answer: req(item, fields::ANSWER)?.to_owned(),
+            edited_answer: req(item, fields::EDITED_ANSWER)?.to_owned(),
+            answer_key: req(item, fields::ANSWER_KEY)?.to_owned(),
+            options: req_texts(item, fields::OPTIONS)?,
+            answer_option: req(item, fields::ANSWER_OPTION)?.to_owned(),
+            context: paragraph.to_owned(),
+            edited_context: req(item, context_key)?.to_owned(),
+            edits: req_parsed(item, edits_key)?,
+            donor_term: if edit == "sentence" {
+                req(item, fields::DONOR_TERM)?.to_owned()
+            } else {
+                String::new()
+            },
+            reader: reader(item),
+            lineage: lineage.clone(),
+        })
     };
-    let qa_a = qa("qa_a", "answer", "qa_a_context", "qa_a_edits");
-    let mut qa_na = vec![qa("qa_na", "word", "qa_na_context", "qa_na_edits")];
-    if item.fields.contains_key("qa_na_sentence_context") {
+    let qa_a = qa("qa_a", "answer", fields::QA_A_CONTEXT, fields::QA_A_EDITS)?;
+    let mut qa_na = vec![qa(
+        "qa_na",
+        "word",
+        fields::QA_NA_CONTEXT,
+        fields::QA_NA_EDITS,
+    )?];
+    // Optional: only where the recipe inserts a sentence.
+    if item.fields.contains_key(fields::QA_NA_SENTENCE_CONTEXT) {
         qa_na.push(qa(
             "qa_na",
             "sentence",
-            "qa_na_sentence_context",
-            "qa_na_sentence_edits",
-        ));
+            fields::QA_NA_SENTENCE_CONTEXT,
+            fields::QA_NA_SENTENCE_EDITS,
+        )?);
     }
-    let paragraph = item.text("paragraph");
     let base = TextGenRow {
         id: format!("{recipe}/{}", item.id),
-        domain: item.text("domain").to_owned(),
+        domain: domain.to_owned(),
         source_id: item.id.clone(),
         origin: item.origin.to_string(),
         subject: subject.clone(),
@@ -162,16 +202,19 @@ pub fn recall_rows(item: &Item, recipe: &str) -> (QaRow, Vec<QaRow>, TextGenRow)
         aligned: false,
         lineage,
     };
-    let tg = match item.fields.get("kv") {
+    let tg = match item.fields.get(fields::KV) {
         // EventKG: record -> paragraph; the edited record differs in the answer's item.
         Some(kv) => {
-            let original = item.text("answer_value").to_owned();
-            let edited = item.text("edited_answer").to_owned();
+            let original = req(item, fields::ANSWER_VALUE)?.to_owned();
+            let edited = req(item, fields::EDITED_ANSWER)?.to_owned();
+            let edited_kv = item.fields.get(fields::EDITED_KV).cloned().ok_or_else(|| {
+                EngineError::Config(item.missing("the output writer", fields::EDITED_KV))
+            })?;
             TextGenRow {
                 source: kv.clone(),
-                edited_source: item.fields.get("edited_kv").cloned().unwrap_or(Value::Null),
+                edited_source: edited_kv,
                 target: paragraph.to_owned(),
-                edited_key: item.text("answer_key").to_owned(),
+                edited_key: req(item, fields::ANSWER_KEY)?.to_owned(),
                 edited_words: vec![edited],
                 original_words: vec![original],
                 aligned: true,
@@ -181,39 +224,39 @@ pub fn recall_rows(item: &Item, recipe: &str) -> (QaRow, Vec<QaRow>, TextGenRow)
         // UJ: paragraph -> definition; the edited paragraph carries the answer edit and the
         // word-grained edits (combined by the `nonanswer_edit` step).
         None => {
-            let edits = item.parsed::<Vec<Edit>>("tg_edits");
-            let edited = item.text("tg_edited_source").to_owned();
+            let edits = req_parsed::<Vec<Edit>>(item, fields::TG_EDITS)?;
+            let edited = req(item, fields::TG_EDITED_SOURCE)?.to_owned();
             let (e, o) = changed_words(&edits);
             TextGenRow {
                 source: Value::String(paragraph.to_owned()),
                 edited_source: Value::String(edited),
-                target: item.text("definition").to_owned(),
+                target: req(item, fields::DEFINITION)?.to_owned(),
                 edited_words: e,
                 original_words: o,
                 ..base
             }
         }
     };
-    (qa_a, qa_na, tg)
+    Ok((qa_a, qa_na, tg))
 }
 
 /// The released-format row of a finished KRE item.
-pub fn kre_row(item: &Item) -> KreRow {
-    KreRow {
-        question: item.text("question").to_owned(),
-        answer: item.text("answer").to_owned(),
-        negative_answer: item.text("negative_answer").to_owned(),
-        candidate: item.text("candidate").to_owned(),
-        golden_context: item.text("golden_context").to_owned(),
-        negative_context: item.text("negative_context").to_owned(),
-        choices: item.texts("choices"),
-    }
+pub fn kre_row(item: &Item) -> Result<KreRow, EngineError> {
+    Ok(KreRow {
+        question: req(item, fields::QUESTION)?.to_owned(),
+        answer: req(item, fields::ANSWER)?.to_owned(),
+        negative_answer: req(item, fields::NEGATIVE_ANSWER)?.to_owned(),
+        candidate: req(item, fields::CANDIDATE)?.to_owned(),
+        golden_context: req(item, fields::GOLDEN_CONTEXT)?.to_owned(),
+        negative_context: req(item, fields::NEGATIVE_CONTEXT)?.to_owned(),
+        choices: req_texts(item, fields::CHOICES)?,
+    })
 }
 
 /// The clean JSONL row: the released fields under clean names, plus lineage.
-pub fn kre_clean_row(item: &Item, recipe: &str) -> Value {
-    let row = kre_row(item);
-    json!({
+pub fn kre_clean_row(item: &Item, recipe: &str) -> Result<Value, EngineError> {
+    let row = kre_row(item)?;
+    Ok(json!({
         "id": format!("{recipe}/{}", item.id),
         "source_id": item.id,
         "origin": item.origin.to_string(),
@@ -224,10 +267,11 @@ pub fn kre_clean_row(item: &Item, recipe: &str) -> Value {
         "negative_answer": row.negative_answer,
         "golden_context": row.golden_context,
         "negative_context": row.negative_context,
-        "warnings": item.texts(cb_step::WARNINGS_FIELD),
-        "reader": item.fields.get(cb_step::READER_FIELD).cloned().unwrap_or(Value::Null),
+        // Optional: recorded only when a check warned.
+        "warnings": item.texts(fields::WARNINGS),
+        "reader": reader(item),
         "lineage": item.calls,
-    })
+    }))
 }
 
 /// A file of a build, serialised once: counted for the manifest and the card, then written.
@@ -273,11 +317,11 @@ pub fn out_files(
     recipe: &str,
     items: &[Item],
     rejects: &[Reject],
-) -> Vec<OutFile> {
+) -> Result<Vec<OutFile>, EngineError> {
     let mut files = if format == "recall" {
         let (mut qa_a, mut qa_na, mut tg) = (Vec::new(), Vec::new(), Vec::new());
         for item in items {
-            let (a, na, t) = recall_rows(item, recipe);
+            let (a, na, t) = recall_rows(item, recipe)?;
             qa_a.push(a);
             qa_na.extend(na);
             tg.push(t);
@@ -303,8 +347,13 @@ pub fn out_files(
             ),
         ]
     } else {
-        let release: Vec<KreRow> = items.iter().map(kre_row).collect();
-        let clean = to_jsonl(items.iter().map(|i| kre_clean_row(i, recipe)));
+        let release: Vec<KreRow> = items.iter().map(kre_row).collect::<Result<_, _>>()?;
+        let clean = to_jsonl(
+            items
+                .iter()
+                .map(|i| kre_clean_row(i, recipe))
+                .collect::<Result<Vec<_>, _>>()?,
+        );
         vec![
             OutFile::new(
                 format!("{domain}.json"),
@@ -321,7 +370,7 @@ pub fn out_files(
         rejects.len(),
         to_jsonl(rejects),
     ));
-    files
+    Ok(files)
 }
 
 /// Writes the files, then the card and, last, the manifest.

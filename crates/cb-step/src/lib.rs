@@ -16,6 +16,7 @@
 pub mod ask;
 pub mod choice;
 pub mod corpus;
+pub mod fields;
 pub mod files;
 pub mod item;
 pub mod params;
@@ -39,8 +40,8 @@ use std::future::Future;
 use std::pin::Pin;
 
 /// The item field (and the rows' column) that holds what the reader picked in each check of
-/// the item (`reader_check`); `null` where nobody read the rows back.
-pub const READER_FIELD: &str = "reader";
+/// the item; the old name of [`fields::READER`].
+pub use fields::READER as READER_FIELD;
 
 /// Errors that stop a build (as opposed to rejecting one item).
 #[derive(Debug, thiserror::Error)]

@@ -2,7 +2,7 @@
 //! counterfactual answer; the step puts it in place of every mention of the answer.
 
 use crate::prelude::*;
-use crate::recall::{answer_spans, json_field, kv, offline_word, opposite, Mode, Pools};
+use crate::recall::{answer_spans, json_field, kv, offline_word, opposite, Answer, Mode, Pools};
 use cb_model::recall::apply_replacements;
 use cb_model::spans::{states, word_spans};
 use cb_model::{date, item_rng, letter, text, KvItem};
@@ -36,14 +36,20 @@ pub struct AnswerEdit {
 }
 
 impl AnswerEdit {
-    fn offline(&self, item: &Item, ctx: &StepCtx<'_>, paragraph: &str) -> String {
+    fn offline(
+        &self,
+        item: &Item,
+        ctx: &StepCtx<'_>,
+        paragraph: &str,
+        ans: &Answer,
+        domain: &str,
+    ) -> String {
         let pools = ctx.corpus.view::<Pools>();
-        let answer = item.text("answer");
+        let answer = ans.text.as_str();
         let mut rng = item_rng(ctx.seed, ctx.recipe, &item.id, "answer_edit");
         let edited = match self.mode {
             Mode::Record => {
-                let kind = item.text("answer_kind");
-                let value = item.text("answer_value");
+                let (kind, value) = (ans.kind.as_str(), ans.value.as_str());
                 let granularity = date::parse_rendered(value).map(|d| d.granularity);
                 let candidates: Vec<&String> = pools
                     .by_kind
@@ -53,7 +59,7 @@ impl AnswerEdit {
                 let fits = |c: &&String| {
                     text::normalize(c) != text::normalize(value)
                         && text::find_word_occurrences(paragraph, c).is_empty()
-                        && !text::contains_phrase(c, item.text("answer"))
+                        && !text::contains_phrase(c, answer)
                 };
                 let same_grain: Vec<&String> = candidates
                     .iter()
@@ -70,7 +76,6 @@ impl AnswerEdit {
                 pick.choose(&mut rng).map(|s| (*s).clone())
             }
             Mode::Text => {
-                let domain = item.text("domain");
                 let vocab = pools.words.get(domain).map_or(&[][..], Vec::as_slice);
                 let spans = word_spans(answer);
                 let mut order: Vec<usize> = (0..spans.len()).collect();
@@ -94,15 +99,14 @@ impl AnswerEdit {
         edited.map_or_else(String::new, |e| json!({ "edited_answer": e }).to_string())
     }
 
-    fn validate(&self, raw: &str, item: &Item, paragraph: &str) -> Result<String, String> {
+    fn validate(&self, raw: &str, ans: &Answer, paragraph: &str) -> Result<String, String> {
         let v = extract_json(raw).ok_or("bad_json: the answer holds no JSON object")?;
         let edited = json_field(&v, "edited_answer").ok_or("bad_json: no \"edited_answer\"")?;
-        let answer = item.text("answer");
-        let value = item.text("answer_value");
+        let (answer, value) = (ans.text.as_str(), ans.value.as_str());
         if text::looks_like_refusal(edited) {
             return Err("refusal: the answer declines the task".into());
         }
-        let kind = item.text("answer_kind");
+        let kind = ans.kind.as_str();
         if [answer, value]
             .iter()
             .any(|a| text::normalize(a) == text::normalize(edited))
@@ -162,18 +166,14 @@ impl ModelBacked for AnswerEdit {
         item: &'a mut Item,
         ctx: &'a StepCtx<'_>,
     ) -> Result<(), StepFailure> {
-        let paragraph = item.text("paragraph").to_owned();
-        let offline = self.offline(item, ctx, &paragraph);
-        let answer = item.text("answer").to_owned();
-        let a = model.ask(
-            item,
-            &answer,
-            [("answer_kind", json!(item.text("answer_kind")))],
-            offline,
-        );
-        let seen = item.clone();
-        let edited = ask(ctx, item, a, |raw| self.validate(raw, &seen, &paragraph)).await?;
-        let spans = answer_spans(item, &paragraph);
+        let paragraph = item.require(fields::PARAGRAPH)?.to_owned();
+        let ans = Answer::of(item)?;
+        let domain = item.require(fields::DOMAIN)?;
+        let offline = self.offline(item, ctx, &paragraph, &ans, domain);
+        let answer = ans.text.clone();
+        let a = model.ask(item, &answer, [("answer_kind", json!(ans.kind))], offline);
+        let edited = ask(ctx, item, a, |raw| self.validate(raw, &ans, &paragraph)).await?;
+        let spans = answer_spans(&ans, &paragraph);
         if spans.is_empty() {
             return Err(StepFailure::reject(
                 "answer_not_in_paragraph",
@@ -184,33 +184,33 @@ impl ModelBacked for AnswerEdit {
             spans.iter().map(|&(s, e)| (s, e, edited.clone())).collect();
         let (context, edits) = apply_replacements(&paragraph, &reps)
             .map_err(|m| StepFailure::reject("bad_replacements", m))?;
-        if !answer_spans(item, &context).is_empty() {
+        if !answer_spans(&ans, &context).is_empty() {
             return Err(StepFailure::reject(
                 "answer_not_replaced",
                 format!("the edited context still states \"{answer}\""),
             ));
         }
         if self.mode == Mode::Record {
-            let key = item.text("answer_key").to_owned();
-            let record: Vec<KvItem> = kv(item)
+            let key = &ans.key;
+            let record: Vec<KvItem> = kv(item)?
                 .into_iter()
                 .map(|mut i| {
-                    if i.key == key {
+                    if i.key == *key {
                         i.value = edited.clone();
                     }
                     i
                 })
                 .collect();
-            item.set("edited_kv", json!(record));
+            item.set(fields::EDITED_KV, json!(record));
         }
         let mut options = vec![answer.clone(), edited.clone()];
         options.shuffle(&mut item_rng(ctx.seed, ctx.recipe, &item.id, "options"));
         let right = options.iter().position(|o| *o == answer).unwrap_or(0);
-        item.set("options", json!(options));
-        item.set("answer_option", letter(right));
-        item.set("edited_answer", edited);
-        item.set("qa_a_context", context);
-        item.set("qa_a_edits", json!(edits));
+        item.set(fields::OPTIONS, json!(options));
+        item.set(fields::ANSWER_OPTION, letter(right));
+        item.set(fields::EDITED_ANSWER, edited);
+        item.set(fields::QA_A_CONTEXT, context);
+        item.set(fields::QA_A_EDITS, json!(edits));
         Ok(())
     }
 }
@@ -223,9 +223,9 @@ mod tests {
     #[test]
     fn an_edited_date_must_be_another_date_in_any_writing() {
         let step = AnswerEdit { mode: Mode::Record };
-        let item = date_item();
+        let ans = Answer::of(&date_item()).unwrap();
         let p = "The trial ended on May 30, 1431 in Rouen.";
-        let v = |e: &str| step.validate(&json!({ "edited_answer": e }).to_string(), &item, p);
+        let v = |e: &str| step.validate(&json!({ "edited_answer": e }).to_string(), &ans, p);
         assert_eq!(v("12 June 1520").unwrap(), "12 June 1520");
         assert!(v("the 30th of May 1431")
             .unwrap_err()

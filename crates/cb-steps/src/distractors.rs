@@ -39,13 +39,13 @@ impl ModelBacked for Distractors {
         item: &'a mut Item,
         ctx: &'a StepCtx<'_>,
     ) -> Result<(), StepFailure> {
-        let answer = item.text("answer_text").trim().to_owned();
+        let answer = item.require(fields::ANSWER_TEXT)?.trim().to_owned();
         if answer.is_empty() {
             return Err(StepFailure::reject("no_answer", "answer_text is empty"));
         }
-        let aliases = usable_aliases(item);
+        let aliases = usable_aliases(&answer, item.require_texts(fields::ALIASES)?);
         let mut rng = item_rng(ctx.seed, ctx.recipe, &item.id, "distractors");
-        let offline = json!({ "options": offline_options(item.text("question"), &answer, &aliases, &ctx.corpus.view::<GoldenAnswers>().0, &mut rng) })
+        let offline = json!({ "options": offline_options(item.require(fields::QUESTION)?, &answer, &aliases, &ctx.corpus.view::<GoldenAnswers>().0, &mut rng) })
             .to_string();
         let a = model.ask(item, &answer, [("aliases", json!(aliases))], offline);
         let options = ask(ctx, item, a, |raw| validate_options(raw, &answer, &aliases)).await?;
@@ -61,11 +61,11 @@ impl ModelBacked for Distractors {
             "option_order",
         ));
         let pos = |i: usize| order.iter().position(|&x| x == i).expect("in order");
-        item.set("negative_answer", all[negative].clone());
-        item.set("answer", letter(pos(0)));
-        item.set("candidate", letter(pos(negative)));
+        item.set(fields::NEGATIVE_ANSWER, all[negative].clone());
+        item.set(fields::ANSWER, letter(pos(0)));
+        item.set(fields::CANDIDATE, letter(pos(negative)));
         item.set(
-            "choices",
+            fields::CHOICES,
             order.iter().map(|&i| all[i].clone()).collect::<Vec<_>>(),
         );
         Ok(())

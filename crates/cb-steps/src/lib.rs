@@ -29,14 +29,14 @@ pub mod reading;
 pub mod recall;
 
 use cb_step::params::{Param, MODEL_PARAMS};
-use cb_step::{Registry, StepFields, StepKind};
+use cb_step::{fields, Registry, StepFields, StepKind};
 
 /// What every step module imports from the step API.
 mod prelude {
     pub(crate) use cb_step::params::{Param, ParamType};
     pub(crate) use cb_step::{
-        ask, clean_text_answer, extract_json, schema, Files, Guesses, Item, Model, ModelBacked,
-        ModelStep, Step, StepCtx, StepError, StepFailure, StepFuture, StepSpec,
+        ask, clean_text_answer, extract_json, fields, schema, Files, Guesses, Item, Model,
+        ModelBacked, ModelStep, Step, StepCtx, StepError, StepFailure, StepFuture, StepSpec,
     };
 }
 
@@ -44,7 +44,10 @@ mod prelude {
 /// reads and writes (checked along a recipe's chain before any work).
 pub const STEPS: Registry = Registry::new(&[
     kind("pick_negative", pick_negative::build, &[], |_| {
-        StepFields::new(&["choices", "answer"], &["candidate", "negative_answer"])
+        StepFields::new(
+            &[fields::CHOICES, fields::ANSWER],
+            &[fields::CANDIDATE, fields::NEGATIVE_ANSWER],
+        )
     }),
     kind(
         "negative_explanation",
@@ -53,20 +56,30 @@ pub const STEPS: Registry = Registry::new(&[
         |_| {
             StepFields::new(
                 &[
-                    "question",
-                    "choices",
-                    "answer",
-                    "golden_context",
-                    "negative_answer",
+                    fields::QUESTION,
+                    fields::CHOICES,
+                    fields::ANSWER,
+                    fields::GOLDEN_CONTEXT,
+                    fields::NEGATIVE_ANSWER,
                 ],
-                &["negative_context"],
+                &[fields::NEGATIVE_CONTEXT],
             )
         },
     ),
     kind("distractors", distractors::build, &[MODEL_PARAMS], |_| {
         StepFields::new(
-            &["question", "answer_text", "aliases", "golden_context"],
-            &["choices", "answer", "candidate", "negative_answer"],
+            &[
+                fields::QUESTION,
+                fields::ANSWER_TEXT,
+                fields::ALIASES,
+                fields::GOLDEN_CONTEXT,
+            ],
+            &[
+                fields::CHOICES,
+                fields::ANSWER,
+                fields::CANDIDATE,
+                fields::NEGATIVE_ANSWER,
+            ],
         )
     }),
     kind(
@@ -76,12 +89,12 @@ pub const STEPS: Registry = Registry::new(&[
         |_| {
             StepFields::new(
                 &[
-                    "question",
-                    "answer_text",
-                    "golden_context",
-                    "negative_answer",
+                    fields::QUESTION,
+                    fields::ANSWER_TEXT,
+                    fields::GOLDEN_CONTEXT,
+                    fields::NEGATIVE_ANSWER,
                 ],
-                &["negative_context"],
+                &[fields::NEGATIVE_CONTEXT],
             )
         },
     ),
@@ -89,18 +102,18 @@ pub const STEPS: Registry = Registry::new(&[
         "paraphrase",
         paraphrase::build,
         &[MODEL_PARAMS, recall::MODE],
-        |s| recall::fields(s, &[], &["paragraph"]),
+        |s| recall::fields(s, &[], &[fields::PARAGRAPH]),
     ),
     kind("qa", qa::build, &[MODEL_PARAMS, recall::MODE], |s| {
         recall::fields(
             s,
-            &["paragraph"],
+            &[fields::PARAGRAPH],
             &[
-                "question",
-                "answer",
-                "answer_value",
-                "answer_key",
-                "answer_kind",
+                fields::QUESTION,
+                fields::ANSWER,
+                fields::ANSWER_VALUE,
+                fields::ANSWER_KEY,
+                fields::ANSWER_KIND,
             ],
         )
     }),
@@ -112,19 +125,21 @@ pub const STEPS: Registry = Registry::new(&[
             recall::fields(
                 s,
                 &[
-                    "paragraph",
-                    "question",
-                    "answer",
-                    "answer_value",
-                    "answer_kind",
+                    fields::PARAGRAPH,
+                    fields::QUESTION,
+                    fields::ANSWER,
+                    fields::ANSWER_VALUE,
+                    fields::ANSWER_KIND,
+                    fields::ANSWER_KEY,
+                    fields::DOMAIN,
                 ],
                 &[
-                    "edited_answer",
-                    "options",
-                    "answer_option",
-                    "qa_a_context",
-                    "qa_a_edits",
-                    "edited_kv",
+                    fields::EDITED_ANSWER,
+                    fields::OPTIONS,
+                    fields::ANSWER_OPTION,
+                    fields::QA_A_CONTEXT,
+                    fields::QA_A_EDITS,
+                    fields::EDITED_KV,
                 ],
             )
         },
@@ -137,17 +152,20 @@ pub const STEPS: Registry = Registry::new(&[
             recall::fields(
                 s,
                 &[
-                    "paragraph",
-                    "question",
-                    "answer",
-                    "edited_answer",
-                    "qa_a_edits",
+                    fields::PARAGRAPH,
+                    fields::QUESTION,
+                    fields::ANSWER,
+                    fields::ANSWER_VALUE,
+                    fields::ANSWER_KIND,
+                    fields::ANSWER_KEY,
+                    fields::EDITED_ANSWER,
+                    fields::QA_A_EDITS,
                 ],
                 &[
-                    "qa_na_context",
-                    "qa_na_edits",
-                    "tg_edited_source",
-                    "tg_edits",
+                    fields::QA_NA_CONTEXT,
+                    fields::QA_NA_EDITS,
+                    fields::TG_EDITED_SOURCE,
+                    fields::TG_EDITS,
                 ],
             )
         },
@@ -158,11 +176,16 @@ pub const STEPS: Registry = Registry::new(&[
         &[],
         |_| {
             StepFields::new(
-                &["paragraph", "answer", "term"],
                 &[
-                    "qa_na_sentence_context",
-                    "qa_na_sentence_edits",
-                    "donor_term",
+                    fields::PARAGRAPH,
+                    fields::ANSWER,
+                    fields::TERM,
+                    fields::DOMAIN,
+                ],
+                &[
+                    fields::QA_NA_SENTENCE_CONTEXT,
+                    fields::QA_NA_SENTENCE_EDITS,
+                    fields::DONOR_TERM,
                 ],
             )
         },

@@ -105,10 +105,11 @@ impl ModelBacked for NegativeContext {
         item: &'a mut Item,
         ctx: &'a StepCtx<'_>,
     ) -> Result<(), StepFailure> {
-        let answer = item.text("answer_text").trim().to_owned();
-        let negative = item.text("negative_answer").to_owned();
-        let golden = item.text("golden_context").to_owned();
-        let aliases = usable_aliases(item);
+        let answer = item.require(fields::ANSWER_TEXT)?.trim().to_owned();
+        let negative = item.require(fields::NEGATIVE_ANSWER)?.to_owned();
+        let golden = item.require(fields::GOLDEN_CONTEXT)?.to_owned();
+        // Optional: a source may give no aliases.
+        let aliases = usable_aliases(&answer, item.texts(fields::ALIASES));
         let golden_answers: Vec<String> = std::iter::once(answer.clone())
             .chain(aliases.iter().cloned())
             .collect();
@@ -119,7 +120,7 @@ impl ModelBacked for NegativeContext {
             self.validate(raw, &golden, &golden_answers, &negative, guesses.fresh())
         })
         .await?;
-        item.set("negative_context", context);
+        item.set(fields::NEGATIVE_CONTEXT, context);
         guesses.record(item);
         Ok(())
     }

@@ -67,25 +67,27 @@ pub struct NegativeExplanation {
 }
 
 impl NegativeExplanation {
-    fn offline(&self, item: &Item, ctx: &StepCtx<'_>) -> String {
-        let golden = item.text("golden_context");
-        let (answer, negative) = (answer_text(item), item.text("negative_answer"));
+    fn offline(&self, item: &Item, ctx: &StepCtx<'_>) -> Result<String, StepFailure> {
+        let golden = item.require(fields::GOLDEN_CONTEXT)?;
+        let (answer, negative) = (answer_text(item)?, item.require(fields::NEGATIVE_ANSWER)?);
         let (replaced, n) = text::replace_words(golden, &answer, negative);
-        let question = item.text("question");
+        let question = item.require(fields::QUESTION)?;
         let own_words = [
-            item.text("premise"),
+            // Optional: only e-CARE items have a premise.
+            item.get_text(fields::PREMISE).unwrap_or(""),
             question,
             self.offline_template.as_str(),
         ];
         if n > 0 && !answer.is_empty() && clean_swap(&replaced, &answer, negative, &own_words) {
-            return replaced;
+            return Ok(replaced);
         }
         let vars = minijinja::Value::from_serialize(&item.fields);
-        ctx.env
+        Ok(ctx
+            .env
             .render_str(&self.offline_template, vars)
             .unwrap_or_default()
             .trim()
-            .to_owned()
+            .to_owned())
     }
 
     /// The explanation's findings, every rule that fires, in the order the validator weighs
@@ -223,18 +225,18 @@ impl ModelBacked for NegativeExplanation {
         item: &'a mut Item,
         ctx: &'a StepCtx<'_>,
     ) -> Result<(), StepFailure> {
-        let answer = answer_text(item);
-        let negative = item.text("negative_answer").to_owned();
-        let choices = item.texts("choices");
+        let answer = answer_text(item)?;
+        let negative = item.require(fields::NEGATIVE_ANSWER)?.to_owned();
+        let choices = item.require_texts(fields::CHOICES)?;
         let options = json!(lettered(&choices));
-        let offline = self.offline(item, ctx);
+        let offline = self.offline(item, ctx)?;
         // The offline rule fills the question in by design; only a model's answer is held to
         // adding something beyond the question.
         let offline_text = offline.clone();
         let a = model.ask(item, &answer, [("options", options)], offline);
         let (premise, question) = (
-            item.text("premise").to_owned(),
-            item.text("question").to_owned(),
+            item.get_text(fields::PREMISE).unwrap_or("").to_owned(),
+            item.require(fields::QUESTION)?.to_owned(),
         );
         let given = [premise.as_str(), question.as_str()];
         let guesses = Guesses::for_ctx(ctx);
@@ -254,7 +256,7 @@ impl ModelBacked for NegativeExplanation {
             )
         })
         .await?;
-        item.set("negative_context", context);
+        item.set(fields::NEGATIVE_CONTEXT, context);
         guesses.record(item);
         Ok(())
     }
@@ -277,12 +279,12 @@ fn clean_swap(replaced: &str, answer: &str, negative: &str, given: &[&str]) -> b
         && quality::echoed_label(replaced, &[negative], "").is_none()
 }
 
-/// The golden answer's text (`choices[answer]`).
-pub fn answer_text(item: &Item) -> String {
-    let choices = item.texts("choices");
-    letter_index(item.text("answer"))
+/// The golden answer's text (`choices[answer]`; "" when `answer` is no letter of them).
+pub fn answer_text(item: &Item) -> Result<String, StepFailure> {
+    let choices = item.require_texts(fields::CHOICES)?;
+    Ok(letter_index(item.require(fields::ANSWER)?)
         .and_then(|i| choices.get(i).cloned())
-        .unwrap_or_default()
+        .unwrap_or_default())
 }
 
 /// `["A: bank", "B: library", ...]`
@@ -361,7 +363,7 @@ mod tests {
             calls: vec![],
         };
         warned.record(&mut item);
-        let w = item.texts(cb_step::WARNINGS_FIELD);
+        let w = item.texts(fields::WARNINGS);
         assert_eq!(w.len(), 1);
         assert!(w[0].starts_with("denies_negative"), "{w:?}");
         // What is certain from the words still rejects with a reader.

@@ -39,7 +39,7 @@ impl ModelBacked for Paraphrase {
     ) -> Result<(), StepFailure> {
         let paragraph = match self.mode {
             Mode::Record => {
-                let record = kv(item);
+                let record = kv(item)?;
                 if record.is_empty() {
                     return Err(StepFailure::reject("no_record", "the item has no `kv`"));
                 }
@@ -52,8 +52,8 @@ impl ModelBacked for Paraphrase {
                 ask(ctx, item, a, |raw| validate_record_paragraph(raw, &record)).await?
             }
             Mode::Text => {
-                let term = item.text("term").to_owned();
-                let sentences = item.texts("sentences");
+                let term = item.require(fields::TERM)?.to_owned();
+                let sentences = item.require_texts(fields::SENTENCES)?;
                 let offline = offline_condense(&term, &sentences);
                 let a = model.ask(item, "", [], offline);
                 ask(ctx, item, a, |raw| {
@@ -62,7 +62,7 @@ impl ModelBacked for Paraphrase {
                 .await?
             }
         };
-        item.set("paragraph", paragraph);
+        item.set(fields::PARAGRAPH, paragraph);
         Ok(())
     }
 }

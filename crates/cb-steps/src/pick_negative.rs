@@ -31,8 +31,8 @@ impl Step for PickNegative {
 
 impl PickNegative {
     fn apply(&self, item: &mut Item, ctx: &StepCtx<'_>) -> Result<(), StepFailure> {
-        let choices = item.texts("choices");
-        let answer = letter_index(item.text("answer"))
+        let choices = item.require_texts(fields::CHOICES)?;
+        let answer = letter_index(item.require(fields::ANSWER)?)
             .ok_or_else(|| StepFailure::reject("bad_answer", "answer is not a letter"))?;
         // A wrong choice that is the golden one again (CommonsenseQA repeats a choice now and
         // then: "clumsy" as A and D) cannot be the negative answer: the conflict would be
@@ -47,8 +47,8 @@ impl PickNegative {
         }
         let mut rng = item_rng(ctx.seed, ctx.recipe, &item.id, "negative_answer");
         let pick = wrong[rng.random_range(0..wrong.len())];
-        item.set("candidate", letter(pick));
-        item.set("negative_answer", choices[pick].clone());
+        item.set(fields::CANDIDATE, letter(pick));
+        item.set(fields::NEGATIVE_ANSWER, choices[pick].clone());
         Ok(())
     }
 }
@@ -82,5 +82,56 @@ mod tests {
         ]);
         assert_eq!(wrong_choices(&c, 1), [0]);
         assert!(wrong_choices(&texts(&["x", "X "]), 0).is_empty());
+    }
+}
+
+#[cfg(test)]
+mod missing_field {
+    use super::*;
+    use serde_json::json;
+
+    /// A finished chain that still lacks a field the step reads (a wrong declaration) stops
+    /// the build, naming the field and the item, instead of writing an empty column.
+    #[test]
+    fn an_item_without_its_choices_stops_the_build_naming_the_field() {
+        let llm = cb_llm::Llm::new(cb_llm::LlmConfig::offline()).unwrap();
+        let env = minijinja::Environment::new();
+        let corpus = cb_step::Corpus::new(Vec::new());
+        let ctx = StepCtx {
+            llm: &llm,
+            reader: None,
+            env: &env,
+            seed: 1,
+            recipe: "t",
+            corpus: &corpus,
+        };
+        let mut item = Item {
+            index: 0,
+            id: "q-3".into(),
+            origin: cb_model::Origin {
+                file: "t".into(),
+                line: 1,
+            },
+            fields: json!({ "question": "Where?", "answer": "A" })
+                .as_object()
+                .unwrap()
+                .clone(),
+            calls: Vec::new(),
+        };
+        let step = PickNegative {
+            name: "pick_negative".into(),
+        };
+        let Err(StepFailure::Fatal(StepError::Config(m))) = step.apply(&mut item, &ctx) else {
+            panic!("expected a fatal config error");
+        };
+        assert_eq!(
+            m,
+            "step reads the field `choices` of item q-3, which it does not have"
+        );
+        assert!(!item.fields.contains_key(fields::NEGATIVE_ANSWER));
+        // With the field, the step writes its own.
+        item.set(fields::CHOICES, json!(["bank", "library"]));
+        step.apply(&mut item, &ctx).unwrap();
+        assert_eq!(item.require(fields::NEGATIVE_ANSWER).unwrap(), "library");
     }
 }

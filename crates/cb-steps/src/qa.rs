@@ -46,11 +46,11 @@ impl ModelBacked for Qa {
         item: &'a mut Item,
         ctx: &'a StepCtx<'_>,
     ) -> Result<(), StepFailure> {
-        let paragraph = item.text("paragraph").to_owned();
+        let paragraph = item.require(fields::PARAGRAPH)?.to_owned();
         let mut rng = item_rng(ctx.seed, ctx.recipe, &item.id, "qa");
         match self.mode {
             Mode::Record => {
-                let record = kv(item);
+                let record = kv(item)?;
                 let name = name_of(&record).unwrap_or_default().to_owned();
                 let offline = offline_record_question(&record, &name, &paragraph, &mut rng);
                 let a = model.ask(item, "", [("record_lines", record_lines(&record))], offline);
@@ -58,23 +58,23 @@ impl ModelBacked for Qa {
                     validate_record_qa(raw, &record, &paragraph)
                 })
                 .await?;
-                item.set("question", q);
-                item.set("answer", surface);
-                item.set("answer_value", it.value);
-                item.set("answer_key", it.key);
-                item.set("answer_kind", it.kind);
+                item.set(fields::QUESTION, q);
+                item.set(fields::ANSWER, surface);
+                item.set(fields::ANSWER_VALUE, it.value);
+                item.set(fields::ANSWER_KEY, it.key);
+                item.set(fields::ANSWER_KIND, it.kind);
             }
             Mode::Text => {
-                let term = item.text("term").to_owned();
+                let term = item.require(fields::TERM)?.to_owned();
                 let offline = offline_cloze(&term, &paragraph, &mut rng);
                 let a = model.ask(item, "", [], offline);
                 let (q, answer) =
                     ask(ctx, item, a, |raw| validate_text_qa(raw, &term, &paragraph)).await?;
-                item.set("question", q);
-                item.set("answer", answer.clone());
-                item.set("answer_value", answer);
-                item.set("answer_key", "");
-                item.set("answer_kind", "phrase");
+                item.set(fields::QUESTION, q);
+                item.set(fields::ANSWER, answer.clone());
+                item.set(fields::ANSWER_VALUE, answer);
+                item.set(fields::ANSWER_KEY, "");
+                item.set(fields::ANSWER_KIND, "phrase");
             }
         }
         Ok(())

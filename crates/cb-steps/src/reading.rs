@@ -3,17 +3,17 @@
 //! answer).
 
 use cb_model::text;
-use cb_step::{Item, Peer, View};
+use cb_step::{fields, Peer, View};
 use serde_json::Value;
 use std::collections::HashSet;
 
-/// The item's aliases that are worth checking and replacing: distinct from the answer and
-/// from each other after normalisation, and at least three characters long once normalised
-/// (MuSiQue lists codes such as "NO" for Norway or "US", which are also ordinary words).
-pub fn usable_aliases(item: &Item) -> Vec<String> {
-    let answer = item.text("answer_text").trim();
-    let mut seen: HashSet<String> = HashSet::from([text::normalize(answer)]);
-    item.texts("aliases")
+/// The aliases (an item's `aliases`) that are worth checking and replacing: distinct from
+/// the answer (its `answer_text`) and from each other after normalisation, and at least
+/// three characters long once normalised (MuSiQue lists codes such as "NO" for Norway or
+/// "US", which are also ordinary words).
+pub fn usable_aliases(answer: &str, aliases: Vec<String>) -> Vec<String> {
+    let mut seen: HashSet<String> = HashSet::from([text::normalize(answer.trim())]);
+    aliases
         .into_iter()
         .map(|a| a.trim().to_owned())
         .filter(|a| {
@@ -34,7 +34,7 @@ impl View for GoldenAnswers {
         Self(
             peers
                 .iter()
-                .filter_map(|p| p.fields.get("answer_text").and_then(Value::as_str))
+                .filter_map(|p| p.fields.get(fields::ANSWER_TEXT).and_then(Value::as_str))
                 .map(|a| a.trim().to_owned())
                 .filter(|a| !a.is_empty() && seen.insert(text::normalize(a)))
                 .collect(),

@@ -27,7 +27,7 @@
 use cb_model::spans::{mentions, merge};
 use cb_model::{text, KvItem};
 use cb_step::Files;
-use cb_step::{Item, ModelStep, Peer, StepError, StepSpec, View};
+use cb_step::{fields, Item, ModelStep, Peer, StepError, StepFailure, StepSpec, View};
 use rand::seq::IndexedRandom;
 use rand::Rng;
 use serde_json::{json, Value};
@@ -59,8 +59,8 @@ pub fn fields(
     writes: &[&'static str],
 ) -> cb_step::StepFields {
     let source: &[&'static str] = match spec.str("mode").as_deref() {
-        Some("text") => &["term", "sentences"],
-        _ => &["kv"],
+        Some("text") => &[fields::TERM, fields::SENTENCES],
+        _ => &[fields::KV],
     };
     let mut f = cb_step::StepFields::new(reads, writes);
     f.reads.extend(source);
@@ -106,9 +106,32 @@ pub(crate) fn record_lines(record: &[KvItem]) -> Value {
         .collect::<Vec<_>>())
 }
 
-/// The item's key-value record.
-pub fn kv(item: &Item) -> Vec<KvItem> {
-    item.parsed("kv")
+/// The item's key-value record (record mode: the step declares `kv` read).
+pub fn kv(item: &Item) -> Result<Vec<KvItem>, StepFailure> {
+    item.require_parsed(fields::KV)
+}
+
+/// The answer `qa` wrote, as the later RECALL steps read it: as the paragraph writes it
+/// (`answer`), its value (`answer_value`), kind (`answer_kind`) and record key
+/// (`answer_key`, "" in text mode).
+#[derive(Debug, Clone)]
+pub(crate) struct Answer {
+    pub(crate) text: String,
+    pub(crate) value: String,
+    pub(crate) kind: String,
+    pub(crate) key: String,
+}
+
+impl Answer {
+    /// The item's answer; a field missing stops the build ([`Item::require`]).
+    pub(crate) fn of(item: &Item) -> Result<Self, StepFailure> {
+        Ok(Answer {
+            text: item.require(fields::ANSWER)?.to_owned(),
+            value: item.require(fields::ANSWER_VALUE)?.to_owned(),
+            kind: item.require(fields::ANSWER_KIND)?.to_owned(),
+            key: item.require(fields::ANSWER_KEY)?.to_owned(),
+        })
+    }
 }
 
 /// Kinds that are never asked about nor edited.
@@ -118,13 +141,9 @@ pub(crate) fn is_fixed(kind: &str) -> bool {
 
 /// The spans of the answer in `paragraph`: the value in any writing and the answer as the
 /// paragraph writes it, merged.
-pub(crate) fn answer_spans(item: &Item, paragraph: &str) -> Vec<(usize, usize)> {
-    let mut spans = mentions(
-        paragraph,
-        item.text("answer_value"),
-        item.text("answer_kind"),
-    );
-    spans.extend(text::find_word_occurrences(paragraph, item.text("answer")));
+pub(crate) fn answer_spans(answer: &Answer, paragraph: &str) -> Vec<(usize, usize)> {
+    let mut spans = mentions(paragraph, &answer.value, &answer.kind);
+    spans.extend(text::find_word_occurrences(paragraph, &answer.text));
     merge(spans)
 }
 
@@ -155,18 +174,18 @@ impl View for Pools {
         let mut seen_values = HashSet::new();
         let mut seen_words = HashSet::new();
         for peer in peers {
-            let items: Vec<KvItem> = cb_step::item::parse_field(&peer.fields, "kv");
+            let items: Vec<KvItem> = cb_step::item::parse_field(&peer.fields, fields::KV);
             for i in items.into_iter().filter(|i| !is_fixed(&i.kind)) {
                 if seen_values.insert((i.kind.clone(), text::normalize(&i.value))) {
                     p.by_kind.entry(i.kind).or_default().push(i.value);
                 }
             }
-            let term = peer.fields.get("term").and_then(Value::as_str);
-            let sentences = peer.fields.get("sentences").and_then(Value::as_array);
+            let term = peer.fields.get(fields::TERM).and_then(Value::as_str);
+            let sentences = peer.fields.get(fields::SENTENCES).and_then(Value::as_array);
             if let (Some(term), Some(sentences)) = (term, sentences) {
                 let domain = peer
                     .fields
-                    .get("domain")
+                    .get(fields::DOMAIN)
                     .and_then(Value::as_str)
                     .unwrap_or("")
                     .to_owned();
@@ -342,10 +361,11 @@ pub(crate) mod fixtures {
 
     pub(crate) fn date_item() -> Item {
         let mut item = empty_item();
-        item.set("kv", json!(trial()));
-        item.set("answer", "May 30, 1431");
-        item.set("answer_value", "30 May 1431");
-        item.set("answer_kind", "date");
+        item.set(fields::KV, json!(trial()));
+        item.set(fields::ANSWER, "May 30, 1431");
+        item.set(fields::ANSWER_VALUE, "30 May 1431");
+        item.set(fields::ANSWER_KIND, "date");
+        item.set(fields::ANSWER_KEY, "");
         item
     }
 }

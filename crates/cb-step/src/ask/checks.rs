@@ -6,8 +6,9 @@ use super::{clean_text_answer, extract_json};
 use crate::{Item, StepCtx};
 use serde_json::Value;
 
-/// The item field that holds the lexical warnings of its answers (`code: detail` each).
-pub const WARNINGS_FIELD: &str = "lexical_warnings";
+/// The item field that holds the lexical warnings of its answers (`code: detail` each);
+/// the old name of [`crate::fields::WARNINGS`].
+pub use crate::fields::WARNINGS as WARNINGS_FIELD;
 
 /// The reason codes of rules that guess at meaning from words: an explanation that seems to
 /// argue for the golden answer (`supports_golden`) or against the negative one

@@ -4,7 +4,9 @@
 
 pub mod sentence;
 use crate::prelude::*;
-use crate::recall::{answer_spans, content_words, json_field, kv, offline_word, Mode, Pools};
+use crate::recall::{
+    answer_spans, content_words, json_field, kv, offline_word, Answer, Mode, Pools,
+};
 use cb_model::recall::{apply_replacements, name_of, to_replacements, Edit};
 use cb_model::spans::{mentions, occurs_verbatim, overlaps, states, word_spans};
 use cb_model::{item_rng, text, KvItem};
@@ -62,16 +64,45 @@ pub struct NonAnswerEdit {
     max_replacements: usize,
 }
 
-impl NonAnswerEdit {
+/// What the step reads of an item, read once (a field missing stops the build).
+#[derive(Debug)]
+struct Seen {
+    id: String,
+    answer: Answer,
+    edited_answer: String,
     /// The name (record) or term (text) of the item: never edited.
-    fn subject(&self, item: &Item) -> String {
-        match self.mode {
-            Mode::Record => name_of(&kv(item)).unwrap_or_default().to_owned(),
-            Mode::Text => item.text("term").to_owned(),
-        }
+    subject: String,
+    /// Record mode: the key-value record (empty in text mode).
+    record: Vec<KvItem>,
+    /// Text mode: the item's domain ("" in record mode).
+    domain: String,
+}
+
+impl NonAnswerEdit {
+    fn seen(&self, item: &Item) -> Result<Seen, StepFailure> {
+        let (record, subject, domain) = match self.mode {
+            Mode::Record => {
+                let record = kv(item)?;
+                let name = name_of(&record).unwrap_or_default().to_owned();
+                (record, name, String::new())
+            }
+            Mode::Text => (
+                Vec::new(),
+                item.require(fields::TERM)?.to_owned(),
+                item.require(fields::DOMAIN)?.to_owned(),
+            ),
+        };
+        Ok(Seen {
+            id: item.id.clone(),
+            answer: Answer::of(item)?,
+            edited_answer: item.require(fields::EDITED_ANSWER)?.to_owned(),
+            subject,
+            record,
+            domain,
+        })
     }
 
-    fn offline(&self, item: &Item, ctx: &StepCtx<'_>, paragraph: &str) -> String {
+    fn offline(&self, item: &Seen, ctx: &StepCtx<'_>, paragraph: &str) -> String {
         let pools = ctx.corpus.view::<Pools>();
         let mut rng = item_rng(ctx.seed, ctx.recipe, &item.id, "nonanswer_edit");
         let protected = self.protected(item, paragraph);
@@ -81,15 +112,16 @@ impl NonAnswerEdit {
                     .iter()
                     .all(|s| protected.iter().all(|p| !overlaps(*s, *p)))
         };
-        let avoid = format!("{paragraph} {}", item.text("edited_answer"));
+        let avoid = format!("{paragraph} {}", item.edited_answer);
         let mut reps: Vec<Value> = Vec::new();
         match self.mode {
             Mode::Record => {
-                let mut items: Vec<KvItem> = kv(item)
-                    .into_iter()
+                let mut items: Vec<&KvItem> = item
+                    .record
+                    .iter()
                     .filter(|i| {
                         matches!(i.kind.as_str(), "date" | "place" | "actor")
-                            && i.key != item.text("answer_key")
+                            && i.key != item.answer.key
                     })
                     .collect();
                 items.shuffle(&mut rng);
@@ -109,9 +141,9 @@ impl NonAnswerEdit {
                         .filter(|c| {
                             text::normalize(c) != text::normalize(&i.value)
                                 && text::find_word_occurrences(&avoid, c).is_empty()
-                                && [item.text("answer_value"), item.text("edited_answer")]
+                                && [&item.answer.value, &item.edited_answer]
                                     .iter()
-                                    .all(|a| !states(c, a, item.text("answer_kind")))
+                                    .all(|a| !states(c, a, &item.answer.kind))
                         })
                         .collect();
                     if let Some(new) = fits.choose(&mut rng) {
@@ -121,10 +153,7 @@ impl NonAnswerEdit {
                 }
             }
             Mode::Text => {
-                let vocab = pools
-                    .words
-                    .get(item.text("domain"))
-                    .map_or(&[][..], Vec::as_slice);
+                let vocab = pools.words.get(&item.domain).map_or(&[][..], Vec::as_slice);
                 let mut words: Vec<(usize, usize)> = word_spans(paragraph)
                     .into_iter()
                     .filter(|&(s, e)| {
@@ -150,13 +179,13 @@ impl NonAnswerEdit {
     }
 
     /// Spans that no replacement may touch: the answer's mentions and the name or term.
-    fn protected(&self, item: &Item, paragraph: &str) -> Vec<(usize, usize)> {
-        let mut p = answer_spans(item, paragraph);
-        p.extend(text::find_word_occurrences(paragraph, &self.subject(item)));
+    fn protected(&self, item: &Seen, paragraph: &str) -> Vec<(usize, usize)> {
+        let mut p = answer_spans(&item.answer, paragraph);
+        p.extend(text::find_word_occurrences(paragraph, &item.subject));
         p
     }
 
-    fn validate(&self, raw: &str, item: &Item, paragraph: &str) -> Result<Vec<Edit>, String> {
+    fn validate(&self, raw: &str, item: &Seen, paragraph: &str) -> Result<Vec<Edit>, String> {
         let v = extract_json(raw).ok_or("bad_json: the answer holds no JSON object")?;
         let list = v
             .get("replacements")
@@ -169,11 +198,11 @@ impl NonAnswerEdit {
                 list.len()
             ));
         }
-        let answer_mentions = answer_spans(item, paragraph);
-        let subject = self.subject(item);
-        let subject_mentions = text::find_word_occurrences(paragraph, &subject);
-        let answer = item.text("answer");
-        let edited_answer = item.text("edited_answer");
+        let answer_mentions = answer_spans(&item.answer, paragraph);
+        let subject = &item.subject;
+        let subject_mentions = text::find_word_occurrences(paragraph, subject);
+        let answer = item.answer.text.as_str();
+        let edited_answer = item.edited_answer.as_str();
         let mut reps = Vec::new();
         for r in list {
             let (Some(orig), Some(new)) = (json_field(r, "original"), json_field(r, "edited"))
@@ -201,8 +230,8 @@ impl NonAnswerEdit {
                     ));
                 }
             }
-            let kind = item.text("answer_kind");
-            for a in [item.text("answer_value"), answer, edited_answer] {
+            let kind = item.answer.kind.as_str();
+            for a in [item.answer.value.as_str(), answer, edited_answer] {
                 if text::contains_phrase(new, a) || states(new, a, kind) {
                     return Err(format!(
                         "answer_modified: the edit \"{new}\" brings in \"{a}\""
@@ -240,12 +269,12 @@ impl NonAnswerEdit {
     /// than the answer, whose every mention lies outside the answer and the name (an edit
     /// replaces every mention of its original). Without one there is nothing the paper's
     /// edit could change, and no call is made.
-    fn has_editable(&self, item: &Item, paragraph: &str) -> bool {
+    fn has_editable(&self, item: &Seen, paragraph: &str) -> bool {
         let protected = self.protected(item, paragraph);
-        kv(item).iter().any(|i| {
+        item.record.iter().any(|i| {
             let spans = mentions(paragraph, &i.value, &i.kind);
             matches!(i.kind.as_str(), "date" | "place" | "actor")
-                && i.key != item.text("answer_key")
+                && i.key != item.answer.key
                 && !spans.is_empty()
                 && spans
                     .iter()
@@ -261,34 +290,33 @@ impl ModelBacked for NonAnswerEdit {
         item: &'a mut Item,
         ctx: &'a StepCtx<'_>,
     ) -> Result<(), StepFailure> {
-        let paragraph = item.text("paragraph").to_owned();
-        if self.mode == Mode::Record && !self.has_editable(item, &paragraph) {
+        let paragraph = item.require(fields::PARAGRAPH)?.to_owned();
+        let seen = self.seen(item)?;
+        if self.mode == Mode::Record && !self.has_editable(&seen, &paragraph) {
             return Err(StepFailure::reject(
                 "nothing_to_edit",
                 "no person, place or date of the record is stated outside the answer and the name",
             ));
         }
-        let offline = self.offline(item, ctx, &paragraph);
-        let answer = item.text("answer").to_owned();
-        let subject = self.subject(item);
-        let a = model.ask(item, &answer, [("subject", json!(subject))], offline);
-        let seen = item.clone();
+        let offline = self.offline(&seen, ctx, &paragraph);
+        let answer = seen.answer.text.clone();
+        let a = model.ask(item, &answer, [("subject", json!(seen.subject))], offline);
         let edits = ask(ctx, item, a, |raw| self.validate(raw, &seen, &paragraph)).await?;
         let reps = to_replacements(&paragraph, &edits);
         let (context, _) = apply_replacements(&paragraph, &reps)
             .map_err(|m| StepFailure::reject("bad_replacements", m))?;
         if self.mode == Mode::Text {
             // Text generation's edited source carries the answer edit and these edits.
-            let answer_edits: Vec<Edit> = item.parsed("qa_a_edits");
+            let answer_edits: Vec<Edit> = item.require_parsed(fields::QA_A_EDITS)?;
             let mut all = to_replacements(&paragraph, &answer_edits);
             all.extend(reps);
             let (edited, tg_edits) = apply_replacements(&paragraph, &all)
                 .map_err(|m| StepFailure::reject("overlapping_edits", m))?;
-            item.set("tg_edited_source", edited);
-            item.set("tg_edits", json!(tg_edits));
+            item.set(fields::TG_EDITED_SOURCE, edited);
+            item.set(fields::TG_EDITS, json!(tg_edits));
         }
-        item.set("qa_na_context", context);
-        item.set("qa_na_edits", json!(edits));
+        item.set(fields::QA_NA_CONTEXT, context);
+        item.set(fields::QA_NA_EDITS, json!(edits));
         Ok(())
     }
 }
@@ -310,47 +338,53 @@ mod tests {
         let step = nonanswer_step();
         let p = "Battle of Hastings: a battle. It began on 14 October 1066. It ended on 14 October 1066. It took place in Hastings.";
         let mut item = empty_item();
-        item.set("kv", json!([kvi("name", "Battle of Hastings", "name")]));
-        item.set("answer", "Hastings");
-        item.set("answer_value", "Hastings");
-        item.set("answer_kind", "place");
-        item.set("edited_answer", "York");
+        item.set(
+            fields::KV,
+            json!([kvi("name", "Battle of Hastings", "name")]),
+        );
+        item.set(fields::ANSWER, "Hastings");
+        item.set(fields::ANSWER_VALUE, "Hastings");
+        item.set(fields::ANSWER_KIND, "place");
+        item.set(fields::ANSWER_KEY, "location");
+        item.set(fields::EDITED_ANSWER, "York");
+        let seen = step.seen(&item).unwrap();
         let same_twice = r#"{"replacements": [{"original": "14 October 1066", "edited": "1 May 1200"}, {"original": "14 October 1066", "edited": "1 May 1200"}]}"#;
-        let edits = step.validate(same_twice, &item, p).unwrap();
+        let edits = step.validate(same_twice, &seen, p).unwrap();
         assert_eq!(edits.len(), 2, "both mentions, once each: {edits:?}");
         let two_ways = r#"{"replacements": [{"original": "14 October 1066", "edited": "1 May 1200"}, {"original": "14 October 1066", "edited": "2 May 1200"}]}"#;
         assert!(step
-            .validate(two_ways, &item, p)
+            .validate(two_ways, &seen, p)
             .unwrap_err()
             .starts_with("bad_replacements"));
         let answer = r#"{"replacements": [{"original": "in Hastings", "edited": "in Kent"}]}"#;
         assert!(step
-            .validate(answer, &item, p)
+            .validate(answer, &seen, p)
             .unwrap_err()
             .starts_with("answer_modified"));
         let brings =
             r#"{"replacements": [{"original": "a battle", "edited": "a battle near York"}]}"#;
         assert!(step
-            .validate(brings, &item, p)
+            .validate(brings, &seen, p)
             .unwrap_err()
             .starts_with("answer_modified"));
         // Nothing but the answer to edit: no call is made, the item is rejected.
-        assert!(!step.has_editable(&item, p));
+        assert!(!step.has_editable(&seen, p));
         item.set(
-            "kv",
+            fields::KV,
             json!([
                 kvi("name", "Battle of Hastings", "name"),
                 kvi("begin time", "14 October 1066", "date")
             ]),
         );
-        assert!(step.has_editable(&item, p));
+        assert!(step.has_editable(&step.seen(&item).unwrap(), p));
     }
 
     #[test]
     fn a_non_answer_edit_may_not_bring_in_the_edited_answer_in_another_writing() {
         let step = nonanswer_step();
         let mut item = date_item();
-        item.set("edited_answer", "12 June 1520");
+        item.set(fields::EDITED_ANSWER, "12 June 1520");
+        let item = step.seen(&item).unwrap();
         let p = "The trial began on 9 January 1431 and ended on May 30, 1431 in Rouen.";
         let bad =
             r#"{"replacements": [{"original": "9 January 1431", "edited": "June 12, 1520"}]}"#;

@@ -43,13 +43,14 @@ impl Step for InsertSentence {
 impl InsertSentence {
     fn apply(&self, item: &mut Item, ctx: &StepCtx<'_>) -> Result<(), StepFailure> {
         let pools = ctx.corpus.view::<Pools>();
-        let term = item.text("term").to_owned();
-        let answer = item.text("answer").to_owned();
-        let paragraph = item.text("paragraph").to_owned();
+        let term = item.require(fields::TERM)?.to_owned();
+        let answer = item.require(fields::ANSWER)?.to_owned();
+        let paragraph = item.require(fields::PARAGRAPH)?.to_owned();
+        let domain = item.require(fields::DOMAIN)?;
         let mut rng = item_rng(ctx.seed, ctx.recipe, &item.id, "insert_sentence");
         let mut donors: Vec<&(String, String, Vec<String>)> = pools
             .terms
-            .get(item.text("domain"))
+            .get(domain)
             .map(|v| v.iter().filter(|(id, _, _)| *id != item.id).collect())
             .unwrap_or_default();
         donors.shuffle(&mut rng);
@@ -73,7 +74,8 @@ impl InsertSentence {
             }
             // The renamed sentence must be about this term only, and must not state the
             // answer or the counterfactual option (renaming can create either).
-            let edited_answer = item.text("edited_answer");
+            // Optional: a recipe may insert sentences without an answer edit.
+            let edited_answer = item.get_text(fields::EDITED_ANSWER).unwrap_or("");
             if text::find_word_occurrences(&moved, &term).is_empty()
                 || !text::find_word_occurrences(&moved, b).is_empty()
                 || text::contains_phrase(&moved, &answer)
@@ -93,17 +95,14 @@ impl InsertSentence {
             };
             let (context, edits) = apply_replacements(&paragraph, &[(at, at, insert)])
                 .map_err(|m| StepFailure::reject("bad_replacements", m))?;
-            item.set("qa_na_sentence_context", context);
-            item.set("qa_na_sentence_edits", json!(edits));
-            item.set("donor_term", b.clone());
+            item.set(fields::QA_NA_SENTENCE_CONTEXT, context);
+            item.set(fields::QA_NA_SENTENCE_EDITS, json!(edits));
+            item.set(fields::DONOR_TERM, b.clone());
             return Ok(());
         }
         Err(StepFailure::reject(
             "no_donor_sentence",
-            format!(
-                "no other term of domain {} has a sentence to lend",
-                item.text("domain")
-            ),
+            format!("no other term of domain {domain} has a sentence to lend"),
         ))
     }
 }

@@ -31,7 +31,7 @@ pub use ask::{ask_check, environment, rate, Asker, Check, Env, Question, ReaderS
 use crate::prelude::*;
 use cb_model::letter_index;
 use cb_step::choice::ReaderRecord;
-use cb_step::{Prompt, READER_FIELD};
+use cb_step::{fields, Prompt};
 use serde_json::Value;
 
 /// The parameters of the reader check.
@@ -90,24 +90,25 @@ pub const PARAMS: &[Param] = &[
 pub fn fields(spec: &StepSpec) -> cb_step::StepFields {
     let reads: &[&'static str] = match spec.str("mode").as_deref() {
         Some("recall") => &[
-            "question",
-            "options",
-            "answer_option",
-            "edited_answer",
-            "qa_a_context",
-            "qa_na_context",
-            "paragraph",
+            fields::QUESTION,
+            fields::OPTIONS,
+            fields::ANSWER_OPTION,
+            fields::EDITED_ANSWER,
+            fields::QA_A_CONTEXT,
+            fields::QA_NA_CONTEXT,
+            fields::PARAGRAPH,
         ],
         _ => &[
-            "question",
-            "choices",
-            "answer",
-            "negative_answer",
-            "negative_context",
-            "golden_context",
+            fields::QUESTION,
+            fields::CHOICES,
+            fields::ANSWER,
+            fields::CANDIDATE,
+            fields::NEGATIVE_ANSWER,
+            fields::NEGATIVE_CONTEXT,
+            fields::GOLDEN_CONTEXT,
         ],
     };
-    cb_step::StepFields::new(reads, &[READER_FIELD])
+    cb_step::StepFields::new(reads, &[fields::READER])
 }
 
 /// The step table's constructor.
@@ -248,28 +249,28 @@ impl ReaderCheck {
         let mut checks = Vec::new();
         let choices = match self.mode {
             Mode::Kre => {
-                let choices = item.texts("choices");
-                let gold = letter_index(item.text("answer"))
+                let choices = item.require_texts(fields::CHOICES)?;
+                let gold = letter_index(item.require(fields::ANSWER)?)
                     .filter(|i| *i < choices.len())
                     .ok_or_else(|| missing("the answer names none of the choices"))?;
                 let negative = negative_option(
                     &choices,
-                    item.text("candidate"),
-                    item.text("negative_answer"),
+                    item.require(fields::CANDIDATE)?,
+                    item.require(fields::NEGATIVE_ANSWER)?,
                 )
                 .filter(|i| *i != gold)
                 .ok_or_else(|| missing("the negative answer is none of the wrong choices"))?;
                 let disagrees = Some("reader_disagrees");
                 checks.push(Planned::new(
                     "negative",
-                    item.text("negative_context"),
+                    item.require(fields::NEGATIVE_CONTEXT)?,
                     negative,
                     disagrees,
                 ));
                 if self.control != Control::Off {
                     checks.push(Planned::new(
                         "control",
-                        item.text("golden_context"),
+                        item.require(fields::GOLDEN_CONTEXT)?,
                         gold,
                         control,
                     ));
@@ -285,13 +286,14 @@ impl ReaderCheck {
                 choices
             }
             Mode::Recall => {
-                let options = item.texts("options");
-                let original = letter_index(item.text("answer_option"))
+                let options = item.require_texts(fields::OPTIONS)?;
+                let original = letter_index(item.require(fields::ANSWER_OPTION)?)
                     .filter(|i| *i < options.len())
                     .ok_or_else(|| missing("answer_option names none of the options"))?;
+                let edited_answer = item.require(fields::EDITED_ANSWER)?;
                 let edited = options
                     .iter()
-                    .position(|o| o == item.text("edited_answer"))
+                    .position(|o| o == edited_answer)
                     .filter(|i| *i != original)
                     .ok_or_else(|| missing("the edited answer is none of the other options"))?;
                 // A non-answer edit that moves the reader off the original answer discards
@@ -299,28 +301,24 @@ impl ReaderCheck {
                 let disagrees = Some("reader_disagrees");
                 checks.push(Planned::new(
                     "qa_a",
-                    item.text("qa_a_context"),
+                    item.require(fields::QA_A_CONTEXT)?,
                     edited,
                     disagrees,
                 ));
                 checks.push(Planned::new(
                     "qa_na",
-                    item.text("qa_na_context"),
+                    item.require(fields::QA_NA_CONTEXT)?,
                     original,
                     disagrees,
                 ));
-                if item.fields.contains_key("qa_na_sentence_context") {
-                    checks.push(Planned::new(
-                        "qa_na_sentence",
-                        item.text("qa_na_sentence_context"),
-                        original,
-                        disagrees,
-                    ));
+                // Optional: only where the recipe inserts a sentence.
+                if let Some(context) = item.get_text(fields::QA_NA_SENTENCE_CONTEXT) {
+                    checks.push(Planned::new("qa_na_sentence", context, original, disagrees));
                 }
                 if self.control != Control::Off {
                     checks.push(Planned::new(
                         "control",
-                        item.text("paragraph"),
+                        item.require(fields::PARAGRAPH)?,
                         original,
                         control,
                     ));
@@ -333,11 +331,11 @@ impl ReaderCheck {
 
     async fn apply(&self, item: &mut Item, ctx: &StepCtx<'_>) -> Result<(), StepFailure> {
         let Some(reader) = ctx.reader else {
-            item.set(READER_FIELD, Value::Null);
+            item.set(fields::READER, Value::Null);
             return Ok(());
         };
         let (choices, planned) = self.plan(item)?;
-        let question = item.text("question").to_owned();
+        let question = item.require(fields::QUESTION)?.to_owned();
         let q = Question {
             id: &item.id,
             question: &question,
@@ -392,7 +390,7 @@ impl ReaderCheck {
             checks: verdicts,
         };
         item.set(
-            READER_FIELD,
+            fields::READER,
             serde_json::to_value(&record).expect("a reader record serialises"),
         );
         match failed {

@@ -115,7 +115,7 @@ pub async fn read(
     }
     let env = Arc::new(reader_check::environment());
     let mut set = tokio::task::JoinSet::new();
-    for (n, job) in jobs.into_iter().enumerate() {
+    for job in jobs {
         let (llm, env) = (llm.clone(), Arc::clone(&env));
         set.spawn(async move {
             let q = Question {
@@ -137,13 +137,13 @@ pub async fn read(
                 step: "audit",
             };
             let v = ask_check(asker, q, &check).await;
-            (n, job, v)
+            (job, v)
         });
     }
     let mut results = Vec::new();
     let mut no_answer = 0;
     while let Some(joined) = set.join_next().await {
-        let (n, job, v) = joined?;
+        let (job, v) = joined?;
         let v = match v {
             Ok(v) => v,
             Err(e) if e.is_fatal() => return Err(anyhow::Error::new(e)),
@@ -156,34 +156,29 @@ pub async fn read(
         let named = v.pick_named(&job.options);
         let expected = format!("\"{}\" ({})", v.expected, job.options[job.expected]);
         let what = job.code.trim_start_matches("reader_");
-        results.push((
-            n,
-            ReaderResult {
-                item: job.item,
-                check: job.code,
-                shown: format!("{what}: picked {named}, intended {expected}"),
-                outcome: if v.passed {
-                    Ok(())
-                } else {
-                    Err(format!("the reader picked {named}, not {expected}"))
-                },
+        results.push(ReaderResult {
+            item: job.item,
+            check: job.code,
+            shown: format!("{what}: picked {named}, intended {expected}"),
+            outcome: if v.passed {
+                Ok(())
+            } else {
+                Err(format!("the reader picked {named}, not {expected}"))
             },
-        ));
+        });
     }
     if args.rate {
         results.extend(rate(&llm, &files, report, &env, args.concurrency).await?);
     }
-    // The report's order does not depend on which answer came first.
-    results.sort_by_key(|(n, _)| *n);
+    // The report's order (row, then check) does not depend on which answer came first.
+    results.sort_by_key(|r| (r.item, r.check));
     let mut ratings = std::collections::BTreeMap::new();
-    for (_, r) in &results {
-        if r.check == "reader_rating" {
-            let level = r.shown.trim_start_matches("rating: ").to_owned();
-            *ratings.entry(level).or_insert(0) += 1;
-        }
+    for r in results.iter().filter(|r| r.check == "reader_rating") {
+        let level = r.shown.trim_start_matches("rating: ").to_owned();
+        *ratings.entry(level).or_insert(0) += 1;
     }
     report.ratings = ratings;
-    report.add_reader_results(results.into_iter().map(|(_, r)| r).collect());
+    report.add_reader_results(results);
     let s = llm.stats();
     Ok(Some(format!(
         "reader: {model} at {} ({} calls: {} upstream, {} from the cache; {no_answer} without an answer)",
@@ -195,14 +190,14 @@ pub async fn read(
 }
 
 /// KRE appendix A.4's rating of every KRE row's negative context towards its negative
-/// answer. Results are numbered after the checks'.
+/// answer.
 async fn rate(
     llm: &Llm,
     files: &Files,
     report: &Report,
     env: &Arc<Env>,
     concurrency: usize,
-) -> anyhow::Result<Vec<(usize, ReaderResult)>> {
+) -> anyhow::Result<Vec<ReaderResult>> {
     let spec = Arc::new(
         ReaderSpec::load(files, "reader/rate.md", 1).map_err(|e| config_err(e.to_string()))?,
     );
@@ -252,19 +247,16 @@ async fn rate(
             Err(_) => continue,
         };
         let name = level.map_or("no level", |c| LEVELS[c]);
-        out.push((
-            usize::MAX / 2 + i,
-            ReaderResult {
-                item: i,
-                check: "reader_rating",
-                shown: format!("rating: {name}"),
-                outcome: if level == Some(2) {
-                    Ok(())
-                } else {
-                    Err(format!("rated \"{name}\", not \"{}\"", LEVELS[2]))
-                },
+        out.push(ReaderResult {
+            item: i,
+            check: "reader_rating",
+            shown: format!("rating: {name}"),
+            outcome: if level == Some(2) {
+                Ok(())
+            } else {
+                Err(format!("rated \"{name}\", not \"{}\"", LEVELS[2]))
             },
-        ));
+        });
     }
     Ok(out)
 }

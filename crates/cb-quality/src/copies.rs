@@ -22,12 +22,7 @@
 /// Kelvin sign), is still cut one copy at a time, where lower-cased offsets are not the
 /// text's own.
 pub fn beyond_copies(text: &str, copied: &[&str]) -> String {
-    let mut needles: Vec<String> = copied
-        .iter()
-        .map(|c| c.trim().trim_end_matches('.').trim().to_owned())
-        .filter(|c| c.chars().count() >= 8)
-        .collect();
-    needles.sort_by_key(|n| std::cmp::Reverse(n.len()));
+    let needles = needles(copied);
     if needles.is_empty() {
         return text.to_owned();
     }
@@ -43,6 +38,18 @@ pub fn beyond_copies(text: &str, copied: &[&str]) -> String {
         return cut_each_in_turn(text, &needles);
     }
     Cutter::new(text).cut_all(&needles)
+}
+
+/// The copies that are cut: trimmed, a final period dropped, at least 8 characters, longest
+/// first (in bytes; equal lengths in the order given).
+pub(crate) fn needles(copied: &[&str]) -> Vec<String> {
+    let mut needles: Vec<String> = copied
+        .iter()
+        .map(|c| c.trim().trim_end_matches('.').trim().to_owned())
+        .filter(|c| c.chars().count() >= 8)
+        .collect();
+    needles.sort_by_key(|n| std::cmp::Reverse(n.len()));
+    needles
 }
 
 /// The rule of [`beyond_copies`] applied as it reads, one copy after the other, each

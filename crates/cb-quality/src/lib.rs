@@ -794,14 +794,8 @@ mod tests {
     /// `beyond_copies` as it was before it became linear (issue 22), the reference of the
     /// tests below: every copy lower-cases and searches the whole text again.
     fn beyond_copies_reference(text: &str, copied: &[&str]) -> String {
-        let mut needles: Vec<String> = copied
-            .iter()
-            .map(|c| c.trim().trim_end_matches('.').trim().to_owned())
-            .filter(|c| c.chars().count() >= 8)
-            .collect();
-        needles.sort_by_key(|n| std::cmp::Reverse(n.len()));
         // The old loop, kept in `copies` for the texts the automaton cannot cut.
-        crate::copies::cut_each_in_turn(text, &needles)
+        crate::copies::cut_each_in_turn(text, &crate::copies::needles(copied))
     }
 
     #[test]

@@ -466,8 +466,20 @@ async fn build(mut args: BuildArgs) -> anyhow::Result<()> {
                 }
             ));
         } else {
+            // An offline build's reader is a layer of its own, with its own counters (a model
+            // build's reader shares the writer's).
+            let read = match (&reader, config.backend) {
+                (Some(r), cb_llm::BackendKind::Offline) => {
+                    let s = r.stats();
+                    format!(
+                        "; reader: {} upstream calls, {} cache hits, ${:.4}",
+                        s.upstream_calls, s.cache_hits, s.spent_usd
+                    )
+                }
+                _ => String::new(),
+            };
             println_out(&format!(
-                "{}: {} rows, {} rejected -> {} [{} upstream calls, {} cache hits, ${:.4}]",
+                "{}: {} rows, {} rejected -> {} [{} upstream calls, {} cache hits, ${:.4}{read}]",
                 outcome.recipe,
                 outcome.rows,
                 outcome.rejected,

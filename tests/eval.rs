@@ -214,7 +214,7 @@ async fn recall_closed_forms() {
     );
     let md = std::fs::read_to_string(tmp.path().join("follow/results.md")).unwrap();
     assert!(
-        md.contains("QA-A M-Rate") && md.contains("| eventkg | 100.00 ± 0.00 |"),
+        md.contains("QA-A M-Rate") && md.contains("| eventkg | 100.00 [100.00, 100.00] (n="),
         "{md}"
     );
     let preds = read_jsonl(&tmp.path().join("follow/predictions.jsonl"));
@@ -377,7 +377,9 @@ async fn kre_closed_forms_on_the_released_files() {
     }
     let md = std::fs::read_to_string(tmp.path().join("follow/results.md")).unwrap();
     assert!(
-        md.contains("| all | 0.00 ± 0.00 | n/a | n/a | n/a | -100.00 ± 0.00 | dependent |"),
+        md.contains(
+            "| all | 0.00 [0.00, 0.00] (n=16)† | n/a | n/a | n/a | -100.00 [-100.00, -100.00] (n=16)† | dependent |"
+        ),
         "{md}"
     );
 

@@ -53,23 +53,36 @@ pub(crate) fn figures(
         groups.push(("all".into(), (0..files.len()).collect()));
     }
     let mut figs = Vec::new();
+    let seeds = opts.seeds.as_slice();
     for (domain, which) in &groups {
         let n: usize = which.iter().map(|fi| files[*fi].rows.len()).sum();
-        let per_seed = |f: &dyn Fn(u64) -> Option<f64>| -> Vec<Option<f64>> {
-            opts.seeds.iter().map(|s| f(*s)).collect()
+        // Every setting's items per seed, built once; a resample picks positions in them.
+        let mut cache: BTreeMap<(&'static str, u64), Vec<KreItem>> = BTreeMap::new();
+        for setting in SETTINGS {
+            if setting != "memory" && !wanted.iter().any(|w| w == setting) {
+                continue;
+            }
+            for &seed in seeds {
+                cache.insert((setting, seed), items(which, golds, answers, setting, seed));
+            }
+        }
+        let its = |setting: &'static str, seed: u64, idx: &[usize]| -> Vec<KreItem> {
+            cache
+                .get(&(setting, seed))
+                .map(|v| crate::pick(v, idx))
+                .unwrap_or_default()
         };
-        let its = |setting: &'static str, seed: u64| items(which, golds, answers, setting, seed);
-        let mem = |seed: u64| its("memory", seed);
+        let share = |m: &[KreItem], p: &dyn Fn(&KreItem) -> bool| {
+            ratio(m.iter().filter(|i| p(i)).count(), m.len())
+        };
         figs.push(figure(
             domain,
             "kre",
             "memory",
             "memory_acc",
             n,
-            per_seed(&|s| {
-                let m = mem(s);
-                ratio(m.iter().filter(|i| i.known()).count(), m.len())
-            }),
+            seeds,
+            &|s, idx| share(&its("memory", s, idx), &|i| i.known()),
         ));
         figs.push(figure(
             domain,
@@ -77,55 +90,28 @@ pub(crate) fn figures(
             "memory",
             "invalid_rate",
             n,
-            per_seed(&|s| {
-                let m = mem(s);
-                ratio(m.iter().filter(|i| i.memory.is_none()).count(), m.len())
-            }),
+            seeds,
+            &|s, idx| share(&its("memory", s, idx), &|i| i.memory.is_none()),
         ));
         for setting in SETTINGS.iter().skip(1) {
             if !wanted.iter().any(|w| w == setting) {
                 continue;
             }
-            let per = |g: &dyn Fn(&[KreItem]) -> Option<f64>| per_seed(&|s| g(&its(setting, s)));
-            figs.push(figure(domain, "kre", setting, "vr", n, per(&vr)));
-            figs.push(figure(domain, "kre", setting, "rr", n, per(&rr)));
-            figs.push(figure(
-                domain,
-                "kre",
-                setting,
-                "fr",
-                n,
-                per(&|i| fr(vr(i), rr(i))),
-            ));
-            figs.push(figure(domain, "kre", setting, "dmss", n, per(&dmss)));
-            figs.push(figure(
-                domain,
-                "kre",
-                setting,
-                "invalid_rate",
-                n,
-                per(&|i| {
-                    ratio(
-                        i.iter().filter(|x| x.with_context.is_none()).count(),
-                        i.len(),
-                    )
-                }),
-            ));
-            figs.push(figure(
-                domain,
-                "kre",
-                setting,
-                "negative_rate",
-                n,
-                per(&|i| {
-                    ratio(
-                        i.iter()
-                            .filter(|x| x.with_context == Some(x.negative))
-                            .count(),
-                        i.len(),
-                    )
-                }),
-            ));
+            let fig = |metric: &str, g: &dyn Fn(&[KreItem]) -> Option<f64>| {
+                figure(domain, "kre", setting, metric, n, seeds, &|s, idx| {
+                    g(&its(setting, s, idx))
+                })
+            };
+            figs.push(fig("vr", &vr));
+            figs.push(fig("rr", &rr));
+            figs.push(fig("fr", &|i| fr(vr(i), rr(i))));
+            figs.push(fig("dmss", &dmss));
+            figs.push(fig("invalid_rate", &|i| {
+                share(i, &|x| x.with_context.is_none())
+            }));
+            figs.push(fig("negative_rate", &|i| {
+                share(i, &|x| x.with_context == Some(x.negative))
+            }));
         }
         let have = |s: &str| wanted.iter().any(|w| w == s);
         let few: Vec<&'static str> = FEW_SHOT.iter().copied().filter(|s| have(s)).collect();
@@ -137,7 +123,8 @@ pub(crate) fn figures(
                     "few_shot_mean",
                     metric,
                     n,
-                    per_seed(&|s| Summary::of(few.iter().map(|c| g(&its(c, s)))).mean),
+                    seeds,
+                    &|s, idx| Summary::of(few.iter().map(|c| g(&its(c, s, idx)))).mean,
                 ));
             }
         }
@@ -148,12 +135,13 @@ pub(crate) fn figures(
                 "roles",
                 "adaptivity",
                 n,
-                per_seed(&|s| {
+                seeds,
+                &|s, idx| {
                     adaptivity(
-                        dmss(&its("role_intuitive", s)),
-                        dmss(&its("role_dependent", s)),
+                        dmss(&its("role_intuitive", s, idx)),
+                        dmss(&its("role_dependent", s, idx)),
                     )
-                }),
+                },
             ));
             figs.push(figure(
                 domain,
@@ -161,16 +149,17 @@ pub(crate) fn figures(
                 "roles",
                 "fr_upper",
                 n,
-                per_seed(&|s| {
+                seeds,
+                &|s, idx| {
                     let sets: Vec<Vec<KreItem>> = ["zero_shot", "role_dependent", "role_intuitive"]
-                        .iter()
+                        .into_iter()
                         .filter(|x| have(x))
-                        .map(|x| its(x, s))
+                        .map(|x| its(x, s, idx))
                         .collect();
                     let vrs: Vec<_> = sets.iter().map(|i| vr(i)).collect();
                     let rrs: Vec<_> = sets.iter().map(|i| rr(i)).collect();
                     fr_upper(&vrs, &rrs)
-                }),
+                },
             ));
         }
     }

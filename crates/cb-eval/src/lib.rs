@@ -154,15 +154,47 @@ impl Templates {
     }
 }
 
-/// Builds a [`Figure`] from per-seed values.
+/// Builds a [`Figure`]: `g(seed, items)` is the figure of one seed over the items at these
+/// indices (with repeats in a bootstrap resample; `0..n_items` is the observed sample). The
+/// value per seed is `g` over all items; the interval is the percentile bootstrap of the mean
+/// over seeds, the same resampled items for every seed ([`cb_metrics::bootstrap`]).
 pub(crate) fn figure(
     domain: &str,
     task: &str,
     setting: &str,
     metric: &str,
     n_items: usize,
-    per_seed: Vec<Option<f64>>,
+    seeds: &[u64],
+    g: &dyn Fn(u64, &[usize]) -> Option<f64>,
 ) -> Figure {
+    let id = format!("{domain}/{task}/{setting}/{metric}");
+    let interval = cb_metrics::bootstrap::interval(
+        n_items,
+        report::BOOTSTRAP_RESAMPLES,
+        report::BOOTSTRAP_SEED,
+        &id,
+        |idx| Summary::of(seeds.iter().map(|s| g(*s, idx))).mean,
+    );
+    Figure {
+        interval,
+        ..figure_without_interval(domain, task, setting, metric, n_items, seeds, g)
+    }
+}
+
+/// A [`Figure`] with no bootstrap interval (`null` in `results.json`): for a figure too
+/// costly to recompute a thousand times (the R-Rate, whose phrase matching is redone on
+/// every output).
+pub(crate) fn figure_without_interval(
+    domain: &str,
+    task: &str,
+    setting: &str,
+    metric: &str,
+    n_items: usize,
+    seeds: &[u64],
+    g: &dyn Fn(u64, &[usize]) -> Option<f64>,
+) -> Figure {
+    let all: Vec<usize> = (0..n_items).collect();
+    let per_seed: Vec<Option<f64>> = seeds.iter().map(|s| g(*s, &all)).collect();
     Figure {
         domain: domain.to_owned(),
         task: task.to_owned(),
@@ -170,6 +202,12 @@ pub(crate) fn figure(
         metric: metric.to_owned(),
         n_items,
         summary: Summary::of(per_seed.iter().copied()),
+        interval: None,
         per_seed,
     }
+}
+
+/// The entries of `v` at `idx` (indices past the end are skipped).
+pub(crate) fn pick<T: Clone>(v: &[T], idx: &[usize]) -> Vec<T> {
+    idx.iter().filter_map(|i| v.get(*i).cloned()).collect()
 }

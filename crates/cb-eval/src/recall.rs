@@ -12,7 +12,7 @@ use crate::{
 use cb_audit::{FileKind, Payload};
 use cb_llm::Llm;
 use cb_llm::Progress;
-use cb_metrics::bleu::{corpus_bleu, sentence_bleu, Smooth};
+use cb_metrics::bleu::{score, segment_stats, sentence_bleu, BleuStats, Smooth};
 use cb_metrics::ratio;
 use cb_metrics::recall::{accuracy, m_rate, r_rate_aligned, r_rate_sets, TgSample};
 use cb_metrics::rouge::rouge_l;
@@ -240,42 +240,65 @@ pub async fn evaluate(
     }
 
     let mut figures = Vec::new();
+    let seeds = opts.seeds.as_slice();
     for (fi, f) in files.iter().enumerate() {
         let task = task_of(f.kind);
         let n = f.rows.len();
-        let per_seed = |g: &dyn Fn(u64) -> Option<f64>| -> Vec<Option<f64>> {
-            opts.seeds.iter().map(|s| g(*s)).collect()
-        };
         if f.kind == FileKind::TextGeneration {
             for (si, setting) in SETTINGS.iter().enumerate().take(2) {
                 if !wanted.iter().any(|w| w == setting) {
                     continue;
                 }
-                let outs = |seed: u64| outputs.get(&(fi, si, seed)).cloned().unwrap_or_default();
-                let bleu = per_seed(&|seed| {
-                    let o = outs(seed);
-                    (!o.is_empty()).then(|| {
-                        corpus_bleu(
-                            o.iter()
-                                .map(|(ri, out)| (out.as_str(), tg(&f.rows[*ri]).target.as_str())),
-                            Smooth::Exp,
-                        )
+                // One seed's outputs, in row order, at the resampled positions.
+                let outs = |seed: u64, idx: &[usize]| {
+                    outputs
+                        .get(&(fi, si, seed))
+                        .map(|o| crate::pick(o, idx))
+                        .unwrap_or_default()
+                };
+                // Per item and seed, computed once: BLEU's sufficient statistics (corpus BLEU
+                // of a resample is the score of their sum) and the ROUGE-L F-measure.
+                let per_item: BTreeMap<u64, Vec<(BleuStats, f64)>> = seeds
+                    .iter()
+                    .map(|&seed| {
+                        let o = outs(seed, &(0..n).collect::<Vec<_>>());
+                        let v = o
+                            .iter()
+                            .map(|(ri, out)| {
+                                let target = tg(&f.rows[*ri]).target.as_str();
+                                (segment_stats(out, target), rouge_l(target, out).fmeasure)
+                            })
+                            .collect();
+                        (seed, v)
                     })
-                });
-                figures.push(figure(&f.domain, task, setting, "bleu", n, bleu));
-                let rouge = per_seed(&|seed| {
-                    let o = outs(seed);
+                    .collect();
+                let picked = |seed: u64, idx: &[usize]| {
+                    per_item
+                        .get(&seed)
+                        .map(|v| crate::pick(v, idx))
+                        .unwrap_or_default()
+                };
+                let bleu = |seed: u64, idx: &[usize]| {
+                    let o = picked(seed, idx);
                     (!o.is_empty()).then(|| {
-                        o.iter()
-                            .map(|(ri, out)| rouge_l(&tg(&f.rows[*ri]).target, out).fmeasure)
-                            .sum::<f64>()
-                            / o.len() as f64
+                        let mut total = BleuStats::default();
+                        for (st, _) in &o {
+                            total += *st;
+                        }
+                        score(&total, Smooth::Exp, false)
                     })
-                });
-                figures.push(figure(&f.domain, task, setting, "rouge_l", n, rouge));
+                };
+                figures.push(figure(&f.domain, task, setting, "bleu", n, seeds, &bleu));
+                let rouge = |seed: u64, idx: &[usize]| {
+                    let o = picked(seed, idx);
+                    (!o.is_empty()).then(|| o.iter().map(|x| x.1).sum::<f64>() / o.len() as f64)
+                };
+                figures.push(figure(
+                    &f.domain, task, setting, "rouge_l", n, seeds, &rouge,
+                ));
                 if *setting == "edited" {
-                    let rr = per_seed(&|seed| {
-                        let o = outs(seed);
+                    let rr = |seed: u64, idx: &[usize]| {
+                        let o = outs(seed, idx);
                         let samples: Vec<TgSample<'_>> = o
                             .iter()
                             .map(|(ri, out)| {
@@ -294,8 +317,11 @@ pub async fn evaluate(
                         } else {
                             r_rate_sets(&samples)
                         }
-                    });
-                    figures.push(figure(&f.domain, task, "edited", "r_rate", n, rr));
+                    };
+                    // No interval: recomputing the phrase matches per resample costs too much.
+                    figures.push(crate::figure_without_interval(
+                        &f.domain, task, "edited", "r_rate", n, seeds, &rr,
+                    ));
                 }
             }
             continue;
@@ -304,25 +330,39 @@ pub async fn evaluate(
             if !wanted.iter().any(|w| w == setting) {
                 continue;
             }
-            let get = |seed: u64| correct.get(&(fi, si, seed)).cloned().unwrap_or_default();
-            let acc =
-                per_seed(&|seed| accuracy(&get(seed).iter().map(|c| c.1).collect::<Vec<_>>()));
-            figures.push(figure(&f.domain, task, setting, "acc", n, acc));
-            let inv = per_seed(&|seed| {
-                let g = get(seed);
+            let get = |seed: u64, idx: &[usize]| {
+                correct
+                    .get(&(fi, si, seed))
+                    .map(|c| crate::pick(c, idx))
+                    .unwrap_or_default()
+            };
+            let acc = |seed: u64, idx: &[usize]| {
+                accuracy(&get(seed, idx).iter().map(|c| c.1).collect::<Vec<_>>())
+            };
+            figures.push(figure(&f.domain, task, setting, "acc", n, seeds, &acc));
+            let inv = |seed: u64, idx: &[usize]| {
+                let g = get(seed, idx);
                 ratio(g.iter().filter(|c| c.2).count(), g.len())
-            });
-            figures.push(figure(&f.domain, task, setting, "invalid_rate", n, inv));
+            };
+            figures.push(figure(
+                &f.domain,
+                task,
+                setting,
+                "invalid_rate",
+                n,
+                seeds,
+                &inv,
+            ));
         }
         if wanted.iter().any(|w| w == "edited") && wanted.iter().any(|w| w == "none") {
-            let mr = per_seed(&|seed| {
-                let none = correct.get(&(fi, 2, seed))?;
-                let edited = correct.get(&(fi, 1, seed))?;
+            let mr = |seed: u64, idx: &[usize]| {
+                let none = crate::pick(correct.get(&(fi, 2, seed))?, idx);
+                let edited = crate::pick(correct.get(&(fi, 1, seed))?, idx);
                 let pairs: Vec<(bool, bool)> =
-                    none.iter().zip(edited).map(|(a, b)| (a.1, b.1)).collect();
+                    none.iter().zip(&edited).map(|(a, b)| (a.1, b.1)).collect();
                 m_rate(&pairs)
-            });
-            figures.push(figure(&f.domain, task, "edited", "m_rate", n, mr));
+            };
+            figures.push(figure(&f.domain, task, "edited", "m_rate", n, seeds, &mr));
         }
     }
     let prompts = [&t_qa, &t_record, &t_text];

@@ -1,5 +1,5 @@
 //! The output files: `predictions.jsonl` (one line per item, setting and seed),
-//! `results.json` (every figure with its n, mean and std), `results.md` (the papers'
+//! `results.json` (every figure with its n, mean, std and 95 % bootstrap interval), `results.md` (the papers'
 //! tables) and `results.html` (the same tables and bar charts; self-contained, every text
 //! escaped, nothing loaded from outside). Each is written atomically; none holds a time stamp,
 //! so the same inputs, seeds and cache give the same bytes.
@@ -7,7 +7,7 @@
 use crate::EvalError;
 use cb_audit::html::escape;
 
-use cb_metrics::Summary;
+use cb_metrics::{Interval, Summary};
 use serde::Serialize;
 use serde_json::Value;
 use std::path::Path;
@@ -24,6 +24,9 @@ pub struct Figure {
     /// `n` (seeds with a value), `mean`, `std`.
     #[serde(flatten)]
     pub summary: Summary,
+    /// The 95 % percentile bootstrap interval of `mean` over items (seeds as repeated
+    /// measures of each item); `null` when no resample has a value.
+    pub interval: Option<Interval>,
     pub per_seed: Vec<Option<f64>>,
 }
 
@@ -47,6 +50,10 @@ pub struct Results {
     pub settings: Vec<String>,
     /// Eval prompt templates used: name and SHA-256.
     pub prompts: Vec<(String, String)>,
+    /// Resamples behind each figure's `interval`.
+    pub bootstrap_resamples: usize,
+    /// Seed of the resampling generator.
+    pub bootstrap_seed: u64,
     pub figures: Vec<Figure>,
     #[serde(skip)]
     pub tables: Vec<Table>,
@@ -73,6 +80,8 @@ impl Results {
                 .iter()
                 .map(|p| (format!("eval/{}", p.name), p.hash.clone()))
                 .collect(),
+            bootstrap_resamples: BOOTSTRAP_RESAMPLES,
+            bootstrap_seed: BOOTSTRAP_SEED,
             figures,
             tables: Vec::new(),
         }
@@ -86,6 +95,15 @@ impl Results {
     }
 }
 
+/// Resamples of each figure's bootstrap interval.
+pub const BOOTSTRAP_RESAMPLES: usize = cb_metrics::bootstrap::DEFAULT_RESAMPLES;
+/// Seed of the bootstrap generator (fixed, so the same answers give the same intervals).
+pub const BOOTSTRAP_SEED: u64 = cb_metrics::bootstrap::DEFAULT_SEED;
+/// A cell with fewer items than this is marked with [`FEW`].
+pub const MIN_ITEMS: usize = 30;
+/// The mark of a cell with fewer than [`MIN_ITEMS`] items.
+pub const FEW: &str = "†";
+
 /// Metrics shown as percentages (×100); the others are printed as they are.
 pub fn scale_of(metric: &str) -> f64 {
     match metric {
@@ -94,11 +112,34 @@ pub fn scale_of(metric: &str) -> f64 {
     }
 }
 
-/// `mean ± std` of a figure in the paper's units, or `n/a`.
+/// `mean [low, high] (n=items)` of a figure in the paper's units (the interval left out when
+/// it has none), marked [`FEW`] under [`MIN_ITEMS`] items; `n/a` without a value.
+pub fn display(f: &Figure) -> String {
+    let scale = scale_of(&f.metric);
+    let Some(mean) = f.summary.mean else {
+        return "n/a".to_owned();
+    };
+    let mut s = format!("{:.2}", mean * scale);
+    if let Some(i) = f.interval {
+        s.push_str(&format!(" [{:.2}, {:.2}]", i.low * scale, i.high * scale));
+    }
+    s.push_str(&format!(" (n={})", f.n_items));
+    if f.n_items < MIN_ITEMS {
+        s.push_str(FEW);
+    }
+    s
+}
+
+/// [`display`] of a figure, or `n/a`.
 pub fn cell(f: Option<&Figure>) -> String {
-    f.map_or_else(
-        || "n/a".to_owned(),
-        |f| f.summary.display(scale_of(&f.metric), 2),
+    f.map_or_else(|| "n/a".to_owned(), display)
+}
+
+/// The footnote that explains the cells.
+fn legend(r: &Results) -> String {
+    format!(
+        "Every cell is the mean over the seeds [95 % percentile bootstrap interval over items, {} resamples, seeds as repeated measures of each item] (n = items); {FEW}: fewer than {MIN_ITEMS} items, the interval is rough. Percentages, BLEU as sacrebleu prints it; `n/a` where a figure has no denominator. `results.json` has every figure with its standard deviation over seeds and its counts.",
+        r.bootstrap_resamples
     )
 }
 
@@ -140,10 +181,7 @@ fn heading(r: &Results) -> String {
 
 /// The tables as Markdown.
 pub fn markdown(r: &Results) -> String {
-    let mut s = format!(
-        "# {}\n\nEvery cell is the mean ± standard deviation over the seeds (percentages, BLEU as sacrebleu prints it); `n/a` where a figure has no denominator. `results.json` has every figure with its counts.\n",
-        heading(r)
-    );
+    let mut s = format!("# {}\n\n{}\n", heading(r), legend(r));
     for t in &r.tables {
         s.push_str(&format!("\n## {}\n\n", t.title));
         s.push_str(&format!("| {} |\n", t.header.join(" | ")));
@@ -184,7 +222,7 @@ fn bar(label: &str, f: &Figure) -> String {
         "<div class=\"bar\"><span class=\"l\">{}</span><span class=\"t\"><span class=\"f\" style=\"left:{left:.2}%;width:{width:.2}%\"></span>{}</span><span class=\"v\">{}</span></div>",
         escape(label),
         if signed { "<span class=\"z\"></span>" } else { "" },
-        escape(&f.summary.display(scale, 2))
+        escape(&display(f))
     )
 }
 
@@ -194,6 +232,7 @@ pub fn html(r: &Results) -> String {
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{t}</title><style>{STYLE}</style></head><body><h1>{t}</h1>",
         t = escape(&heading(r))
     );
+    s.push_str(&format!("<p>{}</p>", escape(&legend(r))));
     for t in &r.tables {
         s.push_str(&format!("<h2>{}</h2><table><tr>", escape(&t.title)));
         for h in &t.header {
@@ -232,14 +271,10 @@ mod tests {
 
     #[test]
     fn page_escapes_text_and_loads_nothing() {
-        let f = crate::figure(
-            "<x>",
-            "qa_a",
-            "edited",
-            "acc",
-            3,
-            vec![Some(0.5), Some(1.0)],
-        );
+        let per = [[1.0, 0.0, 0.5], [1.0, 1.0, 1.0]];
+        let f = crate::figure("<x>", "qa_a", "edited", "acc", 3, &[1, 2], &|s, idx| {
+            Some(idx.iter().map(|i| per[s as usize - 1][*i]).sum::<f64>() / idx.len() as f64)
+        });
         let r = Results {
             benchmark: "recall".into(),
             backend: "openai".into(),
@@ -248,6 +283,8 @@ mod tests {
             seeds: vec![1, 2],
             settings: vec![],
             prompts: vec![],
+            bootstrap_resamples: BOOTSTRAP_RESAMPLES,
+            bootstrap_seed: BOOTSTRAP_SEED,
             figures: vec![f],
             tables: vec![Table {
                 title: "T".into(),
@@ -260,7 +297,10 @@ mod tests {
         assert!(!page.contains("<script>") && !page.contains("<b>") && !page.contains("<x>"));
         assert!(!page.contains("http://h") || page.contains("http://h/v1"));
         assert!(!page.contains("src=") && !page.contains("href="));
-        assert!(page.contains("75.00 ± 25.00"));
+        assert_eq!(r.figures[0].summary.mean, Some(0.75));
+        let c = cell(r.figures.first());
+        assert!(c.starts_with("75.00 [") && c.ends_with("] (n=3)†"), "{c}");
+        assert!(page.contains(&c), "{c}");
         assert!(markdown(&r).contains("| <b> |"));
     }
 }

@@ -11,15 +11,18 @@
 //!   upper bound. The KRE equations did not survive in the paper text we have: each
 //!   function's documentation quotes the passage it is read from.
 //! - [`stats`]: mean and standard deviation over seeds, with the count.
+//! - [`bootstrap`]: 95 % percentile bootstrap intervals over items (seeded).
 //!
 //! A rate whose denominator is empty is `None`, never `0` or `NaN`.
 
 pub mod bleu;
+pub mod bootstrap;
 pub mod kre;
 pub mod recall;
 pub mod rouge;
 pub mod stats;
 
+pub use bootstrap::Interval;
 pub use stats::Summary;
 
 /// `num / den`, or `None` when `den` is 0.

@@ -331,6 +331,22 @@ fn colour_only_on_a_terminal_and_never_with_no_color() {
     assert!(!plain.contains(esc), "NO_COLOR: no colour codes: {plain:?}");
 }
 
+/// `build kre --domains squad` on `raw` with the recipes of `recipes`, into `out`.
+fn squad_build<'a>(raw: &'a str, recipes: &'a Path, out: &'a Path) -> Vec<&'a str> {
+    vec![
+        "build",
+        "kre",
+        "--domains",
+        "squad",
+        "--raw",
+        raw,
+        "--recipes",
+        recipes.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]
+}
+
 /// The bundled recipes copied to a fresh folder, `file` edited by `edit`.
 fn recipes_with(file: &str, edit: impl Fn(String) -> String) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
@@ -363,18 +379,7 @@ fn a_misspelt_or_mistyped_step_parameter_is_refused_before_any_work() {
         let text_of = std::fs::read_to_string(recipes.path().join("kre-squad.toml")).unwrap();
         let line = 1 + text_of.lines().position(|l| l == key).unwrap();
         for dry in [false, true] {
-            let mut args = vec![
-                "build",
-                "kre",
-                "--domains",
-                "squad",
-                "--raw",
-                &raw,
-                "--recipes",
-                recipes.path().to_str().unwrap(),
-                "--out",
-                out.to_str().unwrap(),
-            ];
+            let mut args = squad_build(&raw, recipes.path(), &out);
             let base = "http://127.0.0.1:9/v1";
             if dry {
                 args.extend(["--dry-run", "--base-url", base, "--model", "m"]);
@@ -424,21 +429,7 @@ fn a_recipe_whose_steps_are_swapped_is_refused_at_load_naming_the_step_and_the_f
     let text_of = std::fs::read_to_string(recipes.path().join("kre-squad.toml")).unwrap();
     let line = 1 + text_of.lines().position(|l| l == "[[steps]]").unwrap();
     let raw = raw();
-    let o = cb(
-        cwd.path(),
-        &[
-            "build",
-            "kre",
-            "--domains",
-            "squad",
-            "--raw",
-            &raw,
-            "--recipes",
-            recipes.path().to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ],
-    );
+    let o = cb(cwd.path(), &squad_build(&raw, recipes.path(), &out));
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let e = text(&o);
     assert!(

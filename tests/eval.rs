@@ -11,22 +11,6 @@ use cb_model::{KreRow, KvItem, QaRow, TextGenRow};
 use common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::Output;
-
-async fn eval(args: &[&str]) -> Output {
-    tokio::process::Command::new(env!("CARGO_BIN_EXE_conflictbench"))
-        .arg("eval")
-        .args(args)
-        .arg("--prompts")
-        .arg(repo().join("prompts"))
-        .arg("--no-progress")
-        .env_remove("OPENAI_BASE_URL")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("RUST_LOG")
-        .output()
-        .await
-        .unwrap()
-}
 
 /// The mean of one figure of `results.json` (`None`: no value, e.g. an empty denominator).
 fn mean(results: &Value, domain: &str, task: &str, setting: &str, metric: &str) -> Option<f64> {

@@ -8,7 +8,7 @@ mod common;
 use cb_mock::MockServer;
 use common::*;
 use std::path::Path;
-use std::process::{Output, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 /// Questions of the interrupted builds: one model call each (`--reader none`).
@@ -16,39 +16,11 @@ const N: usize = 8;
 
 /// `conflictbench build ARGS` as `common::build` runs it, stdout and stderr kept.
 fn build_command(args: &[&str]) -> tokio::process::Command {
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_conflictbench"));
-    cmd.arg("build")
-        .args(args)
-        .arg("--recipes")
-        .arg(repo().join("recipes"))
-        .arg("--prompts")
-        .arg(repo().join("prompts"))
-        .arg("--no-progress")
-        .env_remove("OPENAI_BASE_URL")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("RUST_LOG")
-        .env_remove("CONFLICTBENCH_LOG")
-        .stdout(Stdio::piped())
+    let mut cmd = common::build_command(&repo().join("recipes"), args, &[]);
+    cmd.stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
     cmd
-}
-
-/// `conflictbench eval ARGS`, output kept.
-async fn eval(args: &[&str]) -> Output {
-    tokio::process::Command::new(env!("CARGO_BIN_EXE_conflictbench"))
-        .arg("eval")
-        .args(args)
-        .arg("--prompts")
-        .arg(repo().join("prompts"))
-        .arg("--no-progress")
-        .env_remove("OPENAI_BASE_URL")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("RUST_LOG")
-        .env_remove("CONFLICTBENCH_LOG")
-        .output()
-        .await
-        .unwrap()
 }
 
 /// Starts a build of `N` questions against a mock answering in 300 ms, one call at a time,

@@ -52,7 +52,11 @@ pub fn spawn_build(args: &[&str]) -> tokio::process::Child {
 
 /// `conflictbench build ARGS` with the recipes of `recipes`, the repository's prompts, no
 /// progress bar and none of the caller's endpoint, key or log settings, then `envs`.
-fn build_command(recipes: &Path, args: &[&str], envs: &[(&str, &str)]) -> tokio::process::Command {
+pub fn build_command(
+    recipes: &Path,
+    args: &[&str],
+    envs: &[(&str, &str)],
+) -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_conflictbench"));
     cmd.arg("build")
         .args(args)
@@ -63,11 +67,30 @@ fn build_command(recipes: &Path, args: &[&str], envs: &[(&str, &str)]) -> tokio:
         .arg("--no-progress")
         .env_remove("OPENAI_BASE_URL")
         .env_remove("OPENAI_API_KEY")
-        .env_remove("RUST_LOG");
+        .env_remove("RUST_LOG")
+        .env_remove("CONFLICTBENCH_LOG");
     for (k, v) in envs {
         cmd.env(k, v);
     }
     cmd
+}
+
+/// Runs `conflictbench eval ARGS` with the repository's prompts, no progress bar and none of
+/// the caller's endpoint, key or log settings.
+pub async fn eval(args: &[&str]) -> Output {
+    tokio::process::Command::new(env!("CARGO_BIN_EXE_conflictbench"))
+        .arg("eval")
+        .args(args)
+        .arg("--prompts")
+        .arg(repo().join("prompts"))
+        .arg("--no-progress")
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("RUST_LOG")
+        .env_remove("CONFLICTBENCH_LOG")
+        .output()
+        .await
+        .unwrap()
 }
 
 pub fn text(o: &Output) -> String {

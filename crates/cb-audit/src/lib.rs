@@ -303,9 +303,7 @@ fn item_of(row: Row, failed: Vec<(String, String)>) -> Item {
             let golden = gold
                 .and_then(|i| r.choices.get(i).cloned())
                 .unwrap_or_default();
-            let negative = cb_model::letter_index(&r.candidate)
-                .filter(|i| r.choices.get(*i) == Some(&r.negative_answer))
-                .or_else(|| r.choices.iter().position(|c| *c == r.negative_answer));
+            let negative = cb_model::negative_option(&r.choices, &r.candidate, &r.negative_answer);
             base(
                 ItemKind::Kre,
                 r.question,

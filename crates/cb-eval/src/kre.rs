@@ -49,9 +49,7 @@ fn gold_negative(row: &Row) -> Result<(usize, usize), EvalError> {
                 k.choices.len()
             ))
         })?;
-    let negative = letter_index(&k.candidate)
-        .filter(|i| *i < k.choices.len() && k.choices[*i] == k.negative_answer)
-        .or_else(|| k.choices.iter().position(|c| *c == k.negative_answer))
+    let negative = cb_model::negative_option(&k.choices, &k.candidate, &k.negative_answer)
         .ok_or_else(|| {
             bad(format!(
                 "negative answer {:?} is none of the choices",

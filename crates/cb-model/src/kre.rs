@@ -33,6 +33,15 @@ pub fn letter_index(letter: &str) -> Option<usize> {
     }
 }
 
+/// The negative answer's option: the `candidate` letter when it names the negative answer,
+/// else the first choice that is the negative answer (CommonsenseQA repeats a choice now and
+/// then, so the letter decides between two equal texts).
+pub fn negative_option(choices: &[String], candidate: &str, negative: &str) -> Option<usize> {
+    letter_index(candidate)
+        .filter(|i| choices.get(*i).is_some_and(|c| c == negative))
+        .or_else(|| choices.iter().position(|c| c == negative))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

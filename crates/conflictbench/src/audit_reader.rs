@@ -7,7 +7,7 @@
 use crate::config_err;
 use cb_audit::{ItemKind, ReaderResult, Report};
 use cb_engine::Files;
-use cb_llm::{ApiKey, BackendKind, Llm, LlmConfig};
+use cb_llm::{Llm, LlmConfig};
 use cb_steps::reader_check::{self, ask_check, Asker, Check, Env, Question, ReaderSpec, LEVELS};
 use clap::Args;
 use std::path::PathBuf;
@@ -72,14 +72,13 @@ pub async fn read(
     }
     crate::preflight::check_endpoint(base_url, true)?;
     let mut c = LlmConfig::offline();
-    c.backend = BackendKind::Openai;
-    c.base_url = base_url.clone();
-    c.model = model.clone();
-    c.api_key = ApiKey::new(std::env::var("OPENAI_API_KEY").unwrap_or_default());
     c.cache_path = Some(args.cache.clone());
     c.concurrency = args.concurrency;
-    c.price = cb_llm::pricing::builtin(model).unwrap_or_default();
-    let llm = Llm::new(c)?;
+    let llm = Llm::new(crate::reader_args::reader_config(
+        c,
+        base_url.clone(),
+        model.clone(),
+    ))?;
     let files = crate::assets::prompt_files(args.prompts.as_deref())?;
     let spec = |name: &str| -> anyhow::Result<Arc<ReaderSpec>> {
         ReaderSpec::load(&files, name, args.votes as u32)
@@ -168,7 +167,7 @@ pub async fn read(
         });
     }
     if args.rate {
-        results.extend(rate(&llm, &files, report, &env, args.concurrency).await?);
+        results.extend(rate(&llm, &files, report, &env).await?);
     }
     // The report's order (row, then check) does not depend on which answer came first.
     results.sort_by_key(|r| (r.item, r.check));
@@ -196,23 +195,17 @@ async fn rate(
     files: &Files,
     report: &Report,
     env: &Arc<Env>,
-    concurrency: usize,
 ) -> anyhow::Result<Vec<ReaderResult>> {
     let spec = Arc::new(
         ReaderSpec::load(files, "reader/rate.md", 1).map_err(|e| config_err(e.to_string()))?,
     );
-    let permits = Arc::new(tokio::sync::Semaphore::new(concurrency * 2));
     let mut set = tokio::task::JoinSet::new();
     for (i, it) in report.items.iter().enumerate() {
         if it.kind != ItemKind::Kre {
             continue;
         }
-        let (llm, env, spec, permits) = (
-            llm.clone(),
-            Arc::clone(env),
-            Arc::clone(&spec),
-            Arc::clone(&permits),
-        );
+        // Unbounded here: the layer's limiter (`--concurrency`) bounds the calls in flight.
+        let (llm, env, spec) = (llm.clone(), Arc::clone(env), Arc::clone(&spec));
         let (id, question, options, context, target) = (
             it.item_id.clone(),
             it.question.clone(),
@@ -221,7 +214,6 @@ async fn rate(
             it.other_answer.clone(),
         );
         set.spawn(async move {
-            let _p = permits.acquire_owned().await.expect("never closed");
             let asker = Asker {
                 reader: &llm,
                 spec: &spec,

@@ -1,7 +1,7 @@
 //! `build --batch` flags and the `batches` command (list the batch journal, cancel one).
 
 use anyhow::Context;
-use cb_llm::{ApiKey, BackendKind, BatchOptions, BatchRecord, Cache, Llm, LlmConfig};
+use cb_llm::{BackendKind, BatchOptions, BatchRecord, Cache, Llm, LlmConfig};
 use clap::Args;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -85,7 +85,7 @@ pub async fn run(args: BatchesArgs) -> anyhow::Result<()> {
         c.backend = BackendKind::Openai;
         c.base_url = base_url.clone();
         c.model = record.model.clone();
-        c.api_key = ApiKey::new(std::env::var("OPENAI_API_KEY").unwrap_or_default());
+        c.api_key = crate::llm_args::api_key();
         c.cache_path = Some(args.cache.clone());
         let llm = Llm::new(c)?;
         let r = llm.cancel_batch(id).await?;

@@ -171,7 +171,7 @@ impl LlmArgs {
         };
         c.base_url = base_url;
         c.model = model;
-        c.api_key = ApiKey::new(std::env::var("OPENAI_API_KEY").unwrap_or_default());
+        c.api_key = api_key();
         c.cache_path = Some(
             self.cache
                 .clone()
@@ -180,4 +180,9 @@ impl LlmArgs {
         transport.apply(&mut c).map_err(config_err)?;
         Ok(c)
     }
+}
+
+/// The API key of the run, from `OPENAI_API_KEY` (empty when unset); it lives only in memory.
+pub fn api_key() -> ApiKey {
+    ApiKey::new(std::env::var("OPENAI_API_KEY").unwrap_or_default())
 }

@@ -2,7 +2,7 @@
 //! `--reader-base-url`, `--reader-model`, `--reader none`, and the reader keys of a pool file.
 
 use crate::config_err;
-use cb_llm::{pricing, ApiKey, BackendKind, Llm, LlmConfig, Price};
+use cb_llm::{pricing, BackendKind, Llm, LlmConfig};
 use clap::{Args, ValueEnum};
 use std::path::Path;
 
@@ -107,22 +107,13 @@ impl ReaderArgs {
             &base_url,
             !dry_run && config.backend != BackendKind::Replay,
         )?;
-        let mut c = config.clone();
-        c.backend = match config.backend {
-            BackendKind::Offline | BackendKind::Openai if dry_run => BackendKind::DryRun,
-            BackendKind::Offline => BackendKind::Openai,
-            b => b,
-        };
-        c.pool = None;
-        let builtin = pricing::builtin(&model).unwrap_or_default();
-        c.price = Price {
-            input_per_million: builtin.input_per_million,
-            output_per_million: builtin.output_per_million,
-        };
-        c.base_url = base_url;
-        c.model = model;
+        let mut c = reader_config(config.clone(), base_url, model);
+        if dry_run {
+            c.backend = BackendKind::DryRun;
+        } else if config.backend == BackendKind::Replay {
+            c.backend = BackendKind::Replay;
+        }
         let llm = if offline {
-            c.api_key = ApiKey::new(std::env::var("OPENAI_API_KEY").unwrap_or_default());
             c.cache_path = Some(
                 config
                     .cache_path
@@ -135,4 +126,17 @@ impl ReaderArgs {
         };
         Ok(Some(llm.map_err(anyhow::Error::new)?))
     }
+}
+
+/// `base` (limits, budget, cache, retries) turned to the reader `model` at `base_url`: an
+/// OpenAI-compatible endpoint, no pool, the model's built-in price, the key from
+/// `OPENAI_API_KEY`. The build's reader and the audit's are made by it.
+pub fn reader_config(mut base: LlmConfig, base_url: String, model: String) -> LlmConfig {
+    base.backend = BackendKind::Openai;
+    base.pool = None;
+    base.price = pricing::builtin(&model).unwrap_or_default();
+    base.api_key = crate::llm_args::api_key();
+    base.base_url = base_url;
+    base.model = model;
+    base
 }

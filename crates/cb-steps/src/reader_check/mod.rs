@@ -29,7 +29,7 @@ mod ask;
 pub use ask::{ask_check, environment, rate, Asker, Check, Env, Question, ReaderSpec, LEVELS};
 
 use crate::prelude::*;
-use cb_model::letter_index;
+use cb_model::{letter_index, negative_option};
 use cb_step::choice::ReaderRecord;
 use cb_step::{fields, Prompt};
 use serde_json::Value;
@@ -193,14 +193,6 @@ enum Control {
     /// explanations, weak ones included).
     Record,
     Off,
-}
-
-/// The negative answer's option: the `candidate` letter when it names the negative answer,
-/// else the first choice that is the negative answer (choices may repeat a text).
-pub fn negative_option(choices: &[String], candidate: &str, negative: &str) -> Option<usize> {
-    letter_index(candidate)
-        .filter(|i| choices.get(*i).is_some_and(|c| c == negative))
-        .or_else(|| choices.iter().position(|c| c == negative))
 }
 
 /// The reader check of a recipe (see the module documentation).

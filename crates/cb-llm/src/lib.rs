@@ -325,6 +325,13 @@ impl Llm {
         })
     }
 
+    /// Stops the layer: every call not yet sent fails at once with `why` (as for an unusable
+    /// endpoint), so a build being stopped sends nothing more while its tasks wind down.
+    /// Answers already committed stay in the cache.
+    pub fn stop(&self, why: &str) {
+        let _ = self.inner.dead.set(why.to_owned());
+    }
+
     pub fn config(&self) -> &LlmConfig {
         &self.inner.config
     }

@@ -419,9 +419,19 @@ async fn build(mut args: BuildArgs) -> anyhow::Result<()> {
         // A signal drops the build future: its tasks stop, and every answer already handed
         // out is committed to the cache (the writer commits before it answers), so a re-run
         // resumes without paying for any of them again.
+        // On a signal the layers stop sending before the build is dropped: its tasks run on
+        // other threads until then, and a call they sent in that moment would be paid for
+        // and never received.
+        let stop_on_signal = async {
+            let s = signals.next().await;
+            for l in std::iter::once(&llm).chain(reader.as_ref()) {
+                l.stop(&format!("the build was stopped by {}", s.0));
+            }
+            s
+        };
         let built = tokio::select! {
             r = build_recipe(recipe, &opts, &llm, reader.as_ref(), &reporter) => Ok(r),
-            s = signals.next() => Err(s),
+            s = stop_on_signal => Err(s),
         };
         let outcome = match built {
             Ok(r) => r?,

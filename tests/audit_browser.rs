@@ -1,138 +1,18 @@
-//! The HTML report in a real browser: headless Chromium driven through chromedriver with the
-//! W3C WebDriver protocol (a few JSON requests over a plain TCP connection, no client crate).
-//! Checks: no console errors, the diff highlighting is visible, the two texts of a row (a
-//! released cose row, a RECALL edit) are each whole in the page's text, side by side, and
-//! clicking a filter button hides the rows that do not fail that check.
+//! The HTML report in a real browser: headless Chromium driven through chromedriver
+//! (`common/browser.rs`). Checks: no console errors, the diff highlighting is visible, the two
+//! texts of a row (a released cose row, a RECALL edit) are each whole in the page's text, side
+//! by side, and clicking a filter button hides the rows that do not fail that check.
 //!
 //! Needs Debian's `chromium` and `chromium-driver` (`.ci/run` installs them). Without them the
 //! test fails under `CI=true` and is skipped otherwise.
 
-#![allow(clippy::print_stderr)] // a skipped test says so
+#[path = "common/browser.rs"]
+mod browser;
 mod common;
 
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-
-fn find_tool(name: &str) -> Option<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).collect())
-        .unwrap_or_default();
-    dirs.push("/usr/bin".into());
-    dirs.into_iter().map(|d| d.join(name)).find(|p| p.is_file())
-}
-
-/// Kills chromedriver (and with it the browser) when the test ends, passed or not.
-struct Driver {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Driver {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Driver {
-    /// One HTTP/1.1 request to chromedriver; the JSON body of the answer.
-    fn request(&self, method: &str, path: &str, body: Option<&Value>) -> Value {
-        let body = body.map(Value::to_string).unwrap_or_default();
-        let mut s = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(90))).unwrap();
-        write!(
-            s,
-            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            self.port,
-            body.len()
-        )
-        .unwrap();
-        // chromedriver may keep the connection open: read the head, then exactly the body.
-        let mut r = BufReader::new(s);
-        let mut head = String::new();
-        loop {
-            let mut line = String::new();
-            if r.read_line(&mut line).unwrap() == 0 || line == "\r\n" {
-                break;
-            }
-            head.push_str(&line);
-        }
-        let lower = head.to_ascii_lowercase();
-        let mut body = Vec::new();
-        if let Some(len) = lower
-            .lines()
-            .find_map(|l| l.strip_prefix("content-length:"))
-            .and_then(|v| v.trim().parse::<usize>().ok())
-        {
-            body.resize(len, 0);
-            r.read_exact(&mut body).unwrap();
-        } else if lower.contains("transfer-encoding: chunked") {
-            loop {
-                let mut size = String::new();
-                r.read_line(&mut size).unwrap();
-                let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
-                let mut chunk = vec![0; n + 2];
-                r.read_exact(&mut chunk).unwrap();
-                if n == 0 {
-                    break;
-                }
-                body.extend_from_slice(&chunk[..n]);
-            }
-        } else {
-            r.read_to_end(&mut body).unwrap();
-        }
-        let payload = String::from_utf8_lossy(&body).into_owned();
-        serde_json::from_str(&payload)
-            .unwrap_or_else(|e| panic!("{method} {path}: {e}: {head}\n{payload}"))
-    }
-
-    fn ok(&self, method: &str, path: &str, body: Option<&Value>) -> Value {
-        let v = self.request(method, path, body);
-        assert!(
-            v["value"].get("error").is_none(),
-            "{method} {path}: {}",
-            v["value"]
-        );
-        v["value"].clone()
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn start_driver(driver: &Path) -> Driver {
-    let port = free_port();
-    let child = Command::new(driver)
-        .arg(format!("--port={port}"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let d = Driver { child, port };
-    let start = Instant::now();
-    loop {
-        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            let v = d.request("GET", "/status", None);
-            if v["value"]["ready"] == true {
-                return d;
-            }
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "chromedriver did not start"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
+use std::path::Path;
+use std::process::Command;
 
 /// Writes a small audited set: KRE rows (one with a short golden context, one whose negative
 /// context states the golden answer, one carrying a script in its text) and RECALL QA-A rows
@@ -198,12 +78,7 @@ fn write_released_row(dir: &Path) -> Option<Value> {
 
 #[test]
 fn html_report_in_headless_chromium() {
-    let (Some(browser), Some(driver)) = (find_tool("chromium"), find_tool("chromedriver")) else {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "CI=true but chromium / chromedriver are missing (.ci/run installs them)"
-        );
-        eprintln!("skipped: chromium or chromedriver not installed");
+    let Some((browser, driver)) = browser::tools() else {
         return;
     };
     let d = tempfile::tempdir().unwrap();
@@ -220,35 +95,9 @@ fn html_report_in_headless_chromium() {
         .unwrap();
     assert!(o.status.success(), "{}", common::text(&o));
 
-    let drv = start_driver(&driver);
-    let profile = d.path().join("profile");
-    let caps = json!({"capabilities": {"alwaysMatch": {
-        "browserName": "chrome",
-        "goog:chromeOptions": {
-            "binary": browser,
-            "args": ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                     "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                     "--disable-dev-shm-usage", format!("--user-data-dir={}", profile.display())]
-        },
-        "goog:loggingPrefs": {"browser": "ALL"}
-    }}});
-    let session = drv.ok("POST", "/session", Some(&caps));
-    let sid = session["sessionId"].as_str().unwrap().to_owned();
-    let s = |p: &str| format!("/session/{sid}{p}");
-    drv.ok(
-        "POST",
-        &s("/window/rect"),
-        Some(&json!({"width": 1280, "height": 1000})),
-    );
-    let url = format!("file://{}", html.canonicalize().unwrap().display());
-    drv.ok("POST", &s("/url"), Some(&json!({"url": url})));
-    let script = |code: &str| {
-        drv.ok(
-            "POST",
-            &s("/execute/sync"),
-            Some(&json!({"script": code, "args": []})),
-        )
-    };
+    let b = browser::Browser::start(&browser, &driver, &d.path().join("profile"));
+    b.open(&html);
+    let script = |code: &str| b.script(code);
 
     // The data's script never ran, and every row is on the page.
     assert_eq!(script("return typeof window.__pwned;"), "undefined");
@@ -323,22 +172,7 @@ fn html_report_in_headless_chromium() {
     };
     assert!(visibility().iter().all(|r| r.2), "all rows shown at first");
 
-    let click = |css: &str| {
-        let e = drv.ok(
-            "POST",
-            &s("/element"),
-            Some(&json!({"using": "css selector", "value": css})),
-        );
-        let eid = e["element-6066-11e4-a52e-4f735466cecf"]
-            .as_str()
-            .unwrap()
-            .to_owned();
-        drv.ok(
-            "POST",
-            &s(&format!("/element/{eid}/click")),
-            Some(&json!({})),
-        );
-    };
+    let click = |css: &str| b.click(css);
     for code in ["qa_a_original_answer_gone", "kre_golden_context_short"] {
         click(&format!("#cb-filter-{code}"));
         let rows = visibility();
@@ -353,23 +187,5 @@ fn html_report_in_headless_chromium() {
     click("#cb-filter-all");
     assert!(visibility().iter().all(|r| r.2), "all rows shown again");
 
-    // The browser's console: no error. A probe message proves the log is really read.
-    script("console.info('cb-audit-probe'); return null;");
-    let mut log = drv.request("POST", &s("/se/log"), Some(&json!({"type": "browser"})));
-    if log["value"].get("error").is_some() {
-        log = drv.request("POST", &s("/log"), Some(&json!({"type": "browser"})));
-    }
-    let entries = log["value"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no browser log: {log}"));
-    assert!(
-        entries.iter().any(|e| e["message"]
-            .as_str()
-            .unwrap_or("")
-            .contains("cb-audit-probe")),
-        "the console probe is not in the browser log: {entries:?}"
-    );
-    let severe: Vec<&Value> = entries.iter().filter(|e| e["level"] == "SEVERE").collect();
-    assert!(severe.is_empty(), "console errors: {severe:?}");
-    drv.request("DELETE", &s(""), None);
+    b.assert_no_console_errors();
 }

@@ -78,11 +78,16 @@ pub fn build_command(
 /// Runs `conflictbench eval ARGS` with the repository's prompts, no progress bar and none of
 /// the caller's endpoint, key or log settings.
 pub async fn eval(args: &[&str]) -> Output {
+    eval_with_prompts(&repo().join("prompts"), args).await
+}
+
+/// [`eval`] with the prompts of `prompts`.
+pub async fn eval_with_prompts(prompts: &Path, args: &[&str]) -> Output {
     tokio::process::Command::new(env!("CARGO_BIN_EXE_conflictbench"))
         .arg("eval")
         .args(args)
         .arg("--prompts")
-        .arg(repo().join("prompts"))
+        .arg(prompts)
         .arg("--no-progress")
         .env_remove("OPENAI_BASE_URL")
         .env_remove("OPENAI_API_KEY")

@@ -399,7 +399,7 @@ pub async fn evaluate(
         )
     });
     let figures = crate::kre_tables::figures(opts, &files, &golds, &answers, &wanted);
-    let mut results = Results::new("kre", llm, opts, wanted, &[&p.main], figures);
+    let mut results = Results::new("kre", llm, opts, &files, wanted, &[&p.main], figures);
     results.tables = crate::kre_tables::tables(&results, &files);
     Ok((results, predictions))
 }

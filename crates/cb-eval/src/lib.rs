@@ -12,6 +12,8 @@
 //! The offline backend has nothing to evaluate (it would only echo rules), so the CLI
 //! refuses it; the dry-run backend counts the calls and writes nothing.
 
+pub mod charts;
+pub mod compare;
 pub mod error;
 pub mod kre;
 mod kre_tables;

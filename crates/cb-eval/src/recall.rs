@@ -366,7 +366,7 @@ pub async fn evaluate(
         }
     }
     let prompts = [&t_qa, &t_record, &t_text];
-    let mut results = Results::new("recall", llm, opts, wanted, &prompts, figures);
+    let mut results = Results::new("recall", llm, opts, &files, wanted, &prompts, figures);
     results.tables = tables(&results, &files);
     Ok((results, predictions))
 }

@@ -1,15 +1,19 @@
-//! The output files: `predictions.jsonl` (one line per item, setting and seed),
-//! `results.json` (every figure with its n, mean, std and 95 % bootstrap interval), `results.md` (the papers'
-//! tables) and `results.html` (the same tables and bar charts; self-contained, every text
-//! escaped, nothing loaded from outside). Each is written atomically; none holds a time stamp,
-//! so the same inputs, seeds and cache give the same bytes.
+//! The output files: `predictions.jsonl` (one line per item, setting and seed, with the
+//! SHA-256 of the row it asked), `results.json` (every figure with its n, mean, std and 95 %
+//! bootstrap interval, and the identity of the data evaluated), `results.md` (the papers'
+//! tables) and `results.html` (the same tables and SVG charts with interval whiskers, see
+//! [`crate::charts`]; self-contained, every text escaped, nothing loaded from outside). Each
+//! is written atomically; none holds a time stamp, so the same inputs, seeds and cache give
+//! the same bytes.
 
-use crate::EvalError;
+use crate::charts::{self, Bar, Point};
+use crate::{EvalError, Loaded};
 use cb_audit::html::escape;
-
+use cb_audit::Payload;
 use cb_metrics::{Interval, Summary};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::path::Path;
 
 /// One figure: a metric of one domain, task and setting over the seeds.
@@ -50,6 +54,8 @@ pub struct Results {
     pub settings: Vec<String>,
     /// Eval prompt templates used: name and SHA-256.
     pub prompts: Vec<(String, String)>,
+    /// The rows evaluated.
+    pub data: DataIdentity,
     /// Resamples behind each figure's `interval`.
     pub bootstrap_resamples: usize,
     /// Seed of the resampling generator.
@@ -57,18 +63,62 @@ pub struct Results {
     pub figures: Vec<Figure>,
     #[serde(skip)]
     pub tables: Vec<Table>,
+    /// The SHA-256 of each row by (domain, item id); [`write_all`] puts it into the row's
+    /// prediction lines as `row_sha256`.
+    #[serde(skip)]
+    pub row_hashes: BTreeMap<(String, String), String>,
+}
+
+/// Which rows an evaluation read: how many, and one SHA-256 over their domains, ids and
+/// texts in the order read. Two runs with the same `sha256` evaluated the same rows; where
+/// they differ, `predictions.jsonl`'s `row_sha256` tells which rows both evaluated alike.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DataIdentity {
+    pub rows: usize,
+    pub sha256: String,
+}
+
+/// The SHA-256 of every row of `files` by (domain, item id), and the [`DataIdentity`] of
+/// them all. A row's hash is that of its JSON text as read (every field, in the layout's
+/// order), so a row rebuilt with other words has another hash.
+fn identify(files: &[Loaded]) -> (DataIdentity, BTreeMap<(String, String), String>) {
+    let mut hashes = BTreeMap::new();
+    let mut all = String::new();
+    let mut rows = 0;
+    for f in files {
+        for r in &f.rows {
+            let json = match &r.payload {
+                Payload::Kre(k) => serde_json::to_vec(k),
+                Payload::Qa(q) => serde_json::to_vec(q),
+                Payload::TextGen(t) => serde_json::to_vec(t),
+            }
+            .expect("rows serialise");
+            let h = cb_step::prompt::sha256_hex(&json);
+            all.push_str(&format!("{}\t{}\t{h}\n", f.domain, r.id));
+            hashes.insert((f.domain.clone(), r.id.clone()), h);
+            rows += 1;
+        }
+    }
+    let identity = DataIdentity {
+        rows,
+        sha256: cb_step::prompt::sha256_hex(all.as_bytes()),
+    };
+    (identity, hashes)
 }
 
 impl Results {
-    /// The results of a run of `benchmark` with `llm`, before the tables are made.
+    /// The results of a run of `benchmark` with `llm` on the rows of `files`, before the
+    /// tables are made.
     pub fn new(
         benchmark: &str,
         llm: &cb_llm::Llm,
         opts: &crate::EvalOptions,
+        files: &[Loaded],
         settings: Vec<String>,
         prompts: &[&cb_step::Prompt],
         figures: Vec<Figure>,
     ) -> Results {
+        let (data, row_hashes) = identify(files);
         Results {
             benchmark: benchmark.into(),
             backend: llm.config().backend.name().into(),
@@ -80,10 +130,12 @@ impl Results {
                 .iter()
                 .map(|p| (format!("eval/{}", p.name), p.hash.clone()))
                 .collect(),
+            data,
             bootstrap_resamples: BOOTSTRAP_RESAMPLES,
             bootstrap_seed: BOOTSTRAP_SEED,
             figures,
             tables: Vec::new(),
+            row_hashes,
         }
     }
 
@@ -112,17 +164,26 @@ pub fn scale_of(metric: &str) -> f64 {
     }
 }
 
-/// `mean [low, high] (n=items)` of a figure in the paper's units (the interval left out when
-/// it has none), marked [`FEW`] under [`MIN_ITEMS`] items; `n/a` without a value.
-pub fn display(f: &Figure) -> String {
-    let scale = scale_of(&f.metric);
-    let Some(mean) = f.summary.mean else {
+/// `mean [low, high]` multiplied by `scale` (the interval left out when there is none);
+/// `n/a` without a mean.
+pub fn mean_interval(mean: Option<f64>, interval: Option<Interval>, scale: f64) -> String {
+    let Some(mean) = mean else {
         return "n/a".to_owned();
     };
     let mut s = format!("{:.2}", mean * scale);
-    if let Some(i) = f.interval {
+    if let Some(i) = interval {
         s.push_str(&format!(" [{:.2}, {:.2}]", i.low * scale, i.high * scale));
     }
+    s
+}
+
+/// `mean [low, high] (n=items)` of a figure in the paper's units (the interval left out when
+/// it has none), marked [`FEW`] under [`MIN_ITEMS`] items; `n/a` without a value.
+pub fn display(f: &Figure) -> String {
+    if f.summary.mean.is_none() {
+        return "n/a".to_owned();
+    }
+    let mut s = mean_interval(f.summary.mean, f.interval, scale_of(&f.metric));
     s.push_str(&format!(" (n={})", f.n_items));
     if f.n_items < MIN_ITEMS {
         s.push_str(FEW);
@@ -143,24 +204,34 @@ fn legend(r: &Results) -> String {
     )
 }
 
-/// Writes the four files into `dir`.
+/// Writes `bytes` to `dir/name` atomically.
+pub(crate) fn write_file(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), EvalError> {
+    let path = dir.join(name);
+    cb_step::files::write_atomic(&path, bytes).map_err(|source| EvalError::Write { path, source })
+}
+
+/// Writes the four files into `dir`; each prediction line gets the `row_sha256` of the row
+/// it asked (by its `domain` and `item`).
 pub fn write_all(dir: &Path, results: &Results, predictions: &[Value]) -> Result<(), EvalError> {
     let mut lines = Vec::new();
     for p in predictions {
-        lines.extend(serde_json::to_vec(p).expect("json"));
+        let mut p = p.clone();
+        let key = (
+            p["domain"].as_str().unwrap_or_default().to_owned(),
+            p["item"].as_str().unwrap_or_default().to_owned(),
+        );
+        if let (Some(h), Some(o)) = (results.row_hashes.get(&key), p.as_object_mut()) {
+            o.insert("row_sha256".into(), Value::String(h.clone()));
+        }
+        lines.extend(serde_json::to_vec(&p).expect("json"));
         lines.push(b'\n');
     }
-    let write = |name: &str, bytes: &[u8]| {
-        let path = dir.join(name);
-        cb_step::files::write_atomic(&path, bytes)
-            .map_err(|source| EvalError::Write { path, source })
-    };
-    write("predictions.jsonl", &lines)?;
+    write_file(dir, "predictions.jsonl", &lines)?;
     let mut json = serde_json::to_vec_pretty(results).expect("json");
     json.push(b'\n');
-    write("results.json", &json)?;
-    write("results.md", markdown(results).as_bytes())?;
-    write("results.html", html(results).as_bytes())?;
+    write_file(dir, "results.json", &json)?;
+    write_file(dir, "results.md", markdown(results).as_bytes())?;
+    write_file(dir, "results.html", html(results).as_bytes())?;
     Ok(())
 }
 
@@ -183,86 +254,213 @@ fn heading(r: &Results) -> String {
 pub fn markdown(r: &Results) -> String {
     let mut s = format!("# {}\n\n{}\n", heading(r), legend(r));
     for t in &r.tables {
-        s.push_str(&format!("\n## {}\n\n", t.title));
-        s.push_str(&format!("| {} |\n", t.header.join(" | ")));
-        s.push_str(&format!("|{}\n", "---|".repeat(t.header.len())));
-        for row in &t.rows {
-            s.push_str(&format!("| {} |\n", row.join(" | ")));
-        }
-        if !t.note.is_empty() {
-            s.push_str(&format!("\n{}\n", t.note));
-        }
+        s.push_str(&table_md(t));
     }
     s
 }
 
-const STYLE: &str = "body{font-family:sans-serif;margin:2em;max-width:70em}table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left}.bar{display:flex;align-items:center;margin:2px 0}.bar .l{width:26em;font-size:.85em}.bar .t{position:relative;width:30em;height:1em;background:#eee}.bar .f{position:absolute;top:0;height:1em;background:#4a7fb5}.bar .z{position:absolute;left:50%;top:0;width:1px;height:1em;background:#333}.bar .v{margin-left:.6em;font-size:.85em}";
+const STYLE: &str = "body{font-family:sans-serif;margin:2em;max-width:70em}table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left}svg.cb-chart{display:block;margin:.6em 0 1.2em}";
 
-/// One bar: signed metrics (DMSS, adaptivity) grow from the middle.
-fn bar(label: &str, f: &Figure) -> String {
-    let scale = scale_of(&f.metric);
-    let signed = matches!(f.metric.as_str(), "dmss" | "adaptivity");
-    let Some(mean) = f.summary.mean else {
-        return format!(
-            "<div class=\"bar\"><span class=\"l\">{}</span><span class=\"t\"></span><span class=\"v\">n/a</span></div>",
-            escape(label)
-        );
-    };
-    let (left, width) = if signed {
-        let half = (mean.clamp(-2.0, 2.0) / 2.0) * 50.0;
-        if half >= 0.0 {
-            (50.0, half)
-        } else {
-            (50.0 + half, -half)
-        }
-    } else {
-        (0.0, (mean * scale).clamp(0.0, 100.0))
-    };
+/// A self-contained page: `title` as its title and heading, then `body`.
+pub(crate) fn page(title: &str, body: &str) -> String {
     format!(
-        "<div class=\"bar\"><span class=\"l\">{}</span><span class=\"t\"><span class=\"f\" style=\"left:{left:.2}%;width:{width:.2}%\"></span>{}</span><span class=\"v\">{}</span></div>",
-        escape(label),
-        if signed { "<span class=\"z\"></span>" } else { "" },
-        escape(&display(f))
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{t}</title><style>{STYLE}</style></head><body><h1>{t}</h1>{body}</body></html>\n",
+        t = escape(title)
     )
 }
 
-/// The self-contained page.
-pub fn html(r: &Results) -> String {
-    let mut s = format!(
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{t}</title><style>{STYLE}</style></head><body><h1>{t}</h1>",
-        t = escape(&heading(r))
-    );
-    s.push_str(&format!("<p>{}</p>", escape(&legend(r))));
-    for t in &r.tables {
-        s.push_str(&format!("<h2>{}</h2><table><tr>", escape(&t.title)));
-        for h in &t.header {
-            s.push_str(&format!("<th>{}</th>", escape(h)));
+/// A table as Markdown: its title as a heading, the table, its note.
+pub(crate) fn table_md(t: &Table) -> String {
+    let mut s = format!("\n## {}\n\n", t.title);
+    s.push_str(&format!("| {} |\n", t.header.join(" | ")));
+    s.push_str(&format!("|{}\n", "---|".repeat(t.header.len())));
+    for row in &t.rows {
+        s.push_str(&format!("| {} |\n", row.join(" | ")));
+    }
+    if !t.note.is_empty() {
+        s.push_str(&format!("\n{}\n", t.note));
+    }
+    s
+}
+
+/// A table as HTML: its title as a heading, the table, its note.
+pub(crate) fn table_html(t: &Table) -> String {
+    let mut s = format!("<h2>{}</h2><table><tr>", escape(&t.title));
+    for h in &t.header {
+        s.push_str(&format!("<th>{}</th>", escape(h)));
+    }
+    s.push_str("</tr>");
+    for row in &t.rows {
+        s.push_str("<tr>");
+        for c in row {
+            s.push_str(&format!("<td>{}</td>", escape(c)));
         }
         s.push_str("</tr>");
-        for row in &t.rows {
-            s.push_str("<tr>");
-            for c in row {
-                s.push_str(&format!("<td>{}</td>", escape(c)));
-            }
-            s.push_str("</tr>");
-        }
-        s.push_str("</table>");
-        if !t.note.is_empty() {
-            s.push_str(&format!("<p>{}</p>", escape(&t.note)));
-        }
     }
-    let mut metrics: Vec<&str> = r.figures.iter().map(|f| f.metric.as_str()).collect();
-    metrics.sort_unstable();
-    metrics.dedup();
-    for m in metrics {
-        s.push_str(&format!("<h2>{}</h2>", escape(m)));
-        for f in r.figures.iter().filter(|f| f.metric == m) {
-            let label = format!("{} · {} · {}", f.domain, f.task, f.setting);
-            s.push_str(&bar(&label, f));
-        }
+    s.push_str("</table>");
+    if !t.note.is_empty() {
+        s.push_str(&format!("<p>{}</p>", escape(&t.note)));
     }
-    s.push_str("</body></html>\n");
     s
+}
+
+/// The range a metric spans in the tables' units: DMSS -100..100, adaptivity (a difference
+/// of two DMSS) -200..200, every other figure from 0 to 100 (a chart widens it to its
+/// values).
+pub fn natural_range(metric: &str) -> (f64, f64) {
+    match metric {
+        "dmss" => (-100.0, 100.0),
+        "adaptivity" => (-200.0, 200.0),
+        _ => (0.0, 100.0),
+    }
+}
+
+/// Groups: per domain, per (task, setting), each in the order first seen.
+pub(crate) type Groups<'a, T> = Vec<(&'a str, Vec<((&'a str, &'a str), Vec<&'a T>)>)>;
+
+/// `items` grouped by the domain, task and setting `key` gives, each in the order first seen.
+pub(crate) fn chart_groups<'a, T>(
+    items: &'a [T],
+    key: impl Fn(&'a T) -> (&'a str, &'a str, &'a str),
+) -> Groups<'a, T> {
+    let mut out: Groups<'a, T> = Vec::new();
+    for f in items {
+        let (d, t, s) = key(f);
+        let di = match out.iter().position(|x| x.0 == d) {
+            Some(i) => i,
+            None => {
+                out.push((d, Vec::new()));
+                out.len() - 1
+            }
+        };
+        let groups = &mut out[di].1;
+        match groups.iter_mut().find(|g| g.0 == (t, s)) {
+            Some(g) => g.1.push(f),
+            None => groups.push(((t, s), vec![f])),
+        }
+    }
+    out
+}
+
+/// The figure a run's place on KRE's style axis comes from: zero-shot DMSS (the
+/// leaderboard's), else the first setting with a DMSS; over all domains (`all`) when there
+/// are several. `None` for RECALL.
+pub(crate) fn style_figure<'a, T>(
+    items: &'a [T],
+    key: impl Fn(&'a T) -> (&'a str, &'a str, &'a str, &'a str),
+) -> Option<(String, String)> {
+    let dmss: Vec<(&str, &str)> = items
+        .iter()
+        .map(&key)
+        .filter(|k| k.1 == "kre" && k.3 == "dmss")
+        .map(|k| (k.0, k.2))
+        .collect();
+    let domain = if dmss.iter().any(|k| k.0 == "all") {
+        "all"
+    } else {
+        dmss.first()?.0
+    };
+    let setting = dmss
+        .iter()
+        .filter(|k| k.0 == domain)
+        .map(|k| k.1)
+        .find(|s| *s == "zero_shot")
+        .or_else(|| dmss.iter().find(|k| k.0 == domain).map(|k| k.1))?;
+    Some((domain.to_owned(), setting.to_owned()))
+}
+
+/// The title of the style axis for the DMSS of `domain` under `setting`.
+pub(crate) fn style_title(domain: &str, setting: &str) -> String {
+    let domain = if domain == "all" {
+        "all domains"
+    } else {
+        domain
+    };
+    format!("Decision-making style: DMSS ×100, {setting}, {domain}")
+}
+
+/// What the style axis shows.
+pub(crate) fn style_note() -> String {
+    format!(
+        "KRE's decision-making style axis: DMSS from −100 (dependent: the model takes the context's answer) to +100 (intuitive: it keeps its memory's answer); within ±{} rational/irrational.",
+        cb_metrics::kre::STYLE_BAND * 100.0
+    )
+}
+
+/// A figure as a chart row, in the tables' units.
+fn figure_bar(f: &Figure) -> Bar {
+    let scale = scale_of(&f.metric);
+    Bar {
+        label: f.metric.clone(),
+        value: f.summary.mean.map(|m| m * scale),
+        interval: f.interval.map(|i| Interval {
+            low: i.low * scale,
+            high: i.high * scale,
+        }),
+        text: display(f),
+        strong: true,
+    }
+}
+
+/// The charts of a run: its place on KRE's style axis, then per domain one bar chart per
+/// task and setting, each figure with its interval.
+fn charts_html(r: &Results) -> String {
+    let mut s = String::from("<h2>Charts</h2>");
+    s.push_str(&format!(
+        "<p>{}</p>",
+        escape("Each bar is a figure's mean over the seeds, its whisker the 95 % bootstrap interval over items; the text beside it is the table's cell.")
+    ));
+    let style = style_figure(&r.figures, |f| {
+        (
+            f.domain.as_str(),
+            f.task.as_str(),
+            f.setting.as_str(),
+            f.metric.as_str(),
+        )
+    });
+    if let Some((domain, setting)) = style {
+        if let Some(f) = r.get(&domain, "kre", &setting, "dmss") {
+            if let Some(dmss) = f.summary.mean {
+                s.push_str(&format!("<p>{}</p>", escape(&style_note())));
+                s.push_str(&charts::style_axis(
+                    &style_title(&domain, &setting),
+                    &[Point {
+                        label: r.model.clone(),
+                        dmss,
+                        interval: f.interval,
+                    }],
+                ));
+            }
+        }
+    }
+    for (domain, groups) in chart_groups(&r.figures, |f| {
+        (f.domain.as_str(), f.task.as_str(), f.setting.as_str())
+    }) {
+        s.push_str(&format!("<h3>{}</h3>", escape(domain)));
+        for ((task, setting), figs) in groups {
+            let rows: Vec<Bar> = figs.iter().map(|f| figure_bar(f)).collect();
+            let natural = figs
+                .iter()
+                .map(|f| natural_range(&f.metric))
+                .fold((0.0, 0.0), |a: (f64, f64), b| (a.0.min(b.0), a.1.max(b.1)));
+            s.push_str(&charts::bars(
+                &format!("{domain} · {task} · {setting}"),
+                &rows,
+                charts::range_for(&rows, natural),
+            ));
+        }
+    }
+    s
+}
+
+/// The self-contained page: the tables, then the charts.
+pub fn html(r: &Results) -> String {
+    let mut body = format!("<p>{}</p>", escape(&legend(r)));
+    for t in &r.tables {
+        body.push_str(&table_html(t));
+    }
+    body.push_str(&charts_html(r));
+    page(&heading(r), &body)
 }
 
 #[cfg(test)]
@@ -283,6 +481,10 @@ mod tests {
             seeds: vec![1, 2],
             settings: vec![],
             prompts: vec![],
+            data: DataIdentity {
+                rows: 3,
+                sha256: "0".repeat(64),
+            },
             bootstrap_resamples: BOOTSTRAP_RESAMPLES,
             bootstrap_seed: BOOTSTRAP_SEED,
             figures: vec![f],
@@ -292,6 +494,7 @@ mod tests {
                 rows: vec![vec!["<b>".into()]],
                 note: String::new(),
             }],
+            row_hashes: BTreeMap::new(),
         };
         let page = html(&r);
         assert!(!page.contains("<script>") && !page.contains("<b>") && !page.contains("<x>"));
@@ -302,5 +505,33 @@ mod tests {
         assert!(c.starts_with("75.00 [") && c.ends_with("] (n=3)†"), "{c}");
         assert!(page.contains(&c), "{c}");
         assert!(markdown(&r).contains("| <b> |"));
+        // One chart, one bar with its whisker, titled by domain, task and setting.
+        assert_eq!(page.matches("<svg").count(), 1);
+        assert_eq!(page.matches("class=\"cb-bar\"").count(), 1);
+        assert_eq!(page.matches("class=\"cb-whisker\"").count(), 1);
+        assert!(page.contains("&lt;x&gt; · qa_a · edited"));
+        // RECALL has no style axis.
+        assert!(!page.contains("cb-point"));
+    }
+
+    #[test]
+    fn style_axis_takes_zero_shot_over_all_domains() {
+        let k = |d: &'static str, s: &'static str| (d, "kre", s, "dmss");
+        let figs = [
+            k("cose", "mixed"),
+            k("cose", "zero_shot"),
+            k("all", "mixed"),
+            k("all", "zero_shot"),
+        ];
+        let key = |f: &(&'static str, &'static str, &'static str, &'static str)| *f;
+        assert_eq!(
+            style_figure(&figs, key),
+            Some(("all".into(), "zero_shot".into()))
+        );
+        assert_eq!(
+            style_figure(&figs[..1], key),
+            Some(("cose".into(), "mixed".into()))
+        );
+        assert_eq!(style_figure(&[("d", "qa_a", "edited", "acc")], key), None);
     }
 }

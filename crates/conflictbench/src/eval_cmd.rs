@@ -1,5 +1,7 @@
 //! `conflictbench eval recall|kre`: evaluates a model on a built benchmark with the paper's
-//! metrics, through the same LLM layer (and flags) as `build`.
+//! metrics, through the same LLM layer (and flags) as `build`; `conflictbench eval compare
+//! RUN_DIR RUN_DIR...`: the differences between evaluation runs, paired item by item
+//! (`cb_eval::compare`).
 //!
 //! The offline backend has no model to evaluate, so it is refused (exit code 2); `--dry-run`
 //! counts the calls and writes nothing; `--backend replay` re-scores from the cache only.
@@ -9,13 +11,46 @@ use crate::{config_err, println_out, progress};
 use anyhow::Context;
 use cb_eval::{EvalOptions, Sampling};
 use cb_llm::Llm;
-use clap::Args;
+use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
 
+/// `eval BENCHMARK ...` evaluates a model; `eval compare ...` compares evaluations.
 #[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct EvalArgs {
+    #[command(subcommand)]
+    pub command: Option<EvalCommand>,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum EvalCommand {
+    /// Compare evaluation runs of one benchmark, data and prompt set: each figure recomputed
+    /// on the items, settings and seeds all runs share, and each run's difference to the
+    /// first with a 95 % paired bootstrap interval (compare.json, compare.md, compare.html).
+    Compare(CompareArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// Evaluation output folders (each with results.json and predictions.jsonl); the first
+    /// is the baseline.
+    #[arg(value_name = "RUN_DIR", num_args = 2.., required = true)]
+    pub runs: Vec<PathBuf>,
+    /// Output folder for compare.json, compare.md and compare.html.
+    /// Default: `generated/eval/<benchmark>/compare`.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
     /// Which benchmark: `recall` or `kre`.
-    pub benchmark: String,
+    // Required (the parser says so), unless `compare` is given: an `Option` only so that
+    // `eval compare ...` leaves it out.
+    #[arg(required = true)]
+    pub benchmark: Option<String>,
     /// Benchmark files or folders. Default: `generated/<benchmark>`. KRE's released files
     /// (`cose.json`, ...) are read as they are.
     #[arg(long = "data", value_name = "PATH")]
@@ -84,7 +119,38 @@ fn file_safe(s: &str) -> String {
 }
 
 pub async fn run(args: EvalArgs) -> anyhow::Result<()> {
-    let bench = args.benchmark.as_str();
+    match args.command {
+        Some(EvalCommand::Compare(c)) => compare(&c),
+        None => run_eval(args.run).await,
+    }
+}
+
+fn compare(args: &CompareArgs) -> anyhow::Result<()> {
+    let c = cb_eval::compare::compare(&args.runs)?;
+    let out = args.out.clone().unwrap_or_else(|| {
+        PathBuf::from("generated/eval")
+            .join(file_safe(&c.benchmark))
+            .join("compare")
+    });
+    cb_eval::compare::write_all(&out, &c)?;
+    println_out(&cb_eval::compare::markdown(&c));
+    let significant = c
+        .figures
+        .iter()
+        .flat_map(|f| &f.differences)
+        .filter(|d| d.excludes_zero)
+        .count();
+    println_out(&format!(
+        "{} figures compared on {} shared rows, {significant} differences exclude 0 -> {}",
+        c.figures.len(),
+        c.shared_rows,
+        out.display()
+    ));
+    Ok(())
+}
+
+async fn run_eval(args: RunArgs) -> anyhow::Result<()> {
+    let bench = args.benchmark.as_deref().unwrap_or_default();
     if bench != "recall" && bench != "kre" {
         return Err(config_err(format!(
             "unknown benchmark {bench:?}: expected recall or kre"
@@ -183,12 +249,12 @@ impl Created {
 /// The evaluation proper, from opening the LLM layer (and its cache) on; the layer is closed
 /// when this returns.
 async fn evaluate(
-    args: &EvalArgs,
+    args: &RunArgs,
     config: cb_llm::LlmConfig,
     data: Vec<PathBuf>,
     out: &Path,
 ) -> anyhow::Result<()> {
-    let bench = args.benchmark.as_str();
+    let bench = args.benchmark.as_deref().unwrap_or_default();
     let llm = Llm::new(config.clone()).context("cannot set up the LLM layer")?;
     let opts = EvalOptions {
         data,

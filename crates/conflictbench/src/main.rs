@@ -61,7 +61,7 @@ enum Command {
     Audit(Box<audit_cmd::AuditArgs>),
     /// Agreement of filled review sheets: per-item majority, percent agreement, Fleiss' kappa.
     Agreement(audit_cmd::AgreementArgs),
-    /// Evaluate a model on a built benchmark with the paper's metrics.
+    /// Evaluate a model on a built benchmark with the paper's metrics; `eval compare` compares evaluations.
     Eval(Box<eval_cmd::EvalArgs>),
     /// List the Batch API batches in a cache's journal (state, counts), or cancel one.
     Batches(batch_cmd::BatchesArgs),

@@ -28,6 +28,23 @@ fn mean(results: &Value, domain: &str, task: &str, setting: &str, metric: &str) 
     f["mean"].as_f64()
 }
 
+/// `n_items` of one figure of `results.json`.
+fn n_of(results: &Value, domain: &str, task: &str, setting: &str, metric: &str) -> u64 {
+    results["figures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| {
+            f["domain"] == domain
+                && f["task"] == task
+                && f["setting"] == setting
+                && f["metric"] == metric
+        })
+        .unwrap_or_else(|| panic!("no figure {domain}/{task}/{setting}/{metric}"))["n_items"]
+        .as_u64()
+        .unwrap()
+}
+
 fn close(got: Option<f64>, want: f64, what: &str) {
     let g = got.unwrap_or_else(|| panic!("{what}: no value"));
     assert!((g - want).abs() < 1e-9, "{what}: {g} != {want}");
@@ -190,6 +207,28 @@ async fn recall_closed_forms() {
             "ROUGE-L of the target itself",
         );
     }
+    // Everything is known (memory answers with no context): the figures on the known items
+    // are the figures on all items, with all items behind them.
+    for d in ["eventkg", "uj"] {
+        let rows = n_of(&r, d, "qa_a", "edited", "acc");
+        close(
+            mean(&r, d, "qa_a", "edited", "acc@known"),
+            0.0,
+            "QA-A edited, known",
+        );
+        close(
+            mean(&r, d, "qa_a", "original", "acc@known"),
+            1.0,
+            "QA-A original, known",
+        );
+        close(
+            mean(&r, d, "qa_na", "edited", "acc@known"),
+            1.0,
+            "QA-NA edited, known",
+        );
+        assert_eq!(n_of(&r, d, "qa_a", "edited", "acc@known"), rows);
+        assert_eq!(n_of(&r, d, "qa_a", "edited", "m_rate"), rows);
+    }
     // Every edit that touches the target comes back in the output.
     close(
         mean(&r, "eventkg", "text_generation", "edited", "r_rate"),
@@ -268,6 +307,82 @@ async fn recall_closed_forms() {
         None,
         "nothing known: no M-Rate"
     );
+    assert_eq!(mean(&r, "uj", "qa_na", "edited", "acc@known"), None);
+    assert_eq!(n_of(&r, "uj", "qa_na", "edited", "acc@known"), 0);
+    assert_eq!(n_of(&r, "uj", "qa_na", "edited", "m_rate"), 0);
+
+    // A random model knows some items and not others: the figures on the known items, their
+    // counts and the R-Rate interval agree with what its predictions say.
+    let rand = run_recall(&data, &tmp.path().join("random"), Behaviour::Random(7), &[]).await;
+    let preds = read_jsonl(&tmp.path().join("random/predictions.jsonl"));
+    let seeds = [42u64, 43];
+    for d in ["eventkg", "uj"] {
+        for task in ["qa_a", "qa_na"] {
+            let correct = |setting: &str, seed: u64| -> Vec<(String, bool)> {
+                preds
+                    .iter()
+                    .filter(|p| {
+                        p["domain"] == d
+                            && p["task"] == task
+                            && p["setting"] == setting
+                            && p["seed"] == seed
+                    })
+                    .map(|p| (p["item"].as_str().unwrap().to_owned(), p["correct"] == true))
+                    .collect()
+            };
+            let mut counts = Vec::new();
+            let mut per_seed = Vec::new();
+            for seed in seeds {
+                let none = correct("none", seed);
+                let edited = correct("edited", seed);
+                let known: Vec<bool> = none
+                    .iter()
+                    .zip(&edited)
+                    .filter(|(a, _)| a.1)
+                    .map(|(a, b)| {
+                        assert_eq!(a.0, b.0);
+                        b.1
+                    })
+                    .collect();
+                counts.push(known.len());
+                per_seed.push(known.iter().filter(|x| **x).count() as f64 / known.len() as f64);
+            }
+            let want_n = counts.iter().sum::<usize>().div_ceil(2);
+            assert_eq!(
+                n_of(&rand, d, task, "edited", "acc@known") as usize,
+                want_n,
+                "{d}/{task}"
+            );
+            assert_eq!(
+                n_of(&rand, d, task, "edited", "m_rate") as usize,
+                want_n,
+                "{d}/{task}"
+            );
+            assert!(
+                counts
+                    .iter()
+                    .all(|c| *c > 0 && *c < correct("none", 42).len()),
+                "{d}/{task}: the random model should know some items, not all: {counts:?}"
+            );
+            close(
+                mean(&rand, d, task, "edited", "acc@known"),
+                per_seed.iter().sum::<f64>() / 2.0,
+                "acc@known from the predictions",
+            );
+        }
+    }
+    let rr = rand["figures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["metric"] == "r_rate" && f["domain"] == "eventkg")
+        .unwrap();
+    let (low, high, m) = (
+        rr["interval"]["low"].as_f64().unwrap(),
+        rr["interval"]["high"].as_f64().unwrap(),
+        rr["mean"].as_f64().unwrap(),
+    );
+    assert!(low <= m && m <= high, "the R-Rate has its interval: {rr}");
     assert_eq!(r["settings"], serde_json::json!(["edited", "none"]));
 }
 

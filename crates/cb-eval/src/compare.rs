@@ -264,6 +264,8 @@ fn check(runs: &[Run]) -> Result<(), EvalError> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Stat {
     Acc,
+    /// ACC on the items answered right with no context.
+    AccKnown,
     /// The invalid rate of a RECALL QA or a KRE setting.
     Invalid,
     MRate,
@@ -295,6 +297,9 @@ fn recipe(f: &FigureId, shared: &[String]) -> Result<(Stat, Vec<String>), &'stat
     };
     Ok(match (f.task.as_str(), s, m) {
         ("qa_a" | "qa_na", _, "acc") => (Stat::Acc, own(&[s])),
+        ("qa_a" | "qa_na", "original" | "edited", "acc@known") => {
+            (Stat::AccKnown, own(&[s, "none"]))
+        }
         ("qa_a" | "qa_na", _, "invalid_rate") => (Stat::Invalid, own(&[s])),
         ("qa_a" | "qa_na", "edited", "m_rate") => (Stat::MRate, own(&["edited", "none"])),
         ("text_generation", _, "bleu") => (Stat::Bleu, own(&[s])),
@@ -407,6 +412,13 @@ fn value(stat: Stat, setting: &str, u: &Units, idx: &[usize]) -> Option<f64> {
     };
     match stat {
         Stat::Acc => accuracy(&at(setting).map(|x| x.out.correct).collect::<Vec<_>>()),
+        Stat::AccKnown => accuracy(
+            &at("none")
+                .zip(at(setting))
+                .filter(|(a, _)| a.out.correct)
+                .map(|(_, b)| b.out.correct)
+                .collect::<Vec<_>>(),
+        ),
         Stat::Invalid => share(setting, &|x| x.out.choice.is_none()),
         Stat::MRate => {
             let pairs: Vec<(bool, bool)> = at("none")
@@ -504,7 +516,9 @@ pub struct Difference {
 pub struct Compared {
     #[serde(flatten)]
     pub id: FigureId,
-    /// Items behind it (shared by every run, with every line it needs in every shared seed).
+    /// Items resampled (shared by every run, with every line it needs in every shared seed);
+    /// for a figure on the items a model knows (VR, RR, M-Rate, `acc@known`) each run's own
+    /// results give that subset's size.
     pub n_items: usize,
     /// Per run, in the order of `runs`.
     pub runs: Vec<RunValue>,

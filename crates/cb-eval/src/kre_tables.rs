@@ -75,6 +75,19 @@ pub(crate) fn figures(
         let share = |m: &[KreItem], p: &dyn Fn(&KreItem) -> bool| {
             ratio(m.iter().filter(|i| p(i)).count(), m.len())
         };
+        // VR is on the items a seed's memory answers right, RR on the others: their `n` is
+        // the mean over seeds of that split's size (the bootstrap resamples all items and
+        // splits each resample, as the figure itself does).
+        let known_n = crate::mean_count(seeds.iter().map(|s| {
+            cache
+                .get(&("memory", *s))
+                .map_or(0, |v| v.iter().filter(|i| i.known()).count())
+        }));
+        let n_of = |metric: &str| match metric {
+            "vr" => known_n,
+            "rr" => n - known_n,
+            _ => n,
+        };
         figs.push(figure(
             domain,
             "kre",
@@ -97,8 +110,9 @@ pub(crate) fn figures(
             if !wanted.iter().any(|w| w == setting) {
                 continue;
             }
-            let fig = |metric: &str, g: &dyn Fn(&[KreItem]) -> Option<f64>| {
-                figure(domain, "kre", setting, metric, n, seeds, &|s, idx| {
+            let fig = |metric: &str, g: &dyn Fn(&[KreItem]) -> Option<f64>| crate::Figure {
+                n_items: n_of(metric),
+                ..figure(domain, "kre", setting, metric, n, seeds, &|s, idx| {
                     g(&its(setting, s, idx))
                 })
             };
@@ -117,15 +131,18 @@ pub(crate) fn figures(
         let few: Vec<&'static str> = FEW_SHOT.iter().copied().filter(|s| have(s)).collect();
         if !few.is_empty() {
             for (metric, g) in [("vr", vr as fn(&[KreItem]) -> Option<f64>), ("rr", rr)] {
-                figs.push(figure(
-                    domain,
-                    "kre",
-                    "few_shot_mean",
-                    metric,
-                    n,
-                    seeds,
-                    &|s, idx| Summary::of(few.iter().map(|c| g(&its(c, s, idx)))).mean,
-                ));
+                figs.push(crate::Figure {
+                    n_items: n_of(metric),
+                    ..figure(
+                        domain,
+                        "kre",
+                        "few_shot_mean",
+                        metric,
+                        n,
+                        seeds,
+                        &|s, idx| Summary::of(few.iter().map(|c| g(&its(c, s, idx)))).mean,
+                    )
+                });
             }
         }
         if have("role_dependent") && have("role_intuitive") {
@@ -242,7 +259,7 @@ pub(crate) fn tables(r: &Results, files: &[Loaded]) -> Vec<Table> {
             title: "Factual robustness and style per setting".into(),
             header: h(&["Domain", "Setting", "VR", "RR", "FR", "DMSS", "Negative answer", "Invalid"]),
             rows: settings,
-            note: "Known questions (right without context) are asked with the negative context, the others with the golden one. few_shot_mean averages the three few-shot configurations.".into(),
+            note: "Known questions (right without context) are asked with the negative context, the others with the golden one. few_shot_mean averages the three few-shot configurations. VR is on the known questions and RR on the others: their n is that split's size (the mean over seeds).".into(),
         },
     ]
 }

@@ -177,24 +177,6 @@ pub(crate) fn figure(
         &id,
         |idx| Summary::of(seeds.iter().map(|s| g(*s, idx))).mean,
     );
-    Figure {
-        interval,
-        ..figure_without_interval(domain, task, setting, metric, n_items, seeds, g)
-    }
-}
-
-/// A [`Figure`] with no bootstrap interval (`null` in `results.json`): for a figure too
-/// costly to recompute a thousand times (the R-Rate, whose phrase matching is redone on
-/// every output).
-pub(crate) fn figure_without_interval(
-    domain: &str,
-    task: &str,
-    setting: &str,
-    metric: &str,
-    n_items: usize,
-    seeds: &[u64],
-    g: &dyn Fn(u64, &[usize]) -> Option<f64>,
-) -> Figure {
     let all: Vec<usize> = (0..n_items).collect();
     let per_seed: Vec<Option<f64>> = seeds.iter().map(|s| g(*s, &all)).collect();
     Figure {
@@ -204,9 +186,20 @@ pub(crate) fn figure_without_interval(
         metric: metric.to_owned(),
         n_items,
         summary: Summary::of(per_seed.iter().copied()),
-        interval: None,
+        interval,
         per_seed,
     }
+}
+
+/// The mean of per-seed counts, rounded: the `n` of a figure on a subset of the items that
+/// each seed draws itself (the items a model knows).
+pub(crate) fn mean_count(counts: impl Iterator<Item = usize>) -> usize {
+    let (mut sum, mut k) = (0, 0);
+    for c in counts {
+        sum += c;
+        k += 1;
+    }
+    (sum + k / 2).checked_div(k).unwrap_or(0)
 }
 
 /// The entries of `v` at `idx` (indices past the end are skipped).

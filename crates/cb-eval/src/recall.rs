@@ -7,14 +7,15 @@ use crate::report::{cell, Table};
 use crate::run::extract_reply;
 use crate::run::{run_jobs, Job};
 use crate::{
-    figure, load, option_views, settings, EvalError, EvalOptions, Loaded, Results, Templates,
+    figure, load, option_views, settings, EvalError, EvalOptions, Figure, Loaded, Results,
+    Templates,
 };
 use cb_audit::{FileKind, Payload};
 use cb_llm::Llm;
 use cb_llm::Progress;
 use cb_metrics::bleu::{score, segment_stats, sentence_bleu, BleuStats, Smooth};
 use cb_metrics::ratio;
-use cb_metrics::recall::{accuracy, m_rate, r_rate_aligned, r_rate_sets, TgSample};
+use cb_metrics::recall::{accuracy, m_rate, RCounts, TgSample};
 use cb_metrics::rouge::rouge_l;
 use cb_model::{item_rng, letter, KvItem, QaRow, TextGenRow};
 use minijinja::context;
@@ -297,31 +298,38 @@ pub async fn evaluate(
                     &f.domain, task, setting, "rouge_l", n, seeds, &rouge,
                 ));
                 if *setting == "edited" {
+                    // Per item and seed, computed once: the phrase counts behind the R-Rate
+                    // (the R-Rate of a resample is that of their sum).
+                    let aligned = f.rows.first().is_some_and(|r| tg(r).aligned);
+                    let counts: BTreeMap<u64, Vec<RCounts>> = seeds
+                        .iter()
+                        .map(|&seed| {
+                            let o = outs(seed, &(0..n).collect::<Vec<_>>());
+                            let v = o
+                                .iter()
+                                .map(|(ri, out)| {
+                                    let t = tg(&f.rows[*ri]);
+                                    let sample = TgSample {
+                                        edited_words: &t.edited_words,
+                                        original_words: &t.original_words,
+                                        output: out,
+                                        target: &t.target,
+                                    };
+                                    RCounts::of(&sample, aligned)
+                                })
+                                .collect();
+                            (seed, v)
+                        })
+                        .collect();
                     let rr = |seed: u64, idx: &[usize]| {
-                        let o = outs(seed, idx);
-                        let samples: Vec<TgSample<'_>> = o
-                            .iter()
-                            .map(|(ri, out)| {
-                                let t = tg(&f.rows[*ri]);
-                                TgSample {
-                                    edited_words: &t.edited_words,
-                                    original_words: &t.original_words,
-                                    output: out,
-                                    target: &t.target,
-                                }
-                            })
-                            .collect();
-                        let aligned = samples.first().map(|_| tg(&f.rows[o[0].0]).aligned)?;
-                        if aligned {
-                            r_rate_aligned(&samples)
-                        } else {
-                            r_rate_sets(&samples)
+                        let picked = crate::pick(counts.get(&seed)?, idx);
+                        let mut total = RCounts::default();
+                        for c in picked {
+                            total += c;
                         }
+                        total.r_rate(aligned)
                     };
-                    // No interval: recomputing the phrase matches per resample costs too much.
-                    figures.push(crate::figure_without_interval(
-                        &f.domain, task, "edited", "r_rate", n, seeds, &rr,
-                    ));
+                    figures.push(figure(&f.domain, task, "edited", "r_rate", n, seeds, &rr));
                 }
             }
             continue;
@@ -354,7 +362,39 @@ pub async fn evaluate(
                 &inv,
             ));
         }
-        if wanted.iter().any(|w| w == "edited") && wanted.iter().any(|w| w == "none") {
+        if !wanted.iter().any(|w| w == "none") {
+            continue;
+        }
+        // The items each seed answers right without context: M-Rate's denominator, and the
+        // items the `acc@known` figures are on (the split KRE's VR and RR use). Their `n` is
+        // the mean over seeds of that count; the bootstrap resamples all items and takes each
+        // resample's known ones, as the figure itself does.
+        let known_n = crate::mean_count(seeds.iter().map(|s| {
+            correct
+                .get(&(fi, 2, *s))
+                .map_or(0, |c| c.iter().filter(|x| x.1).count())
+        }));
+        for (si, setting) in SETTINGS.iter().enumerate().take(2) {
+            if !wanted.iter().any(|w| w == setting) {
+                continue;
+            }
+            let acc_known = |seed: u64, idx: &[usize]| {
+                let none = crate::pick(correct.get(&(fi, 2, seed))?, idx);
+                let with = crate::pick(correct.get(&(fi, si, seed))?, idx);
+                let on_known: Vec<bool> = none
+                    .iter()
+                    .zip(&with)
+                    .filter(|(a, _)| a.1)
+                    .map(|(_, b)| b.1)
+                    .collect();
+                accuracy(&on_known)
+            };
+            figures.push(Figure {
+                n_items: known_n,
+                ..figure(&f.domain, task, setting, "acc@known", n, seeds, &acc_known)
+            });
+        }
+        if wanted.iter().any(|w| w == "edited") {
             let mr = |seed: u64, idx: &[usize]| {
                 let none = crate::pick(correct.get(&(fi, 2, seed))?, idx);
                 let edited = crate::pick(correct.get(&(fi, 1, seed))?, idx);
@@ -362,7 +402,10 @@ pub async fn evaluate(
                     none.iter().zip(&edited).map(|(a, b)| (a.1, b.1)).collect();
                 m_rate(&pairs)
             };
-            figures.push(figure(&f.domain, task, "edited", "m_rate", n, seeds, &mr));
+            figures.push(Figure {
+                n_items: known_n,
+                ..figure(&f.domain, task, "edited", "m_rate", n, seeds, &mr)
+            });
         }
     }
     let prompts = [&t_qa, &t_record, &t_text];
@@ -388,7 +431,9 @@ fn tables(r: &Results, files: &[Loaded]) -> Vec<Table> {
                 (*d).to_owned(),
                 label.to_owned(),
                 g(d, "qa_a", s, "acc"),
+                g(d, "qa_a", s, "acc@known"),
                 g(d, "qa_na", s, "acc"),
+                g(d, "qa_na", s, "acc@known"),
                 g(d, "text_generation", s, "bleu"),
                 g(d, "text_generation", s, "rouge_l"),
             ]);
@@ -410,15 +455,15 @@ fn tables(r: &Results, files: &[Loaded]) -> Vec<Table> {
     vec![
         Table {
             title: "Response quality (the layout of RECALL Table 3)".into(),
-            header: h(&["Domain", "Context", "QA-A ACC ↑", "QA-NA ACC ↑", "TG BLEU ↑", "TG ROUGE-L ↑"]),
+            header: h(&["Domain", "Context", "QA-A ACC ↑", "QA-A ACC, known ↑", "QA-NA ACC ↑", "QA-NA ACC, known ↑", "TG BLEU ↑", "TG ROUGE-L ↑"]),
             rows: quality,
-            note: "ACC counts invalid answers as wrong. BLEU is sacrebleu's corpus BLEU (13a, exp smoothing); ROUGE-L the mean F-measure (rouge-score, no stemmer). Text generation has no no-context setting.".into(),
+            note: "ACC counts invalid answers as wrong. \"known\": on the items the model answers right with no context (per seed; n is their mean count over seeds), the split KRE's VR and RR use. BLEU is sacrebleu's corpus BLEU (13a, exp smoothing); ROUGE-L the mean F-measure (rouge-score, no stemmer). Text generation has no no-context setting.".into(),
         },
         Table {
             title: "Robustness, edited context (the layout of RECALL Table 4)".into(),
             header: h(&["Domain", "QA-A M-Rate ↓", "QA-NA M-Rate ↓", "TG R-Rate ↓"]),
             rows: robust,
-            note: "M-Rate needs the edited and the no-context settings. R-Rate: eq. 2 (EventKG, E and O aligned) or eq. 3 (UJ, two sets), with edited words looked for in the output and original words in the target — a reading of the paper, see cb-metrics.".into(),
+            note: "M-Rate needs the edited and the no-context settings; it is on the known items by definition (eq. 1), and its n is their mean count over seeds. R-Rate: eq. 2 (EventKG, E and O aligned) or eq. 3 (UJ, two sets), with edited words looked for in the output and original words in the target — a reading of the paper, see cb-metrics.".into(),
         },
         Table {
             title: "Invalid answers (no option, several options, refusals, \"I don't know\")".into(),

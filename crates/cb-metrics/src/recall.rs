@@ -48,50 +48,90 @@ pub struct TgSample<'a> {
     pub target: &'a str,
 }
 
+/// What one sample adds to the R-Rate: the R-Rate of a set of samples is [`RCounts::r_rate`]
+/// of the sum of their counts, so a bootstrap sums per-sample counts instead of matching
+/// phrases again for every resample.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RCounts {
+    /// Edited words found in the output (aligned: only those whose original is in the target).
+    pub e_seen: usize,
+    /// Edited words (sets only).
+    pub e_total: usize,
+    /// Original words found in the target.
+    pub o_seen: usize,
+    /// Original words (sets only).
+    pub o_total: usize,
+}
+
+impl std::ops::AddAssign for RCounts {
+    fn add_assign(&mut self, o: RCounts) {
+        self.e_seen += o.e_seen;
+        self.e_total += o.e_total;
+        self.o_seen += o.o_seen;
+        self.o_total += o.o_total;
+    }
+}
+
+impl RCounts {
+    /// The counts of one sample, for eq. 2 (`aligned`: E and O in pairs) or eq. 3 (two sets).
+    pub fn of(s: &TgSample<'_>, aligned: bool) -> RCounts {
+        if aligned {
+            let mut c = RCounts::default();
+            for (e, o) in s.edited_words.iter().zip(s.original_words) {
+                if contains_phrase(s.target, o) {
+                    c.o_seen += 1;
+                    c.e_seen += usize::from(contains_phrase(s.output, e));
+                }
+            }
+            return c;
+        }
+        RCounts {
+            e_seen: s
+                .edited_words
+                .iter()
+                .filter(|e| contains_phrase(s.output, e))
+                .count(),
+            e_total: s.edited_words.len(),
+            o_seen: s
+                .original_words
+                .iter()
+                .filter(|o| contains_phrase(s.target, o))
+                .count(),
+            o_total: s.original_words.len(),
+        }
+    }
+
+    /// The R-Rate of summed counts: eq. 2 (`aligned`), `None` when no original word occurs in
+    /// any target; eq. 3, `None` also when there is no edited or no original word.
+    pub fn r_rate(&self, aligned: bool) -> Option<f64> {
+        if aligned {
+            return ratio(self.e_seen, self.o_seen);
+        }
+        let e_rate = ratio(self.e_seen, self.e_total)?;
+        let o_rate = ratio(self.o_seen, self.o_total)?;
+        (o_rate > 0.0).then(|| e_rate / o_rate)
+    }
+}
+
+fn summed(samples: &[TgSample<'_>], aligned: bool) -> RCounts {
+    let mut total = RCounts::default();
+    for s in samples {
+        total += RCounts::of(s, aligned);
+    }
+    total
+}
+
 /// R-Rate for aligned E and O (eq. 2, EventKG; see the module docs for the reading).
 /// `None` when no original word occurs in any target.
 pub fn r_rate_aligned(samples: &[TgSample<'_>]) -> Option<f64> {
-    let (mut num, mut den) = (0, 0);
-    for s in samples {
-        for (e, o) in s.edited_words.iter().zip(s.original_words) {
-            if contains_phrase(s.target, o) {
-                den += 1;
-                if contains_phrase(s.output, e) {
-                    num += 1;
-                }
-            }
-        }
-    }
-    ratio(num, den)
+    summed(samples, true).r_rate(true)
 }
 
 /// R-Rate for E and O as two sets (eq. 3, UJ; see the module docs for the reading).
 /// `None` when there is no edited word, no original word, or no original word occurs in any
 /// target.
 pub fn r_rate_sets(samples: &[TgSample<'_>]) -> Option<f64> {
-    let e_total: usize = samples.iter().map(|s| s.edited_words.len()).sum();
-    let o_total: usize = samples.iter().map(|s| s.original_words.len()).sum();
-    let e_seen = samples
-        .iter()
-        .map(|s| {
-            s.edited_words
-                .iter()
-                .filter(|e| contains_phrase(s.output, e))
-                .count()
-        })
-        .sum();
-    let o_seen = samples
-        .iter()
-        .map(|s| {
-            s.original_words
-                .iter()
-                .filter(|o| contains_phrase(s.target, o))
-                .count()
-        })
-        .sum();
-    let e_rate = ratio(e_seen, e_total)?;
-    let o_rate = ratio(o_seen, o_total)?;
-    (o_rate > 0.0).then(|| e_rate / o_rate)
+    summed(samples, false).r_rate(false)
 }
 
 #[cfg(test)]

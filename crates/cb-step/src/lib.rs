@@ -115,6 +115,19 @@ pub struct StepCtx<'a> {
     pub corpus: &'a Corpus,
 }
 
+impl StepCtx<'_> {
+    /// Whether a step must work out its rule-based answer: the offline backend answers with
+    /// it and the dry run counts its tokens; a model needs none. The rules draw from pools of
+    /// the whole build, so computing them for every item of a model build made its time grow
+    /// with the square of the input (`benches/scale.rs`).
+    pub fn needs_rule_answer(&self) -> bool {
+        matches!(
+            self.llm.config().backend,
+            cb_llm::BackendKind::Offline | cb_llm::BackendKind::DryRun
+        )
+    }
+}
+
 /// The future a step's run returns.
 pub type StepFuture<'a> = Pin<Box<dyn Future<Output = Result<(), StepFailure>> + Send + 'a>>;
 

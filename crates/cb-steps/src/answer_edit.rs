@@ -169,7 +169,11 @@ impl ModelBacked for AnswerEdit {
         let paragraph = item.require(fields::PARAGRAPH)?.to_owned();
         let ans = Answer::of(item)?;
         let domain = item.require(fields::DOMAIN)?;
-        let offline = self.offline(item, ctx, &paragraph, &ans, domain);
+        let offline = if ctx.needs_rule_answer() {
+            self.offline(item, ctx, &paragraph, &ans, domain)
+        } else {
+            String::new()
+        };
         let answer = ans.text.clone();
         let a = model.ask(item, &answer, [("answer_kind", json!(ans.kind))], offline);
         let edited = ask(ctx, item, a, |raw| self.validate(raw, &ans, &paragraph)).await?;

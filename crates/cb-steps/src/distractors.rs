@@ -44,9 +44,13 @@ impl ModelBacked for Distractors {
             return Err(StepFailure::reject("no_answer", "answer_text is empty"));
         }
         let aliases = usable_aliases(&answer, item.require_texts(fields::ALIASES)?);
-        let mut rng = item_rng(ctx.seed, ctx.recipe, &item.id, "distractors");
-        let offline = json!({ "options": offline_options(item.require(fields::QUESTION)?, &answer, &aliases, &ctx.corpus.view::<GoldenAnswers>().0, &mut rng) })
-            .to_string();
+        let offline = if ctx.needs_rule_answer() {
+            let mut rng = item_rng(ctx.seed, ctx.recipe, &item.id, "distractors");
+            json!({ "options": offline_options(item.require(fields::QUESTION)?, &answer, &aliases, &ctx.corpus.view::<GoldenAnswers>().0, &mut rng) })
+                .to_string()
+        } else {
+            String::new()
+        };
         let a = model.ask(item, &answer, [("aliases", json!(aliases))], offline);
         let options = ask(ctx, item, a, |raw| validate_options(raw, &answer, &aliases)).await?;
         let mut rng = item_rng(ctx.seed, ctx.recipe, &item.id, "negative_answer");

@@ -298,7 +298,11 @@ impl ModelBacked for NonAnswerEdit {
                 "no person, place or date of the record is stated outside the answer and the name",
             ));
         }
-        let offline = self.offline(&seen, ctx, &paragraph);
+        let offline = if ctx.needs_rule_answer() {
+            self.offline(&seen, ctx, &paragraph)
+        } else {
+            String::new()
+        };
         let answer = seen.answer.text.clone();
         let a = model.ask(item, &answer, [("subject", json!(seen.subject))], offline);
         let edits = ask(ctx, item, a, |raw| self.validate(raw, &seen, &paragraph)).await?;

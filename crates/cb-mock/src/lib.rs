@@ -31,6 +31,7 @@ pub mod reader_script;
 mod reply;
 mod request;
 mod server;
+pub mod stand_in;
 pub mod structured;
 
 pub use batch::{BatchSettings, Submission};

@@ -1,0 +1,657 @@
+//! Paper scale: the bundled `kre` SQuAD recipe on a synthetic SQuAD v2.0 source and the
+//! `recall` EventKG recipe on a synthetic EventKG dump, each built by the real binary against
+//! an in-process mock model ([`cb_mock::stand_in`], every step and the reader check answered),
+//! online, through the Batch API and through batch files, at two sizes or more.
+//!
+//! `cargo bench -p conflictbench --bench scale` writes, for each size, the sources (seeded,
+//! every question and event distinct; a few unanswerable questions, events without an English
+//! description and events with too few items, so the recipes' filters have work), then runs
+//! for each recipe, size and mode a fresh build in a child process:
+//! - `online`: `--base-url` the mock;
+//! - `batch`: `--batch` (input files of at most 48 MB, below the mock's request limit), the
+//!   mock's Files and Batch APIs answering at the first poll;
+//! - `files`: `--batch-dir DIR`; while the build exits with 4 ("waiting for answers"),
+//!   `conflictbench batches run-dir DIR --base-url` answers the shards against the mock and the
+//!   build runs again. A binary that refuses `--batch-dir` (exit 2) makes the mode "not
+//!   available" instead of a failure.
+//!
+//! Per run it prints the wall time (every child of the mode together), the requests the mock
+//! answered, the build's own counts from `runs.jsonl` (calls sent upstream and cache hits,
+//! summed over the runs of a mode), the peak resident memory of the build child (`VmHWM` of
+//! `/proc/PID/status`, *sampled* every 10 ms while it runs, the last value read kept: a peak
+//! in the child's last milliseconds can be missed; for `files` the largest of its rounds),
+//! the cache file's size (with its WAL) and the rows written. Then, per recipe and mode, the
+//! growth from each size to the next: items, calls, time, time per call, peak memory, and the
+//! memory added per row kept.
+//!
+//! Settings (environment): `SCALE_KRE` and `SCALE_RECALL`, comma-separated sizes in answerable
+//! questions and in events (default `2500,10000` and `12500,50000`, a quarter and the issue's
+//! paper scale; empty skips the recipe); `SCALE_MODES` (default `online,batch,files`);
+//! `SCALE_CONCURRENCY` (the build's `--concurrency`, default 16); `SCALE_SEED` (default 7);
+//! `SCALE_KEEP=DIR` keeps the sources and outputs under `DIR` (a folder per source and per
+//! run) instead of temporary folders; `BENCH_QUICK=1` for sizes `200,800` and `400,1600`.
+//! Under `cargo test --all-targets` the binary only prints that it was skipped.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use cb_mock::MockServer;
+use serde_json::{json, Value};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The exit code of a `--batch-dir` build that waits for answers.
+const WAITING: i32 = 4;
+/// The most `--batch-dir` rounds a build may take before the bench gives up on it.
+const MAX_ROUNDS: usize = 50;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A small seeded generator (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64, stream: u64) -> Rng {
+        Rng((seed ^ stream.wrapping_mul(0x9E37_79B9_7F4A_7C15)) | 1)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n
+    }
+
+    fn pick<'a>(&mut self, from: &[&'a str]) -> &'a str {
+        from[self.below(from.len() as u64) as usize]
+    }
+}
+
+/// `n` written in base-`syllables.len()` syllables, `digits` of them, capitalised: distinct
+/// numbers give distinct words of the same length.
+fn word(mut n: u64, syllables: &[&str], digits: usize) -> String {
+    let base = syllables.len() as u64;
+    let mut w = String::new();
+    for _ in 0..digits {
+        w.push_str(syllables[(n % base) as usize]);
+        n /= base;
+    }
+    w[..1].to_uppercase() + &w[1..]
+}
+
+const TOWN: [&str; 16] = [
+    "ka", "ri", "mo", "te", "lu", "sa", "ne", "vo", "di", "ba", "fe", "go", "hu", "pi", "ra", "zo",
+];
+const PERSON: [&str; 16] = [
+    "ber", "tin", "dal", "mor", "wen", "gas", "lor", "ven", "hal", "cor", "fen", "dor", "mar",
+    "sel", "tor", "wil",
+];
+const RIVER: [&str; 12] = [
+    "ava", "ela", "ira", "ona", "uma", "eda", "ola", "ina", "era", "ysa", "ana", "esa",
+];
+const FIRST: [&str; 12] = [
+    "Alice", "Bruno", "Clara", "Dmitri", "Edith", "Felix", "Greta", "Hugo", "Ines", "Jonas",
+    "Karin", "Lucas",
+];
+
+/// Writes `raw/squad_v2/dev-v2.0.json`: `questions` answerable questions, three a paragraph
+/// (who founded the town, when, which river), fifty paragraphs an article, and one
+/// unanswerable question every tenth paragraph.
+fn write_squad(raw: &Path, questions: usize, seed: u64) {
+    let mut rng = Rng::new(seed, 1);
+    let mut articles = Vec::new();
+    let mut paragraphs = Vec::new();
+    let mut asked = 0;
+    for p in 0.. {
+        if asked >= questions {
+            break;
+        }
+        let town = word(p as u64, &TOWN, 5) + "ford";
+        let river = word(p as u64 * 7 + rng.below(7), &RIVER, 3);
+        let founder = format!("{} {}son", rng.pick(&FIRST), word(2 * p as u64, &PERSON, 3));
+        let builder = format!(
+            "{} {}son",
+            rng.pick(&FIRST),
+            word(2 * p as u64 + 1, &PERSON, 3)
+        );
+        let year = (1100 + rng.below(800)).to_string();
+        let context = format!(
+            "{town} is a market town on the {river} river. It was founded by {founder} in {year}, and {builder} later built its first stone bridge. Timber from the hills still floats down the {river} to {town}."
+        );
+        let start = |answer: &str| {
+            context[..context.find(answer).expect("in context")]
+                .chars()
+                .count()
+        };
+        let mut qas = Vec::new();
+        for (k, (question, answer)) in [
+            (format!("Who founded {town}?"), founder.as_str()),
+            (format!("In what year was {town} founded?"), year.as_str()),
+            (format!("Which river flows past {town}?"), river.as_str()),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            if asked < questions {
+                qas.push(json!({
+                    "id": format!("q{p:06}-{k}"), "question": question,
+                    "answers": [{"text": answer, "answer_start": start(answer)}],
+                    "is_impossible": false
+                }));
+                asked += 1;
+            }
+        }
+        if p % 10 == 9 {
+            qas.push(json!({
+                "id": format!("q{p:06}-x"), "question": format!("Who was the first mayor of {town}?"),
+                "answers": [], "plausible_answers": [{"text": builder, "answer_start": start(&builder)}],
+                "is_impossible": true
+            }));
+        }
+        paragraphs.push(json!({"context": context, "qas": qas}));
+        if paragraphs.len() == 50 {
+            let title = format!("Towns {}", articles.len() + 1);
+            articles.push(json!({"title": title, "paragraphs": std::mem::take(&mut paragraphs)}));
+        }
+    }
+    if !paragraphs.is_empty() {
+        let title = format!("Towns {}", articles.len() + 1);
+        articles.push(json!({"title": title, "paragraphs": paragraphs}));
+    }
+    let dir = raw.join("squad_v2");
+    std::fs::create_dir_all(&dir).unwrap();
+    let doc = json!({"version": "v2.0", "data": articles});
+    std::fs::write(dir.join("dev-v2.0.json"), doc.to_string()).unwrap();
+}
+
+const EVENT: [&str; 16] = [
+    "al", "be", "cy", "do", "ex", "fa", "gi", "ho", "iv", "ju", "ky", "le", "mu", "ny", "os", "pa",
+];
+const PLACE: [&str; 12] = [
+    "dun", "kel", "mar", "tor", "ves", "bran", "cal", "fos", "gar", "lin", "nor", "rav",
+];
+const KINDS: [&str; 6] = [
+    "Accord",
+    "Council",
+    "Expedition",
+    "Festival",
+    "Campaign",
+    "Summit",
+];
+const MONTHS: [&str; 12] = [
+    "01", "02", "03", "04", "05", "06", "07", "08", "09", "10", "11", "12",
+];
+
+const R: &str = "http://eventKG.l3s.uni-hannover.de/resource/";
+const SEM: &str = "http://semanticweb.cs.vu.nl/2009/11/sem/";
+const RDF_TYPE: &str = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type";
+const LABEL: &str = "http://www.w3.org/2000/01/rdf-schema#label";
+const GRAPH: &str = "http://eventKG.l3s.uni-hannover.de/graph/";
+
+/// Writes an EventKG dump of `events` events to `raw/eventkg/`: each with an English label,
+/// begin and end days, a place and a participant (places and people shared between events);
+/// every 20th has only a German description (`no_description`), every 25th no end, place or
+/// participant (`too_few_items`).
+fn write_eventkg(raw: &Path, events: usize, seed: u64) {
+    let mut rng = Rng::new(seed, 2);
+    let (places, actors) = (events / 8 + 20, events / 4 + 20);
+    let (mut ev, mut base, mut ent) = (String::new(), String::new(), String::new());
+    let date = |rng: &mut Rng, year: u64| {
+        format!(
+            "\"{year}-{}-{}\"^^<http://www.w3.org/2001/XMLSchema#date>",
+            rng.pick(&MONTHS),
+            10 + rng.below(19)
+        )
+    };
+    for i in 0..events {
+        let e = format!("<{R}event_{}>", 1_000_000 + i);
+        let name = format!("{} {}", word(i as u64, &EVENT, 4), KINDS[i % KINDS.len()]);
+        let g = |graph: &str| format!("<{GRAPH}{graph}>");
+        writeln!(ev, "{e} <{RDF_TYPE}> <{SEM}Event> {} .", g("event_kg")).unwrap();
+        writeln!(ev, "{e} <{LABEL}> \"{name}\"@en {} .", g("wikidata")).unwrap();
+        let lang = if i % 20 == 19 { "de" } else { "en" };
+        writeln!(
+            ev,
+            "{e} <http://purl.org/dc/terms/description> \"A {} of the synthetic chronicle, number {i}.\"@{lang} {} .",
+            KINDS[i % KINDS.len()].to_lowercase(),
+            g("wikipedia_en")
+        )
+        .unwrap();
+        let year = 1100 + rng.below(780);
+        let unit = "<http://eventKG.l3s.uni-hannover.de/schema/startUnitType> <http://www.w3.org/2006/time#unitDay>";
+        writeln!(
+            base,
+            "{e} <{SEM}hasBeginTimeStamp> {} {} .",
+            date(&mut rng, year),
+            g("event_kg")
+        )
+        .unwrap();
+        writeln!(base, "{e} {unit} .").unwrap();
+        if i % 25 == 24 {
+            continue;
+        }
+        let end_year = year + 1 + rng.below(3);
+        writeln!(
+            base,
+            "{e} <{SEM}hasEndTimeStamp> {} {} .",
+            date(&mut rng, end_year),
+            g("event_kg")
+        )
+        .unwrap();
+        writeln!(
+            base,
+            "{e} <http://eventKG.l3s.uni-hannover.de/schema/endUnitType> <http://www.w3.org/2006/time#unitDay> ."
+        )
+        .unwrap();
+        let place = rng.below(places as u64);
+        let actor = rng.below(actors as u64);
+        writeln!(
+            base,
+            "{e} <{SEM}hasPlace> <{R}entity_{}> {} .",
+            1_000_000 + place,
+            g("wikidata")
+        )
+        .unwrap();
+        writeln!(
+            base,
+            "{e} <{SEM}hasActor> <{R}entity_{}> {} .",
+            2_000_000 + actor,
+            g("wikidata")
+        )
+        .unwrap();
+    }
+    for p in 0..places {
+        let e = format!("<{R}entity_{}>", 1_000_000 + p);
+        let label = word(p as u64, &PLACE, 3) + "burg";
+        writeln!(ent, "{e} <{RDF_TYPE}> <{SEM}Place> <{GRAPH}event_kg> .").unwrap();
+        writeln!(ent, "{e} <{LABEL}> \"{label}\"@en <{GRAPH}wikidata> .").unwrap();
+    }
+    let mut names = Rng::new(seed, 3);
+    for a in 0..actors {
+        let e = format!("<{R}entity_{}>", 2_000_000 + a);
+        let label = format!("{} {}ssen", names.pick(&FIRST), word(a as u64, &PERSON, 3));
+        writeln!(ent, "{e} <{RDF_TYPE}> <{SEM}Actor> <{GRAPH}event_kg> .").unwrap();
+        writeln!(ent, "{e} <{LABEL}> \"{label}\"@en <{GRAPH}wikidata> .").unwrap();
+    }
+    let dir = raw.join("eventkg");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("events.nq"), ev).unwrap();
+    std::fs::write(dir.join("relations_event_base.nq"), base).unwrap();
+    std::fs::write(dir.join("entities.nq"), ent).unwrap();
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Recipe {
+    Kre,
+    Recall,
+}
+
+impl Recipe {
+    fn name(self) -> &'static str {
+        match self {
+            Recipe::Kre => "kre",
+            Recipe::Recall => "recall",
+        }
+    }
+
+    fn domain(self) -> &'static str {
+        match self {
+            Recipe::Kre => "squad",
+            Recipe::Recall => "eventkg",
+        }
+    }
+
+    fn write_source(self, raw: &Path, items: usize, seed: u64) {
+        match self {
+            Recipe::Kre => write_squad(raw, items, seed),
+            Recipe::Recall => write_eventkg(raw, items, seed),
+        }
+    }
+}
+
+/// What one build (one recipe, size and mode) measured.
+#[derive(Debug, Clone)]
+struct Run {
+    recipe: Recipe,
+    items: usize,
+    mode: String,
+    /// `None` when the mode is not available, with the reason in `note`.
+    result: Option<Figures>,
+    note: String,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Figures {
+    wall_s: f64,
+    mock_calls: u64,
+    upstream: u64,
+    cache_hits: u64,
+    peak_mb: f64,
+    cache_mb: f64,
+    rows: u64,
+    rounds: usize,
+}
+
+/// `/proc/PID/status`'s `VmHWM` in kB, or `None` once the process is gone.
+fn hwm_kb(pid: u32) -> Option<u64> {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()?
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// Runs `cmd` to its end, sampling its `VmHWM` every 10 ms: (exit code, stderr, peak kB).
+fn run_sampled(mut cmd: Command) -> (Option<i32>, String, u64) {
+    let stderr_file = tempfile::NamedTempFile::new().unwrap();
+    let mut child = cmd
+        .stdout(Stdio::null())
+        .stderr(stderr_file.reopen().unwrap())
+        .spawn()
+        .unwrap();
+    let mut peak = 0;
+    let status = loop {
+        if let Some(kb) = hwm_kb(child.id()) {
+            peak = kb;
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let stderr = std::fs::read_to_string(stderr_file.path()).unwrap_or_default();
+    (status.code(), stderr, peak)
+}
+
+/// The binary with none of the caller's endpoint, key or log settings.
+fn binary() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_conflictbench"));
+    for var in [
+        "OPENAI_BASE_URL",
+        "OPENAI_API_KEY",
+        "RUST_LOG",
+        "CONFLICTBENCH_LOG",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
+/// `conflictbench build RECIPE --domains DOMAIN` of `raw` into `out`, model `m`, the
+/// repository's recipes and prompts, then `extra`.
+fn build(recipe: Recipe, raw: &Path, out: &Path, concurrency: usize, extra: &[&str]) -> Command {
+    let mut cmd = binary();
+    cmd.arg("build")
+        .args([recipe.name(), "--domains", recipe.domain(), "--model", "m"])
+        .arg("--raw")
+        .arg(raw)
+        .arg("--out")
+        .arg(out)
+        .arg("--recipes")
+        .arg(repo().join("recipes"))
+        .arg("--prompts")
+        .arg(repo().join("prompts"))
+        .args(["--no-progress", "--backend", "openai"])
+        .args(["--concurrency", &concurrency.to_string()])
+        .args(extra);
+    cmd
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().find(|l| !l.trim().is_empty()).unwrap_or_default()
+}
+
+/// One build of `recipe` on `raw` in `mode` against a fresh mock.
+fn measure(
+    rt: &tokio::runtime::Runtime,
+    recipe: Recipe,
+    items: usize,
+    raw: &Path,
+    mode: &str,
+    concurrency: usize,
+) -> Run {
+    let mock = rt.block_on(MockServer::start(cb_mock::stand_in::model()));
+    let base = mock.base_url();
+    let (_tmp, work) = workdir(&format!("{}-{items}-{mode}", recipe.name()));
+    let out = work.join("out");
+    let mut run = Run {
+        recipe,
+        items,
+        mode: mode.to_owned(),
+        result: None,
+        note: String::new(),
+    };
+    let mut f = Figures::default();
+    let start = Instant::now();
+    match mode {
+        "online" | "batch" => {
+            let mut extra = vec!["--base-url", base.as_str()];
+            if mode == "batch" {
+                // Input files below the mock's 64 MiB request limit (a provider's is 200 MB).
+                extra.extend(["--batch", "--batch-poll-ms", "20", "--batch-max-mb", "48"]);
+            }
+            let (code, stderr, peak) = run_sampled(build(recipe, raw, &out, concurrency, &extra));
+            assert_eq!(code, Some(0), "{mode} build failed: {stderr}");
+            f.peak_mb = peak as f64 / 1024.0;
+            f.rounds = 1;
+        }
+        "files" => {
+            let dir = work.join("batches");
+            let dir_arg = dir.to_str().unwrap();
+            loop {
+                let cmd = build(recipe, raw, &out, concurrency, &["--batch-dir", dir_arg]);
+                let (code, stderr, peak) = run_sampled(cmd);
+                f.peak_mb = f.peak_mb.max(peak as f64 / 1024.0);
+                f.rounds += 1;
+                match code {
+                    Some(0) => break,
+                    Some(2) if f.rounds == 1 => {
+                        run.note = format!("not available: {}", first_line(&stderr));
+                        return run;
+                    }
+                    Some(WAITING) if f.rounds < MAX_ROUNDS => {}
+                    _ => panic!("files build round {} exited {code:?}: {stderr}", f.rounds),
+                }
+                let mut exec = binary();
+                exec.args(["batches", "run-dir", dir_arg, "--base-url", &base]);
+                let (code, stderr, _) = run_sampled(exec);
+                assert_eq!(code, Some(0), "batches run-dir failed: {stderr}");
+            }
+        }
+        other => panic!("unknown mode {other:?} (online, batch, files)"),
+    }
+    f.wall_s = start.elapsed().as_secs_f64();
+    let submitted = if mode == "batch" {
+        mock.batch_submissions().len() as u64
+    } else {
+        0
+    };
+    f.mock_calls = mock.request_count() as u64 + submitted;
+    let dir = out.join(recipe.name()).join(recipe.domain());
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    f.rows = manifest["rows"].as_u64().unwrap_or(0);
+    for line in std::fs::read_to_string(dir.join("runs.jsonl"))
+        .unwrap()
+        .lines()
+    {
+        let r: Value = serde_json::from_str(line).unwrap();
+        f.upstream += r["llm"]["upstream_calls"].as_u64().unwrap_or(0);
+        f.cache_hits += r["llm"]["cache_hits"].as_u64().unwrap_or(0);
+    }
+    f.cache_mb = ["llm-cache.sqlite", "llm-cache.sqlite-wal"]
+        .iter()
+        .filter_map(|n| std::fs::metadata(out.join(n)).ok())
+        .map(|m| m.len() as f64 / 1e6)
+        .sum();
+    run.result = Some(f);
+    run
+}
+
+/// A fresh folder for `name`: under `SCALE_KEEP` when set (emptied first, kept afterwards),
+/// else a temporary one (removed when the guard is dropped).
+fn workdir(name: &str) -> (Option<tempfile::TempDir>, PathBuf) {
+    match std::env::var_os("SCALE_KEEP") {
+        Some(keep) => {
+            let dir = PathBuf::from(keep).join(name);
+            if dir.exists() {
+                std::fs::remove_dir_all(&dir).unwrap();
+            }
+            std::fs::create_dir_all(&dir).unwrap();
+            (None, dir)
+        }
+        None => {
+            let tmp = tempfile::tempdir().unwrap();
+            let dir = tmp.path().to_path_buf();
+            (Some(tmp), dir)
+        }
+    }
+}
+
+fn sizes(var: &str, default: &str, quick: &str) -> Vec<usize> {
+    let fallback = if std::env::var("BENCH_QUICK").is_ok_and(|v| v == "1") {
+        quick
+    } else {
+        default
+    };
+    std::env::var(var)
+        .unwrap_or_else(|_| fallback.to_owned())
+        .split(',')
+        .filter_map(|s| s.trim().parse().ok())
+        .collect()
+}
+
+fn env_or<T: std::str::FromStr>(var: &str, default: T) -> T {
+    std::env::var(var)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn row(r: &Run) -> String {
+    let Some(f) = r.result else {
+        return format!(
+            "| {} | {} | {} | {} | | | | | | | |",
+            r.recipe.name(),
+            r.mode,
+            r.items,
+            r.note
+        );
+    };
+    format!(
+        "| {} | {} | {} | {:.1} | {} | {} | {} | {} | {:.0} | {:.1} | {} |",
+        r.recipe.name(),
+        r.mode,
+        r.items,
+        f.wall_s,
+        f.mock_calls,
+        f.upstream,
+        f.cache_hits,
+        f.rounds,
+        f.peak_mb,
+        f.cache_mb,
+        f.rows
+    )
+}
+
+/// The growth from one size to the next of the same recipe and mode.
+fn growth(a: &Run, b: &Run) -> Option<String> {
+    let (x, y) = (a.result?, b.result?);
+    let per_call = |f: Figures| 1e3 * f.wall_s / f.mock_calls.max(1) as f64;
+    let per_row = if y.rows > x.rows {
+        format!(
+            "{:.2} KB",
+            (y.peak_mb - x.peak_mb) * 1024.0 / (y.rows - x.rows) as f64
+        )
+    } else {
+        "-".to_owned()
+    };
+    Some(format!(
+        "| {} | {} | {} -> {} | x{:.2} | x{:.2} | x{:.2} | {:.3} -> {:.3} | {:.0} -> {:.0} | {} | {:.1} -> {:.1} KB |",
+        a.recipe.name(),
+        a.mode,
+        a.items,
+        b.items,
+        b.items as f64 / a.items as f64,
+        y.mock_calls as f64 / x.mock_calls.max(1) as f64,
+        y.wall_s / x.wall_s,
+        per_call(x),
+        per_call(y),
+        x.peak_mb,
+        y.peak_mb,
+        per_row,
+        x.peak_mb * 1024.0 / x.rows.max(1) as f64,
+        y.peak_mb * 1024.0 / y.rows.max(1) as f64,
+    ))
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; `cargo test --all-targets` runs this binary without it.
+    if !std::env::args().any(|a| a == "--bench") {
+        println!("scale: skipped (run it with `cargo bench`)");
+        return;
+    }
+    let plan = [
+        (Recipe::Kre, sizes("SCALE_KRE", "2500,10000", "200,800")),
+        (
+            Recipe::Recall,
+            sizes("SCALE_RECALL", "12500,50000", "400,1600"),
+        ),
+    ];
+    let modes: Vec<String> = std::env::var("SCALE_MODES")
+        .unwrap_or_else(|_| "online,batch,files".to_owned())
+        .split(',')
+        .map(|m| m.trim().to_owned())
+        .filter(|m| !m.is_empty())
+        .collect();
+    let concurrency = env_or("SCALE_CONCURRENCY", 16);
+    let seed = env_or("SCALE_SEED", 7u64);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let header = "| recipe | mode | items | wall s | mock calls | upstream | cache hits | build runs | peak MB | cache MB | rows |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|";
+    println!("{header}");
+    let total = Instant::now();
+    let mut runs = Vec::new();
+    for (recipe, items) in &plan {
+        for &n in items {
+            let (_tmp, raw) = workdir(&format!("{}-{n}-raw", recipe.name()));
+            let t = Instant::now();
+            recipe.write_source(&raw, n, seed);
+            eprintln!(
+                "scale: {} source of {n} items written in {:.1} s",
+                recipe.name(),
+                t.elapsed().as_secs_f64()
+            );
+            for mode in &modes {
+                let r = measure(&rt, *recipe, n, &raw, mode, concurrency);
+                println!("{}", row(&r));
+                runs.push(r);
+            }
+        }
+    }
+    println!(
+        "\nAll of it in {:.0} s.\n\n{header}",
+        total.elapsed().as_secs_f64()
+    );
+    for r in &runs {
+        println!("{}", row(r));
+    }
+    println!(
+        "\n| recipe | mode | items | items x | mock calls x | wall time x | ms per call | peak MB | peak added per row kept | peak per row |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|"
+    );
+    for (i, a) in runs.iter().enumerate() {
+        let next = runs[i + 1..]
+            .iter()
+            .find(|b| b.recipe == a.recipe && b.mode == a.mode);
+        if let Some(line) = next.and_then(|b| growth(a, b)) {
+            println!("{line}");
+        }
+    }
+}

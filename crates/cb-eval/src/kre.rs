@@ -29,7 +29,7 @@ pub const SETTINGS: [&str; 7] = [
 ];
 pub(crate) const FEW_SHOT: [&str; 3] = ["all_positive", "all_negative", "mixed"];
 
-fn kre(row: &Row) -> &KreRow {
+pub(crate) fn kre(row: &Row) -> &KreRow {
     match &row.payload {
         Payload::Kre(k) => k,
         _ => unreachable!("loaded as KRE"),
@@ -76,7 +76,7 @@ fn question_line(k: &KreRow, order: &[usize]) -> String {
 }
 
 /// Which prompts a run uses.
-struct Prompts {
+pub(crate) struct Prompts {
     main: Prompt,
     dependent: String,
     intuitive: String,
@@ -93,7 +93,7 @@ fn read_text(path: &std::path::Path) -> Result<String, EvalError> {
     Ok(t.trim().to_owned())
 }
 
-fn prompts(opts: &EvalOptions) -> Result<Prompts, EvalError> {
+pub(crate) fn prompts(opts: &EvalOptions) -> Result<Prompts, EvalError> {
     let role = |n: &str| -> Result<String, EvalError> {
         let t = opts
             .prompts
@@ -224,7 +224,7 @@ struct Meta {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn job(
+pub(crate) fn job(
     opts: &EvalOptions,
     p: &Prompts,
     t: &Templates,

@@ -15,6 +15,7 @@
 pub mod charts;
 pub mod compare;
 pub mod error;
+pub mod export;
 pub mod kre;
 mod kre_tables;
 pub mod recall;

@@ -48,7 +48,7 @@ struct Meta {
     gold: usize,
 }
 
-fn qa(row: &cb_audit::Row) -> &QaRow {
+pub(crate) fn qa(row: &cb_audit::Row) -> &QaRow {
     match &row.payload {
         Payload::Qa(q) => q,
         _ => unreachable!("loaded as QA"),
@@ -83,6 +83,36 @@ fn shown_options(q: &QaRow, seed: u64) -> Result<(Vec<String>, usize), EvalError
     Ok((options, gold))
 }
 
+/// The conversation that asks QA row `q` in `setting` (`original`, `edited` or `none`) for
+/// `seed` with the template `t_qa`, the options in the order shown, and the right one.
+pub(crate) fn qa_prompt(
+    templates: &Templates,
+    t_qa: &cb_step::Prompt,
+    q: &QaRow,
+    setting: &str,
+    seed: u64,
+) -> Result<(Vec<cb_llm::Message>, Vec<String>, usize), EvalError> {
+    let (options, gold) = shown_options(q, seed)?;
+    let ctx = match setting {
+        "original" => q.context.as_str(),
+        "edited" => q.edited_context.as_str(),
+        _ => "",
+    };
+    let rendered = templates.render(
+        t_qa,
+        context! { context => ctx, question => &q.question, options => option_views(&options) },
+    )?;
+    Ok((rendered, options, gold))
+}
+
+/// The domain of a RECALL file: its folder's name.
+pub(crate) fn domain_of(path: &std::path::Path) -> String {
+    path.parent()
+        .and_then(|p| p.file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
 /// Runs the RECALL evaluation; returns the results and the prediction lines.
 pub async fn evaluate(
     llm: &Llm,
@@ -92,12 +122,7 @@ pub async fn evaluate(
     let files = load(
         opts,
         |k| matches!(k, FileKind::QaA | FileKind::QaNa | FileKind::TextGeneration),
-        |path, _| {
-            path.parent()
-                .and_then(|p| p.file_name())
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default()
-        },
+        |path, _| domain_of(path),
     )?;
     let wanted = settings(&opts.settings, &SETTINGS)?;
     let dir = &opts.prompts;
@@ -151,17 +176,8 @@ pub async fn evaluate(
                             }
                         }
                     } else {
-                        let q = qa(row);
-                        let (options, gold) = shown_options(q, seed)?;
-                        let ctx = match *setting {
-                            "original" => q.context.as_str(),
-                            "edited" => q.edited_context.as_str(),
-                            _ => "",
-                        };
-                        let rendered = templates.render(
-                            &t_qa,
-                            context! { context => ctx, question => &q.question, options => option_views(&options) },
-                        )?;
+                        let (rendered, options, gold) =
+                            qa_prompt(&templates, &t_qa, qa(row), setting, seed)?;
                         (&t_qa, rendered, options, gold)
                     };
                     jobs.push(Job {

@@ -12,6 +12,7 @@ mod audit_reader;
 mod batch_cmd;
 mod build_args;
 mod eval_cmd;
+mod export_cmd;
 mod llm_args;
 mod pool_cmd;
 mod preflight;
@@ -65,6 +66,9 @@ enum Command {
     Eval(Box<eval_cmd::EvalArgs>),
     /// List the Batch API batches in a cache's journal (state, counts), or cancel one.
     Batches(batch_cmd::BatchesArgs),
+    /// Export a built benchmark for another tool: `export lm-eval BUILD_DIR OUT_DIR` writes
+    /// lm-evaluation-harness tasks.
+    Export(export_cmd::ExportArgs),
 }
 
 #[derive(Args, Debug)]
@@ -343,6 +347,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Agreement(args) => audit_cmd::run_agreement(args),
         Command::Eval(args) => eval_cmd::run(*args).await,
         Command::Batches(args) => batch_cmd::run(args).await,
+        Command::Export(args) => export_cmd::run(args),
     }
 }
 

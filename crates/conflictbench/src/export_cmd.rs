@@ -1,0 +1,111 @@
+//! `conflictbench export lm-eval BUILD_DIR OUT_DIR`: a built benchmark (or KRE's released
+//! files) as lm-evaluation-harness tasks (`cb_eval::export`).
+
+use crate::{config_err, println_out};
+use anyhow::Context as _;
+use clap::{Args, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+pub struct ExportArgs {
+    #[command(subcommand)]
+    format: Format,
+}
+
+#[derive(Subcommand, Debug)]
+enum Format {
+    /// lm-evaluation-harness 0.4 tasks: per benchmark, domain and setting a task YAML (a
+    /// generate_until task and a `_mc` multiple-choice one) and the JSONL it reads, each line
+    /// the conversation `conflictbench eval` sends for that item.
+    LmEval(LmEvalArgs),
+}
+
+#[derive(Args, Debug)]
+struct LmEvalArgs {
+    /// A build's output folder (`generated/`, holding `recall/` and `kre/`), one benchmark's
+    /// folder, or KRE's released files.
+    build_dir: PathBuf,
+    /// Where the task YAMLs, `data/` and a README go.
+    out_dir: PathBuf,
+    /// The seed whose option order the questions are asked in (`eval`'s first seed).
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Comma-separated domains (default: all found).
+    #[arg(long, value_delimiter = ',')]
+    domains: Vec<String>,
+    /// At most N rows of each file.
+    #[arg(long)]
+    limit: Option<usize>,
+    /// Folder of prompt templates (the eval ones are in its `eval/`); default: `prompts/` of
+    /// the current folder when it exists, else the ones built into the binary.
+    #[arg(long)]
+    prompts: Option<PathBuf>,
+}
+
+pub fn run(args: ExportArgs) -> anyhow::Result<()> {
+    let Format::LmEval(a) = args.format;
+    // `generated/` holds one folder per benchmark; anything else is read as one benchmark.
+    let mut plan: Vec<(&str, PathBuf)> = ["recall", "kre"]
+        .into_iter()
+        .map(|b| (b, a.build_dir.join(b)))
+        .filter(|(_, p)| p.is_dir())
+        .collect();
+    let single = plan.is_empty();
+    if single {
+        plan = vec![
+            ("recall", a.build_dir.clone()),
+            ("kre", a.build_dir.clone()),
+        ];
+    }
+    let mut written = 0;
+    for (benchmark, data) in plan {
+        let opts = cb_eval::EvalOptions {
+            data: vec![data],
+            prompts: crate::assets::prompt_files(a.prompts.as_deref())?,
+            domains: a.domains.clone(),
+            settings: Vec::new(),
+            seeds: vec![a.seed],
+            limit: a.limit,
+            sampling: cb_eval::Sampling {
+                temperature: 0.0,
+                max_tokens: 256,
+            },
+            concurrency: 1,
+            kre_instructions: None,
+            instruction: "1".into(),
+            hint: false,
+            kre_examples: None,
+        };
+        match cb_eval::export::lm_eval(benchmark, &opts, &a.out_dir) {
+            Ok(tasks) => {
+                for t in &tasks {
+                    println_out(&format!(
+                        "{}: {} rows -> {}",
+                        t.task,
+                        t.rows,
+                        t.yaml.display()
+                    ));
+                }
+                written += tasks.len();
+            }
+            // Looking for both benchmarks in one folder: the one that is not there has no rows.
+            Err(cb_eval::EvalError::Config(m))
+                if single && m.starts_with("no rows to evaluate") => {}
+            Err(e) => {
+                return Err(e).with_context(|| format!("cannot export {benchmark}"));
+            }
+        }
+    }
+    if written == 0 {
+        return Err(config_err(format!(
+            "no RECALL or KRE rows under {}",
+            a.build_dir.display()
+        )));
+    }
+    println_out(&format!(
+        "{written} tasks in {}; run them with lm_eval --include_path {} (see its README.md)",
+        a.out_dir.display(),
+        a.out_dir.display()
+    ));
+    Ok(())
+}

@@ -76,16 +76,21 @@ pub(crate) fn figures(
             ratio(m.iter().filter(|i| p(i)).count(), m.len())
         };
         // VR is on the items a seed's memory answers right, RR on the others: their `n` is
-        // the mean over seeds of that split's size (the bootstrap resamples all items and
+        // the mean over seeds of that split's size, rounded up (the bootstrap resamples all items and
         // splits each resample, as the figure itself does).
         let known_n = crate::mean_count(seeds.iter().map(|s| {
             cache
                 .get(&("memory", *s))
                 .map_or(0, |v| v.iter().filter(|i| i.known()).count())
         }));
+        let unknown_n = crate::mean_count(seeds.iter().map(|s| {
+            cache
+                .get(&("memory", *s))
+                .map_or(0, |v| v.iter().filter(|i| !i.known()).count())
+        }));
         let n_of = |metric: &str| match metric {
             "vr" => known_n,
-            "rr" => n - known_n,
+            "rr" => unknown_n,
             _ => n,
         };
         figs.push(figure(
@@ -259,7 +264,7 @@ pub(crate) fn tables(r: &Results, files: &[Loaded]) -> Vec<Table> {
             title: "Factual robustness and style per setting".into(),
             header: h(&["Domain", "Setting", "VR", "RR", "FR", "DMSS", "Negative answer", "Invalid"]),
             rows: settings,
-            note: "Known questions (right without context) are asked with the negative context, the others with the golden one. few_shot_mean averages the three few-shot configurations. VR is on the known questions and RR on the others: their n is that split's size (the mean over seeds).".into(),
+            note: "Known questions (right without context) are asked with the negative context, the others with the golden one. few_shot_mean averages the three few-shot configurations. VR is on the known questions and RR on the others: their n is that split's size (the mean over seeds, rounded up).".into(),
         },
     ]
 }

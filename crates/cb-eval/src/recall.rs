@@ -473,13 +473,13 @@ fn tables(r: &Results, files: &[Loaded]) -> Vec<Table> {
             title: "Response quality (the layout of RECALL Table 3)".into(),
             header: h(&["Domain", "Context", "QA-A ACC ↑", "QA-A ACC, known ↑", "QA-NA ACC ↑", "QA-NA ACC, known ↑", "TG BLEU ↑", "TG ROUGE-L ↑"]),
             rows: quality,
-            note: "ACC counts invalid answers as wrong. \"known\": on the items the model answers right with no context (per seed; n is their mean count over seeds), the split KRE's VR and RR use. BLEU is sacrebleu's corpus BLEU (13a, exp smoothing); ROUGE-L the mean F-measure (rouge-score, no stemmer). Text generation has no no-context setting.".into(),
+            note: "ACC counts invalid answers as wrong. \"known\": on the items the model answers right with no context (per seed; n is their mean count over seeds, rounded up), the split KRE's VR and RR use. BLEU is sacrebleu's corpus BLEU (13a, exp smoothing); ROUGE-L the mean F-measure (rouge-score, no stemmer). Text generation has no no-context setting.".into(),
         },
         Table {
             title: "Robustness, edited context (the layout of RECALL Table 4)".into(),
             header: h(&["Domain", "QA-A M-Rate ↓", "QA-NA M-Rate ↓", "TG R-Rate ↓"]),
             rows: robust,
-            note: "M-Rate needs the edited and the no-context settings; it is on the known items by definition (eq. 1), and its n is their mean count over seeds. R-Rate: eq. 2 (EventKG, E and O aligned) or eq. 3 (UJ, two sets), with edited words looked for in the output and original words in the target — a reading of the paper, see cb-metrics.".into(),
+            note: "M-Rate needs the edited and the no-context settings; it is on the known items by definition (eq. 1), and its n is their mean count over seeds, rounded up. R-Rate: eq. 2 (EventKG, E and O aligned) or eq. 3 (UJ, two sets), with edited words looked for in the output and original words in the target — a reading of the paper, see cb-metrics.".into(),
         },
         Table {
             title: "Invalid answers (no option, several options, refusals, \"I don't know\")".into(),

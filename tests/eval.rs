@@ -12,24 +12,14 @@ use common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
-/// The mean of one figure of `results.json` (`None`: no value, e.g. an empty denominator).
-fn mean(results: &Value, domain: &str, task: &str, setting: &str, metric: &str) -> Option<f64> {
-    let f = results["figures"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| {
-            f["domain"] == domain
-                && f["task"] == task
-                && f["setting"] == setting
-                && f["metric"] == metric
-        })
-        .unwrap_or_else(|| panic!("no figure {domain}/{task}/{setting}/{metric}"));
-    f["mean"].as_f64()
-}
-
-/// `n_items` of one figure of `results.json`.
-fn n_of(results: &Value, domain: &str, task: &str, setting: &str, metric: &str) -> u64 {
+/// One figure of `results.json`.
+fn figure<'a>(
+    results: &'a Value,
+    domain: &str,
+    task: &str,
+    setting: &str,
+    metric: &str,
+) -> &'a Value {
     results["figures"]
         .as_array()
         .unwrap()
@@ -40,7 +30,17 @@ fn n_of(results: &Value, domain: &str, task: &str, setting: &str, metric: &str) 
                 && f["setting"] == setting
                 && f["metric"] == metric
         })
-        .unwrap_or_else(|| panic!("no figure {domain}/{task}/{setting}/{metric}"))["n_items"]
+        .unwrap_or_else(|| panic!("no figure {domain}/{task}/{setting}/{metric}"))
+}
+
+/// The mean of one figure (`None`: no value, e.g. an empty denominator).
+fn mean(results: &Value, domain: &str, task: &str, setting: &str, metric: &str) -> Option<f64> {
+    figure(results, domain, task, setting, metric)["mean"].as_f64()
+}
+
+/// `n_items` of one figure.
+fn n_of(results: &Value, domain: &str, task: &str, setting: &str, metric: &str) -> u64 {
+    figure(results, domain, task, setting, metric)["n_items"]
         .as_u64()
         .unwrap()
 }

@@ -161,31 +161,24 @@ fn check_tasks(dir: &Path) -> BTreeMap<String, usize> {
     seen
 }
 
+/// `build BENCHMARK` of the bundled samples (offline) into `tmp/generated`, exported into
+/// `tmp/tasks`; returns the two folders.
+async fn built_and_exported(tmp: &Path, benchmark: &str) -> (PathBuf, PathBuf) {
+    let built = tmp.join("generated");
+    let raw = repo().join("raw");
+    let (r, b) = (raw.to_str().unwrap(), built.to_str().unwrap());
+    let o = build(&[benchmark, "--raw", r, "--out", b], &[]).await;
+    assert!(o.status.success(), "{}", text(&o));
+    let out = tmp.join("tasks");
+    let o = conflictbench(&["export", "lm-eval", b, out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    (built, out)
+}
+
 #[tokio::test]
 async fn exported_tasks_follow_the_harness_schema() {
     let tmp = tempfile::tempdir().unwrap();
-    let built = tmp.path().join("generated");
-    let raw = repo().join("raw");
-    let o = build(
-        &[
-            "all",
-            "--raw",
-            raw.to_str().unwrap(),
-            "--out",
-            built.to_str().unwrap(),
-        ],
-        &[],
-    )
-    .await;
-    assert!(o.status.success(), "{}", text(&o));
-    let out = tmp.path().join("tasks");
-    let o = conflictbench(&[
-        "export",
-        "lm-eval",
-        built.to_str().unwrap(),
-        out.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
+    let (built, out) = built_and_exported(tmp.path(), "all").await;
     let tasks = check_tasks(&out);
     // RECALL: 2 domains x 2 QA tasks x 3 contexts; KRE: 5 domains x 3 contexts; each twice.
     assert_eq!(tasks.len(), 2 * (2 * 2 * 3 + 5 * 3), "{tasks:?}");
@@ -264,20 +257,7 @@ async fn the_harness_scores_the_exported_tasks_as_eval_does() {
         .unwrap_or_else(|_| repo().join("target/lm-eval-venv/bin/lm_eval"));
     assert!(lm_eval.is_file(), "{} is missing", lm_eval.display());
     let tmp = tempfile::tempdir().unwrap();
-    let built = tmp.path().join("generated");
-    let raw = repo().join("raw");
-    let o = build(
-        &[
-            "recall",
-            "--raw",
-            raw.to_str().unwrap(),
-            "--out",
-            built.to_str().unwrap(),
-        ],
-        &[],
-    )
-    .await;
-    assert!(o.status.success(), "{}", text(&o));
+    let (built, tasks) = built_and_exported(tmp.path(), "recall").await;
     let mock = cb_mock::MockServer::start(cb_mock::reader_script::context_follower()).await;
     let base = mock.base_url();
     let ours = tmp.path().join("eval");
@@ -299,14 +279,6 @@ async fn the_harness_scores_the_exported_tasks_as_eval_does() {
     .await;
     assert!(o.status.success(), "{}", text(&o));
     let results = read_json(&ours.join("results.json"));
-    let tasks = tmp.path().join("tasks");
-    let o = conflictbench(&[
-        "export",
-        "lm-eval",
-        built.to_str().unwrap(),
-        tasks.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
     let harness_out = tmp.path().join("harness");
     let o = tokio::process::Command::new(&lm_eval)
         .args(["--model", "local-chat-completions", "--model_args"])

@@ -199,20 +199,7 @@ pub fn reader_reply(req: &ChatRequest) -> Option<Reply> {
 /// The system part and the request proper (a template's worked examples left out), joined by
 /// newlines.
 pub fn all_text(req: &ChatRequest) -> String {
-    // The request proper starts at the last user turn that is not a repair message: the
-    // turns before it (after the system part) are the template's worked examples.
-    let start = req
-        .messages
-        .iter()
-        .rposition(|(role, c)| role == "user" && !c.starts_with("That answer cannot be used"))
-        .unwrap_or(0);
-    req.messages
-        .iter()
-        .enumerate()
-        .filter(|(i, (role, _))| *i >= start || role == "system")
-        .map(|(_, (_, c))| c.as_str())
-        .collect::<Vec<_>>()
-        .join("\n")
+    req.request_text()
 }
 
 /// `build kre --domains DOMAIN` against an OpenAI-compatible `base`, model `m`.

@@ -58,6 +58,24 @@ impl ChatRequest {
     }
 
     /// The content of the last message with role `user`, or `""` if there is none.
+    /// The system part and the request proper, joined by newlines: the request proper starts
+    /// at the last user turn that is not a repair message ("That answer cannot be used"); the
+    /// turns between (a template's worked examples) are left out.
+    pub fn request_text(&self) -> String {
+        let start = self
+            .messages
+            .iter()
+            .rposition(|(role, c)| role == "user" && !c.starts_with("That answer cannot be used"))
+            .unwrap_or(0);
+        self.messages
+            .iter()
+            .enumerate()
+            .filter(|(i, (role, _))| *i >= start || role == "system")
+            .map(|(_, (_, c))| c.as_str())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
     pub fn last_user(&self) -> &str {
         self.messages
             .iter()

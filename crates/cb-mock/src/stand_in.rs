@@ -47,7 +47,7 @@ pub fn answer(req: &ChatRequest) -> Reply {
     if last.contains("The question itself is not shown") {
         return Reply::Content("A".to_owned());
     }
-    let all = request_text(req);
+    let all = req.request_text();
     let content = if all.contains("misleading options") {
         distractors(&all)
     } else if all.contains("Replacement answer: \"") {
@@ -67,23 +67,6 @@ pub fn answer(req: &ChatRequest) -> Reply {
         )
     };
     Reply::Content(content)
-}
-
-/// The system part and the request proper, the template's worked examples left out: the
-/// request proper starts at the last user turn that is not a repair message.
-fn request_text(req: &ChatRequest) -> String {
-    let start = req
-        .messages
-        .iter()
-        .rposition(|(role, c)| role == "user" && !c.starts_with("That answer cannot be used"))
-        .unwrap_or(0);
-    req.messages
-        .iter()
-        .enumerate()
-        .filter(|(i, (role, _))| *i >= start || role == "system")
-        .map(|(_, (_, c))| c.as_str())
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 fn first_line(s: &str) -> &str {

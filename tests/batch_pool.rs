@@ -210,6 +210,42 @@ async fn batch_errors_become_retries_in_the_next_round_or_rejects() {
     }
 }
 
+/// A request that fails in every round ends as an online call that fails on every attempt
+/// does: retries exhausted, with the last error's reason.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_batch_request_failing_every_round_is_rejected_as_an_online_one() {
+    let raw = tempfile::tempdir().unwrap();
+    write_cases(raw.path(), &["ok", "down"], "alpha first");
+    let mock = MockServer::start(responder(|req| {
+        match between(&all_text(req), "Case ", ":").unwrap_or("") {
+            "down" => Reply::server_error(500),
+            _ => model_reply(req),
+        }
+    }))
+    .await;
+    let mut reasons = Vec::new();
+    for batch in [false, true] {
+        let out = tempfile::tempdir().unwrap();
+        let (base, r, o) = (
+            mock.base_url(),
+            raw.path().to_str().unwrap().to_owned(),
+            out.path().to_str().unwrap().to_owned(),
+        );
+        let mut args = openai_args("cose", &base, &r, &o);
+        args.extend(["--max-retries", "2", "--backoff-ms", "1"]);
+        if batch {
+            args.extend(["--batch", "--batch-poll-ms", "10"]);
+        }
+        let res = build(&args, &[]).await;
+        assert!(res.status.success(), "{}", text(&res));
+        let rejects = read_jsonl(&out.path().join("kre/cose/rejects.jsonl"));
+        assert_eq!(rejects.len(), 1, "{rejects:?}");
+        reasons.push(rejects[0]["reason"].clone());
+    }
+    assert_eq!(reasons[0], "retries_exhausted_http_500");
+    assert_eq!(reasons[1], reasons[0], "batch and online give the same reason");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn cancel_cost_and_budget_of_a_batch() {
     let mock = MockServer::start(model()).await;

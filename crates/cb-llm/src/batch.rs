@@ -164,6 +164,16 @@ impl Llm {
                     }),
                     Err(e) => {
                         inner.stats.failures.fetch_add(1, Ordering::Relaxed);
+                        // As an online call ends: a retryable error, or one after retries,
+                        // is the retries exhausted (`retries_exhausted_<reason>`).
+                        let e = if e.is_retryable() || w.rounds > 0 {
+                            LlmError::Exhausted {
+                                attempts: w.rounds + 1,
+                                last: Box::new(e),
+                            }
+                        } else {
+                            e
+                        };
                         w.waiters.into_iter().for_each(|t| {
                             let _ = t.send(Err(e.clone()));
                         });

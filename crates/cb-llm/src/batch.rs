@@ -246,16 +246,16 @@ impl Llm {
             reservations.push(reservation);
             tracked.push(record);
         }
-        let mut errors = self.await_batches(cache, &api, tracked, opts).await?;
+        // What the batches answered, as collected (committed to the cache, not read back).
+        let mut outcomes = self.await_batches(cache, &api, tracked, opts).await?;
         drop(reservations);
         for key in open {
-            let answer = match cache.get(key)? {
-                Some(hit) => Ok(hit),
-                None => Err(errors.remove(key).unwrap_or_else(|| LlmError::Batch {
+            let answer = outcomes.remove(key).unwrap_or_else(|| {
+                Err(LlmError::Batch {
                     code: "batch_missing".into(),
                     message: "the batch returned no line for this request".into(),
-                })),
-            };
+                })
+            });
             answers.insert(key.to_owned(), answer);
         }
         Ok(answers)
@@ -307,15 +307,16 @@ impl Llm {
         Ok((record, reservation))
     }
 
-    /// Polls the batches until each has ended and is collected; returns the per-key errors.
+    /// Polls the batches until each has ended and is collected; returns each key's answer or
+    /// error.
     async fn await_batches(
         &self,
         cache: &Cache,
         api: &BatchApi<'_>,
         tracked: Vec<BatchRecord>,
         opts: &BatchOptions,
-    ) -> Result<HashMap<String, LlmError>, LlmError> {
-        let mut errors = HashMap::new();
+    ) -> Result<HashMap<String, Answer>, LlmError> {
+        let mut outcomes = HashMap::new();
         let mut pending = Vec::new();
         for record in tracked {
             let batch_id = match record.batch_id {
@@ -341,7 +342,7 @@ impl Llm {
                     remote.failed,
                 )?;
                 if remote.is_terminal() {
-                    self.collect(cache, api, &file_id, &remote, &mut errors)
+                    self.collect(cache, api, &file_id, &remote, &mut outcomes)
                         .await?;
                 } else {
                     tracing::debug!(batch = %batch_id, status = %remote.status, "batch not done yet");
@@ -349,7 +350,7 @@ impl Llm {
                 }
             }
             if still.is_empty() {
-                return Ok(errors);
+                return Ok(outcomes);
             }
             pending = still;
             tokio::time::sleep(interval).await;
@@ -357,15 +358,17 @@ impl Llm {
         }
     }
 
-    /// Downloads a finished batch's files, commits its answers, gathers its errors.
+    /// Downloads a finished batch's files, commits its answers, and puts each key's answer or
+    /// error in `outcomes`.
     async fn collect(
         &self,
         cache: &Cache,
         api: &BatchApi<'_>,
         file_id: &str,
         remote: &RemoteBatch,
-        errors: &mut HashMap<String, LlmError>,
+        outcomes: &mut HashMap<String, Answer>,
     ) -> Result<(), LlmError> {
+        let mut errors = HashMap::new();
         let inner = &self.inner;
         let rows = cache.batch_requests(file_id)?;
         let estimate = |key: &str| {
@@ -427,6 +430,8 @@ impl Llm {
         }
         cache.collect_batch(file_id, &inner.endpoint, &inner.config.model, &answers)?;
         tracing::info!(batch = %remote.id, status = %remote.status, answers = answers.len(), "batch collected");
+        outcomes.extend(errors.into_iter().map(|(k, e)| (k, Err(e))));
+        outcomes.extend(answers.into_iter().map(|(r, a)| (r.key.clone(), Ok(a))));
         Ok(())
     }
 

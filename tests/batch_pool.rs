@@ -243,7 +243,49 @@ async fn a_batch_request_failing_every_round_is_rejected_as_an_online_one() {
         reasons.push(rejects[0]["reason"].clone());
     }
     assert_eq!(reasons[0], "retries_exhausted_http_500");
-    assert_eq!(reasons[1], reasons[0], "batch and online give the same reason");
+    assert_eq!(
+        reasons[1], reasons[0],
+        "batch and online give the same reason"
+    );
+}
+
+/// A batch result that refuses the structured form (llama-cpp-python's HTTP 500 naming
+/// `response_format`) steps the form down and asks again in the next round, as an online call
+/// does, instead of rejecting the item.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_batch_refusing_the_structured_form_steps_it_down() {
+    use cb_mock::structured::{emulate, StructuredServer};
+    let mock = MockServer::start(emulate(
+        StructuredServer::LlamaCppPython,
+        cb_mock::stand_in::model(),
+    ))
+    .await;
+    let raw = bundled();
+    let mut files = Vec::new();
+    for batch in [false, true] {
+        let out = tempfile::tempdir().unwrap();
+        let (base, o) = (mock.base_url(), out.path().to_str().unwrap().to_owned());
+        let mut args = model_args("kre", "squad", &base, &raw, &o);
+        args.extend(["--backoff-ms", "1"]);
+        if batch {
+            args.extend(["--batch", "--batch-poll-ms", "10"]);
+        }
+        let res = build(&args, &[]).await;
+        assert!(res.status.success(), "{}", text(&res));
+        let dir = out.path().join("kre/squad");
+        let rejects = read_jsonl(&dir.join("rejects.jsonl"));
+        assert!(
+            rejects
+                .iter()
+                .all(|r| !r["reason"].as_str().unwrap().contains("http_500")),
+            "batch {batch}: {rejects:?}"
+        );
+        files.push(std::fs::read(dir.join("squad.json")).unwrap());
+    }
+    assert!(
+        files[0] == files[1],
+        "batch and online builds write the same rows"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -21,7 +21,7 @@
 use crate::batch_api::{input_line, parse_results, BatchApi, RemoteBatch};
 use crate::batch_store::BatchRecord;
 use crate::cache::RequestRow;
-use crate::structured::Form;
+use crate::structured::{self, Form};
 use crate::{Cache, CachedResponse, Call, ChatRequest, Completion, Llm, LlmError};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;
@@ -166,7 +166,9 @@ impl Llm {
                         inner.stats.failures.fetch_add(1, Ordering::Relaxed);
                         // As an online call ends: a retryable error, or one after retries,
                         // is the retries exhausted (`retries_exhausted_<reason>`).
-                        let e = if e.is_retryable() || w.rounds > 0 {
+                        let e = if (e.is_retryable() || w.rounds > 0)
+                            && !matches!(e, LlmError::FormRefused(_))
+                        {
                             LlmError::Exhausted {
                                 attempts: w.rounds + 1,
                                 last: Box::new(e),
@@ -388,6 +390,20 @@ impl Llm {
                 };
                 match line.outcome {
                     Ok(resp) => answers.push((row, resp)),
+                    // Not this `response_format`: the caller steps the form down and asks
+                    // again in the next round, as after an online refusal.
+                    Err(e) if structured::refuses_form(&e, false) => {
+                        let LlmError::Status { status, body, .. } = &e else {
+                            unreachable!("refusals are statuses")
+                        };
+                        let said = crate::endpoint::short(body, inner.config.api_key.expose());
+                        errors.insert(
+                            row.key.clone(),
+                            LlmError::FormRefused(format!(
+                                "HTTP {status} in a batch result: {said}"
+                            )),
+                        );
+                    }
                     Err(e) => {
                         errors.insert(row.key.clone(), e);
                     }

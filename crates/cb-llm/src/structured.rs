@@ -19,7 +19,9 @@
 //!
 //! `--batch` and `--pool` send no probe. With `--batch` the form is the one remembered for
 //! the endpoint, else `json-schema` (the Batch API is OpenAI's, which enforces it); batch
-//! input lines carry the body and key of an online call in that form. A pool is one
+//! input lines carry the body and key of an online call in that form; a result line that
+//! refuses the form steps it down like a refused online call, and those requests go into the
+//! next round in the lower form. A pool is one
 //! endpoint for this purpose (identity `pool:NAME`, one form for all its members, which
 //! serve the same model): it starts at the remembered form, else `json-schema`, and a
 //! member refusing the form on a call steps the whole pool down, remembered under

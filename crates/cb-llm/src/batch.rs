@@ -292,17 +292,22 @@ impl Llm {
         let size = bytes.len();
         let file_id = api.upload(&name, bytes).await?;
         let est_usd = micro as f64 / 1e6;
-        cache.record_upload(
-            &file_id,
-            &inner.endpoint,
-            &inner.config.model,
-            est_usd,
-            &rows,
-        )?;
+        let requests = rows.len();
+        cache
+            .record_upload(
+                &file_id,
+                &inner.endpoint,
+                &inner.config.model,
+                est_usd,
+                rows,
+            )
+            .await?;
         let remote = api.create(&file_id).await?;
-        cache.update_batch(&file_id, &remote.id, &remote.status, 0, 0)?;
+        cache
+            .update_batch(&file_id, &remote.id, &remote.status, 0, 0)
+            .await?;
         inner.stats.batches.fetch_add(1, Ordering::Relaxed);
-        tracing::info!(batch = %remote.id, requests = rows.len(), bytes = size, estimated_usd = est_usd, "batch submitted");
+        tracing::info!(batch = %remote.id, requests, bytes = size, estimated_usd = est_usd, "batch submitted");
         let record = cache
             .batch(&file_id)?
             .ok_or_else(|| LlmError::Cache(format!("batch of file {file_id} not recorded")))?;
@@ -336,13 +341,15 @@ impl Llm {
             let mut still = Vec::new();
             for (file_id, batch_id) in pending {
                 let remote = api.retrieve(&batch_id).await?;
-                cache.update_batch(
-                    &file_id,
-                    &remote.id,
-                    &remote.status,
-                    remote.completed,
-                    remote.failed,
-                )?;
+                cache
+                    .update_batch(
+                        &file_id,
+                        &remote.id,
+                        &remote.status,
+                        remote.completed,
+                        remote.failed,
+                    )
+                    .await?;
                 if remote.is_terminal() {
                     self.collect(cache, api, &file_id, &remote, &mut outcomes)
                         .await?;
@@ -444,10 +451,18 @@ impl Llm {
             s.upstream_tokens
                 .fetch_add(r.prompt_tokens + r.completion_tokens, Ordering::Relaxed);
         }
-        cache.collect_batch(file_id, &inner.endpoint, &inner.config.model, &answers)?;
-        tracing::info!(batch = %remote.id, status = %remote.status, answers = answers.len(), "batch collected");
+        let answers: Vec<(RequestRow, CachedResponse)> =
+            answers.into_iter().map(|(r, a)| (r.clone(), a)).collect();
+        let keyed: Vec<(String, CachedResponse)> = answers
+            .iter()
+            .map(|(r, a)| (r.key.clone(), a.clone()))
+            .collect();
+        cache
+            .collect_batch(file_id, &inner.endpoint, &inner.config.model, answers)
+            .await?;
+        tracing::info!(batch = %remote.id, status = %remote.status, answers = keyed.len(), "batch collected");
         outcomes.extend(errors.into_iter().map(|(k, e)| (k, Err(e))));
-        outcomes.extend(answers.into_iter().map(|(r, a)| (r.key.clone(), Ok(a))));
+        outcomes.extend(keyed.into_iter().map(|(k, a)| (k, Ok(a))));
         Ok(())
     }
 
@@ -469,13 +484,15 @@ impl Llm {
             LlmError::Config(format!("file {id} was uploaded but never became a batch"))
         })?;
         let remote = BatchApi::new(http, &inner.config).cancel(&batch_id).await?;
-        cache.update_batch(
-            &record.file_id,
-            &remote.id,
-            &remote.status,
-            remote.completed,
-            remote.failed,
-        )?;
+        cache
+            .update_batch(
+                &record.file_id,
+                &remote.id,
+                &remote.status,
+                remote.completed,
+                remote.failed,
+            )
+            .await?;
         cache
             .batch(&record.file_id)?
             .ok_or_else(|| LlmError::Cache(format!("batch {id} vanished from the journal")))

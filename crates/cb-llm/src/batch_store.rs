@@ -102,50 +102,53 @@ impl Cache {
             .optional()?)
     }
 
-    /// Records an uploaded input file and its requests (one transaction).
-    pub(crate) fn record_upload(
+    /// Records an uploaded input file and its requests (one transaction, on the writer).
+    pub(crate) async fn record_upload(
         &self,
         file_id: &str,
         endpoint: &str,
         model: &str,
         estimated_usd: f64,
-        rows: &[RequestRow],
+        rows: Vec<RequestRow>,
     ) -> Result<(), LlmError> {
-        let mut conn = self.conn();
-        let tx = conn.transaction()?;
-        tx.execute(
-            "INSERT INTO batches (file_id, endpoint, model, state, requests, estimated_usd,
-             created_unix, updated_unix) VALUES (?1, ?2, ?3, 'uploaded', ?4, ?5, ?6, ?6)",
-            params![
-                file_id,
-                endpoint,
-                model,
-                rows.len() as i64,
-                estimated_usd,
-                unix_now()
-            ],
-        )?;
-        {
-            let mut stmt = tx.prepare(
-                "INSERT OR IGNORE INTO batch_requests (key, file_id, template, template_hash, request)
-                 VALUES (?1, ?2, ?3, ?4, ?5)",
-            )?;
-            for r in rows {
-                stmt.execute(params![
-                    r.key,
+        let (file_id, endpoint, model) =
+            (file_id.to_owned(), endpoint.to_owned(), model.to_owned());
+        self.write(Box::new(move |conn| {
+            let tx = conn.transaction()?;
+            tx.execute(
+                "INSERT INTO batches (file_id, endpoint, model, state, requests, estimated_usd,
+                 created_unix, updated_unix) VALUES (?1, ?2, ?3, 'uploaded', ?4, ?5, ?6, ?6)",
+                params![
                     file_id,
-                    r.template,
-                    r.template_hash,
-                    r.request
-                ])?;
+                    endpoint,
+                    model,
+                    rows.len() as i64,
+                    estimated_usd,
+                    unix_now()
+                ],
+            )?;
+            {
+                let mut stmt = tx.prepare(
+                    "INSERT OR IGNORE INTO batch_requests (key, file_id, template, template_hash, request)
+                     VALUES (?1, ?2, ?3, ?4, ?5)",
+                )?;
+                for r in &rows {
+                    stmt.execute(params![
+                        r.key,
+                        file_id,
+                        r.template,
+                        r.template_hash,
+                        r.request
+                    ])?;
+                }
             }
-        }
-        tx.commit()?;
-        Ok(())
+            tx.commit()
+        }))
+        .await
     }
 
-    /// Stores what the provider last said of a batch.
-    pub(crate) fn update_batch(
+    /// Stores what the provider last said of a batch (on the writer).
+    pub(crate) async fn update_batch(
         &self,
         file_id: &str,
         batch_id: &str,
@@ -153,19 +156,24 @@ impl Cache {
         completed: u64,
         failed: u64,
     ) -> Result<(), LlmError> {
-        self.conn().execute(
-            "UPDATE batches SET batch_id = ?2, state = ?3, completed = ?4, failed = ?5,
-             updated_unix = ?6 WHERE file_id = ?1",
-            params![
-                file_id,
-                batch_id,
-                state,
-                completed as i64,
-                failed as i64,
-                unix_now()
-            ],
-        )?;
-        Ok(())
+        let (file_id, batch_id, state) =
+            (file_id.to_owned(), batch_id.to_owned(), state.to_owned());
+        self.write(Box::new(move |conn| {
+            conn.execute(
+                "UPDATE batches SET batch_id = ?2, state = ?3, completed = ?4, failed = ?5,
+                 updated_unix = ?6 WHERE file_id = ?1",
+                params![
+                    file_id,
+                    batch_id,
+                    state,
+                    completed as i64,
+                    failed as i64,
+                    unix_now()
+                ],
+            )
+            .map(|_| ())
+        }))
+        .await
     }
 
     /// Live (not yet collected) batches of this endpoint and model, with the keys each holds.
@@ -213,28 +221,72 @@ impl Cache {
             .collect()
     }
 
-    /// Commits a finished batch's answers and marks it collected, in one transaction.
-    pub(crate) fn collect_batch(
+    /// Commits a collected batch's answers and marks it collected, in one transaction on the
+    /// writer.
+    pub(crate) async fn collect_batch(
         &self,
         file_id: &str,
         endpoint: &str,
         model: &str,
-        answers: &[(&RequestRow, CachedResponse)],
+        answers: Vec<(RequestRow, CachedResponse)>,
     ) -> Result<(), LlmError> {
-        let mut conn = self.conn();
-        let tx = conn.transaction()?;
-        {
-            let mut stmt = tx.prepare(INSERT_RESPONSE)?;
-            let t = unix_now();
-            for (row, resp) in answers {
-                row.insert(&mut stmt, endpoint, model, resp, t)?;
+        let (file_id, endpoint, model) =
+            (file_id.to_owned(), endpoint.to_owned(), model.to_owned());
+        self.write(Box::new(move |conn| {
+            let tx = conn.transaction()?;
+            {
+                let mut stmt = tx.prepare(INSERT_RESPONSE)?;
+                let t = unix_now();
+                for (row, resp) in &answers {
+                    row.insert(&mut stmt, &endpoint, &model, resp, t)?;
+                }
             }
-        }
-        tx.execute(
-            "UPDATE batches SET collected = 1, updated_unix = ?2 WHERE file_id = ?1",
-            params![file_id, unix_now()],
-        )?;
-        tx.commit()?;
-        Ok(())
+            tx.execute(
+                "UPDATE batches SET collected = 1, updated_unix = ?2 WHERE file_id = ?1",
+                params![file_id, unix_now()],
+            )?;
+            tx.commit()
+        }))
+        .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The journal is written by the cache's writer thread: a reader holding the read
+    /// connection does not hold it up (before, the journal wrote on that connection and this
+    /// waited forever).
+    #[tokio::test]
+    #[allow(clippy::await_holding_lock)] // on purpose: a reader holds the read connection
+    async fn journal_writes_go_through_the_writer() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::open(&dir.path().join("c.sqlite")).unwrap();
+        let reading = cache.conn();
+        let row = RequestRow {
+            key: "k1".into(),
+            template: "t".into(),
+            template_hash: "h".into(),
+            request: "{}".into(),
+        };
+        let written = async {
+            cache
+                .record_upload("file-1", "http://e/v1", "m", 0.5, vec![row])
+                .await?;
+            cache
+                .update_batch("file-1", "batch-1", "in_progress", 0, 0)
+                .await
+        };
+        tokio::time::timeout(std::time::Duration::from_secs(20), written)
+            .await
+            .expect("the journal write waited for the read connection")
+            .unwrap();
+        drop(reading);
+        let b = cache.batch("file-1").unwrap().unwrap();
+        assert_eq!(
+            (b.batch_id.as_deref(), b.state.as_str(), b.requests),
+            (Some("batch-1"), "in_progress", 1)
+        );
     }
 }

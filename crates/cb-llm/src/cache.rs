@@ -66,10 +66,22 @@ impl Drop for Writer {
     }
 }
 
-/// One answer waiting for the writer.
-struct Pending {
+/// What the writer is asked to do, with the way to say it is done.
+enum Pending {
+    /// One answer (answers waiting together are committed in one transaction).
+    Answer(Box<AnswerJob>),
+    /// Any other write (the batch journal), in a transaction of its own.
+    Job(Job, Done),
+}
+
+type Done = tokio::sync::oneshot::Sender<Result<(), String>>;
+
+/// A write the writer runs on its connection.
+pub(crate) type Job = Box<dyn FnOnce(&mut Connection) -> rusqlite::Result<()> + Send>;
+
+struct AnswerJob {
     row: AnswerRow,
-    done: tokio::sync::oneshot::Sender<Result<(), String>>,
+    done: Done,
 }
 
 /// An answer as it is stored.
@@ -317,16 +329,38 @@ impl Cache {
             replica: replica.map(str::to_owned),
         };
         let (done, committed) = tokio::sync::oneshot::channel();
+        self.send(writer, Pending::Answer(Box::new(AnswerJob { row, done })))?;
+        Self::committed(committed).await
+    }
+
+    /// Runs `job` on the writer thread's connection (after the answers queued before it);
+    /// returns once it has run. Every write goes through the writer, so reads never wait for
+    /// one.
+    pub(crate) async fn write(&self, job: Job) -> Result<(), LlmError> {
+        let writer = self
+            .writer
+            .as_ref()
+            .ok_or_else(|| LlmError::Cache("the cache was opened read-only".into()))?;
+        let (done, ran) = tokio::sync::oneshot::channel();
+        self.send(writer, Pending::Job(job, done))?;
+        Self::committed(ran).await
+    }
+
+    fn send(&self, writer: &Writer, p: Pending) -> Result<(), LlmError> {
         let gone = || LlmError::Cache("the cache writer stopped".into());
         writer
             .tx
             .as_ref()
             .ok_or_else(gone)?
-            .send(Pending { row, done })
-            .map_err(|_| gone())?;
-        committed
-            .await
-            .map_err(|_| gone())?
+            .send(p)
+            .map_err(|_| gone())
+    }
+
+    async fn committed(
+        rx: tokio::sync::oneshot::Receiver<Result<(), String>>,
+    ) -> Result<(), LlmError> {
+        rx.await
+            .map_err(|_| LlmError::Cache("the cache writer stopped".into()))?
             .map_err(LlmError::Cache)
     }
 
@@ -345,11 +379,34 @@ impl Cache {
 /// [`GROUP_MAX`]), writes them in one transaction and tells each caller how it went. Ends
 /// when every handle to the cache is gone.
 fn write_loop(mut conn: Connection, rx: &std::sync::mpsc::Receiver<Pending>) {
-    while let Ok(first) = rx.recv() {
-        let mut group = vec![first];
+    // A job that arrived while answers were being grouped runs right after them.
+    let mut next = None;
+    loop {
+        let first = match next.take() {
+            Some(p) => p,
+            None => match rx.recv() {
+                Ok(p) => p,
+                Err(_) => return,
+            },
+        };
+        let mut group = match first {
+            Pending::Job(job, done) => {
+                let result = job(&mut conn).map_err(|e| e.to_string());
+                if let Err(e) = &result {
+                    tracing::error!("cache write failed: {e}");
+                }
+                let _ = done.send(result);
+                continue;
+            }
+            Pending::Answer(a) => vec![*a],
+        };
         while group.len() < GROUP_MAX {
             match rx.try_recv() {
-                Ok(p) => group.push(p),
+                Ok(Pending::Answer(a)) => group.push(*a),
+                Ok(job) => {
+                    next = Some(job);
+                    break;
+                }
                 Err(_) => break,
             }
         }
@@ -364,13 +421,13 @@ fn write_loop(mut conn: Connection, rx: &std::sync::mpsc::Receiver<Pending>) {
     }
 }
 
-fn write_group(conn: &mut Connection, group: &[Pending]) -> Result<(), rusqlite::Error> {
+fn write_group(conn: &mut Connection, group: &[AnswerJob]) -> Result<(), rusqlite::Error> {
     let now = unix_now();
     let tx = conn.transaction()?;
     {
         let mut answer = tx.prepare_cached(INSERT_RESPONSE)?;
         let mut replica = tx.prepare_cached(crate::pool::INSERT_REPLICA)?;
-        for Pending { row: r, .. } in group {
+        for AnswerJob { row: r, .. } in group {
             r.request
                 .insert(&mut answer, &r.endpoint, &r.model, &r.response, now)?;
             if let Some(by) = &r.replica {

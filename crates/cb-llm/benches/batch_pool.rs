@@ -92,7 +92,7 @@ async fn batch_bench(dir: &std::path::Path) {
         MockServer::start(fixed("Because the steam escapes through a narrow opening.")).await;
     let mut c = base(&dir.join("batch.sqlite"));
     c.base_url = mock.base_url();
-    c.batch = Some(BatchOptions {
+    c.transport = cb_llm::Transport::BatchApi(BatchOptions {
         poll_initial: Duration::from_millis(50),
         quiet: Duration::from_millis(200),
         ..BatchOptions::default()
@@ -119,7 +119,7 @@ async fn batch_bench(dir: &std::path::Path) {
 
 fn pool_config(mocks: &[MockServer], concurrency: usize, cache: &std::path::Path) -> LlmConfig {
     let mut c = base(cache);
-    c.pool = Some(PoolConfig {
+    c.transport = cb_llm::Transport::Pool(PoolConfig {
         name: "bench".into(),
         endpoints: mocks
             .iter()

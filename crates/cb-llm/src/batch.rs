@@ -88,7 +88,7 @@ impl Llm {
         form: Form,
     ) -> Result<Completion, LlmError> {
         let inner = &self.inner;
-        let collector = inner.batch.as_ref().expect("batch mode has a collector");
+        let collector = inner.collector().expect("batch mode has a collector");
         let (tx, rx) = oneshot::channel();
         let start_driver = {
             let mut q = collector.queue.lock().expect("batch queue");
@@ -119,8 +119,11 @@ impl Llm {
     /// Runs rounds while calls are queued; ends when the queue stays empty.
     async fn drive(&self) {
         let inner = &self.inner;
-        let collector = inner.batch.as_ref().expect("batch mode has a collector");
-        let opts = inner.config.batch.clone().unwrap_or_default();
+        let collector = inner.collector().expect("batch mode has a collector");
+        let opts = match &inner.config.transport {
+            crate::Transport::BatchApi(o) => o.clone(),
+            _ => BatchOptions::default(),
+        };
         loop {
             let taken = loop {
                 let before = collector.queue.lock().expect("batch queue").arrivals;

@@ -108,10 +108,31 @@ pub struct LlmConfig {
     pub max_tokens: Option<u64>,
     /// How response schemas are sent (`--structured`).
     pub structured: Structured,
-    /// `--batch`: cache misses go through the provider's Batch API (openai backend only).
-    pub batch: Option<BatchOptions>,
-    /// Several endpoints for the same model (openai backend); replaces `base_url`.
-    pub pool: Option<PoolConfig>,
+    /// How a cache miss reaches the model (openai backend; the others send nothing).
+    pub transport: Transport,
+}
+
+/// How a cache miss reaches the model.
+#[derive(Debug, Clone, Default)]
+pub enum Transport {
+    /// One request to `base_url` per call.
+    #[default]
+    Online,
+    /// Several endpoints serving the same model (`--pool`); replaces `base_url`.
+    Pool(PoolConfig),
+    /// The provider's Batch API at `base_url` (`--batch`): calls wait for rounds of batches.
+    BatchApi(BatchOptions),
+}
+
+impl Transport {
+    /// The name `runs.jsonl` and the logs use.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Transport::Online => "online",
+            Transport::Pool(_) => "pool",
+            Transport::BatchApi(_) => "batch",
+        }
+    }
 }
 
 impl LlmConfig {
@@ -128,7 +149,7 @@ impl LlmConfig {
     /// flight (a pool's are its endpoints' together), or with `--batch` all of them, since a
     /// batch round holds every item waiting on the model.
     pub fn items_in_flight(&self) -> usize {
-        if self.batch.is_some() && self.backend == BackendKind::Openai {
+        if matches!(self.transport, Transport::BatchApi(_)) && self.backend == BackendKind::Openai {
             1 << 30
         } else {
             self.concurrency.max(1).saturating_mul(2)
@@ -155,8 +176,7 @@ impl LlmConfig {
             max_cost_usd: None,
             max_tokens: None,
             structured: Structured::Auto,
-            batch: None,
-            pool: None,
+            transport: Transport::Online,
         }
     }
 }
@@ -232,14 +252,38 @@ pub struct Llm {
     inner: Arc<Inner>,
 }
 
+/// Where a cache miss goes: the running form of the configuration's [`Transport`].
+enum Route {
+    Online,
+    Pool(pool::Pool),
+    BatchApi(batch::Collector),
+}
+
+impl Inner {
+    fn pool(&self) -> Option<&pool::Pool> {
+        match &self.route {
+            Route::Pool(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    fn collector(&self) -> Option<&batch::Collector> {
+        match &self.route {
+            Route::BatchApi(c) => Some(c),
+            _ => None,
+        }
+    }
+}
+
 struct Inner {
     config: LlmConfig,
     endpoint: String,
     cache: Option<Cache>,
     limiter: limiter::Limiter,
+    /// The client of `base_url` (online calls and the Batch API; none for a pool or a backend
+    /// that sends nothing).
     http: Option<http::OpenAiHttp>,
-    batch: Option<batch::Collector>,
-    pool: Option<pool::Pool>,
+    route: Route,
     /// Shared with a reader made by [`Llm::reader`]: one budget for both.
     stats: Arc<Stats>,
     /// Estimated cost (micro-dollars) and tokens reserved by calls in flight (shared too).
@@ -294,14 +338,22 @@ impl Llm {
                 "the replay backend needs a cache file".into(),
             ));
         }
-        let (http, pool) = match (config.backend, &config.pool) {
-            (BackendKind::Openai, Some(p)) => (None, Some(pool::Pool::new(&config, p)?)),
-            (BackendKind::Openai, None) => (Some(http::OpenAiHttp::new(&config)?), None),
-            _ => (None, None),
+        let (http, route) = match (config.backend, &config.transport) {
+            (BackendKind::Openai, Transport::Pool(p)) => {
+                (None, Route::Pool(pool::Pool::new(&config, p)?))
+            }
+            (BackendKind::Openai, Transport::BatchApi(_)) => (
+                Some(http::OpenAiHttp::new(&config)?),
+                Route::BatchApi(batch::Collector::default()),
+            ),
+            (BackendKind::Openai, Transport::Online) => {
+                (Some(http::OpenAiHttp::new(&config)?), Route::Online)
+            }
+            _ => (None, Route::Online),
         };
-        let endpoint = match (config.backend, &config.pool) {
+        let endpoint = match (config.backend, &config.transport) {
             (BackendKind::Offline, _) => "offline".to_string(),
-            (_, Some(p)) => format!("pool:{}", p.name),
+            (_, Transport::Pool(p)) => format!("pool:{}", p.name),
             _ => endpoint_identity(&config.base_url),
         };
         Ok(Self {
@@ -310,9 +362,7 @@ impl Llm {
                 endpoint,
                 cache,
                 http,
-                pool,
-                batch: (config.batch.is_some() && config.backend == BackendKind::Openai)
-                    .then(batch::Collector::default),
+                route,
                 config,
                 stats: shared.map_or_else(Default::default, |s| Arc::clone(&s.stats)),
                 reserved_micro_usd: shared
@@ -349,12 +399,12 @@ impl Llm {
     /// submitted) or `pool` (with calls, answers, failures and pauses per endpoint).
     pub fn transport(&self) -> serde_json::Value {
         let inner = &self.inner;
-        if let Some(pool) = &inner.pool {
-            serde_json::json!({"mode": "pool", "endpoints": pool.report()})
-        } else if inner.batch.is_some() {
-            serde_json::json!({"mode": "batch", "batches": inner.stats.batches.load(Ordering::Relaxed)})
-        } else {
-            serde_json::json!({"mode": "online"})
+        match &inner.route {
+            Route::Pool(pool) => serde_json::json!({"mode": "pool", "endpoints": pool.report()}),
+            Route::BatchApi(_) => {
+                serde_json::json!({"mode": "batch", "batches": inner.stats.batches.load(Ordering::Relaxed)})
+            }
+            Route::Online => serde_json::json!({"mode": "online"}),
         }
     }
 
@@ -399,11 +449,11 @@ impl Llm {
                     item: call.item.clone(),
                 }),
                 BackendKind::DryRun => Ok(self.dry_run(call, key)),
-                BackendKind::Openai if inner.pool.is_some() => self.via_pool(call, key, form).await,
-                BackendKind::Openai if inner.batch.is_some() => {
-                    self.via_batch(call, key, form).await
-                }
-                BackendKind::Openai => self.upstream(call, key, form).await,
+                BackendKind::Openai => match &inner.route {
+                    Route::Pool(_) => self.via_pool(call, key, form).await,
+                    Route::BatchApi(_) => self.via_batch(call, key, form).await,
+                    Route::Online => self.upstream(call, key, form).await,
+                },
                 BackendKind::Offline => unreachable!("handled above"),
             };
             match (result, inner.config.structured) {

@@ -285,7 +285,7 @@ impl Llm {
         form: Form,
     ) -> Result<Completion, LlmError> {
         let inner = &self.inner;
-        let pool = inner.pool.as_ref().expect("pool mode has a pool");
+        let pool = inner.pool().expect("pool mode has a pool");
         let reservation = self.reserve_call(&call.request)?;
         let est_tokens = reservation.tokens;
         let body = call.request.body_as(&inner.config.model, form);

@@ -178,7 +178,8 @@ impl Llm {
     /// A Batch API endpoint and an endpoint pool start at `json-schema` (see the module text).
     fn probes(&self) -> bool {
         let inner = &self.inner;
-        inner.config.backend == BackendKind::Openai && inner.pool.is_none() && inner.batch.is_none()
+        inner.config.backend == BackendKind::Openai
+            && matches!(inner.config.transport, crate::Transport::Online)
     }
 
     async fn detected_form(&self) -> Result<Form, LlmError> {

@@ -303,7 +303,7 @@ async fn batch_lines_carry_the_online_body_and_key_of_the_form_in_use() {
                 .put_capability(llm.endpoint(), "m", f, "set by the test")
                 .unwrap();
         }
-        c.batch = Some(cb_llm::BatchOptions {
+        c.transport = cb_llm::Transport::BatchApi(cb_llm::BatchOptions {
             poll_initial: std::time::Duration::from_millis(10),
             quiet: std::time::Duration::from_millis(20),
             ..Default::default()

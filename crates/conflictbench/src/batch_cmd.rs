@@ -42,7 +42,7 @@ impl BatchFlags {
         }
         c.price.input_per_million *= self.batch_price_factor;
         c.price.output_per_million *= self.batch_price_factor;
-        c.batch = Some(BatchOptions {
+        c.transport = cb_llm::Transport::BatchApi(BatchOptions {
             max_requests_per_file: self.batch_max_requests.max(1),
             max_bytes_per_file: self.batch_max_mb.max(1) * 1024 * 1024,
             poll_initial: Duration::from_millis(self.batch_poll_ms.max(1)),

@@ -156,7 +156,7 @@ async fn run_eval(args: RunArgs) -> anyhow::Result<()> {
             "unknown benchmark {bench:?}: expected recall or kre"
         )));
     }
-    if args.llm.backend(&crate::pool_cmd::Transport::default()) == Backend::Offline {
+    if args.llm.backend(&crate::pool_cmd::TransportArgs::default()) == Backend::Offline {
         return Err(config_err(
             "eval needs a model under test: give --base-url and --model (or --backend replay); the offline backend has no answers of its own to evaluate",
         ));
@@ -175,7 +175,7 @@ async fn run_eval(args: RunArgs) -> anyhow::Result<()> {
             .join(bench)
             .join(file_safe(&model))
     });
-    let transport = crate::pool_cmd::Transport::default();
+    let transport = crate::pool_cmd::TransportArgs::default();
     args.llm.preflight(&transport)?;
     let config = args.llm.config(
         &out,

@@ -3,7 +3,7 @@
 //! transport (`--batch`, an endpoint pool) the build's flags declare.
 
 use crate::config_err;
-use crate::pool_cmd::Transport;
+use crate::pool_cmd::TransportArgs;
 use cb_llm::{pricing, ApiKey, BackendKind, LlmConfig, Price};
 use clap::{Args, ValueEnum};
 use std::path::{Path, PathBuf};
@@ -77,7 +77,7 @@ pub struct LlmArgs {
 impl LlmArgs {
     /// Checks every endpoint of the run before any work (`--base-url`, a pool's): a base URL
     /// that cannot be parsed, or a public host with no API key, is a configuration error.
-    pub fn preflight(&self, transport: &Transport) -> anyhow::Result<()> {
+    pub fn preflight(&self, transport: &TransportArgs) -> anyhow::Result<()> {
         let backend = self.backend(transport);
         if backend == Backend::Offline {
             return Ok(());
@@ -96,7 +96,7 @@ impl LlmArgs {
 
     /// The backend asked for, or the default: `openai` with a base URL or a pool, else
     /// `offline`.
-    pub fn backend(&self, transport: &Transport) -> Backend {
+    pub fn backend(&self, transport: &TransportArgs) -> Backend {
         match self.backend {
             Some(b) => b,
             None if self.base_url.is_some() || transport.pool_urls().next().is_some() => {
@@ -115,7 +115,7 @@ impl LlmArgs {
         out: &Path,
         previous: impl Fn() -> Option<(String, String)>,
         what: &str,
-        transport: &Transport,
+        transport: &TransportArgs,
     ) -> anyhow::Result<LlmConfig> {
         let backend = self.backend(transport);
         let base_url = self

@@ -360,7 +360,7 @@ async fn build(mut args: BuildArgs) -> anyhow::Result<()> {
     check_out(&args.out)?;
     let limits = (args.llm.concurrency, args.llm.rpm, args.llm.tpm);
     let transport =
-        pool_cmd::Transport::new(&args.batch, &args.pool, limits).map_err(config_err)?;
+        pool_cmd::TransportArgs::new(&args.batch, &args.pool, limits).map_err(config_err)?;
     let (reader_url, reader_model) = transport.reader();
     args.reader.or_from(reader_url, reader_model);
     args.reader.check()?;

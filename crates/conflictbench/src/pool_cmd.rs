@@ -123,13 +123,13 @@ type Reader = (Option<String>, Option<String>);
 /// What `--batch` and the pool flags change in a run's LLM configuration
 /// ([`crate::llm_args::LlmArgs::config`] applies it).
 #[derive(Debug, Default)]
-pub struct Transport {
+pub struct TransportArgs {
     pool: Option<PoolConfig>,
     reader: Reader,
     batch: Option<crate::batch_cmd::BatchFlags>,
 }
 
-impl Transport {
+impl TransportArgs {
     /// Reads the pool flags (endpoints without their own limits get `concurrency`, `rpm`,
     /// `tpm`); a pool cannot be combined with `--batch`.
     pub fn new(
@@ -170,7 +170,7 @@ impl Transport {
         }
         if let (Some(pool), false) = (&self.pool, config.backend == cb_llm::BackendKind::Offline) {
             config.concurrency = pool.endpoints.iter().map(|e| e.concurrency).sum();
-            config.pool = Some(pool.clone());
+            config.transport = cb_llm::Transport::Pool(pool.clone());
         }
         Ok(())
     }

@@ -133,7 +133,9 @@ impl ReaderArgs {
 /// `OPENAI_API_KEY`. The build's reader and the audit's are made by it.
 pub fn reader_config(mut base: LlmConfig, base_url: String, model: String) -> LlmConfig {
     base.backend = BackendKind::Openai;
-    base.pool = None;
+    if matches!(base.transport, cb_llm::Transport::Pool(_)) {
+        base.transport = cb_llm::Transport::Online;
+    }
     base.price = pricing::builtin(&model).unwrap_or_default();
     base.api_key = crate::llm_args::api_key();
     base.base_url = base_url;

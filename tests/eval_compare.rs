@@ -393,6 +393,16 @@ async fn runs_of_another_benchmark_data_or_prompt_set_are_refused() {
     .await;
     refused(&other, &["different prompts", "eval/kre.md"]);
 
+    // Another instruction text: KRE's pool instead of ours.
+    if let Some(shared) = shared_data() {
+        let pool = shared.join("kre/instructions");
+        let other = t.join("pool-run");
+        let mut extra = settings.to_vec();
+        extra.extend(["--kre-instructions", pool.to_str().unwrap()]);
+        run_kre(&cose, &other, "m", Behaviour::Memory, &extra, None).await;
+        refused(&other, &["different prompts", "kre_instructions/no_hint_"]);
+    }
+
     // A run written before runs named their data.
     let old = t.join("old-run");
     copy_dir(&base, &old);

@@ -400,6 +400,20 @@ pub async fn evaluate(
     });
     let figures = crate::kre_tables::figures(opts, &files, &golds, &answers, &wanted);
     let mut results = Results::new("kre", llm, opts, &files, wanted, &[&p.main], figures);
+    // The other texts the prompts are made of, so that `eval compare` tells apart runs with
+    // other role texts or another instruction of KRE's pool.
+    let hash = |t: &str| cb_step::prompt::sha256_hex(t.as_bytes());
+    let mut texts = vec![
+        ("eval/kre_role_dependent.md".to_owned(), hash(&p.dependent)),
+        ("eval/kre_role_intuitive.md".to_owned(), hash(&p.intuitive)),
+    ];
+    if let Some((zero, few)) = &p.pool {
+        let h = if opts.hint { "with_hint" } else { "no_hint" };
+        let n = &opts.instruction;
+        texts.push((format!("kre_instructions/{h}_zeroshot/{n}.txt"), hash(zero)));
+        texts.push((format!("kre_instructions/{h}_fewshot/{n}.txt"), hash(few)));
+    }
+    results.prompts.extend(texts);
     results.tables = crate::kre_tables::tables(&results, &files);
     Ok((results, predictions))
 }

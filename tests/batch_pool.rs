@@ -109,6 +109,7 @@ async fn a_build_killed_during_its_batch_resumes_it_and_submits_each_request_onc
     mock.set_batch_settings(BatchSettings {
         completion_delay: Duration::from_secs(2),
         expire_after: None,
+        ..BatchSettings::default()
     });
     let out = tempfile::tempdir().unwrap();
     let (base, raw) = (mock.base_url(), bundled());
@@ -173,6 +174,7 @@ async fn batch_errors_become_retries_in_the_next_round_or_rejects() {
     mock.set_batch_settings(BatchSettings {
         completion_delay: Duration::ZERO,
         expire_after: Some(3),
+        ..BatchSettings::default()
     });
     let out = tempfile::tempdir().unwrap();
     let (base, r, o) = (
@@ -288,6 +290,25 @@ async fn a_batch_refusing_the_structured_form_steps_it_down() {
     );
 }
 
+/// An input file the Batch API refuses as too large (HTTP 413) stops the build with a
+/// sentence saying which limit to lower, instead of rejecting every item and exiting 0.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_input_file_refused_as_too_large_stops_the_build() {
+    let mock = MockServer::start(responder(model_reply)).await;
+    mock.set_batch_settings(BatchSettings {
+        max_file_bytes: Some(512),
+        ..BatchSettings::default()
+    });
+    let out = tempfile::tempdir().unwrap();
+    let (base, raw) = (mock.base_url(), bundled());
+    let mut args = kre_args(&base, out.path().to_str().unwrap(), &raw);
+    args.extend(["--batch", "--batch-poll-ms", "10"]);
+    let res = build(&args, &[]).await;
+    assert_eq!(res.status.code(), Some(2), "{}", text(&res));
+    assert!(text(&res).contains("--batch-max-mb"), "{}", text(&res));
+    assert_eq!(mock.batch_count(), 0, "nothing was submitted");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn cancel_cost_and_budget_of_a_batch() {
     let mock = MockServer::start(model()).await;
@@ -356,6 +377,7 @@ async fn cancel_cost_and_budget_of_a_batch() {
     mock.set_batch_settings(BatchSettings {
         completion_delay: Duration::from_secs(600),
         expire_after: None,
+        ..BatchSettings::default()
     });
     let out = tempfile::tempdir().unwrap();
     let mut args = model_args("kre", "cose", &base, &raw, out.path().to_str().unwrap());

@@ -147,6 +147,16 @@ impl Llm {
         if let Some(why) = endpoint::fatal_status(last, ep, model, key) {
             return self.endpoint_down(why);
         }
+        if let LlmError::Status {
+            status: 413, body, ..
+        } = last
+        {
+            // Every later file would be as large: stop, nothing was submitted.
+            return LlmError::Config(format!(
+                "{ep} refused a batch input file as too large (HTTP 413: {}); lower --batch-max-mb or --batch-max-requests and run the same command again",
+                endpoint::short(body, key)
+            ));
+        }
         if matches!(last, LlmError::Connect(_)) {
             let attempts = match &e {
                 LlmError::Exhausted { attempts, .. } => *attempts,

@@ -39,6 +39,8 @@ pub struct BatchSettings {
     pub completion_delay: Duration,
     /// When set, a batch expires at its deadline having answered only its first N lines.
     pub expire_after: Option<usize>,
+    /// When set, an uploaded file larger than this many bytes is refused with HTTP 413.
+    pub max_file_bytes: Option<usize>,
 }
 
 /// One request line of an accepted batch.
@@ -158,6 +160,16 @@ async fn upload(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
             "cb-mock: the form needs `purpose` and `file`",
         );
     };
+    let limit = lock(&shared.batch.settings).max_file_bytes;
+    if let Some(max) = limit.filter(|max| file.data.len() > *max) {
+        return invalid(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            &format!(
+                "file of {} bytes is larger than the {max} bytes allowed",
+                file.data.len()
+            ),
+        );
+    }
     let purpose = String::from_utf8_lossy(purpose.data).into_owned();
     let filename = file.filename.clone().unwrap_or_else(|| "upload".into());
     let info = shared

@@ -13,21 +13,26 @@
 //!   prompt, for models the harness scores that way (local weights; chat APIs cannot).
 //!
 //! Settings: RECALL QA-A and QA-NA with the `original`, `edited` and `none` context (text
-//! generation is left out: its R-Rate needs the edited words, which the harness cannot see);
-//! KRE `memory` (no context), `negative` (the negative context, as zero-shot asks a known
-//! item) and `golden` (the golden context, as zero-shot asks an unknown one). KRE's few-shot
-//! and role settings are left out: their examples and the split into known and unknown items
-//! depend on the model's own memory answers, which a fixed task file cannot hold.
+//! generation is left out: its R-Rate needs the edited words, which the harness cannot see).
+//! KRE: `memory` (no context) and every other setting `eval` runs (`zero_shot`, the three
+//! few-shot configurations, the two roles) twice, `_negative` and `_golden`: `eval` asks an
+//! item the model knows with its negative context and one it does not know with its golden
+//! context, a split that depends on the model's own memory answers, so the export writes
+//! both and the harness scores each on every row.
 //!
-//! Data paths in the YAML are absolute (the harness's JSON loader resolves relative paths
-//! from the working directory, not from the YAML): export again after moving the folder.
-//! Bytes are deterministic for the same rows, prompts, seed and output folder.
+//! Data paths: each YAML names its file relative to the output folder
+//! (`dataset_kwargs.data_files`) and loads it through `custom_dataset`, a function of the
+//! [`LOADER`] file written beside the YAMLs that resolves the path from its own place. The
+//! harness resolves a `!function` from the YAML's folder but a `data_files` path from the
+//! working directory, so this is what keeps the folder usable after a move.
+//! Bytes are deterministic for the same rows, prompts and seed.
 
 use crate::{kre, load, recall, EvalError, EvalOptions, Templates};
 use cb_audit::FileKind;
 use cb_model::letter;
 use serde::Serialize;
 use serde_json::json;
+use serde_yaml_ng::value::{Tag, TaggedValue};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -35,6 +40,29 @@ use std::path::{Path, PathBuf};
 /// The regular expression the generate_until tasks read an option letter with: the first
 /// capital letter A-H standing alone (not part of a word).
 pub const LETTER_REGEX: &str = r"\b([A-H])\b";
+
+/// The Python file, beside the YAMLs, whose `load` reads a task's data file
+/// (`custom_dataset: !function conflictbench_data.load`).
+pub const LOADER: &str = "conflictbench_data.py";
+
+const LOADER_SOURCE: &str = r#""""Reads the data file of a task written by `conflictbench export lm-eval`.
+
+lm-evaluation-harness calls `load` as the task's `custom_dataset`, with the task's
+`dataset_kwargs` (and `metadata`) as keyword arguments. The `data_files` paths are relative
+to this file's folder, so the exported folder works wherever it lies and from any working
+directory (the harness would resolve them from the working directory).
+"""
+
+from pathlib import Path
+
+import datasets
+
+
+def load(data_files, **_):
+    here = Path(__file__).resolve().parent
+    files = {split: str(here / path) for split, path in data_files.items()}
+    return datasets.load_dataset("json", data_files=files)
+"#;
 
 /// One exported task.
 #[derive(Debug, Clone, Serialize)]
@@ -63,8 +91,25 @@ struct Line {
     options: Vec<String>,
 }
 
+/// KRE's exported settings: (task suffix, `eval`'s setting, asked as a known item, that is
+/// with the negative context).
+fn kre_settings() -> Vec<(String, &'static str, bool)> {
+    let mut out = Vec::new();
+    for s in kre::SETTINGS {
+        if s == "memory" {
+            out.push((s.to_owned(), s, false));
+        } else {
+            out.push((format!("{s}_negative"), s, true));
+            out.push((format!("{s}_golden"), s, false));
+        }
+    }
+    out
+}
+
 /// Exports `benchmark` (`recall` or `kre`) from `opts.data` into `out` with the option order
-/// of `opts.seeds[0]`; returns the tasks written.
+/// (and few-shot examples) of `opts.seeds[0]`: per domain and setting a data file under
+/// `data/` and two task YAMLs. Returns the tasks written; [`finish`] writes the loader and
+/// the README once every benchmark is exported.
 pub fn lm_eval(
     benchmark: &str,
     opts: &EvalOptions,
@@ -111,6 +156,7 @@ pub fn lm_eval(
                 |_, r| r.domain.clone(),
             )?;
             let p = kre::prompts(opts)?;
+            let settings = kre_settings();
             for f in &files {
                 for (ri, row) in f.rows.iter().enumerate() {
                     let gold = cb_model::letter_index(&kre::kre(row).answer).ok_or_else(|| {
@@ -121,20 +167,16 @@ pub fn lm_eval(
                             kre::kre(row).answer
                         ))
                     })?;
-                    for (name, setting, known) in [
-                        ("memory", "memory", false),
-                        ("negative", "zero_shot", true),
-                        ("golden", "zero_shot", false),
-                    ] {
+                    for (name, setting, known) in &settings {
                         let (job, order) =
-                            kre::job(opts, &p, &templates, f, ri, setting, seed, known)?;
+                            kre::job(opts, &p, &templates, f, ri, setting, seed, *known)?;
                         let options: Vec<String> = order
                             .iter()
                             .map(|i| kre::kre(row).choices[*i].clone())
                             .collect();
                         let shown = order.iter().position(|i| *i == gold).unwrap_or(usize::MAX);
                         tasks
-                            .entry((f.domain.clone(), name.to_owned()))
+                            .entry((f.domain.clone(), name.clone()))
                             .or_default()
                             .push(line(&row.id, &row.file, &job.messages, options, shown)?);
                     }
@@ -147,58 +189,54 @@ pub fn lm_eval(
             )))
         }
     }
-    let out = absolute(out)?;
     let data_dir = out.join("data");
-    std::fs::create_dir_all(&data_dir)
-        .map_err(|e| EvalError::Config(format!("cannot create {}: {e}", data_dir.display())))?;
+    create_dir(&data_dir)?;
     let mut exported = Vec::new();
     for ((domain, setting), lines) in &tasks {
         let name = format!("{benchmark}_{domain}_{setting}");
-        let data = data_dir.join(format!("{name}.jsonl"));
+        let file = format!("{name}.jsonl");
         let mut body = String::new();
         for l in lines {
             body.push_str(&serde_json::to_string(l).expect("json"));
             body.push('\n');
         }
-        crate::report::write_file(&data_dir, &format!("{name}.jsonl"), body.as_bytes())?;
-        let yaml = out.join(format!("{name}.yaml"));
-        crate::report::write_file(
-            &out,
-            &format!("{name}.yaml"),
-            task_yaml(&name, benchmark, &data, false).as_bytes(),
-        )?;
-        crate::report::write_file(
-            &out,
-            &format!("{name}_mc.yaml"),
-            task_yaml(&name, benchmark, &data, true).as_bytes(),
-        )?;
+        crate::report::write_file(&data_dir, &file, body.as_bytes())?;
+        let relative = format!("data/{file}");
+        for mc in [false, true] {
+            let yaml = task_yaml(&name, benchmark, &relative, mc).map_err(|e| {
+                EvalError::Config(format!("cannot write the task YAML of {name}: {e}"))
+            })?;
+            let task = if mc {
+                format!("{name}_mc")
+            } else {
+                name.clone()
+            };
+            crate::report::write_file(out, &format!("{task}.yaml"), yaml.as_bytes())?;
+        }
         exported.push(Exported {
-            task: name,
+            task: name.clone(),
             benchmark: benchmark.to_owned(),
             domain: domain.clone(),
             setting: setting.clone(),
             rows: lines.len(),
-            yaml,
-            data,
+            yaml: out.join(format!("{name}.yaml")),
+            data: data_dir.join(file),
         });
     }
-    crate::report::write_file(
-        &out,
-        "README.md",
-        readme(benchmark, seed, &exported).as_bytes(),
-    )?;
     Ok(exported)
 }
 
-fn absolute(p: &Path) -> Result<PathBuf, EvalError> {
-    std::fs::create_dir_all(p)
-        .and_then(|()| p.canonicalize())
-        .map_err(|e| {
-            EvalError::Config(format!(
-                "cannot use {} as the output folder: {e}",
-                p.display()
-            ))
-        })
+/// Writes what every exported folder holds once: the data loader ([`LOADER`]) and a README
+/// listing `tasks` with the commands that run them.
+pub fn finish(out: &Path, seed: u64, tasks: &[Exported]) -> Result<(), EvalError> {
+    create_dir(out)?;
+    crate::report::write_file(out, LOADER, LOADER_SOURCE.as_bytes())?;
+    crate::report::write_file(out, "README.md", readme(seed, tasks).as_bytes())
+}
+
+fn create_dir(dir: &Path) -> Result<(), EvalError> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| EvalError::Config(format!("cannot create {}: {e}", dir.display())))
 }
 
 /// One data line from the conversation `eval` sends: a system part and one user part.
@@ -238,29 +276,39 @@ fn line(
     })
 }
 
-/// The task YAML: `generate_until` with the letter read by [`LETTER_REGEX`], or
-/// (`mc`) `multiple_choice` over the option letters.
-fn task_yaml(name: &str, benchmark: &str, data: &Path, mc: bool) -> String {
+/// The task YAML reading `data` (relative to the output folder): `generate_until` with the
+/// letter read by [`LETTER_REGEX`], or (`mc`) `multiple_choice` over the option letters.
+/// `doc_to_text`, `doc_to_target` and `doc_to_choice` name a data field, which the harness
+/// takes as it is; `description` (the system message with `--apply_chat_template`) is a
+/// template of the `system` field.
+fn task_yaml(
+    name: &str,
+    benchmark: &str,
+    data: &str,
+    mc: bool,
+) -> Result<String, serde_yaml_ng::Error> {
     let mut task = json!({
         "task": if mc { format!("{name}_mc") } else { name.to_owned() },
         "tag": [format!("conflictbench_{benchmark}{}", if mc { "_mc" } else { "" })],
         "dataset_path": "json",
-        "dataset_kwargs": {"data_files": {"test": data.to_string_lossy()}},
+        "dataset_kwargs": {"data_files": {"test": data}},
         "test_split": "test",
-        "description": "{{system}}",
-        "doc_to_text": "{{user}}",
+        // Without `--apply_chat_template` the harness puts the description right before the
+        // question: the log-likelihood variant, often run that way, keeps them apart.
+        "description": if mc { "{% if system %}{{system}}\n\n{% endif %}" } else { "{{system}}" },
+        "doc_to_text": "user",
     });
     let extra = if mc {
         json!({
             "output_type": "multiple_choice",
-            "doc_to_choice": "{{choices}}",
-            "doc_to_target": "{{gold_index}}",
+            "doc_to_choice": "choices",
+            "doc_to_target": "gold_index",
             "metric_list": [{"metric": "acc", "aggregation": "mean", "higher_is_better": true}],
         })
     } else {
         json!({
             "output_type": "generate_until",
-            "doc_to_target": "{{gold}}",
+            "doc_to_target": "gold",
             "generation_kwargs": {"until": [], "do_sample": false, "temperature": 0.0, "max_gen_toks": 256},
             "filter_list": [{"name": "letter", "filter": [
                 {"function": "regex", "regex_pattern": LETTER_REGEX, "group_select": 0},
@@ -276,12 +324,30 @@ fn task_yaml(name: &str, benchmark: &str, data: &Path, mc: bool) -> String {
             json!({"version": 1.0, "source": "conflictbench export lm-eval"}),
         );
     }
-    serde_yaml_ng::to_string(&task).expect("yaml")
+    let mut yaml = serde_yaml_ng::to_value(&task)?;
+    if let Some(m) = yaml.as_mapping_mut() {
+        let module = LOADER.trim_end_matches(".py");
+        m.insert(
+            "custom_dataset".into(),
+            serde_yaml_ng::Value::Tagged(Box::new(TaggedValue {
+                tag: Tag::new("function"),
+                value: format!("{module}.load").into(),
+            })),
+        );
+    }
+    serde_yaml_ng::to_string(&yaml)
 }
 
-fn readme(benchmark: &str, seed: u64, tasks: &[Exported]) -> String {
+fn readme(seed: u64, tasks: &[Exported]) -> String {
+    let mut benchmarks: Vec<&str> = tasks.iter().map(|t| t.benchmark.as_str()).collect();
+    benchmarks.dedup();
+    let tags: Vec<String> = benchmarks
+        .iter()
+        .map(|b| format!("conflictbench_{b}"))
+        .collect();
     let mut s = format!(
-        "# {benchmark}: lm-evaluation-harness tasks\n\nWritten by `conflictbench export lm-eval` with the option order of seed {seed}. Each task asks its rows as `conflictbench eval` does (the same system and user text).\n\n```sh\nlm_eval --model local-chat-completions \\\n  --model_args model=MODEL,base_url=http://127.0.0.1:8000/v1/chat/completions \\\n  --apply_chat_template --include_path THIS_FOLDER --tasks conflictbench_{benchmark}\n```\n\n`conflictbench_{benchmark}` runs every generate_until task (the first option letter of the reply, `exact_match`); `conflictbench_{benchmark}_mc` the log-likelihood variants (`acc`), for models the harness scores that way. Data paths are absolute: export again after moving this folder.\n\n| task | rows |\n|---|---:|\n"
+        "# lm-evaluation-harness tasks\n\nWritten by `conflictbench export lm-eval` with the option order (and few-shot examples) of seed {seed}. Each task asks its rows as `conflictbench eval` does: every line of `data/` holds the system and user text eval sends for that item, and the right letter.\n\n```sh\nlm_eval --model local-chat-completions \\\n  --model_args model=MODEL,base_url=http://127.0.0.1:8000/v1/chat/completions \\\n  --apply_chat_template --include_path THIS_FOLDER --tasks {}\n```\n\nThe tag `conflictbench_<benchmark>` runs every generate_until task of a benchmark (the first standalone letter A-H of the reply, `exact_match`); `conflictbench_<benchmark>_mc` the log-likelihood variants (`acc`), for models the harness scores that way. The tasks read `data/` through `{LOADER}` (`custom_dataset`), so this folder can be moved. RECALL's text generation is not exported (its R-Rate needs the edited words, which the harness cannot see). KRE's settings other than `memory` come as `_negative` and `_golden`: eval asks an item the model knows with the negative context and one it does not know with the golden one.\n\n| task | rows |\n|---|---:|\n",
+        tags.join(",")
     );
     for t in tasks {
         let _ = writeln!(s, "| {} | {} |", t.task, t.rows);

@@ -40,6 +40,20 @@ struct LmEvalArgs {
     /// the current folder when it exists, else the ones built into the binary.
     #[arg(long)]
     prompts: Option<PathBuf>,
+    /// KRE: use KRE's instruction pool (the `instructions/` folder of its release) instead
+    /// of our instruction, as `eval --kre-instructions` does.
+    #[arg(long, value_name = "DIR")]
+    kre_instructions: Option<PathBuf>,
+    /// KRE: which instruction of the pool (`N.txt`).
+    #[arg(long, default_value = "1")]
+    instruction: String,
+    /// KRE: take the pool's instructions that warn the context may mislead.
+    #[arg(long)]
+    hint: bool,
+    /// KRE: use KRE's few-shot examples (the `prompt_examples/` folder of its release), as
+    /// `eval --kre-examples` does.
+    #[arg(long, value_name = "DIR")]
+    kre_examples: Option<PathBuf>,
 }
 
 pub fn run(args: ExportArgs) -> anyhow::Result<()> {
@@ -57,7 +71,7 @@ pub fn run(args: ExportArgs) -> anyhow::Result<()> {
             ("kre", a.build_dir.clone()),
         ];
     }
-    let mut written = 0;
+    let mut written = Vec::new();
     for (benchmark, data) in plan {
         let opts = cb_eval::EvalOptions {
             data: vec![data],
@@ -71,10 +85,10 @@ pub fn run(args: ExportArgs) -> anyhow::Result<()> {
                 max_tokens: 256,
             },
             concurrency: 1,
-            kre_instructions: None,
-            instruction: "1".into(),
-            hint: false,
-            kre_examples: None,
+            kre_instructions: a.kre_instructions.clone(),
+            instruction: a.instruction.clone(),
+            hint: a.hint,
+            kre_examples: a.kre_examples.clone(),
         };
         match cb_eval::export::lm_eval(benchmark, &opts, &a.out_dir) {
             Ok(tasks) => {
@@ -86,7 +100,7 @@ pub fn run(args: ExportArgs) -> anyhow::Result<()> {
                         t.yaml.display()
                     ));
                 }
-                written += tasks.len();
+                written.extend(tasks);
             }
             // Looking for both benchmarks in one folder: the one that is not there has no rows.
             Err(cb_eval::EvalError::Config(m))
@@ -96,14 +110,17 @@ pub fn run(args: ExportArgs) -> anyhow::Result<()> {
             }
         }
     }
-    if written == 0 {
+    if written.is_empty() {
         return Err(config_err(format!(
             "no RECALL or KRE rows under {}",
             a.build_dir.display()
         )));
     }
+    cb_eval::export::finish(&a.out_dir, a.seed, &written)
+        .with_context(|| format!("cannot write {}", a.out_dir.display()))?;
     println_out(&format!(
-        "{written} tasks in {}; run them with lm_eval --include_path {} (see its README.md)",
+        "{} tasks (and their _mc variants) in {}; run them with lm_eval --include_path {} (see its README.md)",
+        written.len(),
         a.out_dir.display(),
         a.out_dir.display()
     ));

@@ -55,12 +55,12 @@ impl Default for BatchOptions {
     }
 }
 
-type Answer = Result<CachedResponse, LlmError>;
+pub(crate) type Answer = Result<CachedResponse, LlmError>;
 
-struct Waiting {
-    call: Call,
+pub(crate) struct Waiting {
+    pub(crate) call: Call,
     /// The request's input line (`custom_id` = key, the exact online body).
-    line: String,
+    pub(crate) line: String,
     waiters: Vec<oneshot::Sender<Answer>>,
     rounds: u32,
 }
@@ -120,14 +120,15 @@ impl Llm {
     async fn drive(&self) {
         let inner = &self.inner;
         let collector = inner.collector().expect("batch mode has a collector");
-        let opts = match &inner.config.transport {
-            crate::Transport::BatchApi(o) => o.clone(),
-            _ => BatchOptions::default(),
+        let quiet = match &inner.config.transport {
+            crate::Transport::BatchFiles(o) => o.quiet,
+            crate::Transport::BatchApi(o) => o.quiet,
+            _ => BatchOptions::default().quiet,
         };
         loop {
             let taken = loop {
                 let before = collector.queue.lock().expect("batch queue").arrivals;
-                tokio::time::sleep(opts.quiet).await;
+                tokio::time::sleep(quiet).await;
                 let mut q = collector.queue.lock().expect("batch queue");
                 if q.arrivals == before {
                     if q.pending.is_empty() {
@@ -138,7 +139,12 @@ impl Llm {
                 }
             };
             tracing::info!(requests = taken.len(), "batch round");
-            let mut answers = match self.round(&taken, &opts).await {
+            let round = match &inner.config.transport {
+                crate::Transport::BatchFiles(o) => self.files_round(&taken, o).await,
+                crate::Transport::BatchApi(o) => self.round(&taken, o).await,
+                _ => self.round(&taken, &BatchOptions::default()).await,
+            };
+            let mut answers = match round {
                 Ok(a) => a,
                 Err(e) => {
                     // Credentials refused, path unknown or no connection at all: the endpoint
@@ -170,7 +176,7 @@ impl Llm {
                         // As an online call ends: a retryable error, or one after retries,
                         // is the retries exhausted (`retries_exhausted_<reason>`).
                         let e = if (e.is_retryable() || w.rounds > 0)
-                            && !matches!(e, LlmError::FormRefused(_))
+                            && !matches!(e, LlmError::FormRefused(_) | LlmError::Waiting(_))
                         {
                             LlmError::Exhausted {
                                 attempts: w.rounds + 1,
@@ -228,7 +234,7 @@ impl Llm {
         }
         let mut tracked = Vec::new();
         let mut held = HashSet::new();
-        for (record, keys) in cache.live_batches(&inner.endpoint, &inner.config.model)? {
+        for (record, keys) in cache.live_batches(&inner.endpoint, &inner.config.model, None)? {
             if keys.iter().any(|k| open.contains(k.as_str())) {
                 tracing::info!(file = %record.file_id, batch = ?record.batch_id, state = %record.state, "resuming a batch of an earlier run");
                 held.extend(keys);
@@ -246,7 +252,7 @@ impl Llm {
             .iter()
             .map(|k| (*k, taken[*k].line.as_str()))
             .collect();
-        for chunk in chunks(&lines, opts) {
+        for chunk in chunks(&lines, opts.max_requests_per_file, opts.max_bytes_per_file) {
             let (record, reservation) = self.submit(cache, &api, chunk, taken).await?;
             reservations.push(reservation);
             tracked.push(record);
@@ -266,15 +272,13 @@ impl Llm {
         Ok(answers)
     }
 
-    /// Uploads one input file, records it with its keys, and creates its batch.
-    async fn submit(
+    /// One input file of `chunk`: its bytes and journal rows, its cost reserved against
+    /// `--max-cost` and `--max-tokens` as a whole before anything is sent or written.
+    pub(crate) fn input_file(
         &self,
-        cache: &Cache,
-        api: &BatchApi<'_>,
         chunk: &[(&str, &str)],
         taken: &HashMap<String, Waiting>,
-    ) -> Result<(BatchRecord, crate::Reservation<'_>), LlmError> {
-        let inner = &self.inner;
+    ) -> Result<(Vec<u8>, Vec<RequestRow>, f64, crate::Reservation<'_>), LlmError> {
         let (mut micro, mut tokens) = (0u64, 0u64);
         let mut bytes = Vec::new();
         let mut rows = Vec::with_capacity(chunk.len());
@@ -288,19 +292,30 @@ impl Llm {
             bytes.push(b'\n');
             rows.push(RequestRow::of(key, &w.call)?);
         }
-        // The whole file is counted against --max-cost before anything is sent.
         let reservation = self.reserve(micro, tokens)?;
+        Ok((bytes, rows, micro as f64 / 1e6, reservation))
+    }
+
+    /// Uploads one input file, records it with its keys, and creates its batch.
+    async fn submit(
+        &self,
+        cache: &Cache,
+        api: &BatchApi<'_>,
+        chunk: &[(&str, &str)],
+        taken: &HashMap<String, Waiting>,
+    ) -> Result<(BatchRecord, crate::Reservation<'_>), LlmError> {
+        let inner = &self.inner;
+        let (bytes, rows, est_usd, reservation) = self.input_file(chunk, taken)?;
         let first = chunk[0].0;
         let name = format!("conflictbench-{}.jsonl", &first[..first.len().min(16)]);
         let size = bytes.len();
         let file_id = api.upload(&name, bytes).await?;
-        let est_usd = micro as f64 / 1e6;
         let requests = rows.len();
         cache
             .record_upload(
                 &file_id,
-                &inner.endpoint,
-                &inner.config.model,
+                (&inner.endpoint, &inner.config.model),
+                "uploaded",
                 est_usd,
                 rows,
             )
@@ -381,41 +396,30 @@ impl Llm {
         outcomes: &mut HashMap<String, Answer>,
     ) -> Result<(), LlmError> {
         let mut errors = HashMap::new();
-        let inner = &self.inner;
         let rows = cache.batch_requests(file_id)?;
-        let estimate = |key: &str| {
-            rows.get(key)
-                .and_then(|r| serde_json::from_str::<ChatRequest>(&r.request).ok())
-                .map_or(0, |r| r.estimated_prompt_tokens())
-        };
+        let estimate = |key: &str| estimated_prompt(&rows, key);
         let mut answers = Vec::new();
         for id in [&remote.output_file_id, &remote.error_file_id]
             .into_iter()
             .flatten()
         {
             for line in parse_results(&api.content(id).await?, estimate) {
+                let line = match line {
+                    Ok(l) => l,
+                    Err((n, why)) => {
+                        // Its request gets no answer and goes to the next round.
+                        tracing::warn!(batch = %remote.id, line = n, "batch result line skipped: {why}");
+                        continue;
+                    }
+                };
                 let Some(row) = rows.get(&line.custom_id) else {
                     tracing::warn!(batch = %remote.id, custom_id = %line.custom_id, "a result line for a request this batch does not hold; skipped");
                     continue;
                 };
                 match line.outcome {
                     Ok(resp) => answers.push((row, resp)),
-                    // Not this `response_format`: the caller steps the form down and asks
-                    // again in the next round, as after an online refusal.
-                    Err(e) if structured::refuses_form(&e, false) => {
-                        let LlmError::Status { status, body, .. } = &e else {
-                            unreachable!("refusals are statuses")
-                        };
-                        let said = crate::endpoint::short(body, inner.config.api_key.expose());
-                        errors.insert(
-                            row.key.clone(),
-                            LlmError::FormRefused(format!(
-                                "HTTP {status} in a batch result: {said}"
-                            )),
-                        );
-                    }
                     Err(e) => {
-                        errors.insert(row.key.clone(), e);
+                        errors.insert(row.key.clone(), self.result_error(e));
                     }
                 }
             }
@@ -441,6 +445,39 @@ impl Llm {
                 );
             }
         }
+        let answers: Vec<(RequestRow, CachedResponse)> =
+            answers.into_iter().map(|(r, a)| (r.clone(), a)).collect();
+        let n = answers.len();
+        self.commit_file(cache, file_id, answers, outcomes).await?;
+        tracing::info!(batch = %remote.id, status = %remote.status, answers = n, "batch collected");
+        outcomes.extend(errors.into_iter().map(|(k, e)| (k, Err(e))));
+        Ok(())
+    }
+
+    /// A result line's error as the caller gets it: a refusal of this `response_format`
+    /// becomes [`LlmError::FormRefused`], so the caller steps the form down and asks again in
+    /// the next round, as after an online refusal.
+    pub(crate) fn result_error(&self, e: LlmError) -> LlmError {
+        if !structured::refuses_form(&e, false) {
+            return e;
+        }
+        let LlmError::Status { status, body, .. } = &e else {
+            unreachable!("refusals are statuses")
+        };
+        let said = crate::endpoint::short(body, self.inner.config.api_key.expose());
+        LlmError::FormRefused(format!("HTTP {status} in a batch result: {said}"))
+    }
+
+    /// Counts a collected file's answers as this run's calls and spending, commits them to
+    /// the cache with the file marked collected (one transaction), and hands them out.
+    pub(crate) async fn commit_file(
+        &self,
+        cache: &Cache,
+        file_id: &str,
+        answers: Vec<(RequestRow, CachedResponse)>,
+        outcomes: &mut HashMap<String, Answer>,
+    ) -> Result<(), LlmError> {
+        let inner = &self.inner;
         let s = &inner.stats;
         for (_, r) in &answers {
             s.upstream_calls.fetch_add(1, Ordering::Relaxed);
@@ -454,8 +491,6 @@ impl Llm {
             s.upstream_tokens
                 .fetch_add(r.prompt_tokens + r.completion_tokens, Ordering::Relaxed);
         }
-        let answers: Vec<(RequestRow, CachedResponse)> =
-            answers.into_iter().map(|(r, a)| (r.clone(), a)).collect();
         let keyed: Vec<(String, CachedResponse)> = answers
             .iter()
             .map(|(r, a)| (r.key.clone(), a.clone()))
@@ -463,8 +498,6 @@ impl Llm {
         cache
             .collect_batch(file_id, &inner.endpoint, &inner.config.model, answers)
             .await?;
-        tracing::info!(batch = %remote.id, status = %remote.status, answers = keyed.len(), "batch collected");
-        outcomes.extend(errors.into_iter().map(|(k, e)| (k, Err(e))));
         outcomes.extend(keyed.into_iter().map(|(k, a)| (k, Ok(a))));
         Ok(())
     }
@@ -502,19 +535,25 @@ impl Llm {
     }
 }
 
-/// Splits input lines into files under the request and byte limits.
-fn chunks<'a, 'b>(
+/// The rough prompt size of a journal request, for an answer that reports no usage.
+pub(crate) fn estimated_prompt(rows: &HashMap<String, RequestRow>, key: &str) -> u64 {
+    rows.get(key)
+        .and_then(|r| serde_json::from_str::<ChatRequest>(&r.request).ok())
+        .map_or(0, |r| r.estimated_prompt_tokens())
+}
+
+/// Splits input lines into files of at most `max_requests` lines and `max_bytes` bytes.
+pub(crate) fn chunks<'a, 'b>(
     lines: &'b [(&'a str, &'a str)],
-    opts: &BatchOptions,
+    max_requests: usize,
+    max_bytes: usize,
 ) -> Vec<&'b [(&'a str, &'a str)]> {
     let mut out = Vec::new();
     let (mut start, mut bytes) = (0, 0usize);
     for (i, (_, line)) in lines.iter().enumerate() {
         let size = line.len() + 1;
         let n = i - start;
-        if n > 0
-            && (n >= opts.max_requests_per_file.max(1) || bytes + size > opts.max_bytes_per_file)
-        {
+        if n > 0 && (n >= max_requests.max(1) || bytes + size > max_bytes) {
             out.push(&lines[start..i]);
             (start, bytes) = (i, 0);
         }
@@ -535,16 +574,11 @@ mod tests {
         // Lines of 10 and 11 bytes with their newline.
         let text: Vec<String> = (0..10).map(|i| "x".repeat(9 + i % 2)).collect();
         let lines: Vec<(&str, &str)> = text.iter().map(|t| ("k", t.as_str())).collect();
-        let opts = |n, b| BatchOptions {
-            max_requests_per_file: n,
-            max_bytes_per_file: b,
-            ..BatchOptions::default()
-        };
         let sizes = |c: Vec<&[(&str, &str)]>| c.iter().map(|c| c.len()).collect::<Vec<_>>();
-        assert_eq!(sizes(chunks(&lines, &opts(4, 1000))), [4, 4, 2]);
-        assert_eq!(sizes(chunks(&lines, &opts(100, 32))), [3, 3, 3, 1]);
+        assert_eq!(sizes(chunks(&lines, 4, 1000)), [4, 4, 2]);
+        assert_eq!(sizes(chunks(&lines, 100, 32)), [3, 3, 3, 1]);
         // A line larger than the byte limit still goes, alone.
-        assert_eq!(sizes(chunks(&lines, &opts(100, 5))), [1; 10]);
-        assert!(chunks(&[], &opts(4, 1000)).is_empty());
+        assert_eq!(sizes(chunks(&lines, 100, 5)), [1; 10]);
+        assert!(chunks(&[], 4, 1000).is_empty());
     }
 }

@@ -57,7 +57,11 @@ impl RemoteBatch {
 /// One line of an output or error file.
 #[derive(Debug)]
 pub(crate) struct ResultLine {
+    /// Its line number in the file, from 1.
+    pub line: usize,
     pub custom_id: String,
+    /// The model the answer names (`body.model`), when it names one.
+    pub model: Option<String>,
     pub outcome: Result<CachedResponse, LlmError>,
 }
 
@@ -67,9 +71,13 @@ pub(crate) fn input_line(key: &str, body: &Value) -> String {
         .to_string()
 }
 
-/// Reads an output or error file. A line that cannot be read is skipped with a warning: its
-/// request gets no answer and goes to the next round.
-pub(crate) fn parse_results(bytes: &[u8], estimate: impl Fn(&str) -> u64) -> Vec<ResultLine> {
+/// Reads an output or error file (the Batch API's, or vLLM `run_batch`'s: an error line
+/// there has a status and no body, its message in `error`). A line that cannot be read at
+/// all is given as its number and what is wrong with it.
+pub(crate) fn parse_results(
+    bytes: &[u8],
+    estimate: impl Fn(&str) -> u64,
+) -> Vec<Result<ResultLine, (usize, String)>> {
     let text = String::from_utf8_lossy(bytes);
     let mut out = Vec::new();
     for (i, line) in text
@@ -78,15 +86,19 @@ pub(crate) fn parse_results(bytes: &[u8], estimate: impl Fn(&str) -> u64) -> Vec
         .filter(|(_, l)| !l.trim().is_empty())
     {
         let Ok(v) = serde_json::from_str::<Value>(line) else {
-            tracing::warn!(line = i + 1, "batch result line is not JSON; skipped");
+            out.push(Err((i + 1, "not a JSON object".to_owned())));
             continue;
         };
         let Some(custom_id) = v["custom_id"].as_str().map(str::to_owned) else {
-            tracing::warn!(line = i + 1, "batch result line without custom_id; skipped");
+            out.push(Err((i + 1, "no custom_id".to_owned())));
             continue;
         };
         let response = &v["response"];
         let status = response["status_code"].as_u64().unwrap_or(0) as u16;
+        let said = |x: &Value| match x {
+            Value::String(s) => s.clone(),
+            b => b.to_string(),
+        };
         let outcome = if status == 200 {
             parse_completion(response["body"].clone()).map(|p| {
                 let (pt, ct) = p.usage.unwrap_or_else(|| {
@@ -108,18 +120,23 @@ pub(crate) fn parse_results(bytes: &[u8], estimate: impl Fn(&str) -> u64) -> Vec
                 status,
                 retry_after: None,
                 body: match &response["body"] {
-                    Value::String(s) => s.clone(),
-                    b => b.to_string(),
+                    Value::Null => said(&v["error"]),
+                    b => said(b),
                 },
             })
         } else {
             let e = &v["error"];
             Err(LlmError::Batch {
                 code: e["code"].as_str().unwrap_or("unknown").to_owned(),
-                message: e["message"].as_str().unwrap_or_default().to_owned(),
+                message: e["message"].as_str().map_or_else(|| said(e), str::to_owned),
             })
         };
-        out.push(ResultLine { custom_id, outcome });
+        out.push(Ok(ResultLine {
+            line: i + 1,
+            model: response["body"]["model"].as_str().map(str::to_owned),
+            custom_id,
+            outcome,
+        }));
     }
     out
 }
@@ -261,8 +278,13 @@ mod tests {
         let bad = json!({"custom_id": "k2", "response": {"status_code": 400, "body": {"error": {"message": "no"}}}});
         let expired = json!({"custom_id": "k3", "response": null, "error": {"code": "batch_expired", "message": "late"}});
         let text = format!("{ok}\nnot json\n{bad}\n{expired}\n");
-        let lines = parse_results(text.as_bytes(), |_| 0);
+        let (lines, unread): (Vec<_>, Vec<_>) = parse_results(text.as_bytes(), |_| 0)
+            .into_iter()
+            .partition(Result::is_ok);
+        assert_eq!(unread[0].as_ref().unwrap_err().0, 2);
+        let lines: Vec<ResultLine> = lines.into_iter().map(Result::unwrap).collect();
         assert_eq!(lines.len(), 3);
+        assert_eq!((lines[0].line, lines[2].line), (1, 4));
         let a = lines[0].outcome.as_ref().unwrap();
         assert_eq!((a.content.as_str(), a.prompt_tokens), ("hi", 5));
         assert!(matches!(

@@ -102,29 +102,35 @@ impl Cache {
             .optional()?)
     }
 
-    /// Records an uploaded input file and its requests (one transaction, on the writer).
+    /// Records an input file (uploaded, or written to a batch folder) and its requests, in
+    /// `state` (one transaction, on the writer).
     pub(crate) async fn record_upload(
         &self,
         file_id: &str,
-        endpoint: &str,
-        model: &str,
+        (endpoint, model): (&str, &str),
+        state: &str,
         estimated_usd: f64,
         rows: Vec<RequestRow>,
     ) -> Result<(), LlmError> {
-        let (file_id, endpoint, model) =
-            (file_id.to_owned(), endpoint.to_owned(), model.to_owned());
+        let (file_id, endpoint, model, state) = (
+            file_id.to_owned(),
+            endpoint.to_owned(),
+            model.to_owned(),
+            state.to_owned(),
+        );
         self.write(Box::new(move |conn| {
             let tx = conn.transaction()?;
             tx.execute(
                 "INSERT INTO batches (file_id, endpoint, model, state, requests, estimated_usd,
-                 created_unix, updated_unix) VALUES (?1, ?2, ?3, 'uploaded', ?4, ?5, ?6, ?6)",
+                 created_unix, updated_unix) VALUES (?1, ?2, ?3, ?7, ?4, ?5, ?6, ?6)",
                 params![
                     file_id,
                     endpoint,
                     model,
                     rows.len() as i64,
                     estimated_usd,
-                    unix_now()
+                    unix_now(),
+                    state
                 ],
             )?;
             {
@@ -176,19 +182,29 @@ impl Cache {
         .await
     }
 
-    /// Live (not yet collected) batches of this endpoint and model, with the keys each holds.
+    /// Live (not yet collected) batches of this endpoint and model, with the keys each holds:
+    /// the Batch API's (`folder` `None`), or the files of one batch folder (their ids start
+    /// with its [`crate::batch_files`] journal prefix).
     pub(crate) fn live_batches(
         &self,
         endpoint: &str,
         model: &str,
+        folder: Option<&str>,
     ) -> Result<Vec<(BatchRecord, Vec<String>)>, LlmError> {
         let conn = self.conn();
         let mut stmt = conn.prepare(&format!(
-            "{SELECT} WHERE collected = 0 AND endpoint = ?1 AND model = ?2 ORDER BY rowid"
+            "{SELECT} WHERE collected = 0 AND endpoint = ?1 AND model = ?2
+             AND substr(file_id, 1, length(?3)) = ?3 ORDER BY rowid"
         ))?;
+        let prefix = folder.unwrap_or("");
         let live: Vec<BatchRecord> = stmt
-            .query_map([endpoint, model], record)?
+            .query_map([endpoint, model, prefix], record)?
             .collect::<Result<_, _>>()?;
+        // The Batch API's never include a folder's files.
+        let live = live
+            .into_iter()
+            .filter(|b| folder.is_some() || !b.file_id.starts_with(crate::batch_files::JOURNAL))
+            .collect::<Vec<_>>();
         let mut keys = conn.prepare("SELECT key FROM batch_requests WHERE file_id = ?1")?;
         live.into_iter()
             .map(|b| {
@@ -198,6 +214,28 @@ impl Cache {
                 Ok((b, k))
             })
             .collect()
+    }
+
+    /// The ids of the journal's files that start with `prefix`.
+    pub(crate) fn file_ids(&self, prefix: &str) -> Result<Vec<String>, LlmError> {
+        let conn = self.conn();
+        let mut stmt =
+            conn.prepare("SELECT file_id FROM batches WHERE substr(file_id, 1, length(?1)) = ?1")?;
+        let ids = stmt.query_map([prefix], |r| r.get(0))?;
+        Ok(ids.collect::<Result<_, _>>()?)
+    }
+
+    /// How many files starting with `prefix` have held this request (each was answered or
+    /// is waiting): the rounds it has been through.
+    pub(crate) fn files_holding(&self, key: &str, prefix: &str) -> Result<u32, LlmError> {
+        let conn = self.conn();
+        let n: i64 = conn.query_row(
+            "SELECT COUNT(*) FROM batch_requests WHERE key = ?1
+             AND substr(file_id, 1, length(?2)) = ?2",
+            [key, prefix],
+            |r| r.get(0),
+        )?;
+        Ok(n as u32)
     }
 
     /// The requests of a batch, by key.
@@ -272,7 +310,7 @@ mod tests {
         };
         let written = async {
             cache
-                .record_upload("file-1", "http://e/v1", "m", 0.5, vec![row])
+                .record_upload("file-1", ("http://e/v1", "m"), "uploaded", 0.5, vec![row])
                 .await?;
             cache
                 .update_batch("file-1", "batch-1", "in_progress", 0, 0)

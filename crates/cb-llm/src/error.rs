@@ -53,6 +53,11 @@ pub enum LlmError {
     Budget(String),
     #[error("cache: {0}")]
     Cache(String),
+    /// `--batch-dir`: the call's request is in a batch file under this folder and has no
+    /// answer yet. Stops the build (nothing is written, nothing is lost); the same command
+    /// imports the answers once an executor has written them.
+    #[error("waiting for answers to the batch files in {0}")]
+    Waiting(String),
     #[error("{0}")]
     Config(String),
 }
@@ -90,6 +95,7 @@ impl LlmError {
                 | Self::ReplayMiss { .. }
                 | Self::Endpoint(_)
                 | Self::FormRefused(_)
+                | Self::Waiting(_)
         )
     }
 
@@ -125,6 +131,7 @@ impl LlmError {
             Self::Budget(_) => "budget".into(),
             Self::Cache(_) => "cache".into(),
             Self::Config(_) => "config".into(),
+            Self::Waiting(_) => "waiting".into(),
         }
     }
 

@@ -64,14 +64,22 @@ impl OpenAiHttp {
     }
 
     pub(crate) async fn send(&self, body: &Value, timeout: Duration) -> Result<Parsed, LlmError> {
+        parse_completion(self.send_raw(body, timeout).await?)
+    }
+
+    /// The server's JSON answer to a chat completion request, as it came.
+    pub(crate) async fn send_raw(
+        &self,
+        body: &Value,
+        timeout: Duration,
+    ) -> Result<Value, LlmError> {
         let chat = self.client.chat();
         let call = chat.create_byot::<&Value, Value>(body);
-        let value = match tokio::time::timeout(timeout, call).await {
-            Err(_) => return Err(LlmError::Timeout(timeout)),
-            Ok(Err(e)) => return Err(map_error(e)),
-            Ok(Ok(v)) => v,
-        };
-        parse_completion(value)
+        match tokio::time::timeout(timeout, call).await {
+            Err(_) => Err(LlmError::Timeout(timeout)),
+            Ok(Err(e)) => Err(map_error(e)),
+            Ok(Ok(v)) => Ok(v),
+        }
     }
 }
 

@@ -11,6 +11,8 @@
 pub mod base_url;
 mod batch;
 mod batch_api;
+pub mod batch_files;
+mod batch_run;
 mod batch_store;
 mod cache;
 mod endpoint;
@@ -25,6 +27,8 @@ mod send;
 mod structured;
 
 pub use batch::BatchOptions;
+pub use batch_files::FilesOptions;
+pub use batch_run::{run_dir, RunReport};
 pub use batch_store::BatchRecord;
 pub use cache::{Cache, CachedResponse};
 pub use error::{is_transport_reason, LlmError};
@@ -122,6 +126,9 @@ pub enum Transport {
     Pool(PoolConfig),
     /// The provider's Batch API at `base_url` (`--batch`): calls wait for rounds of batches.
     BatchApi(BatchOptions),
+    /// Batch files in a folder (`--batch-dir`), answered by whatever runs them; `base_url`
+    /// only names the endpoint in cache keys and manifests.
+    BatchFiles(FilesOptions),
 }
 
 impl Transport {
@@ -131,7 +138,13 @@ impl Transport {
             Transport::Online => "online",
             Transport::Pool(_) => "pool",
             Transport::BatchApi(_) => "batch",
+            Transport::BatchFiles(_) => "files",
         }
+    }
+
+    /// Calls wait for rounds (the Batch API or batch files) rather than go one by one.
+    pub fn in_rounds(&self) -> bool {
+        matches!(self, Transport::BatchApi(_) | Transport::BatchFiles(_))
     }
 }
 
@@ -146,10 +159,10 @@ impl LlmConfig {
     }
 
     /// Items a build keeps in flight for this configuration: twice the calls it may have in
-    /// flight (a pool's are its endpoints' together), or with `--batch` all of them, since a
-    /// batch round holds every item waiting on the model.
+    /// flight (a pool's are its endpoints' together), or with `--batch` and `--batch-dir` all
+    /// of them, since a round holds every item waiting on the model.
     pub fn items_in_flight(&self) -> usize {
-        if matches!(self.transport, Transport::BatchApi(_)) && self.backend == BackendKind::Openai {
+        if self.transport.in_rounds() && self.backend == BackendKind::Openai {
             1 << 30
         } else {
             self.concurrency.max(1).saturating_mul(2)
@@ -256,7 +269,8 @@ pub struct Llm {
 enum Route {
     Online,
     Pool(pool::Pool),
-    BatchApi(batch::Collector),
+    /// The Batch API or batch files: calls wait for a round.
+    Rounds(batch::Collector),
 }
 
 impl Inner {
@@ -269,7 +283,7 @@ impl Inner {
 
     fn collector(&self) -> Option<&batch::Collector> {
         match &self.route {
-            Route::BatchApi(c) => Some(c),
+            Route::Rounds(c) => Some(c),
             _ => None,
         }
     }
@@ -344,8 +358,11 @@ impl Llm {
             }
             (BackendKind::Openai, Transport::BatchApi(_)) => (
                 Some(http::OpenAiHttp::new(&config)?),
-                Route::BatchApi(batch::Collector::default()),
+                Route::Rounds(batch::Collector::default()),
             ),
+            (BackendKind::Openai, Transport::BatchFiles(_)) => {
+                (None, Route::Rounds(batch::Collector::default()))
+            }
             (BackendKind::Openai, Transport::Online) => {
                 (Some(http::OpenAiHttp::new(&config)?), Route::Online)
             }
@@ -401,8 +418,14 @@ impl Llm {
         let inner = &self.inner;
         match &inner.route {
             Route::Pool(pool) => serde_json::json!({"mode": "pool", "endpoints": pool.report()}),
-            Route::BatchApi(_) => {
-                serde_json::json!({"mode": "batch", "batches": inner.stats.batches.load(Ordering::Relaxed)})
+            Route::Rounds(_) => {
+                let files = inner.stats.batches.load(Ordering::Relaxed);
+                match &inner.config.transport {
+                    Transport::BatchFiles(o) => {
+                        serde_json::json!({"mode": "files", "dir": o.dir, "files_written": files})
+                    }
+                    _ => serde_json::json!({"mode": "batch", "batches": files}),
+                }
             }
             Route::Online => serde_json::json!({"mode": "online"}),
         }
@@ -451,7 +474,7 @@ impl Llm {
                 BackendKind::DryRun => Ok(self.dry_run(call, key)),
                 BackendKind::Openai => match &inner.route {
                     Route::Pool(_) => self.via_pool(call, key, form).await,
-                    Route::BatchApi(_) => self.via_batch(call, key, form).await,
+                    Route::Rounds(_) => self.via_batch(call, key, form).await,
                     Route::Online => self.upstream(call, key, form).await,
                 },
                 BackendKind::Offline => unreachable!("handled above"),

@@ -23,7 +23,10 @@
 //!   context names ([`crate::reader_script::follow_context`]); the answer-set test
 //!   (`reader/answer_set.md`): `A`.
 //!
-//! Anything else gets a reply that no step accepts. The sources must leave room for these
+//! A request whose `json_schema` asks for `{"ok": <boolean>}` alone (the structured-output
+//! probe of `cb-llm`) gets `{"ok": true}`, as from a server that enforces schemas (vLLM,
+//! OpenAI), so online builds and batch files use the same form. Anything else gets a reply
+//! that no step accepts. The sources must leave room for these
 //! answers: the fixed values must not occur in an event's paragraph, and RECALL dates should
 //! not fall in 1950 or 1960.
 
@@ -46,6 +49,10 @@ pub fn answer(req: &ChatRequest) -> Reply {
     }
     if last.contains("The question itself is not shown") {
         return Reply::Content("A".to_owned());
+    }
+    let schema = &req.body["response_format"]["json_schema"]["schema"];
+    if schema["required"] == json!(["ok"]) {
+        return Reply::Content(r#"{"ok": true}"#.to_owned());
     }
     let all = req.request_text();
     let content = if all.contains("misleading options") {

@@ -1,8 +1,9 @@
-//! `build --batch` flags and the `batches` command (list the batch journal, cancel one).
+//! `build --batch` and `--batch-dir` flags, and the `batches` command (list the batch
+//! journal, cancel a batch, answer a batch folder).
 
 use anyhow::Context;
-use cb_llm::{BackendKind, BatchOptions, BatchRecord, Cache, Llm, LlmConfig};
-use clap::Args;
+use cb_llm::{BackendKind, BatchOptions, BatchRecord, Cache, FilesOptions, Llm, LlmConfig};
+use clap::{Args, Subcommand};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -23,14 +24,41 @@ pub struct BatchFlags {
     /// Most requests in one batch input file.
     #[arg(long, default_value_t = 50_000, value_name = "N")]
     pub batch_max_requests: usize,
-    /// Most megabytes in one batch input file.
+    /// Most megabytes in one batch input file (--batch and --batch-dir).
     #[arg(long, default_value_t = 190, value_name = "MB")]
     pub batch_max_mb: usize,
+    /// Write the calls that miss the cache as OpenAI batch input files in DIR
+    /// (`requests-NNNNN.jsonl`) and stop with exit code 4; once something has written the
+    /// output files beside them (`requests-NNNNN.output.jsonl`: `vllm run_batch`, Ray Data,
+    /// `conflictbench batches run-dir`), the same command imports them and goes on. Nothing
+    /// is sent: --base-url, if given, only names the endpoint in cache keys and manifests
+    /// (default `batch-files`).
+    #[arg(long, value_name = "DIR", conflicts_with = "batch")]
+    pub batch_dir: Option<PathBuf>,
+    /// Most requests in one file of --batch-dir.
+    #[arg(long, default_value_t = 5_000, value_name = "N")]
+    pub batch_dir_max_lines: usize,
 }
 
 impl BatchFlags {
     /// Puts the batch mode into an LLM configuration (openai backend only).
     pub fn apply(&self, c: &mut LlmConfig) -> Result<(), String> {
+        if let Some(dir) = &self.batch_dir {
+            if !matches!(c.backend, BackendKind::Openai | BackendKind::DryRun) {
+                return Err("--batch-dir needs the openai backend (--model names the model the files ask for)".into());
+            }
+            std::fs::create_dir_all(dir)
+                .and_then(|()| dir.canonicalize())
+                .map(|dir| {
+                    c.transport = cb_llm::Transport::BatchFiles(FilesOptions {
+                        max_requests_per_file: self.batch_dir_max_lines.max(1),
+                        max_bytes_per_file: self.batch_max_mb.max(1) * 1024 * 1024,
+                        ..FilesOptions::new(dir)
+                    });
+                })
+                .map_err(|e| format!("--batch-dir {}: {e}", dir.display()))?;
+            return Ok(());
+        }
         if !self.batch {
             return Ok(());
         }
@@ -55,6 +83,8 @@ impl BatchFlags {
 /// `conflictbench batches`: the batches in a cache's journal.
 #[derive(Args, Debug)]
 pub struct BatchesArgs {
+    #[command(subcommand)]
+    command: Option<BatchesCommand>,
     /// The response cache holding the journal.
     #[arg(long, default_value = "generated/llm-cache.sqlite")]
     cache: PathBuf,
@@ -69,7 +99,69 @@ pub struct BatchesArgs {
     json: bool,
 }
 
+#[derive(Subcommand, Debug)]
+enum BatchesCommand {
+    /// Answer the input files of a `build --batch-dir` folder that have no output file yet,
+    /// against an OpenAI-compatible server, writing each output file as `vllm run_batch`
+    /// does (`requests-NNNNN.output.jsonl`): the loop tried without vLLM or Ray.
+    RunDir(RunDirArgs),
+}
+
+#[derive(Args, Debug)]
+struct RunDirArgs {
+    /// The folder `build --batch-dir` wrote.
+    dir: PathBuf,
+    /// Base URL of the server that answers (key: OPENAI_API_KEY).
+    #[arg(long, env = "OPENAI_BASE_URL")]
+    base_url: String,
+    /// Requests in flight at once.
+    #[arg(long, default_value_t = 8)]
+    concurrency: usize,
+    /// Retries of a request after a 429, a 5xx, a timeout or a broken connection.
+    #[arg(long, default_value_t = 5)]
+    max_retries: u32,
+    /// Seconds before a request times out.
+    #[arg(long, default_value_t = 300)]
+    timeout_s: u64,
+}
+
+async fn run_dir(a: RunDirArgs) -> anyhow::Result<()> {
+    if !a.dir.is_dir() {
+        return Err(crate::config_err(format!(
+            "{} is not a folder (the --batch-dir of a build)",
+            a.dir.display()
+        )));
+    }
+    crate::preflight::check_endpoint(&a.base_url, true)?;
+    let mut c = LlmConfig::offline();
+    c.backend = BackendKind::Openai;
+    c.base_url = a.base_url.clone();
+    c.api_key = crate::llm_args::api_key();
+    c.concurrency = a.concurrency.max(1);
+    c.max_retries = a.max_retries;
+    c.request_timeout = Duration::from_secs(a.timeout_s.max(1));
+    let report = cb_llm::run_dir(&a.dir, &c, |output, requests, errors| {
+        crate::println_out(&format!(
+            "{}: {requests} requests, {errors} without an answer",
+            output.display()
+        ));
+    })
+    .await?;
+    crate::println_out(&if report.files == 0 {
+        format!("nothing to answer in {}", a.dir.display())
+    } else {
+        format!(
+            "{} files answered ({} requests, {} without an answer); run the build again to import them",
+            report.files, report.requests, report.errors
+        )
+    });
+    Ok(())
+}
+
 pub async fn run(args: BatchesArgs) -> anyhow::Result<()> {
+    if let Some(BatchesCommand::RunDir(a)) = args.command {
+        return run_dir(a).await;
+    }
     if !args.cache.is_file() {
         anyhow::bail!("no cache at {}", args.cache.display());
     }

@@ -82,7 +82,7 @@ impl LlmArgs {
         if backend == Backend::Offline {
             return Ok(());
         }
-        let calls = backend == Backend::Openai && !self.dry_run;
+        let calls = backend == Backend::Openai && !self.dry_run && !transport.sends_nothing();
         for url in self
             .base_url
             .iter()
@@ -94,12 +94,15 @@ impl LlmArgs {
         Ok(())
     }
 
-    /// The backend asked for, or the default: `openai` with a base URL or a pool, else
-    /// `offline`.
+    /// The backend asked for, or the default: `openai` with a base URL, a pool or batch
+    /// files, else `offline`.
     pub fn backend(&self, transport: &TransportArgs) -> Backend {
         match self.backend {
             Some(b) => b,
-            None if self.base_url.is_some() || transport.pool_urls().next().is_some() => {
+            None if self.base_url.is_some()
+                || transport.pool_urls().next().is_some()
+                || transport.sends_nothing() =>
+            {
                 Backend::Openai
             }
             None => Backend::Offline,
@@ -118,10 +121,17 @@ impl LlmArgs {
         transport: &TransportArgs,
     ) -> anyhow::Result<LlmConfig> {
         let backend = self.backend(transport);
+        // Batch files name no server unless told: their answers are recorded as from
+        // `batch-files`.
         let base_url = self
             .base_url
             .clone()
-            .or_else(|| transport.pool_urls().next().map(str::to_owned));
+            .or_else(|| transport.pool_urls().next().map(str::to_owned))
+            .or_else(|| {
+                transport
+                    .sends_nothing()
+                    .then(|| cb_llm::batch_files::ENDPOINT.to_owned())
+            });
         let mut c = LlmConfig::offline();
         c.concurrency = self.concurrency;
         c.rpm = self.rpm;

@@ -2,7 +2,9 @@
 //! through cached, resumable, rate-limited LLM calls.
 //!
 //! Exit codes: 0 done; 1 a build failed; 2 a configuration or argument error; 3 the budget
-//! (`--max-cost`, `--max-tokens`) was reached: run the same command again to resume; 130 or
+//! (`--max-cost`, `--max-tokens`) was reached: run the same command again to resume; 4 a
+//! `--batch-dir` build whose requests wait in batch files: answer them, then run the same
+//! command again; 130 or
 //! 143 a build stopped by SIGINT (Ctrl-C) or SIGTERM: what it got is cached, run the same
 //! command again to resume.
 
@@ -26,7 +28,7 @@ use cb_engine::source::SourceOptions;
 use cb_engine::{build_recipe, BuildOptions, EngineError, Progress};
 use cb_llm::Llm;
 use clap::{Args, Parser, Subcommand};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(Parser, Debug)]
@@ -64,7 +66,8 @@ enum Command {
     Agreement(audit_cmd::AgreementArgs),
     /// Evaluate a model on a built benchmark with the paper's metrics; `eval compare` compares evaluations.
     Eval(Box<eval_cmd::EvalArgs>),
-    /// List the Batch API batches in a cache's journal (state, counts), or cancel one.
+    /// List the batches in a cache's journal (state, counts), cancel one, or answer a
+    /// `--batch-dir` folder (`batches run-dir`).
     Batches(batch_cmd::BatchesArgs),
     /// Export a built benchmark for another tool: `export lm-eval BUILD_DIR OUT_DIR` writes
     /// lm-evaluation-harness tasks.
@@ -216,6 +219,42 @@ fn said_once(e: &anyhow::Error) -> String {
         said.push_str(&c);
     }
     said
+}
+
+/// A `--batch-dir` build with requests waiting in files: exit code 4, and what to run.
+fn waiting_for(dir: &Path, recipes: &[String], args: &BuildArgs) -> anyhow::Result<Stopped> {
+    let files = cb_llm::batch_files::pending(dir)
+        .with_context(|| format!("cannot read {}", dir.display()))?;
+    let requests: usize = files.iter().map(|f| f.requests).sum();
+    let mut m = format!(
+        "{} waiting for answers: {requests} requests in {} batch files in {}\n",
+        recipes.join(", "),
+        files.len(),
+        dir.display()
+    );
+    for f in &files {
+        m.push_str(&format!(
+            "  {}  {} requests, model {}\n",
+            f.path.display(),
+            f.requests,
+            f.model
+        ));
+    }
+    let first = files.first().map(|f| f.path.clone()).unwrap_or_default();
+    m.push_str(&format!(
+        "Answer each file into the file beside it named .output.jsonl instead of .jsonl, for example\n  \
+         conflictbench batches run-dir {dir} --base-url URL\n  \
+         python -m vllm.entrypoints.openai.run_batch -i {input} -o {output} --model {model}\n\
+         then run this command again: it imports the answers and goes on (see README, \"Batch files\").",
+        dir = dir.display(),
+        input = first.display(),
+        output = cb_llm::batch_files::output_path(&first).display(),
+        model = args.llm.model.as_deref().unwrap_or("MODEL"),
+    ));
+    Ok(Stopped {
+        code: 4,
+        message: m,
+    })
 }
 
 /// A build stopped by a signal: exit code 130 (SIGINT) or 143 (SIGTERM); its text is the
@@ -394,6 +433,8 @@ async fn build(mut args: BuildArgs) -> anyhow::Result<()> {
     let reporter = progress::Bars::new(!args.no_progress && !args.llm.dry_run);
     let mut dry_totals = (0u64, 0u64, 0f64);
     let mut signals = Signals::new();
+    // --batch-dir: recipes whose requests wait in batch files (the others still build).
+    let mut waiting = Vec::new();
     for recipe in selected {
         let manifest = || -> Option<cb_model::Manifest> {
             let p = args
@@ -439,6 +480,11 @@ async fn build(mut args: BuildArgs) -> anyhow::Result<()> {
             s = stop_on_signal => Err(s),
         };
         let outcome = match built {
+            Ok(Err(EngineError::Llm(cb_llm::LlmError::Waiting(_)))) => {
+                reporter.finish(&recipe.name(), 0, 0);
+                waiting.push(recipe.name());
+                continue;
+            }
             Ok(r) => r?,
             Err((signal, code)) => {
                 let name = recipe.name();
@@ -503,6 +549,11 @@ async fn build(mut args: BuildArgs) -> anyhow::Result<()> {
                 stats.cache_hits,
                 stats.spent_usd
             ));
+        }
+    }
+    if let Some(dir) = &args.batch.batch_dir {
+        if !waiting.is_empty() {
+            return Err(anyhow::Error::new(waiting_for(dir, &waiting, &args)?));
         }
     }
     if args.llm.dry_run {

@@ -141,14 +141,19 @@ impl TransportArgs {
             Some((p, r)) => (Some(p), r),
             None => (None, Reader::default()),
         };
-        if pool.is_some() && batch.batch {
-            return Err("--batch and an endpoint pool cannot be combined".into());
+        if pool.is_some() && (batch.batch || batch.batch_dir.is_some()) {
+            return Err("--batch or --batch-dir and an endpoint pool cannot be combined".into());
         }
         Ok(Self {
             pool,
             reader,
             batch: Some(batch.clone()),
         })
+    }
+
+    /// `--batch-dir`: misses are written to files, nothing is sent.
+    pub fn sends_nothing(&self) -> bool {
+        self.batch.as_ref().is_some_and(|b| b.batch_dir.is_some())
     }
 
     /// The reader the pool file names (base URL, model), if any.

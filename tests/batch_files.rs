@@ -1,0 +1,355 @@
+//! `build --batch-dir` end to end, the binary against the mock: the KRE SQuAD recipe (two
+//! model steps, so two rounds of files) through `conflictbench batches run-dir` writes what an
+//! online build writes, asking each request once; a build killed while it imports or writes
+//! resumes; refused output lines (not JSON, another model, not an answer, a duplicate, an
+//! unknown request) are reported with their file and line, never cached, and their requests
+//! written again; a server refusing the `json_schema` form (llama-cpp-python) steps the build
+//! down to `json_object` through the files, the executor not retrying the refusals.
+
+mod common;
+
+use cb_mock::MockServer;
+use common::*;
+use serde_json::Value;
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+/// Exit code of a build whose requests wait in batch files.
+const WAITING: i32 = 4;
+
+struct Setup {
+    mock: MockServer,
+    base: String,
+    raw: String,
+}
+
+async fn setup() -> Setup {
+    setup_with(cb_mock::stand_in::model()).await
+}
+
+async fn setup_with(model: cb_mock::Responder) -> Setup {
+    let mock = MockServer::start(model).await;
+    let base = mock.base_url();
+    let raw = repo().join("raw").to_str().unwrap().to_owned();
+    Setup { mock, base, raw }
+}
+
+fn squad_args<'a>(s: &'a Setup, out: &'a str) -> Vec<&'a str> {
+    model_args("kre", "squad", &s.base, &s.raw, out)
+}
+
+async fn build_files(s: &Setup, out: &Path, dir: &Path) -> Output {
+    let out = out.to_str().unwrap();
+    let mut args = squad_args(s, out);
+    args.extend(["--batch-dir", dir.to_str().unwrap()]);
+    build(&args, &[]).await
+}
+
+async fn run_dir(s: &Setup, dir: &Path) -> Output {
+    let o = tokio::process::Command::new(env!("CARGO_BIN_EXE_conflictbench"))
+        .args(["batches", "run-dir"])
+        .arg(dir)
+        .args(["--base-url", &s.base])
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .await
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    o
+}
+
+/// The input files of `dir` (name -> custom ids, in order).
+fn inputs(dir: &Path) -> BTreeMap<String, Vec<String>> {
+    let mut out = BTreeMap::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let name = e.unwrap().file_name().into_string().unwrap();
+        if name.starts_with("requests-") && name.ends_with(".jsonl") && !name.contains(".output") {
+            let ids = read_jsonl(&dir.join(&name))
+                .iter()
+                .map(|l| l["custom_id"].as_str().unwrap().to_owned())
+                .collect();
+            out.insert(name, ids);
+        }
+    }
+    out
+}
+
+/// Runs build and executor in turn until the build ends; returns the build's exits.
+async fn loop_to_the_end(s: &Setup, out: &Path, dir: &Path) -> Vec<i32> {
+    let mut exits = Vec::new();
+    loop {
+        let o = build_files(s, out, dir).await;
+        let code = o.status.code().unwrap();
+        exits.push(code);
+        match code {
+            0 => return exits,
+            WAITING => {
+                let said = text(&o);
+                assert!(said.contains("waiting for answers"), "{said}");
+                assert!(said.contains("batches run-dir"), "{said}");
+                assert!(said.contains("vllm.entrypoints.openai.run_batch"), "{said}");
+                assert!(exits.len() < 8, "no end after {exits:?}");
+                run_dir(s, dir).await;
+            }
+            _ => panic!("the build exited {code}: {}", text(&o)),
+        }
+    }
+}
+
+fn squad_files(out: &Path) -> BTreeMap<String, Vec<u8>> {
+    snapshot(&out.join("kre/squad"))
+}
+
+/// Fails naming the files that differ and their first differing line.
+fn assert_same(got: &BTreeMap<String, Vec<u8>>, want: &BTreeMap<String, Vec<u8>>) {
+    let names: Vec<&String> = got.keys().chain(want.keys()).collect();
+    let mut diffs = Vec::new();
+    for name in names {
+        let (a, b) = (
+            String::from_utf8_lossy(got.get(name).map_or(&[][..], |v| v)).into_owned(),
+            String::from_utf8_lossy(want.get(name).map_or(&[][..], |v| v)).into_owned(),
+        );
+        if a != b {
+            let first = a
+                .lines()
+                .zip(b.lines())
+                .find(|(x, y)| x != y)
+                .map(|(x, y)| {
+                    let at = x.chars().zip(y.chars()).take_while(|(p, q)| p == q).count();
+                    let from = at.saturating_sub(60);
+                    let cut = |t: &str| t.chars().skip(from).take(200).collect::<String>();
+                    format!("\n  got:  ...{}\n  want: ...{}", cut(x), cut(y))
+                })
+                .unwrap_or_default();
+            diffs.push(format!("{name}{first}"));
+        }
+    }
+    diffs.dedup();
+    assert!(
+        diffs.is_empty(),
+        "files differ from the online build's:\n{}",
+        diffs.join("\n")
+    );
+}
+
+fn cached(out: &Path, key: &str) -> bool {
+    let cache = cb_llm::Cache::open(&out.join("llm-cache.sqlite")).unwrap();
+    cache.get(key).unwrap().is_some()
+}
+
+/// The online build of the same recipe on the same mock: its files and the requests its
+/// steps made (its one structured-output probe left out: batch files cannot probe, they
+/// start with `json-schema`, which the stand-in enforces).
+async fn online(s: &Setup) -> (tempfile::TempDir, BTreeMap<String, Vec<u8>>, usize) {
+    let out = tempfile::tempdir().unwrap();
+    let before = s.mock.request_count();
+    let o = build(&squad_args(s, out.path().to_str().unwrap()), &[]).await;
+    assert!(o.status.success(), "{}", text(&o));
+    let files = squad_files(out.path());
+    (out, files, s.mock.request_count() - before - 1)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_batch_dir_build_writes_what_an_online_build_writes_asking_each_request_once() {
+    let s = setup().await;
+    let (_o, online_files, online_calls) = online(&s).await;
+    assert!(online_calls > 10);
+
+    let (out, dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let before = s.mock.request_count();
+    let exits = loop_to_the_end(&s, out.path(), dir.path()).await;
+    // One round of files per model step, then the build.
+    assert_eq!(exits, [WAITING, WAITING, 0]);
+    assert_same(&squad_files(out.path()), &online_files);
+    // Every request went into exactly one file, and the executor asked each once.
+    let files = inputs(dir.path());
+    assert_eq!(files.len(), 2, "{:?}", files.keys());
+    let ids: Vec<&String> = files.values().flatten().collect();
+    let distinct: HashSet<&String> = ids.iter().copied().collect();
+    assert_eq!(ids.len(), distinct.len(), "a request was written twice");
+    assert_eq!(ids.len(), online_calls);
+    assert_eq!(s.mock.request_count() - before, online_calls);
+    // Each line is the Batch API's: the exact online body under the cache key.
+    let line = &read_jsonl(&dir.path().join("requests-00001.jsonl"))[0];
+    assert_eq!(line["method"], "POST");
+    assert_eq!(line["url"], "/v1/chat/completions");
+    assert_eq!(line["body"]["model"], "m");
+    assert!(cached(out.path(), line["custom_id"].as_str().unwrap()));
+    let runs = read_jsonl(&out.path().join("kre/squad/runs.jsonl"));
+    assert_eq!(runs.last().unwrap()["transport"]["mode"], "files");
+    assert!(!dir.path().join("problems.log").exists());
+    // Done: a further run asks nothing and writes no file.
+    let o = build_files(&s, out.path(), dir.path()).await;
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(inputs(dir.path()).len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_batch_dir_build_killed_between_rounds_resumes_without_asking_twice() {
+    let s = setup().await;
+    let (_o, online_files, online_calls) = online(&s).await;
+    let (out, dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let o = build_files(&s, out.path(), dir.path()).await;
+    assert_eq!(o.status.code(), Some(WAITING), "{}", text(&o));
+    run_dir(&s, dir.path()).await;
+    // The run that imports round 1 and writes round 2, killed at a few moments of its work.
+    for wait_ms in [30, 150, 400] {
+        let mut args = squad_args(&s, out.path().to_str().unwrap());
+        let d = dir.path().to_str().unwrap().to_owned();
+        args.extend(["--batch-dir", &d]);
+        let mut child = spawn_build(&args);
+        tokio::time::sleep(std::time::Duration::from_millis(wait_ms)).await;
+        child.kill().await.unwrap(); // SIGKILL
+        let _ = child.wait().await;
+    }
+    assert!(!out.path().join("kre/squad/squad.json").exists());
+    let before = s.mock.request_count();
+    loop_to_the_end(&s, out.path(), dir.path()).await;
+    assert_same(&squad_files(out.path()), &online_files);
+    let ids: Vec<String> = inputs(dir.path()).into_values().flatten().collect();
+    let distinct: HashSet<&String> = ids.iter().collect();
+    assert_eq!(ids.len(), distinct.len(), "a request was written twice");
+    assert_eq!(ids.len(), online_calls);
+    assert!(s.mock.request_count() - before < online_calls);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn refused_output_lines_are_reported_with_file_and_line_and_asked_again() {
+    let s = setup().await;
+    let (_o, online_files, _) = online(&s).await;
+    let (out, dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let o = build_files(&s, out.path(), dir.path()).await;
+    assert_eq!(o.status.code(), Some(WAITING), "{}", text(&o));
+    run_dir(&s, dir.path()).await;
+    let output: PathBuf = dir.path().join("requests-00001.output.jsonl");
+    let text_of = std::fs::read_to_string(&output).unwrap();
+    let mut lines: Vec<String> = text_of.lines().map(str::to_owned).collect();
+    assert!(lines.len() >= 5);
+    let id = |l: &str| {
+        serde_json::from_str::<Value>(l).unwrap()["custom_id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let refused = [id(&lines[1]), id(&lines[2]), id(&lines[3])];
+    // Line 2 broken off, line 3 answered by another model, line 4 not an answer; then line 1
+    // again and a request the file never held.
+    lines[1] = lines[1][..lines[1].len() / 2].to_owned();
+    lines[2] = lines[2].replace("\"model\":\"m\"", "\"model\":\"other-model\"");
+    let mut v: Value = serde_json::from_str(&lines[3]).unwrap();
+    v["response"]["body"]["choices"] = Value::Array(vec![]);
+    lines[3] = v.to_string();
+    let dup = lines[0].clone();
+    lines.push(dup);
+    let mut unknown: Value = serde_json::from_str(&lines[0]).unwrap();
+    unknown["custom_id"] = "not-a-request".into();
+    lines.push(unknown.to_string());
+    let n = lines.len();
+    std::fs::write(&output, lines.join("\n") + "\n").unwrap();
+
+    let o = build_files(&s, out.path(), dir.path()).await;
+    assert_eq!(o.status.code(), Some(WAITING), "{}", text(&o));
+    let said = text(&o);
+    let problems = std::fs::read_to_string(dir.path().join("problems.log")).unwrap();
+    let name = output.display().to_string();
+    for (line, what) in [
+        (2, "not a JSON object"),
+        (3, "answered by model other-model, m was asked"),
+        (4, "not an answer"),
+        (n - 1, "answered twice"),
+        (
+            n,
+            "custom_id not-a-request is not a request of requests-00001.jsonl",
+        ),
+    ] {
+        let at = format!("{name}:{line}: ");
+        for (place, t) in [("the log", &said), ("problems.log", &problems)] {
+            assert!(
+                t.lines().any(|l| l.contains(&at) && l.contains(what)),
+                "{place} does not say {at}{what}:\n{t}"
+            );
+        }
+    }
+    assert_eq!(problems.lines().count(), 5, "{problems}");
+    for k in &refused {
+        assert!(!cached(out.path(), k), "a refused line was cached");
+    }
+    // The three requests are written again, in a later file, once.
+    let files = inputs(dir.path());
+    let again: Vec<&String> = files
+        .iter()
+        .filter(|(name, _)| name.as_str() != "requests-00001.jsonl")
+        .flat_map(|(_, ids)| ids)
+        .filter(|i| refused.contains(i))
+        .collect();
+    assert_eq!(again.len(), 3, "{files:?}");
+    // And answered this time, the build ends with the online build's files.
+    loop_to_the_end(&s, out.path(), dir.path()).await;
+    assert_same(&squad_files(out.path()), &online_files);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn batch_files_need_no_server_url_nor_key_and_say_where_answers_came_from() {
+    let s = setup().await;
+    let (out, dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let args = [
+        "kre",
+        "--domains",
+        "squad",
+        "--model",
+        "m",
+        "--raw",
+        &s.raw,
+        "--out",
+        out.path().to_str().unwrap(),
+        "--reader",
+        "none",
+        "--batch-dir",
+        dir.path().to_str().unwrap(),
+    ];
+    let mut exits = Vec::new();
+    loop {
+        let o = build(&args, &[]).await;
+        exits.push(o.status.code().unwrap());
+        if o.status.success() {
+            break;
+        }
+        assert_eq!(o.status.code(), Some(WAITING), "{}", text(&o));
+        assert!(exits.len() < 5, "{exits:?}");
+        run_dir(&s, dir.path()).await;
+    }
+    let manifest = read_json(&out.path().join("kre/squad/manifest.json"));
+    assert_eq!(manifest["endpoint"], "batch-files", "{manifest}");
+    assert_eq!(manifest["rows"], 10);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refused_structured_form_in_output_files_steps_the_build_down() {
+    use cb_mock::structured::{emulate, StructuredServer};
+    let s = setup_with(emulate(
+        StructuredServer::LlamaCppPython,
+        cb_mock::stand_in::model(),
+    ))
+    .await;
+    // Online, the probe finds json-object.
+    let (_o, online_files, _) = online(&s).await;
+    let (out, dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let o = build_files(&s, out.path(), dir.path()).await;
+    assert_eq!(o.status.code(), Some(WAITING), "{}", text(&o));
+    let first = inputs(dir.path())["requests-00001.jsonl"].clone();
+    let before = s.mock.request_count();
+    run_dir(&s, dir.path()).await;
+    // One request each: a refusal of the form is an answer, not a failure to retry.
+    assert_eq!(s.mock.request_count() - before, first.len());
+    let o = build_files(&s, out.path(), dir.path()).await;
+    assert_eq!(o.status.code(), Some(WAITING), "{}", text(&o));
+    let second = read_jsonl(&dir.path().join("requests-00002.jsonl"));
+    assert_eq!(second.len(), first.len());
+    assert!(second
+        .iter()
+        .all(|l| l["body"]["response_format"]["type"] == "json_object"));
+    loop_to_the_end(&s, out.path(), dir.path()).await;
+    assert_same(&squad_files(out.path()), &online_files);
+    assert!(!dir.path().join("problems.log").exists());
+}

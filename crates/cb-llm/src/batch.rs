@@ -23,7 +23,7 @@ use crate::batch_store::BatchRecord;
 use crate::cache::RequestRow;
 use crate::structured::{self, Form};
 use crate::{Cache, CachedResponse, Call, ChatRequest, Completion, Llm, LlmError};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -220,18 +220,7 @@ impl Llm {
             .as_ref()
             .expect("openai backend has an http client");
         let api = BatchApi::new(http, &inner.config);
-        let mut answers = HashMap::new();
-        let mut open = HashSet::new();
-        for key in taken.keys() {
-            match cache.get(key)? {
-                Some(hit) => {
-                    answers.insert(key.clone(), Ok(hit));
-                }
-                None => {
-                    open.insert(key.as_str());
-                }
-            }
-        }
+        let (mut answers, open) = answered_meanwhile(cache, taken)?;
         let mut tracked = Vec::new();
         let mut held = HashSet::new();
         for (record, keys) in cache.live_batches(&inner.endpoint, &inner.config.model, None)? {
@@ -533,6 +522,27 @@ impl Llm {
             .batch(&record.file_id)?
             .ok_or_else(|| LlmError::Cache(format!("batch {id} vanished from the journal")))
     }
+}
+
+/// The keys taken that the cache answers now (answered meanwhile, by an earlier run), as
+/// answers, and the others, in key order.
+pub(crate) fn answered_meanwhile<'a>(
+    cache: &Cache,
+    taken: &'a HashMap<String, Waiting>,
+) -> Result<(HashMap<String, Answer>, BTreeSet<&'a str>), LlmError> {
+    let mut answers = HashMap::new();
+    let mut open = BTreeSet::new();
+    for key in taken.keys() {
+        match cache.get(key)? {
+            Some(hit) => {
+                answers.insert(key.clone(), Ok(hit));
+            }
+            None => {
+                open.insert(key.as_str());
+            }
+        }
+    }
+    Ok((answers, open))
 }
 
 /// The rough prompt size of a journal request, for an answer that reports no usage.

@@ -21,11 +21,11 @@
 //! A request that comes back without an answer more than `max_retries` times is rejected
 //! as an online call that runs out of retries. Nothing reaches a server from here.
 
-use crate::batch::{chunks, estimated_prompt, Answer, Waiting};
+use crate::batch::{answered_meanwhile, chunks, estimated_prompt, Answer, Waiting};
 use crate::batch_api::parse_results;
 use crate::cache::RequestRow;
 use crate::{Cache, CachedResponse, Llm, LlmError};
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -152,18 +152,7 @@ impl Llm {
             .cache
             .as_ref()
             .ok_or_else(|| LlmError::Config("--batch-dir needs a cache file".into()))?;
-        let mut answers = HashMap::new();
-        let mut open = BTreeSet::new();
-        for key in taken.keys() {
-            match cache.get(key)? {
-                Some(hit) => {
-                    answers.insert(key.clone(), Ok(hit));
-                }
-                None => {
-                    open.insert(key.as_str());
-                }
-            }
-        }
+        let (mut answers, mut open) = answered_meanwhile(cache, taken)?;
         if open.is_empty() {
             return Ok(answers);
         }

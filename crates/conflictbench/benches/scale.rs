@@ -12,8 +12,7 @@
 //!   mock's Files and Batch APIs answering at the first poll;
 //! - `files`: `--batch-dir DIR`; while the build exits with 4 ("waiting for answers"),
 //!   `conflictbench batches run-dir DIR --base-url` answers the shards against the mock and the
-//!   build runs again. A binary that refuses `--batch-dir` (exit 2) makes the mode "not
-//!   available" instead of a failure.
+//!   build runs again.
 //!
 //! Per run it prints the wall time (every child of the mode together), the requests the mock
 //! answered, the build's own counts from `runs.jsonl` (calls sent upstream and cache hits,
@@ -317,9 +316,7 @@ struct Run {
     recipe: Recipe,
     items: usize,
     mode: String,
-    /// `None` when the mode is not available, with the reason in `note`.
-    result: Option<Figures>,
-    note: String,
+    result: Figures,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -402,10 +399,6 @@ fn build(recipe: Recipe, raw: &Path, out: &Path, concurrency: usize, extra: &[&s
     cmd
 }
 
-fn first_line(s: &str) -> &str {
-    s.lines().find(|l| !l.trim().is_empty()).unwrap_or_default()
-}
-
 /// One build of `recipe` on `raw` in `mode` against a fresh mock.
 fn measure(
     rt: &tokio::runtime::Runtime,
@@ -419,13 +412,6 @@ fn measure(
     let base = mock.base_url();
     let (_tmp, work) = workdir(&format!("{}-{items}-{mode}", recipe.name()));
     let out = work.join("out");
-    let mut run = Run {
-        recipe,
-        items,
-        mode: mode.to_owned(),
-        result: None,
-        note: String::new(),
-    };
     let mut f = Figures::default();
     let start = Instant::now();
     match mode {
@@ -450,10 +436,6 @@ fn measure(
                 f.rounds += 1;
                 match code {
                     Some(0) => break,
-                    Some(2) if f.rounds == 1 => {
-                        run.note = format!("not available: {}", first_line(&stderr));
-                        return run;
-                    }
                     Some(WAITING) if f.rounds < MAX_ROUNDS => {}
                     _ => panic!("files build round {} exited {code:?}: {stderr}", f.rounds),
                 }
@@ -489,8 +471,12 @@ fn measure(
         .filter_map(|n| std::fs::metadata(out.join(n)).ok())
         .map(|m| m.len() as f64 / 1e6)
         .sum();
-    run.result = Some(f);
-    run
+    Run {
+        recipe,
+        items,
+        mode: mode.to_owned(),
+        result: f,
+    }
 }
 
 /// A fresh folder for `name`: under `SCALE_KEEP` when set (emptied first, kept afterwards),
@@ -534,15 +520,7 @@ fn env_or<T: std::str::FromStr>(var: &str, default: T) -> T {
 }
 
 fn row(r: &Run) -> String {
-    let Some(f) = r.result else {
-        return format!(
-            "| {} | {} | {} | {} | | | | | | | |",
-            r.recipe.name(),
-            r.mode,
-            r.items,
-            r.note
-        );
-    };
+    let f = r.result;
     format!(
         "| {} | {} | {} | {:.1} | {} | {} | {} | {} | {:.0} | {:.1} | {} |",
         r.recipe.name(),
@@ -560,8 +538,8 @@ fn row(r: &Run) -> String {
 }
 
 /// The growth from one size to the next of the same recipe and mode.
-fn growth(a: &Run, b: &Run) -> Option<String> {
-    let (x, y) = (a.result?, b.result?);
+fn growth(a: &Run, b: &Run) -> String {
+    let (x, y) = (a.result, b.result);
     let per_call = |f: Figures| 1e3 * f.wall_s / f.mock_calls.max(1) as f64;
     let per_row = if y.rows > x.rows {
         format!(
@@ -571,7 +549,7 @@ fn growth(a: &Run, b: &Run) -> Option<String> {
     } else {
         "-".to_owned()
     };
-    Some(format!(
+    format!(
         "| {} | {} | {} -> {} | x{:.2} | x{:.2} | x{:.2} | {:.3} -> {:.3} | {:.0} -> {:.0} | {} | {:.1} -> {:.1} KB |",
         a.recipe.name(),
         a.mode,
@@ -587,7 +565,7 @@ fn growth(a: &Run, b: &Run) -> Option<String> {
         per_row,
         x.peak_mb * 1024.0 / x.rows.max(1) as f64,
         y.peak_mb * 1024.0 / y.rows.max(1) as f64,
-    ))
+    )
 }
 
 fn main() {
@@ -650,8 +628,8 @@ fn main() {
         let next = runs[i + 1..]
             .iter()
             .find(|b| b.recipe == a.recipe && b.mode == a.mode);
-        if let Some(line) = next.and_then(|b| growth(a, b)) {
-            println!("{line}");
+        if let Some(b) = next {
+            println!("{}", growth(a, b));
         }
     }
 }

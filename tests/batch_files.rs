@@ -39,11 +39,15 @@ fn squad_args<'a>(s: &'a Setup, out: &'a str) -> Vec<&'a str> {
     model_args("kre", "squad", &s.base, &s.raw, out)
 }
 
-async fn build_files(s: &Setup, out: &Path, dir: &Path) -> Output {
-    let out = out.to_str().unwrap();
-    let mut args = squad_args(s, out);
+/// [`squad_args`] through batch files in `dir`.
+fn files_args<'a>(s: &'a Setup, out: &'a Path, dir: &'a Path) -> Vec<&'a str> {
+    let mut args = squad_args(s, out.to_str().unwrap());
     args.extend(["--batch-dir", dir.to_str().unwrap()]);
-    build(&args, &[]).await
+    args
+}
+
+async fn build_files(s: &Setup, out: &Path, dir: &Path) -> Output {
+    build(&files_args(s, out, dir), &[]).await
 }
 
 async fn run_dir(s: &Setup, dir: &Path) -> Output {
@@ -195,10 +199,7 @@ async fn a_batch_dir_build_killed_between_rounds_resumes_without_asking_twice() 
     run_dir(&s, dir.path()).await;
     // The run that imports round 1 and writes round 2, killed at a few moments of its work.
     for wait_ms in [30, 150, 400] {
-        let mut args = squad_args(&s, out.path().to_str().unwrap());
-        let d = dir.path().to_str().unwrap().to_owned();
-        args.extend(["--batch-dir", &d]);
-        let mut child = spawn_build(&args);
+        let mut child = spawn_build(&files_args(&s, out.path(), dir.path()));
         tokio::time::sleep(std::time::Duration::from_millis(wait_ms)).await;
         child.kill().await.unwrap(); // SIGKILL
         let _ = child.wait().await;
@@ -352,4 +353,68 @@ async fn a_refused_structured_form_in_output_files_steps_the_build_down() {
     loop_to_the_end(&s, out.path(), dir.path()).await;
     assert_same(&squad_files(out.path()), &online_files);
     assert!(!dir.path().join("problems.log").exists());
+}
+
+/// Sets the model of `key`'s answer in every output file of `dir` to another one.
+fn answer_with_another_model(dir: &Path, key: &str) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if !p.to_string_lossy().ends_with(".output.jsonl") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&p).unwrap();
+        let changed: Vec<String> = text
+            .lines()
+            .map(|l| {
+                let mut v: Value = serde_json::from_str(l).unwrap();
+                if v["custom_id"] == key {
+                    v["response"]["body"]["model"] = "other-model".into();
+                }
+                v.to_string()
+            })
+            .collect();
+        std::fs::write(&p, changed.join("\n") + "\n").unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_request_refused_in_every_file_is_rejected_after_max_retries_across_runs() {
+    let s = setup().await;
+    let (out, dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut args = files_args(&s, out.path(), dir.path());
+    args.extend(["--max-retries", "1"]);
+    let key = {
+        let o = build(&args, &[]).await;
+        assert_eq!(o.status.code(), Some(WAITING), "{}", text(&o));
+        inputs(dir.path())["requests-00001.jsonl"][0].clone()
+    };
+    // Each run sees one file come back without a usable answer for `key`: the count of
+    // attempts is the journal's, not the run's.
+    let mut exits = Vec::new();
+    loop {
+        run_dir(&s, dir.path()).await;
+        answer_with_another_model(dir.path(), &key);
+        let o = build(&args, &[]).await;
+        exits.push(o.status.code().unwrap());
+        if o.status.success() {
+            break;
+        }
+        assert_eq!(o.status.code(), Some(WAITING), "{}", text(&o));
+        assert!(exits.len() < 8, "{exits:?}");
+    }
+    let held: usize = inputs(dir.path())
+        .values()
+        .filter(|ids| ids.contains(&key))
+        .count();
+    assert_eq!(held, 2, "sent once and asked again once");
+    let rejects = read_jsonl(&out.path().join("kre/squad/rejects.jsonl"));
+    let reasons: Vec<&str> = rejects
+        .iter()
+        .filter_map(|r| r["reason"].as_str())
+        .collect();
+    assert!(
+        reasons.contains(&"retries_exhausted_batch_wrong_model"),
+        "{reasons:?}"
+    );
+    assert!(!cached(out.path(), &key));
 }

@@ -10,10 +10,14 @@
 //! 3. the other keys are written as Batch API JSONL (`custom_id` = cache key, `body` = the
 //!    exact online body), split under the per-file request and byte limits, each file
 //!    counted against `--max-cost`, uploaded, recorded, and submitted;
-//! 4. the batches are polled with growing intervals; each finished one is downloaded and its
-//!    answers committed to the cache (with the batch marked collected, in one transaction);
-//! 5. every waiting caller gets its answer, or its error: a retryable one (expiry, 5xx, 429)
-//!    puts the call in the next round, up to `max_retries` rounds; others become rejects.
+//! 4. the batches are polled with growing intervals; each finished one is downloaded, its
+//!    lines checked against their requests ([`Llm::check_results`], shared with the batch
+//!    files of [`crate::batch_files`]) and its answers committed to the cache (with the batch
+//!    marked collected, in one transaction);
+//! 5. every waiting caller gets its answer, or its error: a retryable one (expiry, 5xx, 429,
+//!    a refused line) puts the call in the next round while the collected files that held it
+//!    (the journal's count, earlier runs included) number at most `max_retries`; others
+//!    become rejects.
 //!
 //! The caller then goes on exactly as with a cache hit: validation, a second attempt (which
 //! joins the next round), rejects.
@@ -23,7 +27,7 @@ use crate::batch_store::BatchRecord;
 use crate::cache::RequestRow;
 use crate::structured::{self, Form};
 use crate::{Cache, CachedResponse, Call, ChatRequest, Completion, Llm, LlmError};
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -123,7 +127,7 @@ impl Llm {
         let quiet = match &inner.config.transport {
             crate::Transport::BatchFiles(o) => o.quiet,
             crate::Transport::BatchApi(o) => o.quiet,
-            _ => BatchOptions::default().quiet,
+            _ => unreachable!("only rounds have a collector"),
         };
         loop {
             let taken = loop {
@@ -142,7 +146,7 @@ impl Llm {
             let round = match &inner.config.transport {
                 crate::Transport::BatchFiles(o) => self.files_round(&taken, o).await,
                 crate::Transport::BatchApi(o) => self.round(&taken, o).await,
-                _ => self.round(&taken, &BatchOptions::default()).await,
+                _ => unreachable!("only rounds have a collector"),
             };
             let mut answers = match round {
                 Ok(a) => a,
@@ -161,35 +165,45 @@ impl Llm {
                         message: "no answer for this request".into(),
                     })
                 });
-                match answer {
-                    Err(e) if e.is_retryable() && w.rounds < inner.config.max_retries => {
-                        w.rounds += 1;
-                        inner.stats.retries.fetch_add(1, Ordering::Relaxed);
-                        tracing::warn!(item = %w.call.item, round = w.rounds, error = %e, "batch request goes to the next round");
-                        again.push((key, w));
+                let e = match answer {
+                    Ok(r) => {
+                        w.waiters.into_iter().for_each(|t| {
+                            let _ = t.send(Ok(r.clone()));
+                        });
+                        continue;
                     }
-                    Ok(r) => w.waiters.into_iter().for_each(|t| {
-                        let _ = t.send(Ok(r.clone()));
-                    }),
+                    // Not an attempt that counts: the build stops until the files are
+                    // answered, or the caller steps the form down and asks again.
+                    Err(e @ LlmError::Waiting(_)) => e,
+                    Err(e @ LlmError::FormRefused(_)) => {
+                        inner.stats.failures.fetch_add(1, Ordering::Relaxed);
+                        e
+                    }
                     Err(e) => {
+                        let attempts = self.attempts(&key, w.rounds);
+                        if e.is_retryable() && attempts <= inner.config.max_retries {
+                            w.rounds += 1;
+                            inner.stats.retries.fetch_add(1, Ordering::Relaxed);
+                            tracing::warn!(item = %w.call.item, attempts, error = %e, "batch request goes to the next round");
+                            again.push((key, w));
+                            continue;
+                        }
                         inner.stats.failures.fetch_add(1, Ordering::Relaxed);
                         // As an online call ends: a retryable error, or one after retries,
                         // is the retries exhausted (`retries_exhausted_<reason>`).
-                        let e = if (e.is_retryable() || w.rounds > 0)
-                            && !matches!(e, LlmError::FormRefused(_) | LlmError::Waiting(_))
-                        {
+                        if e.is_retryable() || attempts > 1 {
                             LlmError::Exhausted {
-                                attempts: w.rounds + 1,
+                                attempts,
                                 last: Box::new(e),
                             }
                         } else {
                             e
-                        };
-                        w.waiters.into_iter().for_each(|t| {
-                            let _ = t.send(Err(e.clone()));
-                        });
+                        }
                     }
-                }
+                };
+                w.waiters.into_iter().for_each(|t| {
+                    let _ = t.send(Err(e.clone()));
+                });
             }
             let mut q = collector.queue.lock().expect("batch queue");
             for (key, w) in again {
@@ -202,6 +216,19 @@ impl Llm {
                 }
             }
         }
+    }
+
+    /// The requests sent for `key` so far, this one included: the collected files of the
+    /// journal that held it (earlier runs' too, so a killed or waiting build keeps counting),
+    /// at least the `rounds` this run has been through.
+    fn attempts(&self, key: &str, rounds: u32) -> u32 {
+        let journal = self.inner.cache.as_ref().map_or(Ok(0), |c| c.attempts(key));
+        journal
+            .unwrap_or_else(|e| {
+                tracing::warn!(error = %e, "cannot count a request's earlier batches");
+                0
+            })
+            .max(rounds + 1)
     }
 
     /// One round: an answer or an error for every key taken (missing keys are retried).
@@ -384,34 +411,20 @@ impl Llm {
         remote: &RemoteBatch,
         outcomes: &mut HashMap<String, Answer>,
     ) -> Result<(), LlmError> {
-        let mut errors = HashMap::new();
         let rows = cache.batch_requests(file_id)?;
-        let estimate = |key: &str| estimated_prompt(&rows, key);
-        let mut answers = Vec::new();
+        let mut checked = Checked::default();
         for id in [&remote.output_file_id, &remote.error_file_id]
             .into_iter()
             .flatten()
         {
-            for line in parse_results(&api.content(id).await?, estimate) {
-                let line = match line {
-                    Ok(l) => l,
-                    Err((n, why)) => {
-                        // Its request gets no answer and goes to the next round.
-                        tracing::warn!(batch = %remote.id, line = n, "batch result line skipped: {why}");
-                        continue;
-                    }
-                };
-                let Some(row) = rows.get(&line.custom_id) else {
-                    tracing::warn!(batch = %remote.id, custom_id = %line.custom_id, "a result line for a request this batch does not hold; skipped");
-                    continue;
-                };
-                match line.outcome {
-                    Ok(resp) => answers.push((row, resp)),
-                    Err(e) => {
-                        errors.insert(row.key.clone(), self.result_error(e));
-                    }
-                }
-            }
+            let source = format!("batch {} file {id}", remote.id);
+            let input = format!("batch {}", remote.id);
+            self.check_results(
+                &api.content(id).await?,
+                (&source, &input),
+                &rows,
+                &mut checked,
+            );
         }
         // Requests without a line: the batch as a whole says why.
         let code = match remote.status.as_str() {
@@ -420,33 +433,105 @@ impl Llm {
             "expired" => "batch_expired",
             _ => "batch_missing",
         };
-        let answered: HashSet<&str> = answers.iter().map(|(r, _)| r.key.as_str()).collect();
-        for key in rows.keys() {
-            if !answered.contains(key.as_str()) && !errors.contains_key(key) {
-                errors.insert(
-                    key.clone(),
-                    LlmError::Batch {
-                        code: code.into(),
-                        message: remote.errors.clone().unwrap_or_else(|| {
-                            format!("batch {} ended {}", remote.id, remote.status)
-                        }),
-                    },
-                );
-            }
-        }
-        let answers: Vec<(RequestRow, CachedResponse)> =
-            answers.into_iter().map(|(r, a)| (r.clone(), a)).collect();
-        let n = answers.len();
-        self.commit_file(cache, file_id, answers, outcomes).await?;
+        checked.without_answer(&rows, || LlmError::Batch {
+            code: code.into(),
+            message: remote
+                .errors
+                .clone()
+                .unwrap_or_else(|| format!("batch {} ended {}", remote.id, remote.status)),
+        });
+        let n = checked.answers.len();
+        self.commit_file(cache, file_id, checked.answers, outcomes)
+            .await?;
         tracing::info!(batch = %remote.id, status = %remote.status, answers = n, "batch collected");
-        outcomes.extend(errors.into_iter().map(|(k, e)| (k, Err(e))));
+        outcomes.extend(checked.errors.into_iter().map(|(k, e)| (k, Err(e))));
         Ok(())
+    }
+
+    /// Checks the lines of one output or error file (`source` names it in messages) against
+    /// the requests of its input file (`rows`, named `input`), into `into`. Refused, each reported as `SOURCE:LINE:
+    /// why` and never cached: a line that is not JSON or has no `custom_id`, one naming a
+    /// request the file does not hold or one it answered already, one answered by another
+    /// model, and a 200 body that is not a completion (its request is asked again).
+    pub(crate) fn check_results(
+        &self,
+        bytes: &[u8],
+        (source, input): (&str, &str),
+        rows: &HashMap<String, RequestRow>,
+        into: &mut Checked,
+    ) {
+        let asked = &self.inner.config.model;
+        let mut seen = HashSet::new();
+        let mut refuse = |n: usize, why: String| {
+            tracing::warn!("{source}:{n}: {why}; its request is asked again");
+            into.refused.push(format!("{source}:{n}: {why}"));
+        };
+        // Lines that carry an error, by reason, and the first of them: said once.
+        let mut error_lines: BTreeMap<String, usize> = BTreeMap::new();
+        let mut first_error = None;
+        for line in parse_results(bytes, |k| estimated_prompt(rows, k)) {
+            let line = match line {
+                Ok(l) => l,
+                Err((n, why)) => {
+                    refuse(n, why);
+                    continue;
+                }
+            };
+            let n = line.line;
+            let Some(row) = rows.get(&line.custom_id) else {
+                refuse(
+                    n,
+                    format!("custom_id {} is not a request of {input}", line.custom_id),
+                );
+                continue;
+            };
+            if !seen.insert(line.custom_id.clone()) {
+                refuse(
+                    n,
+                    format!(
+                        "custom_id {} is answered twice; the first answer stands",
+                        line.custom_id
+                    ),
+                );
+                continue;
+            }
+            let error = match line.outcome {
+                Ok(_) if line.model.as_deref().is_some_and(|m| !same_model(m, asked)) => {
+                    let why = format!(
+                        "answered by model {}, {asked} was asked",
+                        line.model.unwrap_or_default()
+                    );
+                    refuse(n, why.clone());
+                    LlmError::Batch {
+                        code: "wrong_model".into(),
+                        message: format!("{source}:{n}: {why}"),
+                    }
+                }
+                Ok(answer) => {
+                    into.answers.push((row.clone(), answer));
+                    continue;
+                }
+                Err(e @ LlmError::Malformed { .. }) => {
+                    refuse(n, format!("not an answer: {e}"));
+                    e
+                }
+                Err(e) => {
+                    *error_lines.entry(e.reason_code()).or_default() += 1;
+                    first_error.get_or_insert_with(|| format!("{source}:{n}: {e}"));
+                    self.result_error(e)
+                }
+            };
+            into.errors.insert(row.key.clone(), error);
+        }
+        if let Some(first) = first_error {
+            tracing::warn!(by_reason = ?error_lines, "requests answered with errors; the first: {first}");
+        }
     }
 
     /// A result line's error as the caller gets it: a refusal of this `response_format`
     /// becomes [`LlmError::FormRefused`], so the caller steps the form down and asks again in
     /// the next round, as after an online refusal.
-    pub(crate) fn result_error(&self, e: LlmError) -> LlmError {
+    fn result_error(&self, e: LlmError) -> LlmError {
         if !structured::refuses_form(&e, false) {
             return e;
         }
@@ -524,6 +609,40 @@ impl Llm {
     }
 }
 
+/// What the result files of one input file say of its requests.
+#[derive(Default)]
+pub(crate) struct Checked {
+    /// Checked answers, to cache.
+    pub(crate) answers: Vec<(RequestRow, CachedResponse)>,
+    /// The requests the files answer with an error (a refused form as `FormRefused`).
+    pub(crate) errors: HashMap<String, LlmError>,
+    /// The refused lines, `SOURCE:LINE: why`.
+    pub(crate) refused: Vec<String>,
+}
+
+impl Checked {
+    /// Gives `error()` to each request of `rows` the files left without an answer or error.
+    pub(crate) fn without_answer(
+        &mut self,
+        rows: &HashMap<String, RequestRow>,
+        error: impl Fn() -> LlmError,
+    ) {
+        let got: HashSet<&str> = self.answers.iter().map(|(r, _)| r.key.as_str()).collect();
+        for key in rows.keys().filter(|k| !got.contains(k.as_str())) {
+            self.errors.entry(key.clone()).or_insert_with(&error);
+        }
+    }
+}
+
+/// Whether `answered` (a result line's `model`) is the model asked for: the same name, or a
+/// dated snapshot of it (`gpt-4o-mini` answered as `gpt-4o-mini-2024-07-18`).
+fn same_model(answered: &str, asked: &str) -> bool {
+    answered.eq_ignore_ascii_case(asked)
+        || answered
+            .strip_prefix(asked)
+            .is_some_and(|rest| rest.starts_with('-'))
+}
+
 /// The keys taken that the cache answers now (answered meanwhile, by an earlier run), as
 /// answers, and the others, in key order.
 pub(crate) fn answered_meanwhile<'a>(
@@ -578,6 +697,14 @@ pub(crate) fn chunks<'a, 'b>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_dated_snapshot_is_the_model_asked() {
+        assert!(same_model("gpt-4o-mini-2024-07-18", "gpt-4o-mini"));
+        assert!(same_model("SmolLM2", "smollm2"));
+        assert!(!same_model("gpt-4o", "gpt-4o-mini"));
+        assert!(!same_model("llama3", "smollm2"));
+    }
 
     #[test]
     fn files_are_split_under_both_limits() {

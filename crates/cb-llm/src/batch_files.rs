@@ -1,4 +1,4 @@
-//! `--batch-dir`: the rounds of [`crate::batch`] with a folder of files for the provider.
+//! `--batch-dir`: the rounds of the Batch API (`batch`) with a folder of files for the provider.
 //!
 //! Calls that miss the cache wait for a round as with the Batch API. A round:
 //!
@@ -6,7 +6,8 @@
 //! 2. imports every output file that has appeared beside one of the folder's input files
 //!    that the journal holds open (`requests-00007.jsonl` -> `requests-00007.output.jsonl`,
 //!    the format vLLM's `run_batch` and the Batch API write): each line is checked against
-//!    the request it names, and only a checked answer is cached; the file is then closed in
+//!    the request it names, as the Batch API's are (`Llm::check_results`), and only a
+//!    checked answer is cached; the file is then closed in
 //!    the journal. A line that is not JSON, names no request of that file or one already
 //!    answered, names another model, or carries a body that is not an answer is reported
 //!    with its file and line (the log, and `problems.log` in the folder), and its request is
@@ -18,14 +19,13 @@
 //! 5. answers every caller whose request waits with [`LlmError::Waiting`], which stops the
 //!    build (exit code 4): the same command, run again once the files are answered, goes on.
 //!
-//! A request that comes back without an answer more than `max_retries` times is rejected
-//! as an online call that runs out of retries. Nothing reaches a server from here.
+//! A request that comes back without an answer from more than `max_retries` files (counted
+//! in the journal, so across runs) is rejected as an online call that runs out of retries.
+//! Nothing reaches a server from here.
 
-use crate::batch::{answered_meanwhile, chunks, estimated_prompt, Answer, Waiting};
-use crate::batch_api::parse_results;
-use crate::cache::RequestRow;
-use crate::{Cache, CachedResponse, Llm, LlmError};
-use std::collections::{HashMap, HashSet};
+use crate::batch::{answered_meanwhile, chunks, Answer, Checked, Waiting};
+use crate::{Cache, Llm, LlmError};
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -98,18 +98,23 @@ pub struct PendingFile {
 
 /// The input files of `dir` without an output file, in name order: what an executor has
 /// to answer.
-pub fn pending(dir: &Path) -> std::io::Result<Vec<PendingFile>> {
-    let mut out = Vec::new();
+pub(crate) fn unanswered(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     let mut names: Vec<String> = std::fs::read_dir(dir)?
         .filter_map(|e| e.ok()?.file_name().into_string().ok())
         .filter(|n| input_number(n).is_some())
         .collect();
     names.sort_unstable();
-    for name in names {
-        let path = dir.join(&name);
-        if output_path(&path).exists() {
-            continue;
-        }
+    Ok(names
+        .into_iter()
+        .map(|n| dir.join(n))
+        .filter(|p| !output_path(p).exists())
+        .collect())
+}
+
+/// The unanswered input files with their model and size, for the message of a waiting build.
+pub fn pending(dir: &Path) -> std::io::Result<Vec<PendingFile>> {
+    let mut out = Vec::new();
+    for path in unanswered(dir)? {
         let text = std::fs::read_to_string(&path)?;
         let model = text
             .lines()
@@ -124,15 +129,6 @@ pub fn pending(dir: &Path) -> std::io::Result<Vec<PendingFile>> {
         });
     }
     Ok(out)
-}
-
-/// Whether `answered` (an output line's `model`) is the model asked for: the same name, or a
-/// dated snapshot of it (`gpt-4o-mini` answered as `gpt-4o-mini-2024-07-18`).
-fn same_model(answered: &str, asked: &str) -> bool {
-    answered.eq_ignore_ascii_case(asked)
-        || answered
-            .strip_prefix(asked)
-            .is_some_and(|rest| rest.starts_with('-'))
 }
 
 /// Names of new input files are taken one at a time (the writer and its reader write to the
@@ -163,7 +159,7 @@ impl Llm {
             let input = opts.dir.join(&record.file_id[prefix.len()..]);
             let output = output_path(&input);
             if output.is_file() {
-                for (key, answer) in self.import(cache, &record.file_id, &input, &prefix).await? {
+                for (key, answer) in self.import(cache, &record.file_id, &input).await? {
                     if open.remove(key.as_str()) {
                         answers.insert(key, answer);
                     }
@@ -201,13 +197,10 @@ impl Llm {
         let inner = &self.inner;
         // Counted against --max-cost and --max-tokens as a Batch API file is.
         let (bytes, rows, est_usd, _reservation) = self.input_file(chunk, taken)?;
-        let io = |path: &Path, e: std::io::Error| {
-            LlmError::Config(format!("cannot write {}: {e}", path.display()))
-        };
         let _naming = NAMING.lock().await;
         let journal = cache.file_ids(prefix)?;
         let on_disk = std::fs::read_dir(&opts.dir)
-            .map_err(|e| io(&opts.dir, e))?
+            .map_err(|e| LlmError::Config(format!("cannot read {}: {e}", opts.dir.display())))?
             .filter_map(|e| e.ok()?.file_name().into_string().ok());
         let last = journal
             .iter()
@@ -228,9 +221,7 @@ impl Llm {
                 rows,
             )
             .await?;
-        let part = path.with_extension("jsonl.part");
-        std::fs::write(&part, &bytes).map_err(|e| io(&part, e))?;
-        std::fs::rename(&part, &path).map_err(|e| io(&path, e))?;
+        write_whole(&path, &bytes)?;
         inner.stats.batches.fetch_add(1, Ordering::Relaxed);
         tracing::info!(file = %path.display(), requests, model = %inner.config.model, "batch file written");
         Ok(())
@@ -243,149 +234,61 @@ impl Llm {
         cache: &Cache,
         file_id: &str,
         input: &Path,
-        prefix: &str,
     ) -> Result<HashMap<String, Answer>, LlmError> {
-        let inner = &self.inner;
         let output = output_path(input);
         let bytes = std::fs::read(&output)
             .map_err(|e| LlmError::Config(format!("cannot read {}: {e}", output.display())))?;
         let rows = cache.batch_requests(file_id)?;
-        let asked = &inner.config.model;
-        let mut answered: Vec<(RequestRow, CachedResponse)> = Vec::new();
-        let mut errors: HashMap<String, LlmError> = HashMap::new();
-        let mut problems: Vec<(usize, String)> = Vec::new();
-        let mut seen = HashSet::new();
-        // Lines the executor answered with an error, by reason, and the first of them.
-        let mut error_lines: std::collections::BTreeMap<String, usize> = Default::default();
-        let mut first_error = None;
+        let source = output.display().to_string();
+        let mut checked = Checked::default();
         let input_name = input.file_name().unwrap_or_default().to_string_lossy();
-        for line in parse_results(&bytes, |k| estimated_prompt(&rows, k)) {
-            let line = match line {
-                Ok(l) => l,
-                Err(problem) => {
-                    problems.push(problem);
-                    continue;
-                }
-            };
-            let n = line.line;
-            let Some(row) = rows.get(&line.custom_id) else {
-                problems.push((
-                    n,
-                    format!(
-                        "custom_id {} is not a request of {input_name}",
-                        line.custom_id
-                    ),
-                ));
-                continue;
-            };
-            if !seen.insert(line.custom_id.clone()) {
-                problems.push((
-                    n,
-                    format!(
-                        "custom_id {} is answered twice; the first answer stands",
-                        line.custom_id
-                    ),
-                ));
-                continue;
-            }
-            let refused = |why: String| LlmError::Batch {
-                code: "refused_line".into(),
-                message: format!("{}:{n}: {why}", output.display()),
-            };
-            match line.outcome {
-                Ok(_) if line.model.as_deref().is_some_and(|m| !same_model(m, asked)) => {
-                    let why = format!(
-                        "answered by model {}, {asked} was asked",
-                        line.model.unwrap_or_default()
-                    );
-                    problems.push((n, why.clone()));
-                    errors.insert(row.key.clone(), refused(why));
-                }
-                Ok(answer) => answered.push((row.clone(), answer)),
-                Err(e @ LlmError::Malformed { .. }) => {
-                    let why = format!("not an answer: {e}");
-                    problems.push((n, why.clone()));
-                    errors.insert(row.key.clone(), refused(why));
-                }
-                Err(e) => {
-                    *error_lines.entry(e.reason_code()).or_default() += 1;
-                    first_error.get_or_insert_with(|| format!("{}:{n}: {e}", output.display()));
-                    errors.insert(row.key.clone(), self.result_error(e));
-                }
-            }
-        }
-        let got: HashSet<&str> = answered.iter().map(|(r, _)| r.key.as_str()).collect();
-        for key in rows.keys().filter(|k| !got.contains(k.as_str())) {
-            errors
-                .entry(key.clone())
-                .or_insert_with(|| LlmError::Batch {
-                    code: "batch_missing".into(),
-                    message: format!("{} has no answer for it", output.display()),
-                });
-        }
-        // A request that keeps coming back without an answer ends as an online call that
-        // runs out of retries.
-        let mut outcomes = HashMap::new();
-        for (key, e) in errors {
-            let e = if e.is_retryable() {
-                let rounds = cache.files_holding(&key, prefix)?;
-                if rounds > inner.config.max_retries {
-                    LlmError::Exhausted {
-                        attempts: rounds,
-                        last: Box::new(e),
-                    }
-                } else {
-                    e
-                }
-            } else {
-                e
-            };
-            outcomes.insert(key, Err(e));
-        }
-        if let Some(first) = first_error {
-            tracing::warn!(by_reason = ?error_lines, "the executor answered requests with errors; the first: {first}");
-        }
-        self.report(&output, &problems);
-        let (n_answered, n_failed) = (answered.len(), outcomes.len());
+        self.check_results(&bytes, (&source, &input_name), &rows, &mut checked);
+        checked.without_answer(&rows, || LlmError::Batch {
+            code: "batch_missing".into(),
+            message: format!("{source} has no answer for it"),
+        });
+        append_problems(&output.with_file_name(PROBLEMS), &checked.refused);
+        let (answers, without) = (checked.answers.len(), checked.errors.len());
         cache
-            .update_batch(
-                file_id,
-                &output.display().to_string(),
-                "imported",
-                n_answered as u64,
-                n_failed as u64,
-            )
+            .update_batch(file_id, &source, "imported", answers as u64, without as u64)
             .await?;
-        self.commit_file(cache, file_id, answered, &mut outcomes)
+        let mut outcomes: HashMap<String, Answer> = checked
+            .errors
+            .into_iter()
+            .map(|(k, e)| (k, Err(e)))
+            .collect();
+        self.commit_file(cache, file_id, checked.answers, &mut outcomes)
             .await?;
-        tracing::info!(file = %output.display(), answers = n_answered, without = n_failed, refused_lines = problems.len(), "batch output imported");
+        tracing::info!(file = %source, answers, without, refused_lines = checked.refused.len(), "batch output imported");
         Ok(outcomes)
     }
+}
 
-    /// Reports refused output lines: a warning each, and a line each in the folder's
-    /// `problems.log`.
-    fn report(&self, output: &Path, problems: &[(usize, String)]) {
-        if problems.is_empty() {
-            return;
-        }
-        let mut text = String::new();
-        for (n, why) in problems {
-            tracing::warn!(
-                "{}:{n}: {why}; its request is asked again",
-                output.display()
-            );
-            text.push_str(&format!("{}:{n}: {why}\n", output.display()));
-        }
-        let log = output.with_file_name(PROBLEMS);
-        let written = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&log)
-            .and_then(|mut f| f.write_all(text.as_bytes()));
-        if let Err(e) = written {
-            tracing::warn!(file = %log.display(), error = %e, "cannot write the problems log");
-        }
+/// Appends the refused lines to the folder's `problems.log`.
+fn append_problems(log: &Path, refused: &[String]) {
+    if refused.is_empty() {
+        return;
     }
+    let text: String = refused.iter().map(|r| format!("{r}\n")).collect();
+    let written = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .and_then(|mut f| f.write_all(text.as_bytes()));
+    if let Err(e) = written {
+        tracing::warn!(file = %log.display(), error = %e, "cannot write the problems log");
+    }
+}
+
+/// Writes `bytes` to `path` whole: under a `.part` name first, renamed once complete, so a
+/// reader of the folder never sees half a file.
+pub(crate) fn write_whole(path: &Path, bytes: &[u8]) -> Result<(), LlmError> {
+    let io = |p: &Path, e: std::io::Error| {
+        LlmError::Config(format!("cannot write {}: {e}", p.display()))
+    };
+    let part = path.with_extension("jsonl.part");
+    std::fs::write(&part, bytes).map_err(|e| io(&part, e))?;
+    std::fs::rename(&part, path).map_err(|e| io(path, e))
 }
 
 #[cfg(test)]
@@ -393,7 +296,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_and_models() {
+    fn input_and_output_names() {
         assert_eq!(
             output_path(Path::new("/b/requests-00007.jsonl")),
             Path::new("/b/requests-00007.output.jsonl")
@@ -401,9 +304,5 @@ mod tests {
         assert_eq!(input_number("requests-00007.jsonl"), Some(7));
         assert_eq!(input_number("requests-00007.output.jsonl"), None);
         assert_eq!(input_number("requests-00007.jsonl.part"), None);
-        assert!(same_model("gpt-4o-mini-2024-07-18", "gpt-4o-mini"));
-        assert!(same_model("SmolLM2", "smollm2"));
-        assert!(!same_model("gpt-4o", "gpt-4o-mini"));
-        assert!(!same_model("llama3", "smollm2"));
     }
 }

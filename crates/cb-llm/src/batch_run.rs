@@ -6,7 +6,7 @@
 //! body, the server's error in `error`; one that never got an answer (connection, timeout
 //! after the retries) has no response. The file appears under its name only once complete.
 
-use crate::batch_files::{output_path, pending};
+use crate::batch_files::{output_path, unanswered, write_whole};
 use crate::http::OpenAiHttp;
 use crate::{LlmConfig, LlmError};
 use serde_json::{json, Value};
@@ -31,15 +31,13 @@ pub async fn run_dir(
 ) -> Result<RunReport, LlmError> {
     let http = Arc::new(OpenAiHttp::new(config)?);
     let config = Arc::new(config.clone());
-    let files = pending(dir)
-        .map_err(|e| LlmError::Config(format!("cannot read {}: {e}", dir.display())))?;
+    let cannot_read =
+        |p: &Path, e: std::io::Error| LlmError::Config(format!("cannot read {}: {e}", p.display()));
     let mut report = RunReport::default();
-    for file in files {
-        let text = std::fs::read_to_string(&file.path)
-            .map_err(|e| LlmError::Config(format!("cannot read {}: {e}", file.path.display())))?;
+    for input in unanswered(dir).map_err(|e| cannot_read(dir, e))? {
+        let text = std::fs::read_to_string(&input).map_err(|e| cannot_read(&input, e))?;
         let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-        let stem = file
-            .path
+        let stem = input
             .file_stem()
             .unwrap_or_default()
             .to_string_lossy()
@@ -50,7 +48,7 @@ pub async fn run_dir(
             let request: Value = serde_json::from_str(line).map_err(|e| {
                 LlmError::Config(format!(
                     "{}:{}: not a batch request: {e}",
-                    file.path.display(),
+                    input.display(),
                     i + 1
                 ))
             })?;
@@ -74,13 +72,8 @@ pub async fn run_dir(
             bytes.extend_from_slice(line.as_bytes());
             bytes.push(b'\n');
         }
-        let output = output_path(&file.path);
-        let part = output.with_extension("jsonl.part");
-        let io = |p: &Path, e: std::io::Error| {
-            LlmError::Config(format!("cannot write {}: {e}", p.display()))
-        };
-        std::fs::write(&part, bytes).map_err(|e| io(&part, e))?;
-        std::fs::rename(&part, &output).map_err(|e| io(&output, e))?;
+        let output = output_path(&input);
+        write_whole(&output, &bytes)?;
         done(&output, lines.len(), errors);
         report.files += 1;
         report.requests += lines.len();

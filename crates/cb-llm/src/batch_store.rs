@@ -192,19 +192,15 @@ impl Cache {
         folder: Option<&str>,
     ) -> Result<Vec<(BatchRecord, Vec<String>)>, LlmError> {
         let conn = self.conn();
+        // Without a folder: every file but the folders' (their ids start with `dir:`).
         let mut stmt = conn.prepare(&format!(
             "{SELECT} WHERE collected = 0 AND endpoint = ?1 AND model = ?2
-             AND substr(file_id, 1, length(?3)) = ?3 ORDER BY rowid"
+             AND (substr(file_id, 1, length(?3)) = ?3) = (?4 IS NOT NULL) ORDER BY rowid"
         ))?;
-        let prefix = folder.unwrap_or("");
+        let prefix = folder.unwrap_or(crate::batch_files::JOURNAL);
         let live: Vec<BatchRecord> = stmt
-            .query_map([endpoint, model, prefix], record)?
+            .query_map(params![endpoint, model, prefix, folder], record)?
             .collect::<Result<_, _>>()?;
-        // The Batch API's never include a folder's files.
-        let live = live
-            .into_iter()
-            .filter(|b| folder.is_some() || !b.file_id.starts_with(crate::batch_files::JOURNAL))
-            .collect::<Vec<_>>();
         let mut keys = conn.prepare("SELECT key FROM batch_requests WHERE file_id = ?1")?;
         live.into_iter()
             .map(|b| {
@@ -225,14 +221,14 @@ impl Cache {
         Ok(ids.collect::<Result<_, _>>()?)
     }
 
-    /// How many files starting with `prefix` have held this request (each was answered or
-    /// is waiting): the rounds it has been through.
-    pub(crate) fn files_holding(&self, key: &str, prefix: &str) -> Result<u32, LlmError> {
+    /// How many collected files (uploaded or in a batch folder) held this request: the
+    /// times it was sent and came back.
+    pub(crate) fn attempts(&self, key: &str) -> Result<u32, LlmError> {
         let conn = self.conn();
         let n: i64 = conn.query_row(
-            "SELECT COUNT(*) FROM batch_requests WHERE key = ?1
-             AND substr(file_id, 1, length(?2)) = ?2",
-            [key, prefix],
+            "SELECT COUNT(*) FROM batch_requests r JOIN batches b ON b.file_id = r.file_id
+             WHERE r.key = ?1 AND b.collected = 1",
+            [key],
             |r| r.get(0),
         )?;
         Ok(n as u32)

@@ -47,16 +47,15 @@ impl BatchFlags {
             if !matches!(c.backend, BackendKind::Openai | BackendKind::DryRun) {
                 return Err("--batch-dir needs the openai backend (--model names the model the files ask for)".into());
             }
-            std::fs::create_dir_all(dir)
+            // Absolute: the journal names the files by their folder.
+            let dir = std::fs::create_dir_all(dir)
                 .and_then(|()| dir.canonicalize())
-                .map(|dir| {
-                    c.transport = cb_llm::Transport::BatchFiles(FilesOptions {
-                        max_requests_per_file: self.batch_dir_max_lines.max(1),
-                        max_bytes_per_file: self.batch_max_mb.max(1) * 1024 * 1024,
-                        ..FilesOptions::new(dir)
-                    });
-                })
                 .map_err(|e| format!("--batch-dir {}: {e}", dir.display()))?;
+            c.transport = cb_llm::Transport::BatchFiles(FilesOptions {
+                max_requests_per_file: self.batch_dir_max_lines.max(1),
+                max_bytes_per_file: self.batch_max_mb.max(1) * 1024 * 1024,
+                ..FilesOptions::new(dir)
+            });
             return Ok(());
         }
         if !self.batch {

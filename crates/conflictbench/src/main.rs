@@ -222,7 +222,7 @@ fn said_once(e: &anyhow::Error) -> String {
 }
 
 /// A `--batch-dir` build with requests waiting in files: exit code 4, and what to run.
-fn waiting_for(dir: &Path, recipes: &[String], args: &BuildArgs) -> anyhow::Result<Stopped> {
+fn waiting_for(dir: &Path, recipes: &[String]) -> anyhow::Result<Stopped> {
     let files = cb_llm::batch_files::pending(dir)
         .with_context(|| format!("cannot read {}", dir.display()))?;
     let requests: usize = files.iter().map(|f| f.requests).sum();
@@ -240,7 +240,10 @@ fn waiting_for(dir: &Path, recipes: &[String], args: &BuildArgs) -> anyhow::Resu
             f.model
         ));
     }
-    let first = files.first().map(|f| f.path.clone()).unwrap_or_default();
+    let (first, model) = files
+        .first()
+        .map(|f| (f.path.clone(), f.model.as_str()))
+        .unwrap_or_default();
     m.push_str(&format!(
         "Answer each file into the file beside it named .output.jsonl instead of .jsonl, for example\n  \
          conflictbench batches run-dir {dir} --base-url URL\n  \
@@ -249,7 +252,6 @@ fn waiting_for(dir: &Path, recipes: &[String], args: &BuildArgs) -> anyhow::Resu
         dir = dir.display(),
         input = first.display(),
         output = cb_llm::batch_files::output_path(&first).display(),
-        model = args.llm.model.as_deref().unwrap_or("MODEL"),
     ));
     Ok(Stopped {
         code: 4,
@@ -553,7 +555,7 @@ async fn build(mut args: BuildArgs) -> anyhow::Result<()> {
     }
     if let Some(dir) = &args.batch.batch_dir {
         if !waiting.is_empty() {
-            return Err(anyhow::Error::new(waiting_for(dir, &waiting, &args)?));
+            return Err(anyhow::Error::new(waiting_for(dir, &waiting)?));
         }
     }
     if args.llm.dry_run {

@@ -1,6 +1,7 @@
 //! What a text says beyond the inputs it copies ([`beyond_copies`]), in time linear in the
-//! text and the copies: one scan for every copy at once (an Aho-Corasick automaton over the
-//! lower-cased text), then only the surroundings of each cut scanned again.
+//! text and the copies: one scan of the lower-cased text for every copy at once (the
+//! `aho-corasick` crate's automaton, the one ripgrep uses), then only the surroundings of
+//! each cut scanned again.
 
 /// `text` with every case-insensitive occurrence of each of `copied` (trimmed, a final
 /// period dropped) cut out: what the text says beyond the inputs it repeats. A refusal or a
@@ -14,8 +15,8 @@
 /// bytes is returned as it is.
 ///
 /// Cost: linear in the text and the copies: one lower-casing of the text and one scan for
-/// all copies at once (an Aho-Corasick automaton), then only the surroundings of each cut are
-/// scanned again, for what the cut joined. Cutting one copy at a time, as the rule reads,
+/// all copies at once (the `aho-corasick` crate's automaton), then only the surroundings of
+/// each cut are scanned again, for what the cut joined. Cutting one copy at a time, as the rule reads,
 /// lower-cased and searched the whole text once per copy: a passage of 40,000 sentences did
 /// not build within minutes (issue 22). Only a text with characters whose lower case is
 /// longer in bytes and others whose lower case is shorter, in equal measure ("İ" and the
@@ -79,203 +80,77 @@ pub(crate) fn cut_each_in_turn(text: &str, needles: &[String]) -> String {
     out
 }
 
-/// No node, pattern or cut (offsets and ids are `u32`).
+/// The bound on a text cut at its offsets (kept as `u32`); a longer text is cut one copy at a
+/// time.
 const NONE: u32 = u32::MAX;
 
-/// An Aho-Corasick automaton over byte strings: every occurrence of every pattern in one
-/// pass over a text. Nodes are numbered depth first, so that the nodes of a pattern's own
-/// bytes mostly follow one another in memory: a node's first child comes right after it,
-/// its other children follow along `next_sibling`, sorted by their byte.
+/// Every occurrence of every copy in one pass over a text: the `aho-corasick` crate's
+/// automaton over the distinct lower-cased copies, with its standard match semantics, the
+/// only ones that report overlapping occurrences.
 struct CopyFinder {
-    nodes: Vec<Node>,
-    /// The outputs of the nodes that have some (few: most nodes are inside a pattern).
-    outputs: std::collections::HashMap<u32, Output>,
-    /// The root's child for each byte, or `NONE`.
-    root: Vec<u32>,
-    /// Each pattern's length in bytes.
-    len: Vec<usize>,
-}
-
-/// What a node of [`CopyFinder`] reports.
-#[derive(Clone, Copy)]
-struct Output {
-    /// The pattern the node's string is, or `NONE`.
-    pattern: u32,
-    /// The nearest node along `fail` whose string is a pattern, or `NONE`.
-    next: u32,
-}
-
-/// A node of [`CopyFinder`], in one piece so that a step of the scan reads one cache line.
-#[derive(Clone, Copy)]
-struct Node {
-    /// The node of the longest proper suffix of this node's string that is in the trie.
-    fail: u32,
-    /// The parent's next child, or `NONE`.
-    next_sibling: u32,
-    /// The byte that leads here.
-    byte: u8,
-    /// Whether the node has children (the first is the next node).
-    parent: bool,
-    /// Whether the node has an [`Output`].
-    output: bool,
+    automaton: aho_corasick::AhoCorasick,
 }
 
 impl CopyFinder {
-    /// The automaton of `patterns` (distinct and not empty).
-    fn new(patterns: &[&[u8]]) -> Self {
-        let mut order: Vec<usize> = (0..patterns.len()).collect();
-        order.sort_unstable_by_key(|&i| patterns[i]);
-        let node = |byte| Node {
-            fail: 0,
-            next_sibling: NONE,
-            byte,
-            parent: false,
-            output: false,
-        };
-        let mut nodes = vec![node(0)];
-        let mut outputs = std::collections::HashMap::new();
-        // Each node's last child so far, while the trie is built.
-        let mut last_child = vec![NONE];
-        // A node to make under `parent` (`NONE`: the root, made above), for the patterns
-        // order[lo..hi], which share their first `depth` bytes; the children of a node are
-        // pushed last to first, so that they are made first to last, each with its subtree.
-        let mut stack = vec![(NONE, 0usize, order.len(), 0usize)];
-        while let Some((parent, mut lo, hi, depth)) = stack.pop() {
-            let id = if parent == NONE {
-                0
-            } else {
-                let id = nodes.len() as u32;
-                nodes.push(node(patterns[order[lo]][depth - 1]));
-                last_child.push(NONE);
-                let p = parent as usize;
-                match last_child[p] {
-                    NONE => nodes[p].parent = true,
-                    prev => nodes[prev as usize].next_sibling = id,
-                }
-                last_child[p] = id;
-                id
-            };
-            if lo < hi && patterns[order[lo]].len() == depth {
-                nodes[id as usize].output = true;
-                let pattern = order[lo] as u32;
-                outputs.insert(
-                    id,
-                    Output {
-                        pattern,
-                        next: NONE,
-                    },
-                );
-                lo += 1;
-            }
-            let at = stack.len();
-            while lo < hi {
-                let b = patterns[order[lo]][depth];
-                let end = lo + order[lo..hi].partition_point(|&i| patterns[i][depth] == b);
-                stack.push((id, lo, end, depth + 1));
-                lo = end;
-            }
-            stack[at..].reverse();
-        }
-        drop(last_child);
-        let mut f = CopyFinder {
-            nodes,
-            outputs,
-            root: vec![NONE; 256],
-            len: patterns.iter().map(|p| p.len()).collect(),
-        };
-        // Failure links, shallow nodes first.
-        let mut queue = std::collections::VecDeque::new();
-        let mut child = if f.nodes[0].parent { 1 } else { NONE };
-        while child != NONE {
-            f.root[f.nodes[child as usize].byte as usize] = child;
-            queue.push_back(child);
-            child = f.nodes[child as usize].next_sibling;
-        }
-        while let Some(at) = queue.pop_front() {
-            let Node { fail: up, .. } = f.nodes[at as usize];
-            let mut child = if f.nodes[at as usize].parent {
-                at + 1
-            } else {
-                NONE
-            };
-            while child != NONE {
-                let b = f.nodes[child as usize].byte;
-                let mut from = up;
-                let fail = loop {
-                    if let Some(next) = f.child(from, b) {
-                        break next;
-                    }
-                    if from == 0 {
-                        break 0;
-                    }
-                    from = f.nodes[from as usize].fail;
-                };
-                f.nodes[child as usize].fail = fail;
-                let next = match f.outputs.get(&fail) {
-                    Some(o) if o.pattern != NONE => fail,
-                    Some(o) => o.next,
-                    None => NONE,
-                };
-                if next != NONE {
-                    f.nodes[child as usize].output = true;
-                    let pattern = NONE;
-                    f.outputs
-                        .entry(child)
-                        .or_insert(Output { pattern, next })
-                        .next = next;
-                }
-                queue.push_back(child);
-                child = f.nodes[child as usize].next_sibling;
-            }
-        }
-        f
+    /// The automaton of `patterns` (distinct and not empty), or `None` where the crate
+    /// refuses to build it (more states than its identifiers hold).
+    fn new(patterns: &[&[u8]]) -> Option<Self> {
+        aho_corasick::AhoCorasick::builder()
+            .match_kind(aho_corasick::MatchKind::Standard)
+            .build(patterns)
+            .ok()
+            .map(|automaton| CopyFinder { automaton })
     }
 
-    /// The child of `node` reached by `b`.
-    fn child(&self, node: u32, b: u8) -> Option<u32> {
-        if node == 0 {
-            let c = self.root[b as usize];
-            return (c != NONE).then_some(c);
-        }
-        if !self.nodes[node as usize].parent {
-            return None;
-        }
-        let mut c = node + 1;
-        loop {
-            let n = &self.nodes[c as usize];
-            if n.byte == b {
-                return Some(c);
-            }
-            if n.byte > b || n.next_sibling == NONE {
-                return None;
-            }
-            c = n.next_sibling;
+    /// Calls `found(pattern, start, end)` for every occurrence in `hay`, overlapping ones
+    /// too.
+    fn scan(&self, hay: &[u8], mut found: impl FnMut(usize, usize, usize)) {
+        for m in self.automaton.find_overlapping_iter(hay) {
+            found(m.pattern().as_usize(), m.start(), m.end());
         }
     }
+}
 
-    /// Calls `found(pattern, end)` for every occurrence in `hay`, by increasing end.
-    fn scan(&self, hay: &[u8], mut found: impl FnMut(usize, usize)) {
-        let mut at = 0u32;
-        for (i, &b) in hay.iter().enumerate() {
-            at = loop {
-                if let Some(next) = self.child(at, b) {
-                    break next;
-                }
-                if at == 0 {
-                    break 0;
-                }
-                at = self.nodes[at as usize].fail;
-            };
-            if !self.nodes[at as usize].output {
-                continue;
-            }
-            let o = self.outputs[&at];
-            let mut p = if o.pattern != NONE { at } else { o.next };
-            while p != NONE {
-                let o = self.outputs[&p];
-                found(o.pattern as usize, i + 1);
-                p = o.next;
-            }
+/// The turns of [`Cutter::cut_all`]: one a copy, longest first, each naming its pattern
+/// (copies equal once lower-cased share one).
+struct Turns {
+    /// The distinct lower-cased copies, in the order of their first turn.
+    patterns: Vec<String>,
+    /// Each turn's pattern.
+    pattern_of: Vec<usize>,
+    /// Each pattern's last turn.
+    last_turn: Vec<usize>,
+    /// The longest copy from each turn on (one more entry, 0): how far a change can reach.
+    reach: Vec<usize>,
+}
+
+impl Turns {
+    fn of(needles: &[String]) -> Self {
+        let lowered: Vec<String> = needles.iter().map(|n| n.to_lowercase()).collect();
+        let mut ids: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+        let mut patterns: Vec<String> = Vec::new();
+        let pattern_of: Vec<usize> = lowered
+            .iter()
+            .map(|l| {
+                *ids.entry(l.as_str()).or_insert_with(|| {
+                    patterns.push(l.clone());
+                    patterns.len() - 1
+                })
+            })
+            .collect();
+        let mut last_turn = vec![0usize; patterns.len()];
+        for (turn, &p) in pattern_of.iter().enumerate() {
+            last_turn[p] = turn;
+        }
+        let mut reach = vec![0usize; needles.len() + 1];
+        for turn in (0..needles.len()).rev() {
+            reach[turn] = reach[turn + 1].max(lowered[turn].len());
+        }
+        Turns {
+            patterns,
+            pattern_of,
+            last_turn,
+            reach,
         }
     }
 }
@@ -361,39 +236,21 @@ impl<'t> Cutter<'t> {
     /// the text around each change is scanned again for the copies still to come. Copies are
     /// trimmed, so an occurrence starts and ends with a byte of the original.
     fn cut_all(mut self, needles: &[String]) -> String {
-        // Distinct lower-cased copies are the patterns.
-        let lowered: Vec<String> = needles.iter().map(|n| n.to_lowercase()).collect();
-        let mut ids: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
-        let mut patterns: Vec<&[u8]> = Vec::new();
-        let pattern_of: Vec<usize> = lowered
-            .iter()
-            .map(|l| {
-                *ids.entry(l.as_str()).or_insert_with(|| {
-                    patterns.push(l.as_bytes());
-                    patterns.len() - 1
-                })
-            })
-            .collect();
-        let mut last_turn = vec![0usize; patterns.len()];
-        for (turn, &p) in pattern_of.iter().enumerate() {
-            last_turn[p] = turn;
-        }
-        // The longest copy from each turn on: how far a change can reach.
-        let mut reach = vec![0usize; needles.len() + 1];
-        for turn in (0..needles.len()).rev() {
-            reach[turn] = reach[turn + 1].max(lowered[turn].len());
-        }
-        let finder = CopyFinder::new(&patterns);
+        let turns = Turns::of(needles);
+        let patterns: Vec<&[u8]> = turns.patterns.iter().map(|p| p.as_bytes()).collect();
+        let Some(finder) = CopyFinder::new(&patterns) else {
+            return cut_each_in_turn(self.text, needles);
+        };
         // Where each pattern starts in the original, by pattern then start.
         let mut found: Vec<(u32, u32)> = Vec::new();
-        finder.scan(&self.low, |p, end| {
-            found.push((p as u32, (end - finder.len[p]) as u32));
+        finder.scan(&self.low, |p, start, _| {
+            found.push((p as u32, start as u32))
         });
         found.sort_unstable();
         // Occurrences that changes made, by pattern.
         let mut made: std::collections::HashMap<usize, Vec<u32>> = std::collections::HashMap::new();
         let has_sigma = self.text.contains('Σ');
-        for (turn, &p) in pattern_of.iter().enumerate() {
+        for (turn, &p) in turns.pattern_of.iter().enumerate() {
             let at = found.partition_point(|&(q, _)| (q as usize) < p);
             let mut starts: Vec<u32> = found[at..]
                 .iter()
@@ -405,48 +262,61 @@ impl<'t> Cutter<'t> {
                 starts.sort_unstable();
                 starts.dedup();
             }
-            let mut changes: Vec<(usize, usize)> = Vec::new();
-            let mut from = 0;
-            for s in starts {
-                let s = s as usize;
-                if s < from {
-                    continue;
-                }
-                if let Some(e) = self.occurs_at(s, patterns[p]) {
-                    self.cut_out(s, e);
-                    changes.push((s, e));
-                    from = e;
-                }
-            }
-            let reach = reach[turn + 1];
+            let mut changes = self.cut_turn(&starts, patterns[p]);
+            let reach = turns.reach[turn + 1];
             if reach == 0 || changes.is_empty() {
                 continue;
             }
             if has_sigma {
-                for i in 0..changes.len() {
-                    let (s, e) = changes[i];
-                    let before = self.context_before(s);
-                    let after = self.context_after(e);
-                    for (q, c) in [before, after].into_iter().flatten() {
-                        if c == 'Σ' {
-                            let lower = self.sigma_lower(q);
-                            if self.low[q..q + 2] != *lower.as_bytes() {
-                                self.low[q..q + 2].copy_from_slice(lower.as_bytes());
-                                changes.push((q, q + 2));
-                            }
-                        }
-                    }
-                }
+                self.relower_sigmas(&mut changes);
             }
             for &(s, e) in &changes {
                 self.scan_around(s, e, reach, &finder, |q, start| {
-                    if last_turn[q] > turn {
+                    if turns.last_turn[q] > turn {
                         made.entry(q).or_default().push(start);
                     }
                 });
             }
         }
         self.rest()
+    }
+
+    /// Cuts the occurrences of `pattern` from `starts` (sorted) that are still in the text,
+    /// leftmost first and not overlapping; the cuts made.
+    fn cut_turn(&mut self, starts: &[u32], pattern: &[u8]) -> Vec<(usize, usize)> {
+        let mut changes: Vec<(usize, usize)> = Vec::new();
+        let mut from = 0;
+        for &s in starts {
+            let s = s as usize;
+            if s < from {
+                continue;
+            }
+            if let Some(e) = self.occurs_at(s, pattern) {
+                self.cut_out(s, e);
+                changes.push((s, e));
+                from = e;
+            }
+        }
+        changes
+    }
+
+    /// Lower-cases anew each "Σ" next to one of the cuts in `changes` (a cut changes what the
+    /// final-sigma rule sees), adding each "Σ" whose lower case changed to `changes`.
+    fn relower_sigmas(&mut self, changes: &mut Vec<(usize, usize)>) {
+        for i in 0..changes.len() {
+            let (s, e) = changes[i];
+            let before = self.context_before(s);
+            let after = self.context_after(e);
+            for (q, c) in [before, after].into_iter().flatten() {
+                if c == 'Σ' {
+                    let lower = self.sigma_lower(q);
+                    if self.low[q..q + 2] != *lower.as_bytes() {
+                        self.low[q..q + 2].copy_from_slice(lower.as_bytes());
+                        changes.push((q, q + 2));
+                    }
+                }
+            }
+        }
     }
 
     /// Whether `pattern` occurs in the current text from `s` (a byte that was not cut when
@@ -577,8 +447,7 @@ impl<'t> Cutter<'t> {
             }
         }
         let hay: Vec<u8> = bytes.iter().map(|&(b, _)| b).collect();
-        finder.scan(&hay, |p, end| {
-            let start = end - finder.len[p];
+        finder.scan(&hay, |p, start, end| {
             if start < hi && end > lo {
                 found(p, bytes[start].1);
             }

@@ -6,7 +6,10 @@
 //! `row_sha256` in their `predictions.jsonl`, and they share at least one. Each figure that
 //! every run reports is recomputed per run from `predictions.jsonl` on what all runs share:
 //! the items (a prediction line is keyed by domain, task, setting, seed and item), the
-//! settings and the seeds. The difference of each run to the first (the baseline) gets a
+//! settings and the seeds. A line becomes the same compact score `eval` keeps
+//! ([`crate::scores`]), and a figure, the settings it reads and its value come from
+//! [`crate::metric`], as in `eval`'s own results: this module only pairs the runs, takes the
+//! differences and writes its report. The difference of each run to the first (the baseline) gets a
 //! 95 % paired bootstrap interval ([`cb_metrics::bootstrap`]): the shared items are resampled
 //! and both runs' figures are recomputed on the same resample, every seed on the same items
 //! (seeds are repeated measures of an item, as in `results.json`). A difference "excludes 0"
@@ -21,16 +24,15 @@
 //! atomically and with the same bytes for the same runs.
 
 use crate::charts::{self, Bar, Point};
-use crate::kre::FEW_SHOT;
+use crate::metric::{reads, Missing};
 use crate::report::{
-    self, chart_groups, mean_interval, scale_of, style_figure, DataIdentity, Table, FEW, MIN_ITEMS,
+    self, chart_groups, mean_interval, style_figure, DataIdentity, Table, FEW, MIN_ITEMS,
 };
-use crate::EvalError;
+use crate::scores::{Answer, Scores, TextScore};
+use crate::{EvalError, Metric};
 use cb_audit::html::escape;
-use cb_metrics::bleu::{score, segment_stats, BleuStats, Smooth};
-use cb_metrics::kre::{adaptivity, dmss, fr, fr_upper, rr, vr, KreItem};
-use cb_metrics::recall::{accuracy, m_rate};
-use cb_metrics::{bootstrap, ratio, Interval, Summary};
+use cb_metrics::bleu::segment_stats;
+use cb_metrics::{bootstrap, Interval, Summary};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -71,16 +73,9 @@ struct Info {
 
 /// One prediction line, as the figures need it.
 #[derive(Debug, Clone, Copy)]
-struct Outcome {
-    correct: bool,
-    /// The option chosen, as an index in the order shown; `None` when invalid.
-    choice: Option<usize>,
-    /// The right option's index in the order shown.
-    expected: Option<usize>,
-    /// KRE: the option chosen is the negative answer.
-    negative: bool,
-    /// Text generation: BLEU's statistics and the ROUGE-L F-measure of the output.
-    text: Option<(BleuStats, f64)>,
+enum Outcome {
+    Answer(Answer),
+    Text(TextScore),
 }
 
 /// (domain, task, setting, seed, item).
@@ -143,22 +138,7 @@ fn read_run(dir: &Path) -> Result<Run, EvalError> {
             ))
         })?;
         rows.insert((domain.clone(), item.clone()), hash.to_owned());
-        let letter = |field: &str| v[field].as_str().and_then(cb_model::letter_index);
-        let text = match (
-            v["raw"].as_str(),
-            v["target"].as_str(),
-            v["rouge_l"].as_f64(),
-        ) {
-            (Some(out), Some(target), Some(rouge)) => Some((segment_stats(out, target), rouge)),
-            _ => None,
-        };
-        let outcome = Outcome {
-            correct: v["correct"].as_bool().unwrap_or(false),
-            choice: letter("choice"),
-            expected: letter("expected"),
-            negative: v["negative"].as_bool().unwrap_or(false),
-            text,
-        };
+        let outcome = outcome(&v, &task);
         let key = (domain, task, s("setting")?, seed, item);
         if lines.insert(key.clone(), outcome).is_some() {
             return Err(config(format!(
@@ -179,6 +159,30 @@ fn read_run(dir: &Path) -> Result<Run, EvalError> {
         order,
         rows,
     })
+}
+
+/// What the figures need of a prediction line of `task`.
+fn outcome(v: &Value, task: &str) -> Outcome {
+    if task == "text_generation" {
+        let (raw, target, rouge) = (
+            v["raw"].as_str(),
+            v["target"].as_str(),
+            v["rouge_l"].as_f64(),
+        );
+        return Outcome::Text(match (raw, target, rouge) {
+            (Some(out), Some(target), Some(rouge)) => TextScore {
+                bleu: segment_stats(out, target),
+                rouge,
+                ..TextScore::default()
+            },
+            _ => TextScore::default(),
+        });
+    }
+    let letter = |field: &str| v[field].as_str().and_then(cb_model::letter_index);
+    let chosen = letter("choice");
+    // Only whether the answer is the negative option counts.
+    let negative = chosen.filter(|_| v["negative"].as_bool().unwrap_or(false));
+    Outcome::Answer(Answer::new(chosen, letter("expected"), negative))
 }
 
 fn name(dir: &Path) -> String {
@@ -260,221 +264,50 @@ fn check(runs: &[Run]) -> Result<(), EvalError> {
     Ok(())
 }
 
-/// How a figure is recomputed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Stat {
-    Acc,
-    /// ACC on the items answered right with no context.
-    AccKnown,
-    /// The invalid rate of a RECALL QA or a KRE setting.
-    Invalid,
-    MRate,
-    Bleu,
-    Rouge,
-    MemoryAcc,
-    Vr,
-    Rr,
-    Fr,
-    Dmss,
-    Negative,
-    FewVr,
-    FewRr,
-    Adaptivity,
-    FrUpper,
-}
-
-/// The recipe of figure `f` and the settings whose lines it reads, given the settings every
+/// The metric of figure `f` and the settings whose lines it reads, given the settings every
 /// run has; `Err` says why it cannot be recomputed.
-fn recipe(f: &FigureId, shared: &[String]) -> Result<(Stat, Vec<String>), &'static str> {
-    let have = |s: &str| shared.iter().any(|x| x == s);
-    let own = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
-    let s = f.setting.as_str();
-    let m = f.metric.as_str();
-    let with_memory = |extra: Vec<&str>| {
-        let mut v = vec!["memory"];
-        v.extend(extra.into_iter().filter(|x| have(x)));
-        own(&v)
-    };
-    Ok(match (f.task.as_str(), s, m) {
-        ("qa_a" | "qa_na", _, "acc") => (Stat::Acc, own(&[s])),
-        ("qa_a" | "qa_na", "original" | "edited", "acc@known") => {
-            (Stat::AccKnown, own(&[s, "none"]))
-        }
-        ("qa_a" | "qa_na", _, "invalid_rate") => (Stat::Invalid, own(&[s])),
-        ("qa_a" | "qa_na", "edited", "m_rate") => (Stat::MRate, own(&["edited", "none"])),
-        ("text_generation", _, "bleu") => (Stat::Bleu, own(&[s])),
-        ("text_generation", _, "rouge_l") => (Stat::Rouge, own(&[s])),
-        ("text_generation", _, "r_rate") => {
-            return Err("needs each row's edited words, which predictions.jsonl does not hold")
-        }
-        ("kre", "memory", "memory_acc") => (Stat::MemoryAcc, own(&["memory"])),
-        ("kre", "memory", "invalid_rate") => (Stat::Invalid, own(&["memory"])),
-        ("kre", "few_shot_mean", "vr" | "rr") => {
-            let v = with_memory(FEW_SHOT.to_vec());
-            if v.len() == 1 {
-                return Err("no few-shot setting in every run");
-            }
-            (if m == "vr" { Stat::FewVr } else { Stat::FewRr }, v)
-        }
-        ("kre", "roles", "adaptivity") => (
-            Stat::Adaptivity,
-            own(&["memory", "role_dependent", "role_intuitive"]),
-        ),
-        ("kre", "roles", "fr_upper") => (
-            Stat::FrUpper,
-            with_memory(vec!["zero_shot", "role_dependent", "role_intuitive"]),
-        ),
-        ("kre", _, metric) => {
-            let stat = match metric {
-                "vr" => Stat::Vr,
-                "rr" => Stat::Rr,
-                "fr" => Stat::Fr,
-                "dmss" => Stat::Dmss,
-                "invalid_rate" => Stat::Invalid,
-                "negative_rate" => Stat::Negative,
-                _ => return Err("not a figure this version recomputes"),
-            };
-            (stat, own(&["memory", s]))
-        }
-        _ => return Err("not a figure this version recomputes"),
-    })
+fn recipe(f: &FigureId, shared: &[String]) -> Result<(Metric, Vec<String>), String> {
+    let unknown = || "not a figure this version recomputes".to_owned();
+    let metric = Metric::parse(&f.metric).ok_or_else(unknown)?;
+    if metric == Metric::RRate {
+        return Err(
+            "needs each row's edited words, which predictions.jsonl does not hold".to_owned(),
+        );
+    }
+    let needs = reads(&f.task, &f.setting, metric).ok_or_else(unknown)?;
+    match needs.resolve(shared) {
+        Ok(needs) => Ok((metric, needs)),
+        Err(Missing::OneOf) => Err("no few-shot setting in every run".to_owned()),
+        Err(Missing::Setting(s)) => Err(format!("setting {s} is not in every run")),
+    }
 }
 
-/// One item's lines in one setting and seed.
-#[derive(Debug, Clone, Copy)]
-struct Unit {
-    out: Outcome,
-    /// KRE: the item as `cb_metrics::kre` sees it in this setting (the memory setting's own
-    /// answer as `with_context` there).
-    kre: KreItem,
-}
-
-/// Per setting: the units of the items, in item order.
-type Units = BTreeMap<String, Vec<Unit>>;
-
-/// Run `run`'s units of `items` for the settings `needs` and `seed`.
-fn units(run: &Run, task: &str, needs: &[String], seed: u64, items: &[(String, String)]) -> Units {
-    let get = |d: &str, s: &str, i: &str| {
-        run.lines
-            .get(&(
-                d.to_owned(),
-                task.to_owned(),
-                s.to_owned(),
-                seed,
-                i.to_owned(),
-            ))
-            .copied()
-            .expect("shared items have every line")
-    };
-    needs
-        .iter()
-        .map(|s| {
-            let v = items
-                .iter()
-                .map(|(d, i)| {
-                    let out = get(d, s, i);
-                    let memory = (task == "kre")
-                        .then(|| get(d, "memory", i).choice)
-                        .flatten();
-                    let kre = KreItem {
-                        gold: out.expected.unwrap_or(usize::MAX),
-                        // Only whether the answer is the negative option counts.
-                        negative: match (out.negative, out.choice) {
-                            (true, Some(c)) => c,
-                            _ => usize::MAX - 1,
-                        },
-                        memory,
-                        with_context: out.choice,
-                    };
-                    Unit { out, kre }
-                })
-                .collect();
-            (s.clone(), v)
-        })
-        .collect()
-}
-
-/// The figure `stat` over the units at `idx` (as `kre_tables` and `recall` compute it).
-fn value(stat: Stat, setting: &str, u: &Units, idx: &[usize]) -> Option<f64> {
-    // The units of setting `s` at `idx`, without copying them.
-    let at = |s: &str| {
-        let v = u.get(s).map_or(&[][..], Vec::as_slice);
-        idx.iter().filter_map(move |i| v.get(*i))
-    };
-    let kre = |s: &str| -> Vec<KreItem> { at(s).map(|x| x.kre).collect() };
-    let share = |s: &str, p: &dyn Fn(&Unit) -> bool| {
-        let (mut yes, mut all) = (0, 0);
-        for x in at(s) {
-            all += 1;
-            yes += usize::from(p(x));
-        }
-        ratio(yes, all)
-    };
-    match stat {
-        Stat::Acc => accuracy(&at(setting).map(|x| x.out.correct).collect::<Vec<_>>()),
-        Stat::AccKnown => accuracy(
-            &at("none")
-                .zip(at(setting))
-                .filter(|(a, _)| a.out.correct)
-                .map(|(_, b)| b.out.correct)
-                .collect::<Vec<_>>(),
-        ),
-        Stat::Invalid => share(setting, &|x| x.out.choice.is_none()),
-        Stat::MRate => {
-            let pairs: Vec<(bool, bool)> = at("none")
-                .zip(at("edited"))
-                .map(|(a, b)| (a.out.correct, b.out.correct))
-                .collect();
-            m_rate(&pairs)
-        }
-        Stat::Bleu => {
-            let mut total = BleuStats::default();
-            let mut any = false;
-            for x in at(setting) {
-                total += x.out.text.map(|t| t.0).unwrap_or_default();
-                any = true;
+/// Run `run`'s scores of `items` in the settings `needs` and the `seeds`.
+fn scores(
+    run: &Run,
+    task: &str,
+    needs: &[String],
+    seeds: &[u64],
+    items: &[(String, String)],
+) -> Scores {
+    let mut out = Scores::new(items.len(), false);
+    for s in needs {
+        for &seed in seeds {
+            for (d, i) in items {
+                let key = (d.clone(), task.to_owned(), s.clone(), seed, i.clone());
+                match run
+                    .lines
+                    .get(&key)
+                    .copied()
+                    .expect("shared items have every line")
+                {
+                    Outcome::Answer(a) => out.push_answer(s, seed, a),
+                    Outcome::Text(t) => out.push_text(s, seed, t),
+                }
             }
-            any.then(|| score(&total, Smooth::Exp, false))
-        }
-        Stat::Rouge => {
-            let (mut sum, mut n) = (0.0, 0);
-            for x in at(setting) {
-                sum += x.out.text.map_or(0.0, |t| t.1);
-                n += 1;
-            }
-            (n > 0).then(|| sum / f64::from(n))
-        }
-        Stat::MemoryAcc => share("memory", &|x| x.kre.known()),
-        Stat::Vr => vr(&kre(setting)),
-        Stat::Rr => rr(&kre(setting)),
-        Stat::Fr => {
-            let k = kre(setting);
-            fr(vr(&k), rr(&k))
-        }
-        Stat::Dmss => dmss(&kre(setting)),
-        Stat::Negative => share(setting, &|x| x.out.negative),
-        Stat::FewVr | Stat::FewRr => {
-            let g = if stat == Stat::FewVr { vr } else { rr };
-            Summary::of(
-                FEW_SHOT
-                    .iter()
-                    .filter(|c| u.contains_key(**c))
-                    .map(|c| g(&kre(c))),
-            )
-            .mean
-        }
-        Stat::Adaptivity => adaptivity(dmss(&kre("role_intuitive")), dmss(&kre("role_dependent"))),
-        Stat::FrUpper => {
-            let sets: Vec<Vec<KreItem>> = ["zero_shot", "role_dependent", "role_intuitive"]
-                .into_iter()
-                .filter(|s| u.contains_key(*s))
-                .map(kre)
-                .collect();
-            let vrs: Vec<_> = sets.iter().map(|i| vr(i)).collect();
-            let rrs: Vec<_> = sets.iter().map(|i| rr(i)).collect();
-            fr_upper(&vrs, &rrs)
         }
     }
+    out
 }
 
 /// A run as the comparison names it.
@@ -516,6 +349,9 @@ pub struct Difference {
 pub struct Compared {
     #[serde(flatten)]
     pub id: FigureId,
+    /// `id`'s metric.
+    #[serde(skip)]
+    pub metric: Metric,
     /// Items resampled (shared by every run, with every line it needs in every shared seed);
     /// for a figure on the items a model knows (VR, RR, M-Rate, `acc@known`) each run's own
     /// results give that subset's size.
@@ -566,31 +402,7 @@ pub fn compare(dirs: &[PathBuf]) -> Result<Comparison, EvalError> {
         .collect::<Result<Vec<_>, _>>()?;
     check(&runs)?;
     let base = &runs[0];
-    let seeds: Vec<u64> = base
-        .info
-        .seeds
-        .iter()
-        .copied()
-        .filter(|s| runs.iter().all(|r| r.info.seeds.contains(s)))
-        .collect();
-    if seeds.is_empty() {
-        return Err(config(format!(
-            "cannot compare: the runs share no seed ({})",
-            runs.iter()
-                .map(|r| format!(
-                    "{}: {}",
-                    name(&r.dir),
-                    r.info
-                        .seeds
-                        .iter()
-                        .map(u64::to_string)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ))
-                .collect::<Vec<_>>()
-                .join("; ")
-        )));
-    }
+    let seeds = shared_seeds(&runs)?;
     let settings: Vec<String> = base
         .info
         .settings
@@ -603,36 +415,7 @@ pub fn compare(dirs: &[PathBuf]) -> Result<Comparison, EvalError> {
         .keys()
         .filter(|k| runs.iter().all(|r| r.rows.contains_key(*k)))
         .count();
-    let figure_sets: Vec<BTreeSet<&FigureId>> = runs
-        .iter()
-        .map(|r| r.info.figures.iter().collect())
-        .collect();
-    let mut figures = Vec::new();
-    let mut left_out = Vec::new();
-    let mut seen = BTreeSet::new();
-    for r in &runs {
-        for f in &r.info.figures {
-            if !seen.insert(f) {
-                continue;
-            }
-            let leave = |why: String| LeftOut {
-                figure: f.to_string(),
-                reason: why,
-            };
-            if let Some(missing) = runs
-                .iter()
-                .zip(&figure_sets)
-                .find(|(_, set)| !set.contains(f))
-            {
-                left_out.push(leave(format!("not in {}", name(&missing.0.dir))));
-                continue;
-            }
-            match compare_figure(&runs, f, &settings, &seeds) {
-                Ok(c) => figures.push(c),
-                Err(why) => left_out.push(leave(why)),
-            }
-        }
-    }
+    let (figures, left_out) = compare_figures(&runs, &settings, &seeds);
     if figures.is_empty() {
         return Err(config(format!(
             "cannot compare: no figure can be recomputed on what the runs share ({})",
@@ -646,17 +429,7 @@ pub fn compare(dirs: &[PathBuf]) -> Result<Comparison, EvalError> {
     }
     Ok(Comparison {
         benchmark: base.info.benchmark.clone(),
-        runs: runs
-            .iter()
-            .map(|r| RunSummary {
-                dir: name(&r.dir),
-                model: r.info.model.clone(),
-                backend: r.info.backend.clone(),
-                endpoint: r.info.endpoint.clone(),
-                seeds: r.info.seeds.clone(),
-                data: r.info.data.clone().expect("checked"),
-            })
-            .collect(),
+        runs: runs.iter().map(run_summary).collect(),
         seeds,
         settings,
         prompts: base.info.prompts.clone(),
@@ -666,6 +439,77 @@ pub fn compare(dirs: &[PathBuf]) -> Result<Comparison, EvalError> {
         figures,
         left_out,
     })
+}
+
+fn run_summary(r: &Run) -> RunSummary {
+    RunSummary {
+        dir: name(&r.dir),
+        model: r.info.model.clone(),
+        backend: r.info.backend.clone(),
+        endpoint: r.info.endpoint.clone(),
+        seeds: r.info.seeds.clone(),
+        data: r.info.data.clone().expect("checked"),
+    }
+}
+
+/// The seeds every run has, in the baseline's order; none is an error naming each run's.
+fn shared_seeds(runs: &[Run]) -> Result<Vec<u64>, EvalError> {
+    let seeds: Vec<u64> = runs[0]
+        .info
+        .seeds
+        .iter()
+        .copied()
+        .filter(|s| runs.iter().all(|r| r.info.seeds.contains(s)))
+        .collect();
+    if !seeds.is_empty() {
+        return Ok(seeds);
+    }
+    let list = |r: &Run| {
+        let s: Vec<String> = r.info.seeds.iter().map(u64::to_string).collect();
+        format!("{}: {}", name(&r.dir), s.join(", "))
+    };
+    Err(config(format!(
+        "cannot compare: the runs share no seed ({})",
+        runs.iter().map(list).collect::<Vec<_>>().join("; ")
+    )))
+}
+
+/// Every figure some run reports, in the order first reported: compared, or left out with
+/// why.
+fn compare_figures(
+    runs: &[Run],
+    settings: &[String],
+    seeds: &[u64],
+) -> (Vec<Compared>, Vec<LeftOut>) {
+    let figure_sets: Vec<BTreeSet<&FigureId>> = runs
+        .iter()
+        .map(|r| r.info.figures.iter().collect())
+        .collect();
+    let mut figures = Vec::new();
+    let mut left_out = Vec::new();
+    let mut seen = BTreeSet::new();
+    for f in runs.iter().flat_map(|r| &r.info.figures) {
+        if !seen.insert(f) {
+            continue;
+        }
+        let leave = |why: String| LeftOut {
+            figure: f.to_string(),
+            reason: why,
+        };
+        let missing = runs
+            .iter()
+            .zip(&figure_sets)
+            .find(|(_, set)| !set.contains(f));
+        if let Some((r, _)) = missing {
+            left_out.push(leave(format!("not in {}", name(&r.dir))));
+            continue;
+        }
+        match compare_figure(runs, f, settings, seeds) {
+            Ok(c) => figures.push(c),
+            Err(why) => left_out.push(leave(why)),
+        }
+    }
+    (figures, left_out)
 }
 
 /// The items of figure `f` every run has every line of (all lines of `needs` in every seed),
@@ -711,33 +555,25 @@ fn compare_figure(
     settings: &[String],
     seeds: &[u64],
 ) -> Result<Compared, String> {
-    let (stat, needs) = recipe(f, settings).map_err(str::to_owned)?;
-    if let Some(s) = needs.iter().find(|s| !settings.contains(s)) {
-        return Err(format!("setting {s} is not in every run"));
-    }
+    let (metric, needs) = recipe(f, settings)?;
     let items = shared_items(runs, f, &needs, seeds);
     if items.is_empty() {
         return Err("no item every run has".into());
     }
     let n = items.len();
-    // Per run and seed, the units of the shared items, built once.
-    let data: Vec<BTreeMap<u64, Units>> = runs
+    // Per run, the scores of the shared items, built once.
+    let data: Vec<Scores> = runs
         .iter()
-        .map(|r| {
-            seeds
-                .iter()
-                .map(|s| (*s, units(r, &f.task, &needs, *s, &items)))
-                .collect()
-        })
+        .map(|r| scores(r, &f.task, &needs, seeds, &items))
         .collect();
     let g = |r: usize| {
         let d = &data[r];
-        move |seed: u64, idx: &[usize]| d.get(&seed).and_then(|u| value(stat, &f.setting, u, idx))
+        move |seed: u64, idx: &[usize]| metric.value(&f.setting, &d.seed(seed), idx)
     };
     let mean = |r: usize, idx: &[usize]| Summary::of(seeds.iter().map(|s| g(r)(*s, idx))).mean;
     let values: Vec<RunValue> = (0..runs.len())
         .map(|r| {
-            let fig = crate::figure(&f.domain, &f.task, &f.setting, &f.metric, n, seeds, &g(r));
+            let fig = crate::figure(&f.domain, &f.task, &f.setting, metric, n, seeds, &g(r));
             RunValue {
                 summary: fig.summary,
                 interval: fig.interval,
@@ -746,32 +582,43 @@ fn compare_figure(
         })
         .collect();
     let differences = (1..runs.len())
-        .map(|r| {
-            let difference = match (values[r].summary.mean, values[0].summary.mean) {
-                (Some(a), Some(b)) => Some(a - b),
-                _ => None,
-            };
-            let interval = bootstrap::interval(
-                n,
-                report::BOOTSTRAP_RESAMPLES,
-                report::BOOTSTRAP_SEED,
-                &format!("compare/{f}"),
-                |idx| Some(mean(r, idx)? - mean(0, idx)?),
-            );
-            Difference {
-                run: r,
-                difference,
-                interval,
-                excludes_zero: interval.is_some_and(|i| i.low > 0.0 || i.high < 0.0),
-            }
-        })
+        .map(|r| difference(r, n, f, &values, &|idx| Some(mean(r, idx)? - mean(0, idx)?)))
         .collect();
     Ok(Compared {
         id: f.clone(),
+        metric,
         n_items: n,
         runs: values,
         differences,
     })
+}
+
+/// Run `r`'s difference to the baseline, with the paired bootstrap interval of `paired` (the
+/// difference on a resample of the shared items).
+fn difference(
+    r: usize,
+    n: usize,
+    f: &FigureId,
+    values: &[RunValue],
+    paired: &dyn Fn(&[usize]) -> Option<f64>,
+) -> Difference {
+    let difference = match (values[r].summary.mean, values[0].summary.mean) {
+        (Some(a), Some(b)) => Some(a - b),
+        _ => None,
+    };
+    let interval = bootstrap::interval(
+        n,
+        report::BOOTSTRAP_RESAMPLES,
+        report::BOOTSTRAP_SEED,
+        &format!("compare/{f}"),
+        paired,
+    );
+    Difference {
+        run: r,
+        difference,
+        interval,
+        excludes_zero: interval.is_some_and(|i| i.low > 0.0 || i.high < 0.0),
+    }
 }
 
 /// Writes `compare.json`, `compare.md` and `compare.html` into `dir`.
@@ -828,8 +675,8 @@ fn difference_cell(d: &Difference, scale: f64) -> String {
     }
 }
 
-fn tables(c: &Comparison) -> Vec<Table> {
-    let runs = Table {
+fn runs_table(c: &Comparison) -> Table {
+    Table {
         title: "Runs".into(),
         header: [
             "Run",
@@ -869,7 +716,34 @@ fn tables(c: &Comparison) -> Vec<Table> {
             })
             .collect(),
         note: format!("{} rows are evaluated in every run.", c.shared_rows),
-    };
+    }
+}
+
+/// A row of the differences table: the figure, each run's value, each difference.
+fn difference_row(f: &Compared) -> Vec<String> {
+    let scale = f.metric.scale();
+    let mut row = vec![
+        f.id.domain.clone(),
+        f.id.task.clone(),
+        f.id.setting.clone(),
+        f.id.metric.clone(),
+        format!(
+            "{}{}",
+            f.n_items,
+            if f.n_items < MIN_ITEMS { FEW } else { "" }
+        ),
+    ];
+    for v in &f.runs {
+        row.push(mean_interval(v.summary.mean, v.interval, scale));
+    }
+    for d in &f.differences {
+        row.push(difference_cell(d, scale));
+        row.push(if d.excludes_zero { "yes" } else { "" }.to_owned());
+    }
+    row
+}
+
+fn tables(c: &Comparison) -> Vec<Table> {
     let mut header: Vec<String> = ["Domain", "Task", "Setting", "Metric", "n"]
         .map(str::to_owned)
         .to_vec();
@@ -880,38 +754,12 @@ fn tables(c: &Comparison) -> Vec<Table> {
         header.push(format!("run {} − run 1", r + 1));
         header.push("≠ 0".into());
     }
-    let rows = c
-        .figures
-        .iter()
-        .map(|f| {
-            let scale = scale_of(&f.id.metric);
-            let mut row = vec![
-                f.id.domain.clone(),
-                f.id.task.clone(),
-                f.id.setting.clone(),
-                f.id.metric.clone(),
-                format!(
-                    "{}{}",
-                    f.n_items,
-                    if f.n_items < MIN_ITEMS { FEW } else { "" }
-                ),
-            ];
-            for v in &f.runs {
-                row.push(mean_interval(v.summary.mean, v.interval, scale));
-            }
-            for d in &f.differences {
-                row.push(difference_cell(d, scale));
-                row.push(if d.excludes_zero { "yes" } else { "" }.to_owned());
-            }
-            row
-        })
-        .collect();
     let mut out = vec![
-        runs,
+        runs_table(c),
         Table {
             title: "Differences to the baseline".into(),
             header,
-            rows,
+            rows: c.figures.iter().map(difference_row).collect(),
             note:
                 "Percentages, BLEU as sacrebleu prints it; `n/a` where a figure has no denominator."
                     .into(),
@@ -953,39 +801,7 @@ pub fn html(c: &Comparison) -> String {
         "<p>{}</p>",
         escape("Each bar is a difference to the baseline (run − run 1), its whisker the 95 % paired bootstrap interval; full colour where the interval excludes 0.")
     ));
-    let style = style_figure(&c.figures, |f| {
-        (
-            f.id.domain.as_str(),
-            f.id.task.as_str(),
-            f.id.setting.as_str(),
-            f.id.metric.as_str(),
-        )
-    });
-    if let Some((domain, setting)) = style {
-        if let Some(f) = c
-            .figures
-            .iter()
-            .find(|f| f.id.domain == domain && f.id.setting == setting && f.id.metric == "dmss")
-        {
-            let points: Vec<Point> = f
-                .runs
-                .iter()
-                .enumerate()
-                .filter_map(|(r, v)| {
-                    Some(Point {
-                        label: run_label(c, r),
-                        dmss: v.summary.mean?,
-                        interval: v.interval,
-                    })
-                })
-                .collect();
-            body.push_str(&format!("<p>{}</p>", escape(&report::style_note())));
-            body.push_str(&charts::style_axis(
-                &report::style_title(&domain, &setting),
-                &points,
-            ));
-        }
-    }
+    body.push_str(&style_html(c));
     for (domain, groups) in chart_groups(&c.figures, |f| {
         (
             f.id.domain.as_str(),
@@ -995,30 +811,7 @@ pub fn html(c: &Comparison) -> String {
     }) {
         body.push_str(&format!("<h3>{}</h3>", escape(domain)));
         for ((task, setting), figs) in groups {
-            let mut rows = Vec::new();
-            for f in figs {
-                let scale = scale_of(&f.id.metric);
-                for d in &f.differences {
-                    let mut text = difference_cell(d, scale);
-                    if d.excludes_zero {
-                        text.push_str(" excludes 0");
-                    }
-                    rows.push(Bar {
-                        label: if c.runs.len() > 2 {
-                            format!("{} (run {})", f.id.metric, d.run + 1)
-                        } else {
-                            f.id.metric.clone()
-                        },
-                        value: d.difference.map(|v| v * scale),
-                        interval: d.interval.map(|i| Interval {
-                            low: i.low * scale,
-                            high: i.high * scale,
-                        }),
-                        text,
-                        strong: d.excludes_zero,
-                    });
-                }
-            }
+            let rows: Vec<Bar> = figs.iter().flat_map(|f| difference_bars(c, f)).collect();
             body.push_str(&charts::bars(
                 &format!("{domain} · {task} · {setting}: run − run 1"),
                 &rows,
@@ -1027,6 +820,74 @@ pub fn html(c: &Comparison) -> String {
         }
     }
     report::page(&heading(c), &body)
+}
+
+/// Every run's place on KRE's style axis (nothing for RECALL).
+fn style_html(c: &Comparison) -> String {
+    let style = style_figure(&c.figures, |f| {
+        (
+            f.id.domain.as_str(),
+            f.id.task.as_str(),
+            f.id.setting.as_str(),
+            f.metric,
+        )
+    });
+    let Some((domain, setting)) = style else {
+        return String::new();
+    };
+    let Some(f) = c
+        .figures
+        .iter()
+        .find(|f| f.id.domain == domain && f.id.setting == setting && f.metric == Metric::Dmss)
+    else {
+        return String::new();
+    };
+    let points: Vec<Point> = f
+        .runs
+        .iter()
+        .enumerate()
+        .filter_map(|(r, v)| {
+            Some(Point {
+                label: run_label(c, r),
+                dmss: v.summary.mean?,
+                interval: v.interval,
+            })
+        })
+        .collect();
+    let mut s = format!("<p>{}</p>", escape(&report::style_note()));
+    s.push_str(&charts::style_axis(
+        &report::style_title(&domain, &setting),
+        &points,
+    ));
+    s
+}
+
+/// The chart rows of figure `f`: each run's difference to the baseline with its interval.
+fn difference_bars(c: &Comparison, f: &Compared) -> Vec<Bar> {
+    let scale = f.metric.scale();
+    f.differences
+        .iter()
+        .map(|d| {
+            let mut text = difference_cell(d, scale);
+            if d.excludes_zero {
+                text.push_str(" excludes 0");
+            }
+            Bar {
+                label: if c.runs.len() > 2 {
+                    format!("{} (run {})", f.id.metric, d.run + 1)
+                } else {
+                    f.id.metric.clone()
+                },
+                value: d.difference.map(|v| v * scale),
+                interval: d.interval.map(|i| Interval {
+                    low: i.low * scale,
+                    high: i.high * scale,
+                }),
+                text,
+                strong: d.excludes_zero,
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -27,7 +27,8 @@
 //! working directory, so this is what keeps the folder usable after a move.
 //! Bytes are deterministic for the same rows, prompts and seed.
 
-use crate::{kre, load, recall, EvalError, EvalOptions, Templates};
+use crate::source::load;
+use crate::{kre, recall, EvalError, EvalOptions, Templates};
 use cb_audit::FileKind;
 use cb_model::letter;
 use serde::Serialize;
@@ -106,6 +107,77 @@ fn kre_settings() -> Vec<(String, &'static str, bool)> {
     out
 }
 
+/// (domain, setting) -> the data lines of that task, in the order the rows are read.
+type Tasks = BTreeMap<(String, String), Vec<Line>>;
+
+/// The lines of RECALL's QA tasks, asked with `seed`.
+fn recall_tasks(opts: &EvalOptions, seed: u64) -> Result<Tasks, EvalError> {
+    let files = load(
+        opts,
+        |k| matches!(k, FileKind::QaA | FileKind::QaNa),
+        |path, _| recall::domain_of(path),
+        &mut |_, _| Ok(()),
+    )?;
+    let templates = Templates::new();
+    let t_qa = Templates::load(&opts.prompts, "recall_qa.md")?;
+    let mut tasks = Tasks::new();
+    for f in &files {
+        let task = if f.kind == FileKind::QaA {
+            "qa_a"
+        } else {
+            "qa_na"
+        };
+        for r in f.rows() {
+            let (_, row) = r?;
+            for setting in recall::SETTINGS {
+                let (messages, options, gold) =
+                    recall::qa_prompt(&templates, &t_qa, recall::qa(&row), setting, seed)?;
+                let key = (f.domain.clone(), format!("{task}_{setting}"));
+                tasks
+                    .entry(key)
+                    .or_default()
+                    .push(line(&row.id, &row.file, &messages, options, gold)?);
+            }
+        }
+    }
+    Ok(tasks)
+}
+
+/// The lines of KRE's tasks, asked with `seed`.
+fn kre_tasks(opts: &EvalOptions, seed: u64) -> Result<Tasks, EvalError> {
+    let files = load(
+        opts,
+        |k| matches!(k, FileKind::KreJson | FileKind::KreJsonl),
+        |_, r| r.domain.clone(),
+        &mut |_, _| Ok(()),
+    )?;
+    let asker = kre::Asker::new(opts)?;
+    let settings = kre_settings();
+    let mut tasks = Tasks::new();
+    for f in &files {
+        for r in f.rows() {
+            let (_, row) = r?;
+            let k = kre::kre(&row);
+            let gold = cb_model::letter_index(&k.answer).ok_or_else(|| {
+                EvalError::Config(format!(
+                    "{} row {}: answer {:?} is not an option letter",
+                    row.file, row.id, k.answer
+                ))
+            })?;
+            for (name, setting, known) in &settings {
+                let (job, order) = asker.job(f, &row, setting, seed, *known)?;
+                let options: Vec<String> = order.iter().map(|i| k.choices[*i].clone()).collect();
+                let shown = order.iter().position(|i| *i == gold).unwrap_or(usize::MAX);
+                tasks
+                    .entry((f.domain.clone(), name.clone()))
+                    .or_default()
+                    .push(line(&row.id, &row.file, &job.messages, options, shown)?);
+            }
+        }
+    }
+    Ok(tasks)
+}
+
 /// Exports `benchmark` (`recall` or `kre`) from `opts.data` into `out` with the option order
 /// (and few-shot examples) of `opts.seeds[0]`: per domain and setting a data file under
 /// `data/` and two task YAMLs. Returns the tasks written; [`finish`] writes the loader and
@@ -119,111 +191,62 @@ pub fn lm_eval(
         .seeds
         .first()
         .ok_or_else(|| EvalError::Config("no seed to export with".into()))?;
-    let templates = Templates::new();
-    // (domain, setting) -> lines, in the order the rows are read.
-    let mut tasks: BTreeMap<(String, String), Vec<Line>> = BTreeMap::new();
-    match benchmark {
-        "recall" => {
-            let files = load(
-                opts,
-                |k| matches!(k, FileKind::QaA | FileKind::QaNa),
-                |path, _| recall::domain_of(path),
-            )?;
-            let t_qa = Templates::load(&opts.prompts, "recall_qa.md")?;
-            for f in &files {
-                let task = if f.kind == FileKind::QaA {
-                    "qa_a"
-                } else {
-                    "qa_na"
-                };
-                for row in &f.rows {
-                    for setting in recall::SETTINGS {
-                        let (messages, options, gold) =
-                            recall::qa_prompt(&templates, &t_qa, recall::qa(row), setting, seed)?;
-                        let key = (f.domain.clone(), format!("{task}_{setting}"));
-                        tasks
-                            .entry(key)
-                            .or_default()
-                            .push(line(&row.id, &row.file, &messages, options, gold)?);
-                    }
-                }
-            }
-        }
-        "kre" => {
-            let files = load(
-                opts,
-                |k| matches!(k, FileKind::KreJson | FileKind::KreJsonl),
-                |_, r| r.domain.clone(),
-            )?;
-            let p = kre::prompts(opts)?;
-            let settings = kre_settings();
-            for f in &files {
-                for (ri, row) in f.rows.iter().enumerate() {
-                    let gold = cb_model::letter_index(&kre::kre(row).answer).ok_or_else(|| {
-                        EvalError::Config(format!(
-                            "{} row {}: answer {:?} is not an option letter",
-                            row.file,
-                            row.id,
-                            kre::kre(row).answer
-                        ))
-                    })?;
-                    for (name, setting, known) in &settings {
-                        let (job, order) =
-                            kre::job(opts, &p, &templates, f, ri, setting, seed, *known)?;
-                        let options: Vec<String> = order
-                            .iter()
-                            .map(|i| kre::kre(row).choices[*i].clone())
-                            .collect();
-                        let shown = order.iter().position(|i| *i == gold).unwrap_or(usize::MAX);
-                        tasks
-                            .entry((f.domain.clone(), name.clone()))
-                            .or_default()
-                            .push(line(&row.id, &row.file, &job.messages, options, shown)?);
-                    }
-                }
-            }
-        }
+    let tasks = match benchmark {
+        "recall" => recall_tasks(opts, seed)?,
+        "kre" => kre_tasks(opts, seed)?,
         other => {
             return Err(EvalError::Config(format!(
                 "unknown benchmark {other:?}; known: recall, kre"
             )))
         }
-    }
+    };
     let data_dir = out.join("data");
     create_dir(&data_dir)?;
-    let mut exported = Vec::new();
-    for ((domain, setting), lines) in &tasks {
-        let name = format!("{benchmark}_{domain}_{setting}");
-        let file = format!("{name}.jsonl");
-        let mut body = String::new();
-        for l in lines {
-            body.push_str(&serde_json::to_string(l).expect("json"));
-            body.push('\n');
-        }
-        crate::report::write_file(&data_dir, &file, body.as_bytes())?;
-        let relative = format!("data/{file}");
-        for mc in [false, true] {
-            let yaml = task_yaml(&name, benchmark, &relative, mc).map_err(|e| {
-                EvalError::Config(format!("cannot write the task YAML of {name}: {e}"))
-            })?;
-            let task = if mc {
-                format!("{name}_mc")
-            } else {
-                name.clone()
-            };
-            crate::report::write_file(out, &format!("{task}.yaml"), yaml.as_bytes())?;
-        }
-        exported.push(Exported {
-            task: name.clone(),
-            benchmark: benchmark.to_owned(),
-            domain: domain.clone(),
-            setting: setting.clone(),
-            rows: lines.len(),
-            yaml: out.join(format!("{name}.yaml")),
-            data: data_dir.join(file),
-        });
+    tasks
+        .iter()
+        .map(|((domain, setting), lines)| {
+            write_task(benchmark, domain, setting, lines, out, &data_dir)
+        })
+        .collect()
+}
+
+/// Writes one task's data file and its two YAMLs.
+fn write_task(
+    benchmark: &str,
+    domain: &str,
+    setting: &str,
+    lines: &[Line],
+    out: &Path,
+    data_dir: &Path,
+) -> Result<Exported, EvalError> {
+    let name = format!("{benchmark}_{domain}_{setting}");
+    let file = format!("{name}.jsonl");
+    let mut body = String::new();
+    for l in lines {
+        body.push_str(&serde_json::to_string(l).expect("json"));
+        body.push('\n');
     }
-    Ok(exported)
+    crate::report::write_file(data_dir, &file, body.as_bytes())?;
+    let relative = format!("data/{file}");
+    for mc in [false, true] {
+        let yaml = task_yaml(&name, benchmark, &relative, mc)
+            .map_err(|e| EvalError::Config(format!("cannot write the task YAML of {name}: {e}")))?;
+        let task = if mc {
+            format!("{name}_mc")
+        } else {
+            name.clone()
+        };
+        crate::report::write_file(out, &format!("{task}.yaml"), yaml.as_bytes())?;
+    }
+    Ok(Exported {
+        task: name.clone(),
+        benchmark: benchmark.to_owned(),
+        domain: domain.to_owned(),
+        setting: setting.to_owned(),
+        rows: lines.len(),
+        yaml: out.join(format!("{name}.yaml")),
+        data: data_dir.join(file),
+    })
 }
 
 /// Writes what every exported folder holds once: the data loader ([`LOADER`]) and a README

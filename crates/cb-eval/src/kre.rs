@@ -4,8 +4,11 @@
 //! three few-shot configurations (all-positive, all-negative, mixed) and the two roles
 //! (dependent, intuitive). Metrics come from `cb_metrics::kre` (see `kre_tables`).
 
-use crate::run::{extract_reply, run_jobs, Job, Reply};
-use crate::{load, option_views, settings, EvalError, EvalOptions, Loaded, Results, Templates};
+use crate::report::{row_sha256, Identity, Predictions};
+use crate::run::{extract_reply, run_stream, Job, Reply};
+use crate::scores::{Answer, Scores};
+use crate::source::{load, Source};
+use crate::{option_views, settings, EvalError, EvalOptions, Results, Templates};
 use cb_audit::{FileKind, Payload, Row};
 use cb_llm::Llm;
 use cb_llm::Progress;
@@ -14,20 +17,13 @@ use cb_step::choice::Extracted;
 use cb_step::Prompt;
 use minijinja::context;
 use rand::seq::IndexedRandom;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
+use crate::metric::FEW_SHOT;
 /// Every setting, in the paper's order. `memory` always runs: the others need its split.
-pub const SETTINGS: [&str; 7] = [
-    "memory",
-    "zero_shot",
-    "all_positive",
-    "all_negative",
-    "mixed",
-    "role_dependent",
-    "role_intuitive",
-];
-pub(crate) const FEW_SHOT: [&str; 3] = ["all_positive", "all_negative", "mixed"];
+pub use crate::metric::KRE_SETTINGS as SETTINGS;
 
 pub(crate) fn kre(row: &Row) -> &KreRow {
     match &row.payload {
@@ -153,18 +149,51 @@ fn polarity(config: &str, seed: u64, id: &str) -> [bool; 3] {
     }
 }
 
-/// Three few-shot examples for row `ri` of `f`: KRE's files when given, else other rows of
-/// the same file (seeded), each with the same kind of context as the question gets.
+/// The rows of `f` other than `ri` that give its few-shot examples with `seed`: three drawn
+/// without repeats (as `choose_multiple` over the other rows' indices draws them, without
+/// making that list).
+fn example_rows(n: usize, ri: usize, id: &str, seed: u64) -> Vec<usize> {
+    let others = n.saturating_sub(1);
+    let mut rng = item_rng(seed, "eval-kre", id, "examples");
+    rand::seq::index::sample(&mut rng, others, 3.min(others))
+        .into_iter()
+        .map(|j| if j < ri { j } else { j + 1 })
+        .collect()
+}
+
+/// One few-shot example from another row: its context of the kind the question gets, the
+/// question with the options in their own order, and its right (`positive`) or negative
+/// answer.
+fn example_from(row: &Row, negative_context: bool, positive: bool) -> Result<String, EvalError> {
+    let k = kre(row);
+    let (gold, neg) = gold_negative(row)?;
+    let ctx = if negative_context {
+        &k.negative_context
+    } else {
+        &k.golden_context
+    };
+    let order: Vec<usize> = (0..k.choices.len()).collect();
+    let a = if positive { gold } else { neg };
+    Ok(format!(
+        "Context: {ctx}\n{}\nAnswer: {}: {}",
+        question_line(k, &order),
+        letter(a),
+        k.choices[a]
+    ))
+}
+
+/// Three few-shot examples for `row` of `f`: KRE's files when given, else other rows of the
+/// same file (seeded, read back from the file), each with the same kind of context as the
+/// question gets.
 fn examples(
     opts: &EvalOptions,
-    f: &Loaded,
-    ri: usize,
+    f: &Source,
+    row: &Row,
     seed: u64,
     config: &str,
     negative_context: bool,
 ) -> Result<Vec<String>, EvalError> {
-    let id = &f.rows[ri].id;
-    let pol = polarity(config, seed, id);
+    let pol = polarity(config, seed, &row.id);
     if let Some(dir) = &opts.kre_examples {
         let kind = if negative_context {
             "neg_context"
@@ -186,107 +215,130 @@ fn examples(
             })
             .collect();
     }
-    let others: Vec<usize> = (0..f.rows.len()).filter(|i| *i != ri).collect();
-    let mut rng = item_rng(seed, "eval-kre", id, "examples");
-    let picked: Vec<usize> = others.choose_multiple(&mut rng, 3).copied().collect();
-    picked
-        .iter()
+    example_rows(f.len(), row.index, &row.id, seed)
+        .into_iter()
         .zip(pol)
-        .map(|(oi, positive)| {
-            let row = &f.rows[*oi];
-            let k = kre(row);
-            let (gold, neg) = gold_negative(row)?;
-            let ctx = if negative_context {
-                &k.negative_context
-            } else {
-                &k.golden_context
-            };
-            let order: Vec<usize> = (0..k.choices.len()).collect();
-            let a = if positive { gold } else { neg };
-            Ok(format!(
-                "Context: {ctx}\n{}\nAnswer: {}: {}",
-                question_line(k, &order),
-                letter(a),
-                k.choices[a]
-            ))
-        })
+        .map(|(oi, positive)| example_from(&f.row(oi)?, negative_context, positive))
         .collect()
 }
 
-/// One job's identity.
-#[derive(Clone)]
-struct Meta {
-    file: usize,
-    row: usize,
-    setting: &'static str,
-    seed: u64,
-    order: Vec<usize>,
+/// What asks KRE's questions: the run's options, prompts and templates.
+pub(crate) struct Asker<'a> {
+    pub opts: &'a EvalOptions,
+    pub prompts: Prompts,
+    templates: Templates,
 }
 
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn job(
-    opts: &EvalOptions,
-    p: &Prompts,
-    t: &Templates,
-    f: &Loaded,
-    ri: usize,
-    setting: &'static str,
-    seed: u64,
-    known: bool,
-) -> Result<(Job, Vec<usize>), EvalError> {
-    let row = &f.rows[ri];
-    let k = kre(row);
-    let order = permutation(seed, &row.id, k.choices.len());
-    let shown: Vec<String> = order.iter().map(|i| k.choices[*i].clone()).collect();
-    let context = match setting {
-        "memory" => "",
-        _ if known => k.negative_context.as_str(),
-        _ => k.golden_context.as_str(),
-    };
-    let role = match setting {
-        "role_dependent" => p.dependent.as_str(),
-        "role_intuitive" => p.intuitive.as_str(),
-        _ => "",
-    };
-    let mut exs = if FEW_SHOT.contains(&setting) {
-        examples(opts, f, ri, seed, setting, known)?
-    } else {
-        Vec::new()
-    };
-    let instruction = match (&p.pool, setting) {
-        (_, "memory") | (None, _) => String::new(),
-        (Some((_, few)), s) if FEW_SHOT.contains(&s) && few.contains("[example1]") => {
-            let mut text = few.clone();
-            for (i, e) in exs.iter().enumerate() {
-                text = text.replace(&format!("[example{}]", i + 1), e);
+impl<'a> Asker<'a> {
+    pub fn new(opts: &'a EvalOptions) -> Result<Asker<'a>, EvalError> {
+        Ok(Asker {
+            opts,
+            prompts: prompts(opts)?,
+            templates: Templates::new(),
+        })
+    }
+
+    /// The instruction of `setting` (KRE's pool when given) and the examples left to show
+    /// apart from it (a pool's few-shot instruction with `[exampleN]` slots takes them in).
+    fn instruction(&self, setting: &str, mut exs: Vec<String>) -> (String, Vec<String>) {
+        let few = FEW_SHOT.contains(&setting);
+        let text = match (&self.prompts.pool, setting) {
+            (_, "memory") | (None, _) => String::new(),
+            (Some((_, pool_few)), _) if few && pool_few.contains("[example1]") => {
+                let mut text = pool_few.clone();
+                for (i, e) in exs.iter().enumerate() {
+                    text = text.replace(&format!("[example{}]", i + 1), e);
+                }
+                exs.clear();
+                text
             }
-            exs.clear();
-            text
-        }
-        (Some((_, few)), s) if FEW_SHOT.contains(&s) => few.clone(),
-        (Some((zero, _)), _) => zero.clone(),
-    };
-    let messages = t.render(
-        &p.main,
-        context! {
-            role => role,
-            instruction => instruction,
-            examples => exs,
-            context => context,
-            question => &k.question,
-            options => option_views(&shown),
-        },
-    )?;
-    Ok((
-        Job {
+            (Some((_, pool_few)), _) if few => pool_few.clone(),
+            (Some((zero, _)), _) => zero.clone(),
+        };
+        (text, exs)
+    }
+
+    /// The job that asks `row` of `f` in `setting` with `seed` (`known`: the model's memory
+    /// answers it right, so it gets the negative context), and the order its options are
+    /// shown in (shown position -> choice index).
+    pub fn job(
+        &self,
+        f: &Source,
+        row: &Row,
+        setting: &'static str,
+        seed: u64,
+        known: bool,
+    ) -> Result<(Job, Vec<usize>), EvalError> {
+        let (p, k) = (&self.prompts, kre(row));
+        let order = permutation(seed, &row.id, k.choices.len());
+        let shown: Vec<String> = order.iter().map(|i| k.choices[*i].clone()).collect();
+        let context = match setting {
+            "memory" => "",
+            _ if known => k.negative_context.as_str(),
+            _ => k.golden_context.as_str(),
+        };
+        let role = match setting {
+            "role_dependent" => p.dependent.as_str(),
+            "role_intuitive" => p.intuitive.as_str(),
+            _ => "",
+        };
+        let exs = if FEW_SHOT.contains(&setting) {
+            examples(self.opts, f, row, seed, setting, known)?
+        } else {
+            Vec::new()
+        };
+        let (instruction, exs) = self.instruction(setting, exs);
+        let messages = self.templates.render(
+            &p.main,
+            context! {
+                role => role,
+                instruction => instruction,
+                examples => exs,
+                context => context,
+                question => &k.question,
+                options => option_views(&shown),
+            },
+        )?;
+        let job = Job {
             label: format!("{}/{setting}/{seed}/{}", f.domain, row.id),
             messages,
             template: format!("eval/{}", p.main.name),
             template_hash: p.main.hash.clone(),
             seed,
-        },
-        order,
-    ))
+        };
+        Ok((job, order))
+    }
+
+    /// The texts besides the template the prompts are made of, with their SHA-256, so that
+    /// `eval compare` tells apart runs with other role texts or another instruction of KRE's
+    /// pool.
+    fn texts(&self) -> Vec<(String, String)> {
+        let (p, opts) = (&self.prompts, self.opts);
+        let hash = |t: &str| cb_step::prompt::sha256_hex(t.as_bytes());
+        let mut texts = vec![
+            ("eval/kre_role_dependent.md".to_owned(), hash(&p.dependent)),
+            ("eval/kre_role_intuitive.md".to_owned(), hash(&p.intuitive)),
+        ];
+        if let Some((zero, few)) = &p.pool {
+            let h = if opts.hint { "with_hint" } else { "no_hint" };
+            let n = &opts.instruction;
+            texts.push((format!("kre_instructions/{h}_zeroshot/{n}.txt"), hash(zero)));
+            texts.push((format!("kre_instructions/{h}_fewshot/{n}.txt"), hash(few)));
+        }
+        texts
+    }
+}
+
+/// One job's identity.
+struct Meta {
+    file: usize,
+    row: Arc<Row>,
+    /// The row's [`row_sha256`].
+    hash: Arc<str>,
+    setting: &'static str,
+    seed: u64,
+    order: Vec<usize>,
+    known: bool,
 }
 
 fn choice_of(r: &Reply, order: &[usize], shown: &[String]) -> (Extracted, Option<usize>) {
@@ -294,126 +346,183 @@ fn choice_of(r: &Reply, order: &[usize], shown: &[String]) -> (Extracted, Option
     (x, x.choice.map(|i| order[i]))
 }
 
-/// Runs the KRE evaluation; returns the results and the prediction lines.
+/// What the answers come to: each file's scores and the prediction lines (grouped by domain,
+/// setting and seed, each group in row order).
+struct Outcomes {
+    scores: Vec<Scores>,
+    predictions: Predictions,
+}
+
+impl Outcomes {
+    /// Scores job `m`'s reply `r` and writes its prediction line.
+    fn record(&mut self, files: &[Source], m: Meta, r: Reply) -> Result<(), EvalError> {
+        let f = &files[m.file];
+        let k = kre(&m.row);
+        let shown: Vec<String> = m.order.iter().map(|i| k.choices[*i].clone()).collect();
+        let (x, choice) = choice_of(&r, &m.order, &shown);
+        let (gold, neg) = gold_negative(&m.row)?;
+        let context = match (m.setting, m.known) {
+            ("memory", _) => "none",
+            (_, true) => "negative",
+            _ => "golden",
+        };
+        let mut line = json!({
+            "benchmark": "kre",
+            "domain": f.domain,
+            "setting": m.setting,
+            "seed": m.seed,
+            "item": m.row.id,
+            "context": context,
+            "prompt_key": r.key,
+            "raw": r.raw,
+            "choice": x.choice.map(letter),
+            "choice_text": x.choice.map(|i| &shown[i]),
+            "expected": letter(m.order.iter().position(|c| *c == gold).unwrap_or(0)),
+            "correct": choice == Some(gold),
+            "negative": choice == Some(neg),
+            "how": x.how,
+        });
+        if let Some(o) = line.as_object_mut() {
+            if let Some(e) = &r.error {
+                o.insert("error".into(), json!(e));
+            }
+            o.insert("row_sha256".into(), json!(m.hash));
+        }
+        let answer = Answer::new(choice, Some(gold), Some(neg));
+        self.scores[m.file].push_answer(m.setting, m.seed, answer);
+        let setting = SETTINGS.iter().position(|s| *s == m.setting).unwrap_or(0);
+        self.predictions
+            .push((f.domain.clone(), setting, m.seed), &line)
+    }
+
+    /// Per file and seed, whether the memory assessment answered each row right.
+    fn known(&self, seeds: &[u64]) -> Vec<BTreeMap<u64, Vec<bool>>> {
+        self.scores
+            .iter()
+            .map(|s| {
+                let all: Vec<usize> = (0..s.n).collect();
+                seeds
+                    .iter()
+                    .map(|seed| {
+                        let v = s.seed(*seed).answers("memory", &all).map(Answer::correct);
+                        (*seed, v.collect())
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+}
+
+/// The jobs of one phase, made as the rows are read: every row of every file in each of
+/// `settings` and seed (`known`: per file and seed, which rows the memory assessment answered
+/// right; empty in the memory phase).
+fn phase_jobs<'a>(
+    asker: &'a Asker<'a>,
+    files: &'a [Source],
+    settings: &'a [&'static str],
+    known: &'a [BTreeMap<u64, Vec<bool>>],
+) -> impl Iterator<Item = Result<(Job, Meta), EvalError>> + 'a {
+    let seeds = asker.opts.seeds.as_slice();
+    files.iter().enumerate().flat_map(move |(fi, f)| {
+        f.rows().flat_map(move |r| {
+            let (ri, row) = match r {
+                Ok(r) => r,
+                Err(e) => return vec![Err(e)],
+            };
+            let hash: Arc<str> = row_sha256(&row).into();
+            let row = Arc::new(row);
+            let mut out = Vec::new();
+            for &setting in settings {
+                for &seed in seeds {
+                    let known = known
+                        .get(fi)
+                        .and_then(|k| k.get(&seed))
+                        .is_some_and(|k| k[ri]);
+                    out.push(
+                        asker
+                            .job(f, &row, setting, seed, known)
+                            .map(|(job, order)| {
+                                let (row, hash) = (row.clone(), hash.clone());
+                                let meta = Meta {
+                                    file: fi,
+                                    row,
+                                    hash,
+                                    setting,
+                                    seed,
+                                    order,
+                                    known,
+                                };
+                                (job, meta)
+                            }),
+                    );
+                }
+            }
+            out
+        })
+    })
+}
+
+/// Runs the KRE evaluation; returns the results and the prediction lines. The rows are read
+/// three times, one at a time: to check and count them, to ask the memory assessment, and to
+/// ask the other settings with the context the assessment assigns.
 pub async fn evaluate(
     llm: &Llm,
     opts: &EvalOptions,
     progress: &dyn Progress,
-) -> Result<(Results, Vec<Value>), EvalError> {
+) -> Result<(Results, Predictions), EvalError> {
+    let mut identity = Identity::default();
     let files = load(
         opts,
         |k| matches!(k, FileKind::KreJson | FileKind::KreJsonl),
         |_, r| r.domain.clone(),
+        &mut |src, row| {
+            identity.add(&src.domain, row);
+            gold_negative(row).map(|_| ())
+        },
     )?;
     let mut wanted = settings(&opts.settings, &SETTINGS)?;
     if !wanted.iter().any(|s| s == "memory") {
         wanted.insert(0, "memory".into());
     }
-    let p = prompts(opts)?;
-    let t = Templates::new();
-    let mut golds = Vec::new();
-    for f in &files {
-        golds.push(
-            f.rows
-                .iter()
-                .map(gold_negative)
-                .collect::<Result<Vec<_>, _>>()?,
-        );
-    }
-    // answers[(file, row, setting, seed)] = chosen choice index (None: invalid)
-    let mut answers: BTreeMap<(usize, usize, &'static str, u64), Option<usize>> = BTreeMap::new();
-    let mut predictions = Vec::new();
-    for phase in [true, false] {
-        let mut metas = Vec::new();
-        let mut jobs = Vec::new();
-        for (fi, f) in files.iter().enumerate() {
-            for (ri, (gold, _)) in golds[fi].iter().enumerate() {
-                for setting in SETTINGS {
-                    if (setting == "memory") != phase || !wanted.iter().any(|w| w == setting) {
-                        continue;
-                    }
-                    for &seed in &opts.seeds {
-                        let known = !phase
-                            && answers.get(&(fi, ri, "memory", seed)).copied().flatten()
-                                == Some(*gold);
-                        let (j, order) = job(opts, &p, &t, f, ri, setting, seed, known)?;
-                        jobs.push(j);
-                        metas.push(Meta {
-                            file: fi,
-                            row: ri,
-                            setting,
-                            seed,
-                            order,
-                        });
-                    }
-                }
-            }
-        }
-        let name = if phase {
-            "eval kre: memory"
+    let asker = Asker::new(opts)?;
+    let mut out = Outcomes {
+        scores: files.iter().map(|f| Scores::new(f.len(), false)).collect(),
+        predictions: Predictions::default(),
+    };
+    let others: Vec<&'static str> = SETTINGS[1..]
+        .iter()
+        .copied()
+        .filter(|s| wanted.iter().any(|w| w == s))
+        .collect();
+    for (name, settings) in [
+        ("eval kre: memory", vec!["memory"]),
+        ("eval kre: conflicts", others),
+    ] {
+        let known = if name.ends_with("memory") {
+            Vec::new()
         } else {
-            "eval kre: conflicts"
+            out.known(&opts.seeds)
         };
-        let replies = run_jobs(llm, jobs, opts.sampling, opts.concurrency, name, progress).await?;
-        for (m, r) in metas.iter().zip(&replies) {
-            let f = &files[m.file];
-            let k = kre(&f.rows[m.row]);
-            let shown: Vec<String> = m.order.iter().map(|i| k.choices[*i].clone()).collect();
-            let (x, choice) = choice_of(r, &m.order, &shown);
-            answers.insert((m.file, m.row, m.setting, m.seed), choice);
-            let (gold, neg) = golds[m.file][m.row];
-            let known = answers
-                .get(&(m.file, m.row, "memory", m.seed))
-                .copied()
-                .flatten()
-                == Some(gold);
-            let mut line = json!({
-                "benchmark": "kre",
-                "domain": f.domain,
-                "setting": m.setting,
-                "seed": m.seed,
-                "item": f.rows[m.row].id,
-                "context": if m.setting == "memory" { "none" } else if known { "negative" } else { "golden" },
-                "prompt_key": r.key,
-                "raw": r.raw,
-                "choice": x.choice.map(letter),
-                "choice_text": x.choice.map(|i| &shown[i]),
-                "expected": letter(m.order.iter().position(|c| *c == gold).unwrap_or(0)),
-                "correct": choice == Some(gold),
-                "negative": choice == Some(neg),
-                "how": x.how,
-            });
-            if let (Some(e), Some(o)) = (&r.error, line.as_object_mut()) {
-                o.insert("error".into(), json!(e));
-            }
-            predictions.push(line);
-        }
+        let rows: usize = files.iter().map(Source::len).sum();
+        let total = (rows * settings.len() * opts.seeds.len()) as u64;
+        let jobs = phase_jobs(&asker, &files, &settings, &known);
+        let (sampling, conc) = (opts.sampling, opts.concurrency);
+        run_stream(llm, jobs, sampling, conc, name, total, progress, |m, r| {
+            out.record(&files, m, r)
+        })
+        .await?;
     }
-    // Predictions in a stable order: file, row, setting, seed.
-    predictions.sort_by_key(|l| {
-        let s = l["setting"].as_str().unwrap_or("");
-        (
-            l["domain"].as_str().unwrap_or("").to_owned(),
-            SETTINGS.iter().position(|x| *x == s),
-            l["seed"].as_u64(),
-        )
-    });
-    let figures = crate::kre_tables::figures(opts, &files, &golds, &answers, &wanted);
-    let mut results = Results::new("kre", llm, opts, &files, wanted, &[&p.main], figures);
-    // The other texts the prompts are made of, so that `eval compare` tells apart runs with
-    // other role texts or another instruction of KRE's pool.
-    let hash = |t: &str| cb_step::prompt::sha256_hex(t.as_bytes());
-    let mut texts = vec![
-        ("eval/kre_role_dependent.md".to_owned(), hash(&p.dependent)),
-        ("eval/kre_role_intuitive.md".to_owned(), hash(&p.intuitive)),
-    ];
-    if let Some((zero, few)) = &p.pool {
-        let h = if opts.hint { "with_hint" } else { "no_hint" };
-        let n = &opts.instruction;
-        texts.push((format!("kre_instructions/{h}_zeroshot/{n}.txt"), hash(zero)));
-        texts.push((format!("kre_instructions/{h}_fewshot/{n}.txt"), hash(few)));
-    }
-    results.prompts.extend(texts);
-    results.tables = crate::kre_tables::tables(&results, &files);
-    Ok((results, predictions))
+    let scores: Vec<(String, Scores)> = files
+        .iter()
+        .map(|f| f.domain.clone())
+        .zip(std::mem::take(&mut out.scores))
+        .collect();
+    let figures = crate::kre_tables::figures(&scores, &wanted, &opts.seeds);
+    let data = identity.finish();
+    let main = &asker.prompts.main;
+    let mut results = Results::new("kre", llm, opts, data, wanted, &[main], figures);
+    results.prompts.extend(asker.texts());
+    results.tables = crate::kre_tables::tables(&results, &scores);
+    out.predictions.flush()?;
+    Ok((results, out.predictions))
 }

@@ -18,20 +18,23 @@ pub mod error;
 pub mod export;
 pub mod kre;
 mod kre_tables;
+pub mod metric;
 pub mod recall;
 pub mod report;
 pub mod run;
+pub mod scores;
+pub mod source;
 
 pub use error::EvalError;
-pub use report::{Figure, Results};
+pub use metric::Metric;
+pub use report::{Figure, Predictions, Results};
 pub use run::Sampling;
 
-use cb_audit::load::{find_files, read_rows};
-use cb_audit::{FileKind, Row};
 use cb_llm::Message;
 use cb_metrics::Summary;
 use cb_step::Prompt;
-use std::path::{Path, PathBuf};
+use scores::Scores;
+use std::path::PathBuf;
 
 /// What an evaluation reads, sends and writes.
 #[derive(Debug, Clone)]
@@ -60,56 +63,6 @@ pub struct EvalOptions {
     /// KRE only: KRE's few-shot examples (`prompt_examples/`), used instead of examples drawn
     /// from the benchmark's other rows.
     pub kre_examples: Option<PathBuf>,
-}
-
-/// A row with the domain it is evaluated under.
-#[derive(Debug, Clone)]
-pub struct Loaded {
-    pub domain: String,
-    pub kind: FileKind,
-    pub rows: Vec<Row>,
-}
-
-/// Reads the benchmark files under `data` that `accept` takes, grouped by file, each cut to
-/// `limit` rows and filtered by `domains`. `domain_of` names a file's domain.
-pub(crate) fn load(
-    opts: &EvalOptions,
-    accept: impl Fn(FileKind) -> bool,
-    domain_of: impl Fn(&Path, &Row) -> String,
-) -> Result<Vec<Loaded>, EvalError> {
-    let mut out = Vec::new();
-    for (path, kind) in find_files(&opts.data)?.files {
-        if !accept(kind) {
-            continue;
-        }
-        let rows = read_rows(&path, kind)?;
-        let Some(first) = rows.first() else { continue };
-        let domain = domain_of(&path, first);
-        if !opts.domains.is_empty() && !opts.domains.contains(&domain) {
-            continue;
-        }
-        let rows: Vec<Row> = rows
-            .into_iter()
-            .take(opts.limit.unwrap_or(usize::MAX))
-            .collect();
-        out.push(Loaded { domain, kind, rows });
-    }
-    if out.is_empty() {
-        return Err(EvalError::Config(format!(
-            "no rows to evaluate under {} (domains: {})",
-            opts.data
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", "),
-            if opts.domains.is_empty() {
-                "all".to_owned()
-            } else {
-                opts.domains.join(",")
-            }
-        )));
-    }
-    Ok(out)
 }
 
 /// The settings to run: `wanted` (checked against `known`) or all of `known`.
@@ -165,7 +118,7 @@ pub(crate) fn figure(
     domain: &str,
     task: &str,
     setting: &str,
-    metric: &str,
+    metric: Metric,
     n_items: usize,
     seeds: &[u64],
     g: &dyn Fn(u64, &[usize]) -> Option<f64>,
@@ -184,12 +137,36 @@ pub(crate) fn figure(
         domain: domain.to_owned(),
         task: task.to_owned(),
         setting: setting.to_owned(),
-        metric: metric.to_owned(),
+        metric,
         n_items,
         summary: Summary::of(per_seed.iter().copied()),
         interval,
         per_seed,
     }
+}
+
+/// Every figure of `task` that the settings `run` allow ([`metric::candidates`],
+/// [`metric::reads`]), each from `scores` by its one formula, with its `n_items`.
+pub(crate) fn figures_of(
+    domain: &str,
+    task: &str,
+    scores: &Scores,
+    run: &[String],
+    seeds: &[u64],
+) -> Vec<Figure> {
+    metric::candidates(task)
+        .into_iter()
+        .filter(|(setting, m)| {
+            metric::reads(task, setting, *m).is_some_and(|r| r.resolve(run).is_ok())
+        })
+        .map(|(setting, m)| {
+            let g = |seed: u64, idx: &[usize]| m.value(setting, &scores.seed(seed), idx);
+            Figure {
+                n_items: scores.n_items(m, seeds),
+                ..figure(domain, task, setting, m, scores.n, seeds, &g)
+            }
+        })
+        .collect()
 }
 
 /// The mean of per-seed counts, rounded up (a subset that some seed has is never `n = 0`):
@@ -206,9 +183,4 @@ pub(crate) fn mean_count(counts: impl Iterator<Item = usize>) -> usize {
     } else {
         sum.div_ceil(k)
     }
-}
-
-/// The entries of `v` at `idx` (indices past the end are skipped).
-pub(crate) fn pick<T: Clone>(v: &[T], idx: &[usize]) -> Vec<T> {
-    idx.iter().filter_map(|i| v.get(*i).cloned()).collect()
 }

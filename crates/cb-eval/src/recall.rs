@@ -3,31 +3,25 @@
 //! source. Per seed: ACC and the invalid rate per setting, M-Rate (eq. 1) per QA task, corpus
 //! BLEU, mean ROUGE-L F-measure and R-Rate (eq. 2 or 3) for text generation.
 
-use crate::report::{cell, Table};
-use crate::run::extract_reply;
-use crate::run::{run_jobs, Job};
-use crate::{
-    figure, load, option_views, settings, EvalError, EvalOptions, Figure, Loaded, Results,
-    Templates,
-};
-use cb_audit::{FileKind, Payload};
+use crate::metric::Metric;
+/// The settings, in the paper's order: original context, edited context, no context.
+pub use crate::metric::RECALL_SETTINGS as SETTINGS;
+use crate::report::{cell, row_sha256, Identity, Predictions, Table};
+use crate::run::{extract_reply, run_stream, Job, Reply};
+use crate::scores::{Answer, Scores, TextScore};
+use crate::source::{load, Source};
+use crate::{option_views, settings, EvalError, EvalOptions, Results, Templates};
+use cb_audit::{FileKind, Payload, Row};
 use cb_llm::Llm;
 use cb_llm::Progress;
-use cb_metrics::bleu::{score, segment_stats, sentence_bleu, BleuStats, Smooth};
-use cb_metrics::ratio;
-use cb_metrics::recall::{accuracy, m_rate, RCounts, TgSample};
+use cb_metrics::bleu::{segment_stats, sentence_bleu};
+use cb_metrics::recall::{RCounts, TgSample};
 use cb_metrics::rouge::rouge_l;
 use cb_model::{item_rng, letter, KvItem, QaRow, TextGenRow};
 use minijinja::context;
 use rand::Rng;
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
-
-/// (file, setting, seed).
-type Key = (usize, usize, u64);
-
-/// The settings, in the paper's order: original context, edited context, no context.
-pub const SETTINGS: [&str; 3] = ["original", "edited", "none"];
+use std::sync::Arc;
 
 fn task_of(kind: FileKind) -> &'static str {
     match kind {
@@ -40,8 +34,10 @@ fn task_of(kind: FileKind) -> &'static str {
 /// What a job was for.
 struct Meta {
     file: usize,
-    row: usize,
-    setting: usize,
+    row: Arc<Row>,
+    /// The row's [`row_sha256`].
+    hash: Arc<str>,
+    setting: &'static str,
     seed: u64,
     /// QA: the options in the order shown and the right one.
     options: Vec<String>,
@@ -105,6 +101,27 @@ pub(crate) fn qa_prompt(
     Ok((rendered, options, gold))
 }
 
+/// One generated text's scores against the row's target (the R-Rate's counts with the
+/// edited source only).
+fn text_score(t: &TextGenRow, output: &str, edited: bool, aligned: bool) -> TextScore {
+    let r = if edited {
+        let sample = TgSample {
+            edited_words: &t.edited_words,
+            original_words: &t.original_words,
+            output,
+            target: &t.target,
+        };
+        RCounts::of(&sample, aligned)
+    } else {
+        RCounts::default()
+    };
+    TextScore {
+        bleu: segment_stats(output, &t.target),
+        rouge: rouge_l(&t.target, output).fmeasure,
+        r,
+    }
+}
+
 /// The domain of a RECALL file: its folder's name.
 pub(crate) fn domain_of(path: &std::path::Path) -> String {
     path.parent()
@@ -113,327 +130,279 @@ pub(crate) fn domain_of(path: &std::path::Path) -> String {
         .unwrap_or_default()
 }
 
-/// Runs the RECALL evaluation; returns the results and the prediction lines.
-pub async fn evaluate(
-    llm: &Llm,
-    opts: &EvalOptions,
-    progress: &dyn Progress,
-) -> Result<(Results, Vec<Value>), EvalError> {
-    let files = load(
-        opts,
-        |k| matches!(k, FileKind::QaA | FileKind::QaNa | FileKind::TextGeneration),
-        |path, _| domain_of(path),
-    )?;
-    let wanted = settings(&opts.settings, &SETTINGS)?;
-    let dir = &opts.prompts;
-    let t_qa = Templates::load(dir, "recall_qa.md")?;
-    let t_record = Templates::load(dir, "recall_tg_record.md")?;
-    let t_text = Templates::load(dir, "recall_tg_text.md")?;
-    let templates = Templates::new();
-    let mut metas = Vec::new();
-    let mut jobs = Vec::new();
-    for (fi, f) in files.iter().enumerate() {
-        let task = task_of(f.kind);
-        for (ri, row) in f.rows.iter().enumerate() {
-            for (si, setting) in SETTINGS.iter().enumerate() {
-                if !wanted.iter().any(|w| w == setting) {
-                    continue;
-                }
-                if f.kind == FileKind::TextGeneration && *setting == "none" {
-                    continue;
-                }
-                for &seed in &opts.seeds {
-                    let (prompt, messages, options, gold) = if f.kind == FileKind::TextGeneration {
-                        let t = tg(row);
-                        let source = if *setting == "original" {
-                            &t.source
-                        } else {
-                            &t.edited_source
-                        };
-                        match source {
-                            Value::String(paragraph) => (
-                                &t_text,
-                                templates.render(
-                                    &t_text,
-                                    context! { subject => &t.subject, paragraph => paragraph },
-                                )?,
-                                Vec::new(),
-                                0,
-                            ),
-                            other => {
-                                let items: Vec<KvItem> = serde_json::from_value(other.clone()).map_err(|e| {
-                                    EvalError::Config(format!("{} row {}: source is neither a paragraph nor a record: {e}", row.file, row.id))
-                                })?;
-                                (
-                                    &t_record,
-                                    templates.render(
-                                        &t_record,
-                                        context! { subject => &t.subject, items => items },
-                                    )?,
-                                    Vec::new(),
-                                    0,
-                                )
-                            }
-                        }
-                    } else {
-                        let (rendered, options, gold) =
-                            qa_prompt(&templates, &t_qa, qa(row), setting, seed)?;
-                        (&t_qa, rendered, options, gold)
-                    };
-                    jobs.push(Job {
-                        label: format!("{}/{task}/{setting}/{seed}/{}", f.domain, row.id),
-                        messages,
-                        template: format!("eval/{}", prompt.name),
-                        template_hash: prompt.hash.clone(),
-                        seed,
-                    });
-                    metas.push(Meta {
-                        file: fi,
-                        row: ri,
-                        setting: si,
-                        seed,
-                        options,
-                        gold,
-                    });
-                }
-            }
+/// A text-generation source: a paragraph, or a record of key-value items.
+enum TgSource<'a> {
+    Paragraph(&'a str),
+    Record(Vec<KvItem>),
+}
+
+/// The original or the edited source of a text-generation row.
+fn tg_source<'a>(row: &'a Row, setting: &str) -> Result<TgSource<'a>, EvalError> {
+    let t = tg(row);
+    let source = if setting == "original" {
+        &t.source
+    } else {
+        &t.edited_source
+    };
+    match source {
+        Value::String(paragraph) => Ok(TgSource::Paragraph(paragraph)),
+        other => serde_json::from_value(other.clone())
+            .map(TgSource::Record)
+            .map_err(|e| {
+                EvalError::Config(format!(
+                    "{} row {}: source is neither a paragraph nor a record: {e}",
+                    row.file, row.id
+                ))
+            }),
+    }
+}
+
+/// The first pass's check of a row: what its jobs will need of it.
+fn check(kind: FileKind, row: &Row) -> Result<(), EvalError> {
+    match kind {
+        FileKind::TextGeneration => {
+            tg_source(row, "original")?;
+            tg_source(row, "edited")?;
+        }
+        _ => {
+            shown_options(qa(row), 0)?;
         }
     }
-    let replies = run_jobs(
-        llm,
-        jobs,
-        opts.sampling,
-        opts.concurrency,
-        "eval recall",
-        progress,
-    )
-    .await?;
+    Ok(())
+}
 
-    // Per file, setting and seed: the outcomes in row order.
-    let mut predictions = Vec::with_capacity(replies.len());
-    let mut correct: BTreeMap<Key, Vec<(usize, bool, bool)>> = BTreeMap::new();
-    let mut outputs: BTreeMap<Key, Vec<(usize, String)>> = BTreeMap::new();
-    for (m, r) in metas.iter().zip(&replies) {
+/// The settings a file of `kind` is asked in: those run, but for text generation the
+/// no-context one.
+fn asked(kind: FileKind, run: &[String]) -> Vec<&'static str> {
+    SETTINGS
+        .into_iter()
+        .filter(|s| run.iter().any(|w| w == s))
+        .filter(|s| kind != FileKind::TextGeneration || *s != "none")
+        .collect()
+}
+
+/// RECALL's prompt templates.
+struct Prompts {
+    qa: cb_step::Prompt,
+    record: cb_step::Prompt,
+    text: cb_step::Prompt,
+    templates: Templates,
+}
+
+impl Prompts {
+    fn load(dir: &cb_step::Files) -> Result<Prompts, EvalError> {
+        Ok(Prompts {
+            qa: Templates::load(dir, "recall_qa.md")?,
+            record: Templates::load(dir, "recall_tg_record.md")?,
+            text: Templates::load(dir, "recall_tg_text.md")?,
+            templates: Templates::new(),
+        })
+    }
+
+    /// The template and conversation that ask text-generation row `row` in `setting`.
+    fn tg(
+        &self,
+        row: &Row,
+        setting: &str,
+    ) -> Result<(&cb_step::Prompt, Vec<cb_llm::Message>), EvalError> {
+        let subject = &tg(row).subject;
+        Ok(match tg_source(row, setting)? {
+            TgSource::Paragraph(paragraph) => (
+                &self.text,
+                self.templates.render(
+                    &self.text,
+                    context! { subject => subject, paragraph => paragraph },
+                )?,
+            ),
+            TgSource::Record(items) => (
+                &self.record,
+                self.templates.render(
+                    &self.record,
+                    context! { subject => subject, items => items },
+                )?,
+            ),
+        })
+    }
+
+    /// The job that asks `row` of file `fi` in `setting` with `seed`.
+    fn job(
+        &self,
+        f: &Source,
+        fi: usize,
+        row: &Arc<Row>,
+        hash: &Arc<str>,
+        setting: &'static str,
+        seed: u64,
+    ) -> Result<(Job, Meta), EvalError> {
+        let (prompt, messages, options, gold) = if f.kind == FileKind::TextGeneration {
+            let (prompt, messages) = self.tg(row, setting)?;
+            (prompt, messages, Vec::new(), 0)
+        } else {
+            let (messages, options, gold) =
+                qa_prompt(&self.templates, &self.qa, qa(row), setting, seed)?;
+            (&self.qa, messages, options, gold)
+        };
+        let job = Job {
+            label: format!(
+                "{}/{}/{setting}/{seed}/{}",
+                f.domain,
+                task_of(f.kind),
+                row.id
+            ),
+            messages,
+            template: format!("eval/{}", prompt.name),
+            template_hash: prompt.hash.clone(),
+            seed,
+        };
+        let meta = Meta {
+            file: fi,
+            row: row.clone(),
+            hash: hash.clone(),
+            setting,
+            seed,
+            options,
+            gold,
+        };
+        Ok((job, meta))
+    }
+}
+
+/// What the answers come to: each file's scores and the prediction lines.
+struct Outcomes {
+    scores: Vec<Scores>,
+    predictions: Predictions,
+}
+
+impl Outcomes {
+    /// Scores job `m`'s reply `r` and writes its prediction line.
+    fn record(&mut self, files: &[Source], m: Meta, r: Reply) -> Result<(), EvalError> {
         let f = &files[m.file];
-        let row = &f.rows[m.row];
-        let setting = SETTINGS[m.setting];
         let base = json!({
             "benchmark": "recall",
             "domain": f.domain,
             "task": task_of(f.kind),
-            "setting": setting,
+            "setting": m.setting,
             "seed": m.seed,
-            "item": row.id,
+            "item": m.row.id,
             "prompt_key": r.key,
             "raw": r.raw,
         });
         let mut line = base.as_object().cloned().unwrap_or_default();
+        let s = &mut self.scores[m.file];
         if f.kind == FileKind::TextGeneration {
-            let target = &tg(row).target;
-            line.insert("target".into(), json!(target));
-            line.insert("sentence_bleu".into(), json!(sentence_bleu(&r.raw, target)));
-            line.insert("rouge_l".into(), json!(rouge_l(target, &r.raw).fmeasure));
-            outputs
-                .entry((m.file, m.setting, m.seed))
-                .or_default()
-                .push((m.row, r.raw.clone()));
+            let t = tg(&m.row);
+            let score = text_score(t, &r.raw, m.setting == "edited", s.aligned);
+            line.insert("target".into(), json!(t.target));
+            line.insert(
+                "sentence_bleu".into(),
+                json!(sentence_bleu(&r.raw, &t.target)),
+            );
+            line.insert("rouge_l".into(), json!(score.rouge));
+            s.push_text(m.setting, m.seed, score);
         } else {
-            let x = extract_reply(r, &m.options);
-            let ok = x.choice == Some(m.gold);
+            let x = extract_reply(&r, &m.options);
             line.insert("choice".into(), json!(x.choice.map(letter)));
             line.insert("choice_text".into(), json!(x.choice.map(|i| &m.options[i])));
             line.insert("expected".into(), json!(letter(m.gold)));
-            line.insert("correct".into(), json!(ok));
+            line.insert("correct".into(), json!(x.choice == Some(m.gold)));
             line.insert("how".into(), json!(x.how));
-            correct
-                .entry((m.file, m.setting, m.seed))
-                .or_default()
-                .push((m.row, ok, x.choice.is_none()));
+            s.push_answer(m.setting, m.seed, Answer::new(x.choice, Some(m.gold), None));
         }
         if let Some(e) = &r.error {
             line.insert("error".into(), json!(e));
         }
-        predictions.push(Value::Object(line));
+        line.insert("row_sha256".into(), json!(m.hash));
+        self.predictions
+            .push((String::new(), 0, 0), &Value::Object(line))
     }
-
-    let mut figures = Vec::new();
-    let seeds = opts.seeds.as_slice();
-    for (fi, f) in files.iter().enumerate() {
-        let task = task_of(f.kind);
-        let n = f.rows.len();
-        if f.kind == FileKind::TextGeneration {
-            for (si, setting) in SETTINGS.iter().enumerate().take(2) {
-                if !wanted.iter().any(|w| w == setting) {
-                    continue;
-                }
-                // One seed's outputs, in row order, at the resampled positions.
-                let outs = |seed: u64, idx: &[usize]| {
-                    outputs
-                        .get(&(fi, si, seed))
-                        .map(|o| crate::pick(o, idx))
-                        .unwrap_or_default()
-                };
-                // Per item and seed, computed once: BLEU's sufficient statistics (corpus BLEU
-                // of a resample is the score of their sum) and the ROUGE-L F-measure.
-                let per_item: BTreeMap<u64, Vec<(BleuStats, f64)>> = seeds
-                    .iter()
-                    .map(|&seed| {
-                        let o = outs(seed, &(0..n).collect::<Vec<_>>());
-                        let v = o
-                            .iter()
-                            .map(|(ri, out)| {
-                                let target = tg(&f.rows[*ri]).target.as_str();
-                                (segment_stats(out, target), rouge_l(target, out).fmeasure)
-                            })
-                            .collect();
-                        (seed, v)
-                    })
-                    .collect();
-                let picked = |seed: u64, idx: &[usize]| {
-                    per_item
-                        .get(&seed)
-                        .map(|v| crate::pick(v, idx))
-                        .unwrap_or_default()
-                };
-                let bleu = |seed: u64, idx: &[usize]| {
-                    let o = picked(seed, idx);
-                    (!o.is_empty()).then(|| {
-                        let mut total = BleuStats::default();
-                        for (st, _) in &o {
-                            total += *st;
-                        }
-                        score(&total, Smooth::Exp, false)
-                    })
-                };
-                figures.push(figure(&f.domain, task, setting, "bleu", n, seeds, &bleu));
-                let rouge = |seed: u64, idx: &[usize]| {
-                    let o = picked(seed, idx);
-                    (!o.is_empty()).then(|| o.iter().map(|x| x.1).sum::<f64>() / o.len() as f64)
-                };
-                figures.push(figure(
-                    &f.domain, task, setting, "rouge_l", n, seeds, &rouge,
-                ));
-                if *setting == "edited" {
-                    // Per item and seed, computed once: the phrase counts behind the R-Rate
-                    // (the R-Rate of a resample is that of their sum).
-                    let aligned = f.rows.first().is_some_and(|r| tg(r).aligned);
-                    let counts: BTreeMap<u64, Vec<RCounts>> = seeds
-                        .iter()
-                        .map(|&seed| {
-                            let o = outs(seed, &(0..n).collect::<Vec<_>>());
-                            let v = o
-                                .iter()
-                                .map(|(ri, out)| {
-                                    let t = tg(&f.rows[*ri]);
-                                    let sample = TgSample {
-                                        edited_words: &t.edited_words,
-                                        original_words: &t.original_words,
-                                        output: out,
-                                        target: &t.target,
-                                    };
-                                    RCounts::of(&sample, aligned)
-                                })
-                                .collect();
-                            (seed, v)
-                        })
-                        .collect();
-                    let rr = |seed: u64, idx: &[usize]| {
-                        let picked = crate::pick(counts.get(&seed)?, idx);
-                        let mut total = RCounts::default();
-                        for c in picked {
-                            total += c;
-                        }
-                        total.r_rate(aligned)
-                    };
-                    figures.push(figure(&f.domain, task, "edited", "r_rate", n, seeds, &rr));
-                }
-            }
-            continue;
-        }
-        for (si, setting) in SETTINGS.iter().enumerate() {
-            if !wanted.iter().any(|w| w == setting) {
-                continue;
-            }
-            let get = |seed: u64, idx: &[usize]| {
-                correct
-                    .get(&(fi, si, seed))
-                    .map(|c| crate::pick(c, idx))
-                    .unwrap_or_default()
-            };
-            let acc = |seed: u64, idx: &[usize]| {
-                accuracy(&get(seed, idx).iter().map(|c| c.1).collect::<Vec<_>>())
-            };
-            figures.push(figure(&f.domain, task, setting, "acc", n, seeds, &acc));
-            let inv = |seed: u64, idx: &[usize]| {
-                let g = get(seed, idx);
-                ratio(g.iter().filter(|c| c.2).count(), g.len())
-            };
-            figures.push(figure(
-                &f.domain,
-                task,
-                setting,
-                "invalid_rate",
-                n,
-                seeds,
-                &inv,
-            ));
-        }
-        if !wanted.iter().any(|w| w == "none") {
-            continue;
-        }
-        // The items each seed answers right without context: M-Rate's denominator, and the
-        // items the `acc@known` figures are on (the split KRE's VR and RR use). Their `n` is
-        // the mean over seeds of that count; the bootstrap resamples all items and takes each
-        // resample's known ones, as the figure itself does.
-        let known_n = crate::mean_count(seeds.iter().map(|s| {
-            correct
-                .get(&(fi, 2, *s))
-                .map_or(0, |c| c.iter().filter(|x| x.1).count())
-        }));
-        for (si, setting) in SETTINGS.iter().enumerate().take(2) {
-            if !wanted.iter().any(|w| w == setting) {
-                continue;
-            }
-            let acc_known = |seed: u64, idx: &[usize]| {
-                let none = crate::pick(correct.get(&(fi, 2, seed))?, idx);
-                let with = crate::pick(correct.get(&(fi, si, seed))?, idx);
-                let on_known: Vec<bool> = none
-                    .iter()
-                    .zip(&with)
-                    .filter(|(a, _)| a.1)
-                    .map(|(_, b)| b.1)
-                    .collect();
-                accuracy(&on_known)
-            };
-            figures.push(Figure {
-                n_items: known_n,
-                ..figure(&f.domain, task, setting, "acc@known", n, seeds, &acc_known)
-            });
-        }
-        if wanted.iter().any(|w| w == "edited") {
-            let mr = |seed: u64, idx: &[usize]| {
-                let none = crate::pick(correct.get(&(fi, 2, seed))?, idx);
-                let edited = crate::pick(correct.get(&(fi, 1, seed))?, idx);
-                let pairs: Vec<(bool, bool)> =
-                    none.iter().zip(&edited).map(|(a, b)| (a.1, b.1)).collect();
-                m_rate(&pairs)
-            };
-            figures.push(Figure {
-                n_items: known_n,
-                ..figure(&f.domain, task, "edited", "m_rate", n, seeds, &mr)
-            });
-        }
-    }
-    let prompts = [&t_qa, &t_record, &t_text];
-    let mut results = Results::new("recall", llm, opts, &files, wanted, &prompts, figures);
-    results.tables = tables(&results, &files);
-    Ok((results, predictions))
 }
 
-fn tables(r: &Results, files: &[Loaded]) -> Vec<Table> {
+/// Each file's scores, empty: of its rows, text generation's with how its words pair up
+/// (from its first row).
+fn empty_scores(files: &[Source]) -> Result<Vec<Scores>, EvalError> {
+    files
+        .iter()
+        .map(|f| {
+            let aligned = f.kind == FileKind::TextGeneration && tg(&f.row(0)?).aligned;
+            Ok(Scores::new(f.len(), aligned))
+        })
+        .collect()
+}
+
+/// Runs the RECALL evaluation; returns the results and the prediction lines. The rows are
+/// read twice, one at a time: to check and count them, then to ask them.
+pub async fn evaluate(
+    llm: &Llm,
+    opts: &EvalOptions,
+    progress: &dyn Progress,
+) -> Result<(Results, Predictions), EvalError> {
+    let mut identity = Identity::default();
+    let files = load(
+        opts,
+        |k| matches!(k, FileKind::QaA | FileKind::QaNa | FileKind::TextGeneration),
+        |path, _| domain_of(path),
+        &mut |src, row| {
+            identity.add(&src.domain, row);
+            check(src.kind, row)
+        },
+    )?;
+    let wanted = settings(&opts.settings, &SETTINGS)?;
+    let p = Prompts::load(&opts.prompts)?;
+    let seeds = opts.seeds.as_slice();
+    let total: usize = files
+        .iter()
+        .map(|f| f.len() * asked(f.kind, &wanted).len() * seeds.len())
+        .sum();
+    let mut out = Outcomes {
+        scores: empty_scores(&files)?,
+        predictions: Predictions::default(),
+    };
+    let jobs = files.iter().enumerate().flat_map(|(fi, f)| {
+        let settings = asked(f.kind, &wanted);
+        let (p, settings) = (&p, settings);
+        f.rows().flat_map(move |r| {
+            let (_, row) = match r {
+                Ok(r) => r,
+                Err(e) => return vec![Err(e)],
+            };
+            let (row, hash): (Arc<Row>, Arc<str>) =
+                (Arc::new(row.clone()), row_sha256(&row).into());
+            settings
+                .iter()
+                .flat_map(|s| seeds.iter().map(move |seed| (*s, *seed)))
+                .map(|(s, seed)| p.job(f, fi, &row, &hash, s, seed))
+                .collect()
+        })
+    });
+    let (sampling, conc) = (opts.sampling, opts.concurrency);
+    run_stream(
+        llm,
+        jobs,
+        sampling,
+        conc,
+        "eval recall",
+        total as u64,
+        progress,
+        |m, r| out.record(&files, m, r),
+    )
+    .await?;
+    let figures = files
+        .iter()
+        .zip(&out.scores)
+        .flat_map(|(f, s)| crate::figures_of(&f.domain, task_of(f.kind), s, &wanted, seeds))
+        .collect();
+    let prompts = [&p.qa, &p.record, &p.text];
+    let data = identity.finish();
+    let mut results = Results::new("recall", llm, opts, data, wanted, &prompts, figures);
+    results.tables = tables(&results, &files);
+    out.predictions.flush()?;
+    Ok((results, out.predictions))
+}
+
+fn tables(r: &Results, files: &[Source]) -> Vec<Table> {
     let mut domains: Vec<&str> = files.iter().map(|f| f.domain.as_str()).collect();
     domains.dedup();
-    let g = |d: &str, t: &str, s: &str, m: &str| -> String { cell(r.get(d, t, s, m)) };
+    let g = |d: &str, t: &str, s: &str, m: Metric| -> String { cell(r.get(d, t, s, m)) };
     let mut quality = Vec::new();
     let mut robust = Vec::new();
     let mut invalid = Vec::new();
@@ -446,25 +415,25 @@ fn tables(r: &Results, files: &[Loaded]) -> Vec<Table> {
             quality.push(vec![
                 (*d).to_owned(),
                 label.to_owned(),
-                g(d, "qa_a", s, "acc"),
-                g(d, "qa_a", s, "acc@known"),
-                g(d, "qa_na", s, "acc"),
-                g(d, "qa_na", s, "acc@known"),
-                g(d, "text_generation", s, "bleu"),
-                g(d, "text_generation", s, "rouge_l"),
+                g(d, "qa_a", s, Metric::Acc),
+                g(d, "qa_a", s, Metric::AccKnown),
+                g(d, "qa_na", s, Metric::Acc),
+                g(d, "qa_na", s, Metric::AccKnown),
+                g(d, "text_generation", s, Metric::Bleu),
+                g(d, "text_generation", s, Metric::RougeL),
             ]);
             invalid.push(vec![
                 (*d).to_owned(),
                 label.to_owned(),
-                g(d, "qa_a", s, "invalid_rate"),
-                g(d, "qa_na", s, "invalid_rate"),
+                g(d, "qa_a", s, Metric::InvalidRate),
+                g(d, "qa_na", s, Metric::InvalidRate),
             ]);
         }
         robust.push(vec![
             (*d).to_owned(),
-            g(d, "qa_a", "edited", "m_rate"),
-            g(d, "qa_na", "edited", "m_rate"),
-            g(d, "text_generation", "edited", "r_rate"),
+            g(d, "qa_a", "edited", Metric::MRate),
+            g(d, "qa_na", "edited", Metric::MRate),
+            g(d, "text_generation", "edited", Metric::RRate),
         ]);
     }
     let h = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();

@@ -7,14 +7,17 @@
 //! the same bytes.
 
 use crate::charts::{self, Bar, Point};
-use crate::{EvalError, Loaded};
+use crate::{EvalError, Metric};
 use cb_audit::html::escape;
-use cb_audit::Payload;
+use cb_audit::{Payload, Row};
 use cb_metrics::{Interval, Summary};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::fs::File;
+use std::io::{BufWriter, Seek, Write};
+use std::path::{Path, PathBuf};
 
 /// One figure: a metric of one domain, task and setting over the seeds.
 #[derive(Debug, Clone, Serialize)]
@@ -22,7 +25,7 @@ pub struct Figure {
     pub domain: String,
     pub task: String,
     pub setting: String,
-    pub metric: String,
+    pub metric: Metric,
     /// Items evaluated per seed.
     pub n_items: usize,
     /// `n` (seeds with a value), `mean`, `std`.
@@ -63,10 +66,6 @@ pub struct Results {
     pub figures: Vec<Figure>,
     #[serde(skip)]
     pub tables: Vec<Table>,
-    /// The SHA-256 of each row by (domain, item id); [`write_all`] puts it into the row's
-    /// prediction lines as `row_sha256`.
-    #[serde(skip)]
-    pub row_hashes: BTreeMap<(String, String), String>,
 }
 
 /// Which rows an evaluation read: how many, and one SHA-256 over their domains, ids and
@@ -78,47 +77,54 @@ pub struct DataIdentity {
     pub sha256: String,
 }
 
-/// The SHA-256 of every row of `files` by (domain, item id), and the [`DataIdentity`] of
-/// them all. A row's hash is that of its JSON text as read (every field, in the layout's
-/// order), so a row rebuilt with other words has another hash.
-fn identify(files: &[Loaded]) -> (DataIdentity, BTreeMap<(String, String), String>) {
-    let mut hashes = BTreeMap::new();
-    let mut all = String::new();
-    let mut rows = 0;
-    for f in files {
-        for r in &f.rows {
-            let json = match &r.payload {
-                Payload::Kre(k) => serde_json::to_vec(k),
-                Payload::Qa(q) => serde_json::to_vec(q),
-                Payload::TextGen(t) => serde_json::to_vec(t),
-            }
-            .expect("rows serialise");
-            let h = cb_step::prompt::sha256_hex(&json);
-            all.push_str(&format!("{}\t{}\t{h}\n", f.domain, r.id));
-            hashes.insert((f.domain.clone(), r.id.clone()), h);
-            rows += 1;
+/// The SHA-256 of a row: that of its JSON text as read (every field, in the layout's order),
+/// so a row rebuilt with other words has another hash. Prediction lines carry it as
+/// `row_sha256`.
+pub fn row_sha256(row: &Row) -> String {
+    let json = match &row.payload {
+        Payload::Kre(k) => serde_json::to_vec(k),
+        Payload::Qa(q) => serde_json::to_vec(q),
+        Payload::TextGen(t) => serde_json::to_vec(t),
+    }
+    .expect("rows serialise");
+    cb_step::prompt::sha256_hex(&json)
+}
+
+/// The [`DataIdentity`] of the rows evaluated, summed as they are read: one SHA-256 over each
+/// row's domain, id and [`row_sha256`], in the order read.
+#[derive(Default)]
+pub struct Identity {
+    rows: usize,
+    hasher: Sha256,
+}
+
+impl Identity {
+    pub fn add(&mut self, domain: &str, row: &Row) {
+        self.hasher
+            .update(format!("{domain}\t{}\t{}\n", row.id, row_sha256(row)).as_bytes());
+        self.rows += 1;
+    }
+
+    pub fn finish(self) -> DataIdentity {
+        DataIdentity {
+            rows: self.rows,
+            sha256: hex::encode(self.hasher.finalize()),
         }
     }
-    let identity = DataIdentity {
-        rows,
-        sha256: cb_step::prompt::sha256_hex(all.as_bytes()),
-    };
-    (identity, hashes)
 }
 
 impl Results {
-    /// The results of a run of `benchmark` with `llm` on the rows of `files`, before the
+    /// The results of a run of `benchmark` with `llm` on the rows `data` names, before the
     /// tables are made.
     pub fn new(
         benchmark: &str,
         llm: &cb_llm::Llm,
         opts: &crate::EvalOptions,
-        files: &[Loaded],
+        data: DataIdentity,
         settings: Vec<String>,
         prompts: &[&cb_step::Prompt],
         figures: Vec<Figure>,
     ) -> Results {
-        let (data, row_hashes) = identify(files);
         Results {
             benchmark: benchmark.into(),
             backend: llm.config().backend.name().into(),
@@ -135,12 +141,11 @@ impl Results {
             bootstrap_seed: BOOTSTRAP_SEED,
             figures,
             tables: Vec::new(),
-            row_hashes,
         }
     }
 
     /// The figure for these keys, if any.
-    pub fn get(&self, domain: &str, task: &str, setting: &str, metric: &str) -> Option<&Figure> {
+    pub fn get(&self, domain: &str, task: &str, setting: &str, metric: Metric) -> Option<&Figure> {
         self.figures.iter().find(|f| {
             f.domain == domain && f.task == task && f.setting == setting && f.metric == metric
         })
@@ -155,14 +160,6 @@ pub const BOOTSTRAP_SEED: u64 = cb_metrics::bootstrap::DEFAULT_SEED;
 pub const MIN_ITEMS: usize = 30;
 /// The mark of a cell with fewer than [`MIN_ITEMS`] items.
 pub const FEW: &str = "†";
-
-/// Metrics shown as percentages (×100); the others are printed as they are.
-pub fn scale_of(metric: &str) -> f64 {
-    match metric {
-        "bleu" => 1.0,
-        _ => 100.0,
-    }
-}
 
 /// `mean [low, high]` multiplied by `scale` (the interval left out when there is none);
 /// `n/a` without a mean.
@@ -183,7 +180,7 @@ pub fn display(f: &Figure) -> String {
     if f.summary.mean.is_none() {
         return "n/a".to_owned();
     }
-    let mut s = mean_interval(f.summary.mean, f.interval, scale_of(&f.metric));
+    let mut s = mean_interval(f.summary.mean, f.interval, f.metric.scale());
     s.push_str(&format!(" (n={})", f.n_items));
     if f.n_items < MIN_ITEMS {
         s.push_str(FEW);
@@ -210,23 +207,97 @@ pub(crate) fn write_file(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), Eva
     cb_step::files::write_atomic(&path, bytes).map_err(|source| EvalError::Write { path, source })
 }
 
-/// Writes the four files into `dir`; each prediction line gets the `row_sha256` of the row
-/// it asked (by its `domain` and `item`).
-pub fn write_all(dir: &Path, results: &Results, predictions: &[Value]) -> Result<(), EvalError> {
-    let mut lines = Vec::new();
-    for p in predictions {
-        let mut p = p.clone();
-        let key = (
-            p["domain"].as_str().unwrap_or_default().to_owned(),
-            p["item"].as_str().unwrap_or_default().to_owned(),
-        );
-        if let (Some(h), Some(o)) = (results.row_hashes.get(&key), p.as_object_mut()) {
-            o.insert("row_sha256".into(), Value::String(h.clone()));
+/// The prediction lines of a run, spooled to temporary files as they are made (memory holds
+/// none of them), in groups written out in the order of their keys.
+#[derive(Debug, Default)]
+pub struct Predictions {
+    groups: BTreeMap<(String, usize, u64), BufWriter<File>>,
+    lines: usize,
+}
+
+impl Predictions {
+    /// Adds a line to the group `key` (lines of one group keep their order).
+    pub(crate) fn push(
+        &mut self,
+        key: (String, usize, u64),
+        line: &Value,
+    ) -> Result<(), EvalError> {
+        let spool = std::env::temp_dir();
+        let io = |source| EvalError::Write {
+            path: spool.clone(),
+            source,
+        };
+        if !self.groups.contains_key(&key) {
+            let f = tempfile::tempfile().map_err(io)?;
+            self.groups.insert(key.clone(), BufWriter::new(f));
         }
-        lines.extend(serde_json::to_vec(&p).expect("json"));
-        lines.push(b'\n');
+        let w = self.groups.get_mut(&key).expect("inserted above");
+        serde_json::to_writer(&mut *w, line).expect("json");
+        w.write_all(b"\n").map_err(io)?;
+        self.lines += 1;
+        Ok(())
     }
-    write_file(dir, "predictions.jsonl", &lines)?;
+
+    /// Lines.
+    pub fn len(&self) -> usize {
+        self.lines
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.lines == 0
+    }
+
+    /// Writes every line, group after group, to `out`.
+    fn copy_to(&self, out: &mut impl Write) -> std::io::Result<()> {
+        for w in self.groups.values() {
+            let mut f = w.get_ref();
+            f.seek(std::io::SeekFrom::Start(0))?;
+            std::io::copy(&mut f, out)?;
+        }
+        Ok(())
+    }
+
+    /// Flushes every group to its file.
+    pub(crate) fn flush(&mut self) -> Result<(), EvalError> {
+        for w in self.groups.values_mut() {
+            w.flush().map_err(|source| EvalError::Write {
+                path: std::env::temp_dir(),
+                source,
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// Writes `dir/name` atomically from `fill`: a temporary file `.NAME.tmp-PID` beside it,
+/// synced, then renamed over it (as [`cb_step::files::write_atomic`] does with bytes).
+fn write_streamed(
+    dir: &Path,
+    name: &str,
+    fill: impl FnOnce(&mut BufWriter<File>) -> std::io::Result<()>,
+) -> Result<(), EvalError> {
+    let path = dir.join(name);
+    let err = |source| EvalError::Write {
+        path: path.clone(),
+        source,
+    };
+    std::fs::create_dir_all(dir).map_err(err)?;
+    let tmp: PathBuf = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    let mut w = BufWriter::new(File::create(&tmp).map_err(err)?);
+    fill(&mut w).and_then(|()| w.flush()).map_err(err)?;
+    let f = w.into_inner().map_err(|e| err(e.into_error()))?;
+    f.sync_all().map_err(err)?;
+    drop(f);
+    std::fs::rename(&tmp, &path).map_err(err)
+}
+
+/// Writes the four files into `dir`: the prediction lines as spooled, then the results.
+pub fn write_all(
+    dir: &Path,
+    results: &Results,
+    predictions: &Predictions,
+) -> Result<(), EvalError> {
+    write_streamed(dir, "predictions.jsonl", |w| predictions.copy_to(w))?;
     let mut json = serde_json::to_vec_pretty(results).expect("json");
     json.push(b'\n');
     write_file(dir, "results.json", &json)?;
@@ -304,17 +375,6 @@ pub(crate) fn table_html(t: &Table) -> String {
     s
 }
 
-/// The range a metric spans in the tables' units: DMSS -100..100, adaptivity (a difference
-/// of two DMSS) -200..200, every other figure from 0 to 100 (a chart widens it to its
-/// values).
-pub fn natural_range(metric: &str) -> (f64, f64) {
-    match metric {
-        "dmss" => (-100.0, 100.0),
-        "adaptivity" => (-200.0, 200.0),
-        _ => (0.0, 100.0),
-    }
-}
-
 /// Groups: per domain, per (task, setting), each in the order first seen.
 pub(crate) type Groups<'a, T> = Vec<(&'a str, Vec<((&'a str, &'a str), Vec<&'a T>)>)>;
 
@@ -347,12 +407,12 @@ pub(crate) fn chart_groups<'a, T>(
 /// are several. `None` for RECALL.
 pub(crate) fn style_figure<'a, T>(
     items: &'a [T],
-    key: impl Fn(&'a T) -> (&'a str, &'a str, &'a str, &'a str),
+    key: impl Fn(&'a T) -> (&'a str, &'a str, &'a str, Metric),
 ) -> Option<(String, String)> {
     let dmss: Vec<(&str, &str)> = items
         .iter()
         .map(&key)
-        .filter(|k| k.1 == "kre" && k.3 == "dmss")
+        .filter(|k| k.1 == "kre" && k.3 == Metric::Dmss)
         .map(|k| (k.0, k.2))
         .collect();
     let domain = if dmss.iter().any(|k| k.0 == "all") {
@@ -389,9 +449,9 @@ pub(crate) fn style_note() -> String {
 
 /// A figure as a chart row, in the tables' units.
 fn figure_bar(f: &Figure) -> Bar {
-    let scale = scale_of(&f.metric);
+    let scale = f.metric.scale();
     Bar {
-        label: f.metric.clone(),
+        label: f.metric.key().to_owned(),
         value: f.summary.mean.map(|m| m * scale),
         interval: f.interval.map(|i| Interval {
             low: i.low * scale,
@@ -415,11 +475,11 @@ fn charts_html(r: &Results) -> String {
             f.domain.as_str(),
             f.task.as_str(),
             f.setting.as_str(),
-            f.metric.as_str(),
+            f.metric,
         )
     });
     if let Some((domain, setting)) = style {
-        if let Some(f) = r.get(&domain, "kre", &setting, "dmss") {
+        if let Some(f) = r.get(&domain, "kre", &setting, Metric::Dmss) {
             if let Some(dmss) = f.summary.mean {
                 s.push_str(&format!("<p>{}</p>", escape(&style_note())));
                 s.push_str(&charts::style_axis(
@@ -441,7 +501,7 @@ fn charts_html(r: &Results) -> String {
             let rows: Vec<Bar> = figs.iter().map(|f| figure_bar(f)).collect();
             let natural = figs
                 .iter()
-                .map(|f| natural_range(&f.metric))
+                .map(|f| f.metric.natural_range())
                 .fold((0.0, 0.0), |a: (f64, f64), b| (a.0.min(b.0), a.1.max(b.1)));
             s.push_str(&charts::bars(
                 &format!("{domain} · {task} · {setting}"),
@@ -470,9 +530,17 @@ mod tests {
     #[test]
     fn page_escapes_text_and_loads_nothing() {
         let per = [[1.0, 0.0, 0.5], [1.0, 1.0, 1.0]];
-        let f = crate::figure("<x>", "qa_a", "edited", "acc", 3, &[1, 2], &|s, idx| {
-            Some(idx.iter().map(|i| per[s as usize - 1][*i]).sum::<f64>() / idx.len() as f64)
-        });
+        let f = crate::figure(
+            "<x>",
+            "qa_a",
+            "edited",
+            Metric::Acc,
+            3,
+            &[1, 2],
+            &|s, idx| {
+                Some(idx.iter().map(|i| per[s as usize - 1][*i]).sum::<f64>() / idx.len() as f64)
+            },
+        );
         let r = Results {
             benchmark: "recall".into(),
             backend: "openai".into(),
@@ -494,7 +562,6 @@ mod tests {
                 rows: vec![vec!["<b>".into()]],
                 note: String::new(),
             }],
-            row_hashes: BTreeMap::new(),
         };
         let page = html(&r);
         assert!(!page.contains("<script>") && !page.contains("<b>") && !page.contains("<x>"));
@@ -516,14 +583,14 @@ mod tests {
 
     #[test]
     fn style_axis_takes_zero_shot_over_all_domains() {
-        let k = |d: &'static str, s: &'static str| (d, "kre", s, "dmss");
+        let k = |d: &'static str, s: &'static str| (d, "kre", s, Metric::Dmss);
         let figs = [
             k("cose", "mixed"),
             k("cose", "zero_shot"),
             k("all", "mixed"),
             k("all", "zero_shot"),
         ];
-        let key = |f: &(&'static str, &'static str, &'static str, &'static str)| *f;
+        let key = |f: &(&'static str, &'static str, &'static str, Metric)| *f;
         assert_eq!(
             style_figure(&figs, key),
             Some(("all".into(), "zero_shot".into()))
@@ -532,6 +599,9 @@ mod tests {
             style_figure(&figs[..1], key),
             Some(("cose".into(), "mixed".into()))
         );
-        assert_eq!(style_figure(&[("d", "qa_a", "edited", "acc")], key), None);
+        assert_eq!(
+            style_figure(&[("d", "qa_a", "edited", Metric::Acc)], key),
+            None
+        );
     }
 }

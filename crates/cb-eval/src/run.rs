@@ -4,8 +4,7 @@ use crate::EvalError;
 use cb_llm::Progress;
 use cb_llm::{Call, Llm, Message};
 use cb_step::choice::Extracted;
-use std::sync::Arc;
-use tokio::sync::Semaphore;
+use std::collections::BTreeMap;
 
 /// One prompt to send.
 #[derive(Debug, Clone)]
@@ -57,10 +56,87 @@ pub fn extract_reply(reply: &Reply, options: &[String]) -> Extracted {
     }
 }
 
-/// Answers every job, at most `2 × concurrency` in flight (the LLM layer's own limiter
-/// bounds the calls); replies come back in job order. A fatal error of the layer (budget,
-/// cache, replay miss) stops the run; any other failure becomes an invalid answer with its
-/// reason code.
+/// Answers the jobs as `jobs` makes them, at most `2 × concurrency` made and not yet handed
+/// on (the LLM layer's own limiter bounds the calls), and hands each reply with its job's
+/// `meta` to `done` in job order: memory holds the jobs in that window, never all of them.
+/// `total` is the number of jobs, for the progress bar. A fatal error of the layer (budget,
+/// cache, replay miss), of `jobs` or of `done` stops the run; any other failure of a call
+/// becomes an invalid answer with its reason code.
+#[allow(clippy::too_many_arguments)]
+pub async fn run_stream<M>(
+    llm: &Llm,
+    jobs: impl Iterator<Item = Result<(Job, M), EvalError>>,
+    sampling: Sampling,
+    concurrency: usize,
+    name: &str,
+    total: u64,
+    progress: &dyn Progress,
+    mut done: impl FnMut(M, Reply) -> Result<(), EvalError>,
+) -> Result<(), EvalError> {
+    progress.start(name, total);
+    let window = concurrency.max(1) * 2;
+    let mut set = tokio::task::JoinSet::new();
+    let mut metas: BTreeMap<usize, M> = BTreeMap::new();
+    let mut ready: BTreeMap<usize, Reply> = BTreeMap::new();
+    let (mut made, mut handed) = (0usize, 0usize);
+    let mut jobs = jobs.fuse();
+    loop {
+        while made < handed + window {
+            let Some(next) = jobs.next() else { break };
+            let (job, meta) = next.inspect_err(|_| set.abort_all())?;
+            metas.insert(made, meta);
+            let llm = llm.clone();
+            set.spawn(async move {
+                let c = call(&job, sampling);
+                let key = llm.key_of(&c);
+                (made, key, llm.complete(&c).await, job.label)
+            });
+            made += 1;
+        }
+        let Some(joined) = set.join_next().await else {
+            break;
+        };
+        let (i, key, result, label) =
+            joined.map_err(|e| EvalError::Config(format!("task failed: {e}")))?;
+        let reply = reply(result, key, &label).inspect_err(|_| set.abort_all())?;
+        progress.item_done(name, &llm.stats());
+        ready.insert(i, reply);
+        while let Some(r) = ready.remove(&handed) {
+            let meta = metas.remove(&handed).expect("a meta per job made");
+            done(meta, r).inspect_err(|_| set.abort_all())?;
+            handed += 1;
+        }
+    }
+    progress.finish(name, total, 0);
+    Ok(())
+}
+
+/// The reply of a call: its answer, or an invalid one with the reason of its failure; `Err`
+/// for an error that stops the run.
+fn reply(
+    result: Result<cb_llm::Completion, cb_llm::LlmError>,
+    key: String,
+    label: &str,
+) -> Result<Reply, EvalError> {
+    match result {
+        Ok(c) => Ok(Reply {
+            raw: c.text,
+            key: c.cache_key,
+            error: None,
+        }),
+        Err(e) if e.is_fatal() => Err(e.into()),
+        Err(e) => {
+            tracing::warn!(item = %label, error = %e, "no answer; counted as invalid");
+            Ok(Reply {
+                raw: String::new(),
+                key,
+                error: Some(e.reason_code()),
+            })
+        }
+    }
+}
+
+/// Answers every job (see [`run_stream`]); the replies in job order.
 pub async fn run_jobs(
     llm: &Llm,
     jobs: Vec<Job>,
@@ -69,48 +145,22 @@ pub async fn run_jobs(
     name: &str,
     progress: &dyn Progress,
 ) -> Result<Vec<Reply>, EvalError> {
-    progress.start(name, jobs.len() as u64);
-    let permits = Arc::new(Semaphore::new(concurrency.max(1) * 2));
-    let mut set = tokio::task::JoinSet::new();
-    let total = jobs.len();
-    for (i, job) in jobs.into_iter().enumerate() {
-        let llm = llm.clone();
-        let permits = permits.clone();
-        set.spawn(async move {
-            let _permit = permits
-                .acquire_owned()
-                .await
-                .expect("semaphore never closed");
-            let c = call(&job, sampling);
-            let key = llm.key_of(&c);
-            (i, key, llm.complete(&c).await, job.label)
-        });
-    }
-    let mut replies = vec![Reply::default(); total];
-    while let Some(joined) = set.join_next().await {
-        let (i, key, result, label) =
-            joined.map_err(|e| EvalError::Config(format!("task failed: {e}")))?;
-        replies[i] = match result {
-            Ok(c) => Reply {
-                raw: c.text,
-                key: c.cache_key,
-                error: None,
-            },
-            Err(e) if e.is_fatal() => {
-                set.abort_all();
-                return Err(e.into());
-            }
-            Err(e) => {
-                tracing::warn!(item = %label, error = %e, "no answer; counted as invalid");
-                Reply {
-                    raw: String::new(),
-                    key,
-                    error: Some(e.reason_code()),
-                }
-            }
-        };
-        progress.item_done(name, &llm.stats());
-    }
-    progress.finish(name, total as u64, 0);
+    let total = jobs.len() as u64;
+    let mut replies = Vec::with_capacity(jobs.len());
+    let jobs = jobs.into_iter().map(|j| Ok((j, ())));
+    run_stream(
+        llm,
+        jobs,
+        sampling,
+        concurrency,
+        name,
+        total,
+        progress,
+        |(), r| {
+            replies.push(r);
+            Ok(())
+        },
+    )
+    .await?;
     Ok(replies)
 }

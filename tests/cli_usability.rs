@@ -439,3 +439,61 @@ fn a_recipe_whose_steps_are_swapped_is_refused_at_load_naming_the_step_and_the_f
     assert!(e.contains("reads the field `negative_answer`"), "{e}");
     assert!(!out.exists(), "nothing was written");
 }
+
+/// The sentences that tell the user what to check name the setting at fault: a reader
+/// nobody listens for names `--reader-base-url` (the build's own `--base-url` works), and a
+/// `--batch-dir` naming a file says so with the path, not the OS's bare "File exists".
+#[tokio::test(flavor = "multi_thread")]
+async fn messages_name_the_setting_at_fault() {
+    let d = tempfile::tempdir().unwrap();
+    let mock = cb_mock::MockServer::start(common::model()).await;
+    let (base, raw) = (mock.base_url(), raw());
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://127.0.0.1:{}/v1", l.local_addr().unwrap().port())
+    };
+    let out = d.path().join("out").display().to_string();
+    let mut args = common::reading_args("kre", "cose", &base, &raw, &out);
+    args.extend(["--limit", "2", "--max-retries", "0"]);
+    args.extend(["--reader-base-url", &closed, "--reader-model", "r"]);
+    let o = common::build(&args, &[]).await;
+    let said = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains(&format!("the endpoint {closed} cannot be reached"))
+            && said.contains("check that the server is running and --reader-base-url"),
+        "{said}"
+    );
+    assert!(!said.contains("and --base-url"), "{said}");
+
+    let file = d.path().join("batches.txt");
+    std::fs::write(&file, "not a folder").unwrap();
+    let o = cb(
+        d.path(),
+        &[
+            "build",
+            "kre",
+            "--domains",
+            "cose",
+            "--raw",
+            &raw,
+            "--out",
+            "out2",
+            "--model",
+            "m",
+            "--batch-dir",
+            file.to_str().unwrap(),
+        ],
+    );
+    let said = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains(&format!(
+            "--batch-dir {} names a file, not a folder",
+            file.display()
+        )),
+        "{said}"
+    );
+    assert!(!said.contains("os error"), "{said}");
+    assert!(!d.path().join("out2").exists(), "nothing written");
+}

@@ -19,24 +19,29 @@ pub enum HostKind {
 
 /// Parses `url` and classes its host; the error says what is wrong in one sentence.
 pub fn check_base_url(url: &str) -> Result<HostKind, String> {
+    check_base_url_of("--base-url", url)
+}
+
+/// As [`check_base_url`], for the URL that the setting `flag` gives (the error names it).
+pub fn check_base_url_of(flag: &str, url: &str) -> Result<HostKind, String> {
     if !url.contains("://") {
         return Err(format!(
-            "--base-url {url:?} has no scheme: write it as http://{} (a local server) or https://... (a hosted API)",
+            "{flag} {url:?} has no scheme: write it as http://{} (a local server) or https://... (a hosted API)",
             url.trim()
         ));
     }
     let u = Url::parse(url.trim()).map_err(|e| {
-        format!("--base-url {url:?} is not a URL ({e}); expected e.g. http://127.0.0.1:8000/v1 or https://api.openai.com/v1")
+        format!("{flag} {url:?} is not a URL ({e}); expected e.g. http://127.0.0.1:8000/v1 or https://api.openai.com/v1")
     })?;
     if !matches!(u.scheme(), "http" | "https") {
         return Err(format!(
-            "--base-url {url:?}: the scheme must be http:// or https://, not {}:",
+            "{flag} {url:?}: the scheme must be http:// or https://, not {}:",
             u.scheme()
         ));
     }
     let host = match u.host_str() {
         Some(h) if !h.is_empty() => h,
-        _ => return Err(format!("--base-url {url:?} has no host")),
+        _ => return Err(format!("{flag} {url:?} has no host")),
     };
     let bare = host.trim_start_matches('[').trim_end_matches(']');
     Ok(match bare.parse::<IpAddr>() {

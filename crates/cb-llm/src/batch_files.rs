@@ -1,6 +1,6 @@
-//! `--batch-dir`: the rounds of the Batch API (`batch`) with a folder of files for the provider.
+//! `--batch-dir`: rounds ([`crate::rounds`]) through a folder of files for the provider.
 //!
-//! Calls that miss the cache wait for a round as with the Batch API. A round:
+//! Calls that miss the cache wait for a round as with the Batch API (`batch`). A round:
 //!
 //! 1. serves keys answered meanwhile from the cache;
 //! 2. imports every output file that has appeared beside one of the folder's input files
@@ -23,8 +23,10 @@
 //! in the journal, so across runs) is rejected as an online call that runs out of retries.
 //! Nothing reaches a server from here.
 
-use crate::batch::{answered_meanwhile, chunks, Answer, Checked, Waiting};
-use crate::{Cache, Llm, LlmError};
+use crate::batch_store::{self, FOLDER_FILES};
+use crate::cache::Cache;
+use crate::rounds::{answered_meanwhile, chunks, Answer, Checked, Round, Waiting};
+use crate::{Llm, LlmError};
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -59,15 +61,14 @@ impl FilesOptions {
 /// the server that answers them.
 pub const ENDPOINT: &str = "batch-files";
 
-/// How the journal names a folder's files: `dir:FOLDER/NAME`.
-pub(crate) const JOURNAL: &str = "dir:";
 const INPUT: &str = "requests-";
 const OUTPUT: &str = ".output.jsonl";
 /// Where a folder's refused output lines are listed, one `FILE:LINE: why` a line.
 pub const PROBLEMS: &str = "problems.log";
 
+/// How the journal names a folder's files: `dir:FOLDER/NAME`.
 fn journal_prefix(dir: &Path) -> String {
-    format!("{JOURNAL}{}/", dir.display())
+    format!("{FOLDER_FILES}{}/", dir.display())
 }
 
 /// The output file an executor writes for an input file.
@@ -135,10 +136,44 @@ pub fn pending(dir: &Path) -> std::io::Result<Vec<PendingFile>> {
 /// same folder).
 static NAMING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
+/// Batch files at work: the folder and its limits.
+pub(crate) struct FileRounds {
+    opts: FilesOptions,
+}
+
+impl FileRounds {
+    /// Rounds through `opts.dir`; the journal's tables are created in `cache`.
+    pub(crate) fn new(opts: &FilesOptions, cache: Option<&Cache>) -> Result<Self, LlmError> {
+        if let Some(c) = cache {
+            batch_store::create_tables(c)?;
+        }
+        Ok(Self { opts: opts.clone() })
+    }
+
+    /// The folder the files are written to.
+    pub(crate) fn dir(&self) -> &Path {
+        &self.opts.dir
+    }
+}
+
+impl Round for FileRounds {
+    fn quiet(&self) -> Duration {
+        self.opts.quiet
+    }
+
+    async fn run(
+        &self,
+        llm: &Llm,
+        taken: &HashMap<String, Waiting>,
+    ) -> Result<HashMap<String, Answer>, LlmError> {
+        llm.files_round(taken, &self.opts).await
+    }
+}
+
 impl Llm {
     /// One round through the folder: an answer, an error or [`LlmError::Waiting`] for every
     /// key taken.
-    pub(crate) async fn files_round(
+    async fn files_round(
         &self,
         taken: &HashMap<String, Waiting>,
         opts: &FilesOptions,

@@ -11,7 +11,17 @@ use crate::LlmError;
 use rusqlite::{params, OptionalExtension};
 use std::collections::HashMap;
 
-pub(crate) const SCHEMA: &str = "
+/// How the journal names the files of a batch folder (`--batch-dir`): `dir:FOLDER/NAME`;
+/// every other file id is the Batch API's.
+pub(crate) const FOLDER_FILES: &str = "dir:";
+
+/// Creates the journal's tables in `cache` (when it is writable): done by the transports that
+/// write the journal (the Batch API, batch files) when they are set up.
+pub(crate) fn create_tables(cache: &Cache) -> Result<(), LlmError> {
+    cache.create_tables(SCHEMA)
+}
+
+const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS batches (
     file_id TEXT PRIMARY KEY,
     batch_id TEXT,
@@ -82,8 +92,12 @@ fn record(r: &rusqlite::Row<'_>) -> rusqlite::Result<BatchRecord> {
 }
 
 impl Cache {
-    /// Every batch in the journal, oldest first.
+    /// Every batch in the journal, oldest first (none in a cache no batch transport has
+    /// written to).
     pub fn batches(&self) -> Result<Vec<BatchRecord>, LlmError> {
+        if !self.has_table("batches")? {
+            return Ok(Vec::new());
+        }
         let conn = self.conn();
         let mut stmt = conn.prepare(&format!("{SELECT} ORDER BY created_unix, rowid"))?;
         let rows = stmt.query_map([], record)?;
@@ -92,6 +106,9 @@ impl Cache {
 
     /// The batch with this provider id or input file id.
     pub fn batch(&self, id: &str) -> Result<Option<BatchRecord>, LlmError> {
+        if !self.has_table("batches")? {
+            return Ok(None);
+        }
         let conn = self.conn();
         Ok(conn
             .query_row(
@@ -183,8 +200,8 @@ impl Cache {
     }
 
     /// Live (not yet collected) batches of this endpoint and model, with the keys each holds:
-    /// the Batch API's (`folder` `None`), or the files of one batch folder (their ids start
-    /// with its [`crate::batch_files`] journal prefix).
+    /// the Batch API's (`folder` `None`), or the files of one batch folder (`folder` is their
+    /// ids' common start, [`FOLDER_FILES`] and the folder).
     pub(crate) fn live_batches(
         &self,
         endpoint: &str,
@@ -197,7 +214,7 @@ impl Cache {
             "{SELECT} WHERE collected = 0 AND endpoint = ?1 AND model = ?2
              AND (substr(file_id, 1, length(?3)) = ?3) = (?4 IS NOT NULL) ORDER BY rowid"
         ))?;
-        let prefix = folder.unwrap_or(crate::batch_files::JOURNAL);
+        let prefix = folder.unwrap_or(FOLDER_FILES);
         let live: Vec<BatchRecord> = stmt
             .query_map(params![endpoint, model, prefix, folder], record)?
             .collect::<Result<_, _>>()?;
@@ -297,6 +314,7 @@ mod tests {
     async fn journal_writes_go_through_the_writer() {
         let dir = tempfile::tempdir().unwrap();
         let cache = Cache::open(&dir.path().join("c.sqlite")).unwrap();
+        create_tables(&cache).unwrap();
         let reading = cache.conn();
         let row = RequestRow {
             key: "k1".into(),

@@ -70,7 +70,7 @@ impl Drop for Writer {
 enum Pending {
     /// One answer (answers waiting together are committed in one transaction).
     Answer(Box<AnswerJob>),
-    /// Any other write (the batch journal), in a transaction of its own.
+    /// Any other write (another module's tables), in a transaction of its own.
     Job(Job, Done),
 }
 
@@ -78,6 +78,10 @@ type Done = tokio::sync::oneshot::Sender<Result<(), String>>;
 
 /// A write the writer runs on its connection.
 pub(crate) type Job = Box<dyn FnOnce(&mut Connection) -> rusqlite::Result<()> + Send>;
+
+/// What a transport writes beside an answer, in the transaction that commits the answer
+/// (a pool: the replica that gave it). The cache runs it without knowing what it writes.
+pub(crate) type Annex = Box<dyn FnOnce(&rusqlite::Transaction<'_>) -> rusqlite::Result<()> + Send>;
 
 struct AnswerJob {
     row: AnswerRow,
@@ -90,7 +94,7 @@ struct AnswerRow {
     endpoint: String,
     model: String,
     response: CachedResponse,
-    replica: Option<String>,
+    annex: Option<Annex>,
 }
 
 /// What the cache stores beside an answer about the request that got it.
@@ -203,8 +207,6 @@ impl Cache {
         };
         let conn = connect()?;
         conn.execute_batch(SCHEMA)?;
-        conn.execute_batch(crate::batch_store::SCHEMA)?;
-        conn.execute_batch(crate::pool::SCHEMA)?;
         let writer = connect()?;
         let (tx, rx) = std::sync::mpsc::channel::<Pending>();
         let thread = std::thread::Builder::new()
@@ -222,6 +224,26 @@ impl Cache {
 
     pub(crate) fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
         self.conn.lock().expect("cache lock")
+    }
+
+    /// Creates another module's tables (`schema`: `CREATE ... IF NOT EXISTS` statements),
+    /// when the cache is writable; each transport creates its own when it is set up.
+    pub(crate) fn create_tables(&self, schema: &str) -> Result<(), LlmError> {
+        if self.writer.is_some() {
+            self.conn().execute_batch(schema)?;
+        }
+        Ok(())
+    }
+
+    /// Whether the cache file has a table of this name (a transport's tables exist once that
+    /// transport has run against the file).
+    pub(crate) fn has_table(&self, name: &str) -> Result<bool, LlmError> {
+        let n: i64 = self.conn().query_row(
+            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?1",
+            [name],
+            |r| r.get(0),
+        )?;
+        Ok(n > 0)
     }
 
     /// Opens an existing cache file to read only (dry runs): `None` when there is no file.
@@ -304,18 +326,17 @@ impl Cache {
             .optional()?)
     }
 
-    /// Commits one answer, and for a pool the replica that gave it, through the writer
-    /// thread; returns once the transaction holding it is committed. An existing row with
-    /// the same key is kept (first answer wins), so concurrent identical calls cannot make a
-    /// build depend on timing.
-    pub async fn commit(
+    /// Commits one answer, and what its transport writes beside it (`annex`), through the
+    /// writer thread; returns once the transaction holding it is committed. An existing row
+    /// with the same key is kept (first answer wins), so concurrent identical calls cannot
+    /// make a build depend on timing.
+    pub(crate) async fn commit(
         &self,
-        endpoint: &str,
-        model: &str,
+        (endpoint, model): (&str, &str),
         key: &str,
         call: &Call,
         response: &CachedResponse,
-        replica: Option<&str>,
+        annex: Option<Annex>,
     ) -> Result<(), LlmError> {
         let writer = self
             .writer
@@ -326,7 +347,7 @@ impl Cache {
             endpoint: endpoint.to_owned(),
             model: model.to_owned(),
             response: response.clone(),
-            replica: replica.map(str::to_owned),
+            annex,
         };
         let (done, committed) = tokio::sync::oneshot::channel();
         self.send(writer, Pending::Answer(Box::new(AnswerJob { row, done })))?;
@@ -410,7 +431,7 @@ fn write_loop(mut conn: Connection, rx: &std::sync::mpsc::Receiver<Pending>) {
                 Err(_) => break,
             }
         }
-        let result = write_group(&mut conn, &group).map_err(|e| e.to_string());
+        let result = write_group(&mut conn, &mut group).map_err(|e| e.to_string());
         if let Err(e) = &result {
             tracing::error!(answers = group.len(), "cache write failed: {e}");
         }
@@ -421,18 +442,19 @@ fn write_loop(mut conn: Connection, rx: &std::sync::mpsc::Receiver<Pending>) {
     }
 }
 
-fn write_group(conn: &mut Connection, group: &[AnswerJob]) -> Result<(), rusqlite::Error> {
+fn write_group(conn: &mut Connection, group: &mut [AnswerJob]) -> Result<(), rusqlite::Error> {
     let now = unix_now();
     let tx = conn.transaction()?;
     {
         let mut answer = tx.prepare_cached(INSERT_RESPONSE)?;
-        let mut replica = tx.prepare_cached(crate::pool::INSERT_REPLICA)?;
-        for AnswerJob { row: r, .. } in group {
+        for AnswerJob { row: r, .. } in group.iter() {
             r.request
                 .insert(&mut answer, &r.endpoint, &r.model, &r.response, now)?;
-            if let Some(by) = &r.replica {
-                replica.execute([&r.request.key, by])?;
-            }
+        }
+    }
+    for AnswerJob { row: r, .. } in group.iter_mut() {
+        if let Some(annex) = r.annex.take() {
+            annex(&tx)?;
         }
     }
     tx.commit()

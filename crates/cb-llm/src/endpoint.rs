@@ -1,11 +1,17 @@
 //! The sentences of the errors that say the endpoint itself is unusable, and the short form
 //! of an error body they quote.
 
-use crate::LlmError;
+use crate::{LlmError, NamedBy};
 use serde_json::Value;
 
-/// 401/403 (credentials) and 404 (model or path unknown): the whole build stops.
-pub(crate) fn fatal_status(e: &LlmError, endpoint: &str, model: &str, key: &str) -> Option<String> {
+/// 401/403 (credentials) and 404 (model or path unknown): the whole build stops. `named_by`
+/// says which settings to check.
+pub(crate) fn fatal_status(
+    e: &LlmError,
+    (endpoint, model): (&str, &str),
+    named_by: &NamedBy,
+    key: &str,
+) -> Option<String> {
     let LlmError::Status { status, body, .. } = e else {
         return None;
     };
@@ -15,20 +21,26 @@ pub(crate) fn fatal_status(e: &LlmError, endpoint: &str, model: &str, key: &str)
             "the endpoint {endpoint} refused the credentials (HTTP {status}: {said}); check OPENAI_API_KEY"
         )),
         404 => Some(format!(
-            "the endpoint {endpoint} answered HTTP 404 for model {model} ({said}); check --base-url and --model"
+            "the endpoint {endpoint} answered HTTP 404 for model {model} ({said}); check {} and {}",
+            named_by.base_url, named_by.model
         )),
         _ => None,
     }
 }
 
-/// Every attempt of a call failed to connect.
-pub(crate) fn unreachable(e: &LlmError, endpoint: &str, attempts: u32) -> String {
+/// Every attempt of a call failed to connect; `url_setting` set the endpoint.
+pub(crate) fn unreachable(
+    e: &LlmError,
+    endpoint: &str,
+    attempts: u32,
+    url_setting: &str,
+) -> String {
     let cause = match e {
         LlmError::Connect(c) => c.as_str(),
         _ => "no connection",
     };
     format!(
-        "the endpoint {endpoint} cannot be reached ({cause}, {attempts} attempts); check that the server is running and --base-url"
+        "the endpoint {endpoint} cannot be reached ({cause}, {attempts} attempts); check that the server is running and {url_setting}"
     )
 }
 
@@ -95,14 +107,20 @@ mod tests {
             retry_after: None,
             body: "{}".into(),
         };
-        let e = fatal_status(&status(401), "http://h/v1", "m", "").unwrap();
+        let e = fatal_status(&status(401), ("http://h/v1", "m"), &NamedBy::default(), "").unwrap();
         assert!(
             e.contains("http://h/v1") && e.contains("credentials"),
             "{e}"
         );
-        let e = fatal_status(&status(404), "http://h/v1", "m", "").unwrap();
+        let e = fatal_status(&status(404), ("http://h/v1", "m"), &NamedBy::default(), "").unwrap();
         assert!(e.contains("model m"), "{e}");
-        assert_eq!(fatal_status(&status(400), "h", "m", ""), None);
-        assert_eq!(fatal_status(&status(500), "h", "m", ""), None);
+        assert_eq!(
+            fatal_status(&status(400), ("h", "m"), &NamedBy::default(), ""),
+            None
+        );
+        assert_eq!(
+            fatal_status(&status(500), ("h", "m"), &NamedBy::default(), ""),
+            None
+        );
     }
 }

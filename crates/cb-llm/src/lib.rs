@@ -17,28 +17,30 @@ mod batch_store;
 mod cache;
 mod endpoint;
 mod error;
+mod form;
 mod http;
 mod limiter;
 mod pool;
 pub mod pricing;
 pub mod progress;
 mod request;
+mod rounds;
 mod send;
 mod structured;
 
-pub use batch::BatchOptions;
+pub use batch::{cancel_batch, BatchOptions};
 pub use batch_files::FilesOptions;
 pub use batch_run::{run_dir, RunReport};
 pub use batch_store::BatchRecord;
 pub use cache::{Cache, CachedResponse};
 pub use error::{is_transport_reason, LlmError};
+pub use form::{Form, Structured};
 pub use pool::{EndpointSpec, PoolConfig};
 pub use pricing::Price;
 pub use progress::{NoProgress, Progress};
 pub use request::{
     cache_key, cache_key_as, endpoint_identity, Call, ChatRequest, Message, CACHE_FORMAT,
 };
-pub use structured::{Form, Structured};
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -114,6 +116,26 @@ pub struct LlmConfig {
     pub structured: Structured,
     /// How a cache miss reaches the model (openai backend; the others send nothing).
     pub transport: Transport,
+    /// What the user set the endpoint and model with, for the errors that say what to check.
+    pub named_by: NamedBy,
+}
+
+/// The settings that name an endpoint and its model, as an error tells the user to check
+/// them: `--base-url` and `--model` unless the configuration says otherwise (a build's
+/// reader: `--reader-base-url`, `--reader-model`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamedBy {
+    pub base_url: String,
+    pub model: String,
+}
+
+impl Default for NamedBy {
+    fn default() -> Self {
+        Self {
+            base_url: "--base-url".into(),
+            model: "--model".into(),
+        }
+    }
 }
 
 /// How a cache miss reaches the model.
@@ -190,6 +212,7 @@ impl LlmConfig {
             max_tokens: None,
             structured: Structured::Auto,
             transport: Transport::Online,
+            named_by: NamedBy::default(),
         }
     }
 }
@@ -265,27 +288,45 @@ pub struct Llm {
     inner: Arc<Inner>,
 }
 
-/// Where a cache miss goes: the running form of the configuration's [`Transport`].
+/// Where a cache miss goes: the running form of the configuration's [`Transport`], with
+/// what each needs.
 enum Route {
-    Online,
+    /// The offline backend: the call's own offline answer.
+    Offline,
+    /// Answers only from the cache.
+    Replay,
+    /// Counts what would go upstream.
+    DryRun,
+    /// One request to `base_url` per call.
+    Online(http::OpenAiHttp),
     Pool(pool::Pool),
-    /// The Batch API or batch files: calls wait for a round.
-    Rounds(batch::Collector),
+    /// The Batch API: calls wait for a round.
+    BatchApi(Arc<rounds::Rounds<batch::ApiRounds>>),
+    /// Batch files: calls wait for a round.
+    Files(Arc<rounds::Rounds<batch_files::FileRounds>>),
 }
 
-impl Inner {
-    fn pool(&self) -> Option<&pool::Pool> {
-        match &self.route {
-            Route::Pool(p) => Some(p),
-            _ => None,
-        }
-    }
-
-    fn collector(&self) -> Option<&batch::Collector> {
-        match &self.route {
-            Route::Rounds(c) => Some(c),
-            _ => None,
-        }
+impl Route {
+    /// The running form of `config`'s transport; each transport creates its tables in
+    /// `cache`.
+    fn new(config: &LlmConfig, cache: Option<&Cache>) -> Result<Self, LlmError> {
+        Ok(match (config.backend, &config.transport) {
+            (BackendKind::Offline, _) => Route::Offline,
+            (BackendKind::Replay, _) => Route::Replay,
+            (BackendKind::DryRun, _) => Route::DryRun,
+            (BackendKind::Openai, Transport::Online) => {
+                Route::Online(http::OpenAiHttp::new(config)?)
+            }
+            (BackendKind::Openai, Transport::Pool(p)) => {
+                Route::Pool(pool::Pool::new(config, p, cache)?)
+            }
+            (BackendKind::Openai, Transport::BatchApi(o)) => Route::BatchApi(rounds::Rounds::new(
+                batch::ApiRounds::new(config, o, cache)?,
+            )),
+            (BackendKind::Openai, Transport::BatchFiles(o)) => {
+                Route::Files(rounds::Rounds::new(batch_files::FileRounds::new(o, cache)?))
+            }
+        })
     }
 }
 
@@ -294,9 +335,6 @@ struct Inner {
     endpoint: String,
     cache: Option<Cache>,
     limiter: limiter::Limiter,
-    /// The client of `base_url` (online calls and the Batch API; none for a pool or a backend
-    /// that sends nothing).
-    http: Option<http::OpenAiHttp>,
     route: Route,
     /// Shared with a reader made by [`Llm::reader`]: one budget for both.
     stats: Arc<Stats>,
@@ -352,22 +390,7 @@ impl Llm {
                 "the replay backend needs a cache file".into(),
             ));
         }
-        let (http, route) = match (config.backend, &config.transport) {
-            (BackendKind::Openai, Transport::Pool(p)) => {
-                (None, Route::Pool(pool::Pool::new(&config, p)?))
-            }
-            (BackendKind::Openai, Transport::BatchApi(_)) => (
-                Some(http::OpenAiHttp::new(&config)?),
-                Route::Rounds(batch::Collector::default()),
-            ),
-            (BackendKind::Openai, Transport::BatchFiles(_)) => {
-                (None, Route::Rounds(batch::Collector::default()))
-            }
-            (BackendKind::Openai, Transport::Online) => {
-                (Some(http::OpenAiHttp::new(&config)?), Route::Online)
-            }
-            _ => (None, Route::Online),
-        };
+        let route = Route::new(&config, cache.as_ref())?;
         let endpoint = match (config.backend, &config.transport) {
             (BackendKind::Offline, _) => "offline".to_string(),
             (_, Transport::Pool(p)) => format!("pool:{}", p.name),
@@ -378,7 +401,6 @@ impl Llm {
                 limiter: limiter::Limiter::new(config.concurrency, config.rpm, config.tpm),
                 endpoint,
                 cache,
-                http,
                 route,
                 config,
                 stats: shared.map_or_else(Default::default, |s| Arc::clone(&s.stats)),
@@ -418,16 +440,16 @@ impl Llm {
         let inner = &self.inner;
         match &inner.route {
             Route::Pool(pool) => serde_json::json!({"mode": "pool", "endpoints": pool.report()}),
-            Route::Rounds(_) => {
-                let files = inner.stats.batches.load(Ordering::Relaxed);
-                match &inner.config.transport {
-                    Transport::BatchFiles(o) => {
-                        serde_json::json!({"mode": "files", "dir": o.dir, "files_written": files})
-                    }
-                    _ => serde_json::json!({"mode": "batch", "batches": files}),
-                }
-            }
-            Route::Online => serde_json::json!({"mode": "online"}),
+            Route::Files(rounds) => serde_json::json!({
+                "mode": "files",
+                "dir": rounds.transport.dir(),
+                "files_written": inner.stats.batches.load(Ordering::Relaxed),
+            }),
+            Route::BatchApi(_) => serde_json::json!({
+                "mode": "batch",
+                "batches": inner.stats.batches.load(Ordering::Relaxed),
+            }),
+            _ => serde_json::json!({"mode": "online"}),
         }
     }
 
@@ -449,15 +471,9 @@ impl Llm {
     pub async fn complete(&self, call: &Call) -> Result<Completion, LlmError> {
         let inner = &self.inner;
         inner.stats.calls.fetch_add(1, Ordering::Relaxed);
-        if inner.config.backend == BackendKind::Offline {
-            return Ok(Completion {
-                text: call.offline.clone(),
-                finish_reason: "offline".into(),
-                cache_key: self.key_of(call),
-                prompt_tokens: 0,
-                completion_tokens: 0,
-                cached: false,
-            });
+        if let Route::Offline = inner.route {
+            // No cache, no structured-output form to find out: the step's own answer.
+            return Ok(self.offline_answer(call));
         }
         loop {
             let form = self.form_for(&call.request).await?;
@@ -465,19 +481,18 @@ impl Llm {
             if let Some(hit) = self.cached(&key)? {
                 return Ok(hit);
             }
-            let result = match inner.config.backend {
-                BackendKind::Replay => Err(LlmError::ReplayMiss {
+            let result = match &inner.route {
+                Route::Replay => Err(LlmError::ReplayMiss {
                     key,
                     template: call.template.clone(),
                     item: call.item.clone(),
                 }),
-                BackendKind::DryRun => Ok(self.dry_run(call, key)),
-                BackendKind::Openai => match &inner.route {
-                    Route::Pool(_) => self.via_pool(call, key, form).await,
-                    Route::Rounds(_) => self.via_batch(call, key, form).await,
-                    Route::Online => self.upstream(call, key, form).await,
-                },
-                BackendKind::Offline => unreachable!("handled above"),
+                Route::DryRun => Ok(self.dry_run(call, key)),
+                Route::Online(http) => self.upstream(http, call, key, form).await,
+                Route::Pool(pool) => self.via_pool(pool, call, key, form).await,
+                Route::BatchApi(r) => self.via_rounds(r, call, key, form).await,
+                Route::Files(r) => self.via_rounds(r, call, key, form).await,
+                Route::Offline => Ok(self.offline_answer(call)),
             };
             match (result, inner.config.structured) {
                 (Err(LlmError::FormRefused(why)), Structured::Auto) => self.step_down(form, &why)?,
@@ -490,6 +505,18 @@ impl Llm {
                 }
                 (r, _) => return r,
             }
+        }
+    }
+
+    /// The offline backend's answer: the one the step computed itself.
+    fn offline_answer(&self, call: &Call) -> Completion {
+        Completion {
+            text: call.offline.clone(),
+            finish_reason: "offline".into(),
+            cache_key: self.key_of(call),
+            prompt_tokens: 0,
+            completion_tokens: 0,
+            cached: false,
         }
     }
 
@@ -537,12 +564,18 @@ impl Llm {
         }
     }
 
-    async fn upstream(&self, call: &Call, key: String, form: Form) -> Result<Completion, LlmError> {
+    async fn upstream(
+        &self,
+        http: &http::OpenAiHttp,
+        call: &Call,
+        key: String,
+        form: Form,
+    ) -> Result<Completion, LlmError> {
         let inner = &self.inner;
         let _reservation = self.reserve_call(&call.request)?;
         let body = call.request.body_as(&inner.config.model, form);
         let parsed = self
-            .send(&body, &call.request, &call.item, form, false)
+            .send(http, &body, (&call.request, &call.item), form, false)
             .await?;
         self.commit(call, key, parsed, None).await
     }

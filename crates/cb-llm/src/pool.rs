@@ -20,10 +20,12 @@
 //! change the key. The replica is recorded beside the answer (`replicas` table) and counted
 //! per endpoint in the run's record.
 
+use crate::cache::{Annex, Cache};
+use crate::form::Form;
 use crate::http::OpenAiHttp;
 use crate::limiter::{backoff, Limiter};
-use crate::structured::{self, Form};
-use crate::{endpoint, endpoint_identity, Cache, Call, Completion, Llm, LlmConfig, LlmError};
+use crate::structured;
+use crate::{endpoint, endpoint_identity, Call, Completion, Llm, LlmConfig, LlmError};
 use serde_json::json;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -92,6 +94,7 @@ struct Replica {
     paused: AtomicU64,
 }
 
+/// A pool at work: its replicas with their limits and breakers.
 pub(crate) struct Pool {
     replicas: Vec<Replica>,
     open_after: u32,
@@ -100,8 +103,17 @@ pub(crate) struct Pool {
 }
 
 impl Pool {
-    pub(crate) fn new(config: &LlmConfig, pool: &PoolConfig) -> Result<Self, LlmError> {
+    /// The pool of `pool`'s endpoints, with `config`'s key and timeouts; its table is created
+    /// in `cache`.
+    pub(crate) fn new(
+        config: &LlmConfig,
+        pool: &PoolConfig,
+        cache: Option<&Cache>,
+    ) -> Result<Self, LlmError> {
         pool.validate().map_err(LlmError::Config)?;
+        if let Some(c) = cache {
+            c.create_tables(SCHEMA)?;
+        }
         if pool.endpoints.is_empty() {
             return Err(LlmError::Config(
                 "an endpoint pool needs at least one endpoint".into(),
@@ -254,19 +266,32 @@ impl Pool {
     }
 }
 
-pub(crate) const SCHEMA: &str = "
+/// The pool's table in the cache file: which replica gave the answer under a key. Created
+/// when a pool is set up on the cache.
+const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS replicas (key TEXT PRIMARY KEY, replica TEXT NOT NULL);
 ";
 
-/// Records which replica of a pool gave the answer under a key (first answer wins); written
-/// with the answer, in [`Cache::commit`].
-pub(crate) const INSERT_REPLICA: &str =
-    "INSERT OR IGNORE INTO replicas (key, replica) VALUES (?1, ?2)";
+/// Records which replica of a pool gave the answer under a key (first answer wins).
+const INSERT_REPLICA: &str = "INSERT OR IGNORE INTO replicas (key, replica) VALUES (?1, ?2)";
+
+/// The replica row of an answer, written in the transaction that commits it.
+fn replica_annex(key: &str, replica: &str) -> Annex {
+    let (key, replica) = (key.to_owned(), replica.to_owned());
+    Box::new(move |tx| {
+        tx.prepare_cached(INSERT_REPLICA)?
+            .execute([&key, &replica])
+            .map(|_| ())
+    })
+}
 
 impl Cache {
     /// The replica that answered `key`, when a pool did.
     pub fn replica(&self, key: &str) -> Result<Option<String>, LlmError> {
         use rusqlite::OptionalExtension;
+        if !self.has_table("replicas")? {
+            return Ok(None);
+        }
         Ok(self
             .conn()
             .query_row("SELECT replica FROM replicas WHERE key = ?1", [key], |r| {
@@ -276,100 +301,158 @@ impl Cache {
     }
 }
 
+/// What one try of a call on a replica came to, when it brought no answer.
+enum Miss {
+    /// The replica refused the structured-output form: the caller steps it down.
+    FormRefused(LlmError),
+    /// The replica is dead (401/403/404): another one takes the call.
+    ReplicaDead,
+    /// Any other failure, to retry or to end the call with.
+    Failed(LlmError),
+}
+
+/// A call's tries so far on the pool.
+#[derive(Clone, Copy)]
+struct Tries {
+    /// Retries made (the first try is not one).
+    retries: u32,
+    /// No try has reached a server yet.
+    never_connected: bool,
+}
+
 impl Llm {
-    /// Answers a cache miss on the pool, with the body of an online call in `form`.
+    /// Answers a cache miss on `pool`, with the body of an online call in `form`.
     pub(crate) async fn via_pool(
         &self,
+        pool: &Pool,
         call: &Call,
         key: String,
         form: Form,
     ) -> Result<Completion, LlmError> {
         let inner = &self.inner;
-        let pool = inner.pool().expect("pool mode has a pool");
         let reservation = self.reserve_call(&call.request)?;
-        let est_tokens = reservation.tokens;
         let body = call.request.body_as(&inner.config.model, form);
-        let api_key = inner.config.api_key.expose();
-        let mut attempt: u32 = 0;
-        let mut every_attempt_unconnected = true;
+        let mut tries = Tries {
+            retries: 0,
+            never_connected: true,
+        };
         loop {
             if let Some(why) = inner.dead.get() {
                 return Err(LlmError::Endpoint(why.clone()));
             }
-            let i = match pool.pick().await {
-                Ok(i) => i,
-                Err(why) => {
-                    inner.stats.failures.fetch_add(1, Ordering::Relaxed);
-                    return Err(self.endpoint_down(format!(
-                        "every endpoint of {} is unusable: {why}",
-                        inner.endpoint
-                    )));
-                }
-            };
-            let r = &pool.replicas[i];
-            let permit = r.limiter.acquire(est_tokens).await;
-            r.calls.fetch_add(1, Ordering::Relaxed);
-            inner.stats.upstream_calls.fetch_add(1, Ordering::Relaxed);
-            let result = r.http.send(&body, inner.config.request_timeout).await;
-            drop(permit);
-            let fatal = result
-                .as_ref()
-                .err()
-                .and_then(|e| endpoint::fatal_status(e, &r.url, &inner.config.model, api_key));
-            let refused = result
-                .as_ref()
-                .is_err_and(|e| form != Form::Off && structured::refuses_form(e, false));
-            // A refused form says nothing about the replica's health.
-            let health = match &result {
-                Err(e) if !refused => Err(e),
-                _ => Ok(()),
-            };
-            pool.release(i, health, fatal.clone());
-            let e = match result {
+            let i = pool.pick().await.map_err(|why| {
+                inner.stats.failures.fetch_add(1, Ordering::Relaxed);
+                self.endpoint_down(format!(
+                    "every endpoint of {} is unusable: {why}",
+                    inner.endpoint
+                ))
+            })?;
+            let e = match self
+                .try_replica(pool, i, &body, reservation.tokens, form)
+                .await
+            {
                 Ok(mut parsed) => {
-                    r.answers.fetch_add(1, Ordering::Relaxed);
+                    let url = &pool.replicas[i].url;
                     self.account(&call.request, &mut parsed);
-                    return self.commit(call, key, parsed, Some(&r.url)).await;
+                    let annex = replica_annex(&key, url);
+                    return self.commit(call, key, parsed, Some(annex)).await;
                 }
-                Err(e) => e,
-            };
-            if let (true, LlmError::Status { status, body, .. }) = (refused, &e) {
-                let said = endpoint::short(body, api_key);
-                return Err(LlmError::FormRefused(format!("HTTP {status}: {said}")));
-            }
-            if fatal.is_some() {
+                Err(Miss::FormRefused(e)) => return Err(e),
                 // Another replica takes it; `pick` says when none is left.
-                continue;
-            }
-            every_attempt_unconnected &= matches!(e, LlmError::Connect(_));
-            if e.is_retryable() && attempt < inner.config.max_retries {
-                attempt += 1;
+                Err(Miss::ReplicaDead) => continue,
+                Err(Miss::Failed(e)) => e,
+            };
+            tries.never_connected &= matches!(e, LlmError::Connect(_));
+            if e.is_retryable() && tries.retries < inner.config.max_retries {
+                tries.retries += 1;
                 inner.stats.retries.fetch_add(1, Ordering::Relaxed);
                 // Another replica takes it at once; a lone replica is given a backoff.
                 if pool.replicas.len() == 1 {
-                    let wait =
-                        backoff(attempt, inner.config.backoff_base, inner.config.backoff_max);
+                    let wait = backoff(
+                        tries.retries,
+                        inner.config.backoff_base,
+                        inner.config.backoff_max,
+                    );
                     tokio::time::sleep(wait).await;
                 }
-                tracing::debug!(item = %call.item, attempt, error = %e, "retrying on the pool");
+                tracing::debug!(item = %call.item, attempt = tries.retries, error = %e, "retrying on the pool");
                 continue;
             }
-            inner.stats.failures.fetch_add(1, Ordering::Relaxed);
-            if every_attempt_unconnected && pool.none_usable() {
-                return Err(self.endpoint_down(format!(
-                    "no endpoint of {} can be reached ({e}, {} attempts); check that the servers are running",
-                    inner.endpoint,
-                    attempt + 1
-                )));
+            return Err(self.pool_failure(pool, e, tries));
+        }
+    }
+
+    /// Sends `body` once to replica `i` (its slot taken by `pick`) and releases the slot,
+    /// telling the breaker how it went.
+    async fn try_replica(
+        &self,
+        pool: &Pool,
+        i: usize,
+        body: &serde_json::Value,
+        est_tokens: u64,
+        form: Form,
+    ) -> Result<crate::http::Parsed, Miss> {
+        let inner = &self.inner;
+        let api_key = inner.config.api_key.expose();
+        let r = &pool.replicas[i];
+        let permit = r.limiter.acquire(est_tokens).await;
+        r.calls.fetch_add(1, Ordering::Relaxed);
+        inner.stats.upstream_calls.fetch_add(1, Ordering::Relaxed);
+        let result = r.http.send(body, inner.config.request_timeout).await;
+        drop(permit);
+        let fatal = result.as_ref().err().and_then(|e| {
+            let named_by = &inner.config.named_by;
+            endpoint::fatal_status(e, (&r.url, &inner.config.model), named_by, api_key)
+        });
+        let refused = result
+            .as_ref()
+            .is_err_and(|e| form != Form::Off && structured::refuses_form(e, false));
+        // A refused form says nothing about the replica's health.
+        let health = match &result {
+            Err(e) if !refused => Err(e),
+            _ => Ok(()),
+        };
+        pool.release(i, health, fatal.clone());
+        let e = match result {
+            Ok(parsed) => {
+                r.answers.fetch_add(1, Ordering::Relaxed);
+                return Ok(parsed);
             }
-            return Err(if e.is_retryable() {
-                LlmError::Exhausted {
-                    attempts: attempt + 1,
-                    last: Box::new(e),
-                }
-            } else {
-                e
-            });
+            Err(e) => e,
+        };
+        if let (true, LlmError::Status { status, body, .. }) = (refused, &e) {
+            let said = endpoint::short(body, api_key);
+            return Err(Miss::FormRefused(LlmError::FormRefused(format!(
+                "HTTP {status}: {said}"
+            ))));
+        }
+        Err(if fatal.is_some() {
+            Miss::ReplicaDead
+        } else {
+            Miss::Failed(e)
+        })
+    }
+
+    /// The error a call on the pool ends with after its last try failed with `e`: the pool
+    /// unusable when no try ever connected and no replica can take a call, else the retries
+    /// exhausted (a retryable error) or `e` itself.
+    fn pool_failure(&self, pool: &Pool, e: LlmError, tries: Tries) -> LlmError {
+        let inner = &self.inner;
+        inner.stats.failures.fetch_add(1, Ordering::Relaxed);
+        let attempts = tries.retries + 1;
+        if tries.never_connected && pool.none_usable() {
+            return self.endpoint_down(format!(
+                "no endpoint of {} can be reached ({e}, {attempts} attempts); check that the servers are running",
+                inner.endpoint
+            ));
+        }
+        if e.is_retryable() {
+            LlmError::Exhausted {
+                attempts,
+                last: Box::new(e),
+            }
+        } else {
+            e
         }
     }
 }

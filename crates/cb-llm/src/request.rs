@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use crate::structured::Form;
+use crate::form::Form;
 
 /// Bumped whenever the key derivation or the stored response format changes.
 pub const CACHE_FORMAT: u32 = 1;

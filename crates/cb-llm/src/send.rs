@@ -1,7 +1,9 @@
 //! Sending one request body upstream: retries with backoff and `Retry-After`, accounting,
 //! and the errors that say the endpoint itself is unusable.
 
-use crate::structured::{self, Form};
+use crate::cache::Annex;
+use crate::form::Form;
+use crate::structured;
 use crate::{endpoint, http, request, ChatRequest, Llm, LlmError};
 use serde_json::Value;
 use std::sync::atomic::Ordering;
@@ -25,14 +27,14 @@ impl Llm {
         stats.upstream_tokens.fetch_add(pt + ct, Ordering::Relaxed);
     }
 
-    /// Commits an accounted answer to the cache under `key` (with the replica that gave it,
-    /// for a pool) and returns it to the caller once it is written (see [`Cache::commit`]).
+    /// Commits an accounted answer to the cache under `key` (with what its transport writes
+    /// beside it) and returns it to the caller once it is written (see `Cache::commit`).
     pub(crate) async fn commit(
         &self,
         call: &crate::Call,
         key: String,
         parsed: http::Parsed,
-        replica: Option<&str>,
+        annex: Option<Annex>,
     ) -> Result<crate::Completion, LlmError> {
         let inner = &self.inner;
         let (pt, ct) = parsed.usage.unwrap_or_default();
@@ -46,7 +48,7 @@ impl Llm {
         if let Some(cache) = &inner.cache {
             let model = &inner.config.model;
             cache
-                .commit(&inner.endpoint, model, &key, call, &response, replica)
+                .commit((&inner.endpoint, model), &key, call, &response, annex)
                 .await?;
         }
         Ok(response.into_completion(key, false))
@@ -58,18 +60,14 @@ impl Llm {
     /// refused on every attempt, as [`LlmError::Endpoint`], after which every call fails so.
     pub(crate) async fn send(
         &self,
+        http: &http::OpenAiHttp,
         body: &Value,
-        request: &ChatRequest,
-        item: &str,
+        (request, item): (&ChatRequest, &str),
         form: Form,
         probing: bool,
     ) -> Result<http::Parsed, LlmError> {
         let inner = &self.inner;
         let est_tokens = request.estimated_tokens();
-        let http = inner
-            .http
-            .as_ref()
-            .expect("openai backend has an http client");
         let mut attempt: u32 = 0;
         let mut every_attempt_unconnected = true;
         loop {
@@ -95,7 +93,9 @@ impl Llm {
                 let said = endpoint::short(body, key);
                 return Err(LlmError::FormRefused(format!("HTTP {status}: {said}")));
             }
-            if let Some(why) = endpoint::fatal_status(&e, &inner.endpoint, &inner.config.model, key)
+            let named_by = &inner.config.named_by;
+            if let Some(why) =
+                endpoint::fatal_status(&e, (&inner.endpoint, &inner.config.model), named_by, key)
             {
                 return Err(self.endpoint_down(why));
             }
@@ -118,6 +118,7 @@ impl Llm {
                     &e,
                     &inner.endpoint,
                     attempt + 1,
+                    &inner.config.named_by.base_url,
                 )));
             }
             return Err(if e.is_retryable() || attempt > 0 {
@@ -144,7 +145,8 @@ impl Llm {
             LlmError::Exhausted { last, .. } => last.as_ref(),
             other => other,
         };
-        if let Some(why) = endpoint::fatal_status(last, ep, model, key) {
+        let named_by = &inner.config.named_by;
+        if let Some(why) = endpoint::fatal_status(last, (ep, model), named_by, key) {
             return self.endpoint_down(why);
         }
         if let LlmError::Status {
@@ -162,7 +164,12 @@ impl Llm {
                 LlmError::Exhausted { attempts, .. } => *attempts,
                 _ => 1,
             };
-            return self.endpoint_down(endpoint::unreachable(last, ep, attempts));
+            return self.endpoint_down(endpoint::unreachable(
+                last,
+                ep,
+                attempts,
+                &named_by.base_url,
+            ));
         }
         e
     }

@@ -27,66 +27,11 @@
 //! member refusing the form on a call steps the whole pool down, remembered under
 //! `pool:NAME`, exactly as a single endpoint does.
 
+use crate::form::{Form, Structured};
+use crate::http::OpenAiHttp;
 use crate::request::ChatRequest;
-use crate::{BackendKind, Llm, LlmError, Message};
+use crate::{Llm, LlmError, Message, Route};
 use serde_json::{json, Value};
-
-/// The `--structured` option.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Structured {
-    /// Find out once per endpoint and model; remembered in the cache database.
-    #[default]
-    Auto,
-    /// Always this form.
-    Fixed(Form),
-}
-
-/// How a response schema is sent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Form {
-    /// OpenAI's `json_schema` response format (strict).
-    JsonSchema,
-    /// llama-cpp-python's `json_object` response format with a `schema`.
-    JsonObject,
-    /// No `response_format`: prompt only.
-    Off,
-}
-
-impl Form {
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::JsonSchema => "json-schema",
-            Self::JsonObject => "json-object",
-            Self::Off => "off",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        [Self::JsonSchema, Self::JsonObject, Self::Off]
-            .into_iter()
-            .find(|f| f.name() == s)
-    }
-
-    /// The `response_format` value carrying `schema`, or `None` for prompt-only.
-    pub fn response_format(self, schema: &Value) -> Option<Value> {
-        match self {
-            Self::JsonSchema => Some(json!({
-                "type": "json_schema",
-                "json_schema": {"name": "answer", "strict": true, "schema": schema},
-            })),
-            Self::JsonObject => Some(json!({"type": "json_object", "schema": schema})),
-            Self::Off => None,
-        }
-    }
-
-    /// The form tried after this one is refused.
-    fn next(self) -> Self {
-        match self {
-            Self::JsonSchema => Self::JsonObject,
-            Self::JsonObject | Self::Off => Self::Off,
-        }
-    }
-}
 
 /// Whether `e` says "not this `response_format`": an error status whose body names
 /// `response_format` (never 401/403/404/408/429, which mean something else). While probing,
@@ -174,14 +119,6 @@ impl Llm {
         }
     }
 
-    /// Whether a missing form is found out by a probe: online calls to one endpoint only.
-    /// A Batch API endpoint and an endpoint pool start at `json-schema` (see the module text).
-    fn probes(&self) -> bool {
-        let inner = &self.inner;
-        inner.config.backend == BackendKind::Openai
-            && matches!(inner.config.transport, crate::Transport::Online)
-    }
-
     async fn detected_form(&self) -> Result<Form, LlmError> {
         let state = &self.inner.form;
         if let Some(f) = state.get() {
@@ -196,30 +133,41 @@ impl Llm {
             Some(c) => c.capability(endpoint, model)?,
             None => None,
         };
-        let form = match remembered.as_deref().and_then(Form::parse) {
-            Some(f) => f,
-            None if self.probes() => {
-                let (f, how) = self.probe().await?;
+        let form = match (
+            remembered.as_deref().and_then(Form::parse),
+            &self.inner.route,
+        ) {
+            (Some(f), _) => f,
+            // Only online calls to one endpoint probe: a Batch API endpoint and an endpoint
+            // pool start at `json-schema` (see the module text).
+            (None, Route::Online(http)) => {
+                let (f, how) = self.probe(http).await?;
                 tracing::info!(endpoint = %endpoint, model = %model, form = f.name(), how = %how, "structured output form found out");
                 if let Some(c) = &self.inner.cache {
                     c.put_capability(endpoint, model, f.name(), &how)?;
                 }
                 f
             }
-            None => Form::JsonSchema,
+            (None, _) => Form::JsonSchema,
         };
         state.set(form);
         Ok(form)
     }
 
     /// Tries `json-schema`, then `json-object`; the first one the server enforces wins.
-    async fn probe(&self) -> Result<(Form, String), LlmError> {
+    async fn probe(&self, http: &OpenAiHttp) -> Result<(Form, String), LlmError> {
         let request = probe_request();
         let mut notes = Vec::new();
         for form in [Form::JsonSchema, Form::JsonObject] {
             let body = request.body_as(&self.inner.config.model, form);
             match self
-                .send(&body, &request, "structured-output probe", form, true)
+                .send(
+                    http,
+                    &body,
+                    (&request, "structured-output probe"),
+                    form,
+                    true,
+                )
                 .await
             {
                 Ok(p) if follows_probe_schema(&p.content) => {

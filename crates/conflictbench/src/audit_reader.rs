@@ -70,11 +70,11 @@ pub async fn read(
     if args.concurrency == 0 {
         return Err(config_err("--concurrency must be at least 1"));
     }
-    crate::preflight::check_endpoint(base_url, true)?;
+    crate::preflight::check_endpoint("--reader-base-url", base_url, true)?;
     let mut c = LlmConfig::offline();
     c.cache_path = Some(args.cache.clone());
     c.concurrency = args.concurrency;
-    let llm = Llm::new(crate::reader_args::reader_config(
+    let llm = Llm::new(crate::llm_config::reader_config(
         c,
         base_url.clone(),
         model.clone(),

@@ -1,83 +1,11 @@
-//! `build --batch` and `--batch-dir` flags, and the `batches` command (list the batch
-//! journal, cancel a batch, answer a batch folder).
+//! The `batches` command: list the batch journal, cancel a batch, answer a batch folder.
+//! (`build`'s `--batch` and `--batch-dir` flags are in `llm_args`.)
 
 use anyhow::Context;
-use cb_llm::{BackendKind, BatchOptions, BatchRecord, Cache, FilesOptions, Llm, LlmConfig};
+use cb_llm::{BackendKind, BatchRecord, Cache, LlmConfig};
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
 use std::time::Duration;
-
-/// Flags of `build` for the provider's Batch API.
-#[derive(Args, Debug, Clone)]
-pub struct BatchFlags {
-    /// Send the calls that miss the cache through the provider's Batch API (half price,
-    /// answers within 24 h) instead of online; same cache, same outputs. A killed build
-    /// finds its batches again on the next run.
-    #[arg(long)]
-    pub batch: bool,
-    /// Batch price as a fraction of the online price (OpenAI: 0.5).
-    #[arg(long, default_value_t = 0.5, value_name = "FACTOR")]
-    pub batch_price_factor: f64,
-    /// First wait between two polls of a batch, in milliseconds (grows to a minute).
-    #[arg(long, default_value_t = 5000, value_name = "MS")]
-    pub batch_poll_ms: u64,
-    /// Most requests in one batch input file.
-    #[arg(long, default_value_t = 50_000, value_name = "N")]
-    pub batch_max_requests: usize,
-    /// Most megabytes in one batch input file (--batch and --batch-dir).
-    #[arg(long, default_value_t = 190, value_name = "MB")]
-    pub batch_max_mb: usize,
-    /// Write the calls that miss the cache as OpenAI batch input files in DIR
-    /// (`requests-NNNNN.jsonl`) and stop with exit code 4; once something has written the
-    /// output files beside them (`requests-NNNNN.output.jsonl`: `vllm run_batch`, Ray Data,
-    /// `conflictbench batches run-dir`), the same command imports them and goes on. Nothing
-    /// is sent: --base-url, if given, only names the endpoint in cache keys and manifests
-    /// (default `batch-files`).
-    #[arg(long, value_name = "DIR", conflicts_with = "batch")]
-    pub batch_dir: Option<PathBuf>,
-    /// Most requests in one file of --batch-dir.
-    #[arg(long, default_value_t = 5_000, value_name = "N")]
-    pub batch_dir_max_lines: usize,
-}
-
-impl BatchFlags {
-    /// Puts the batch mode into an LLM configuration (openai backend only).
-    pub fn apply(&self, c: &mut LlmConfig) -> Result<(), String> {
-        if let Some(dir) = &self.batch_dir {
-            if !matches!(c.backend, BackendKind::Openai | BackendKind::DryRun) {
-                return Err("--batch-dir needs the openai backend (--model names the model the files ask for)".into());
-            }
-            // Absolute: the journal names the files by their folder.
-            let dir = std::fs::create_dir_all(dir)
-                .and_then(|()| dir.canonicalize())
-                .map_err(|e| format!("--batch-dir {}: {e}", dir.display()))?;
-            c.transport = cb_llm::Transport::BatchFiles(FilesOptions {
-                max_requests_per_file: self.batch_dir_max_lines.max(1),
-                max_bytes_per_file: self.batch_max_mb.max(1) * 1024 * 1024,
-                ..FilesOptions::new(dir)
-            });
-            return Ok(());
-        }
-        if !self.batch {
-            return Ok(());
-        }
-        if !matches!(c.backend, BackendKind::Openai | BackendKind::DryRun) {
-            return Err("--batch needs the openai backend (--base-url and --model)".into());
-        }
-        if !(self.batch_price_factor >= 0.0 && self.batch_price_factor.is_finite()) {
-            return Err("--batch-price-factor must be a number >= 0".into());
-        }
-        c.price.input_per_million *= self.batch_price_factor;
-        c.price.output_per_million *= self.batch_price_factor;
-        c.transport = cb_llm::Transport::BatchApi(BatchOptions {
-            max_requests_per_file: self.batch_max_requests.max(1),
-            max_bytes_per_file: self.batch_max_mb.max(1) * 1024 * 1024,
-            poll_initial: Duration::from_millis(self.batch_poll_ms.max(1)),
-            ..BatchOptions::default()
-        });
-        Ok(())
-    }
-}
 
 /// `conflictbench batches`: the batches in a cache's journal.
 #[derive(Args, Debug)]
@@ -131,11 +59,11 @@ async fn run_dir(a: RunDirArgs) -> anyhow::Result<()> {
             a.dir.display()
         )));
     }
-    crate::preflight::check_endpoint(&a.base_url, true)?;
+    crate::preflight::check_endpoint("--base-url", &a.base_url, true)?;
     let mut c = LlmConfig::offline();
     c.backend = BackendKind::Openai;
     c.base_url = a.base_url.clone();
-    c.api_key = crate::llm_args::api_key();
+    c.api_key = crate::llm_config::api_key();
     c.concurrency = a.concurrency.max(1);
     c.max_retries = a.max_retries;
     c.request_timeout = Duration::from_secs(a.timeout_s.max(1));
@@ -176,10 +104,8 @@ pub async fn run(args: BatchesArgs) -> anyhow::Result<()> {
         c.backend = BackendKind::Openai;
         c.base_url = base_url.clone();
         c.model = record.model.clone();
-        c.api_key = crate::llm_args::api_key();
-        c.cache_path = Some(args.cache.clone());
-        let llm = Llm::new(c)?;
-        let r = llm.cancel_batch(id).await?;
+        c.api_key = crate::llm_config::api_key();
+        let r = cb_llm::cancel_batch(&cache, &c, id).await?;
         crate::println_out(&line(&r));
         return Ok(());
     }

@@ -7,6 +7,7 @@
 //! counts the calls and writes nothing; `--backend replay` re-scores from the cache only.
 
 use crate::llm_args::{Backend, LlmArgs};
+use crate::llm_config::LlmSetup;
 use crate::{config_err, println_out, progress};
 use anyhow::Context;
 use cb_eval::{EvalOptions, Sampling};
@@ -156,7 +157,14 @@ async fn run_eval(args: RunArgs) -> anyhow::Result<()> {
             "unknown benchmark {bench:?}: expected recall or kre"
         )));
     }
-    if args.llm.backend(&crate::pool_cmd::TransportArgs::default()) == Backend::Offline {
+    let model = args.llm.model.clone().unwrap_or_default();
+    let out = args.out.clone().unwrap_or_else(|| {
+        PathBuf::from("generated/eval")
+            .join(bench)
+            .join(file_safe(&model))
+    });
+    let setup = LlmSetup::for_eval(&args.llm, &out);
+    if setup.backend() == Backend::Offline {
         return Err(config_err(
             "eval needs a model under test: give --base-url and --model (or --backend replay); the offline backend has no answers of its own to evaluate",
         ));
@@ -169,20 +177,8 @@ async fn run_eval(args: RunArgs) -> anyhow::Result<()> {
     } else {
         args.data.clone()
     };
-    let model = args.llm.model.clone().unwrap_or_default();
-    let out = args.out.clone().unwrap_or_else(|| {
-        PathBuf::from("generated/eval")
-            .join(bench)
-            .join(file_safe(&model))
-    });
-    let transport = crate::pool_cmd::TransportArgs::default();
-    args.llm.preflight(&transport)?;
-    let config = args.llm.config(
-        &out,
-        || None,
-        &format!("the {bench} evaluation"),
-        &transport,
-    )?;
+    setup.preflight()?;
+    let config = setup.writer(|| None, &format!("the {bench} evaluation"))?;
     let created = Created::before(config.cache_path.as_deref());
     let result = evaluate(&args, config, data, &out).await;
     if result.is_err() {

@@ -1,13 +1,10 @@
-//! The LLM flags shared by `build` and `eval` (backend, endpoint, limits, budget, cache) and
-//! the one place where parsed arguments become an `LlmConfig`: [`LlmArgs::config`], with the
-//! transport (`--batch`, an endpoint pool) the build's flags declare.
+//! The LLM flags as clap parses them (the low-level arguments): the backend, endpoint, limits,
+//! budget and cache shared by `build` and `eval`, and `build`'s transport (`--batch`,
+//! `--batch-dir`, an endpoint pool) and reader flags. They say nothing until
+//! `llm_config::LlmSetup` resolves them into the run's one configuration.
 
-use crate::config_err;
-use crate::pool_cmd::TransportArgs;
-use cb_llm::{pricing, ApiKey, BackendKind, LlmConfig, Price};
 use clap::{Args, ValueEnum};
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::PathBuf;
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
 pub enum Backend {
@@ -74,125 +71,79 @@ pub struct LlmArgs {
     pub structured: crate::structured_arg::StructuredArg,
 }
 
-impl LlmArgs {
-    /// Checks every endpoint of the run before any work (`--base-url`, a pool's): a base URL
-    /// that cannot be parsed, or a public host with no API key, is a configuration error.
-    pub fn preflight(&self, transport: &TransportArgs) -> anyhow::Result<()> {
-        let backend = self.backend(transport);
-        if backend == Backend::Offline {
-            return Ok(());
-        }
-        let calls = backend == Backend::Openai && !self.dry_run && !transport.sends_nothing();
-        for url in self
-            .base_url
-            .iter()
-            .map(String::as_str)
-            .chain(transport.pool_urls())
-        {
-            crate::preflight::check_endpoint(url, calls)?;
-        }
-        Ok(())
-    }
-
-    /// The backend asked for, or the default: `openai` with a base URL, a pool or batch
-    /// files, else `offline`.
-    pub fn backend(&self, transport: &TransportArgs) -> Backend {
-        match self.backend {
-            Some(b) => b,
-            None if self.base_url.is_some()
-                || transport.pool_urls().next().is_some()
-                || transport.sends_nothing() =>
-            {
-                Backend::Openai
-            }
-            None => Backend::Offline,
-        }
-    }
-
-    /// The LLM layer's configuration, with the transport's batch options and pool. `out` is
-    /// where the default cache file goes; `previous` gives the endpoint and model a replay
-    /// falls back on (a previous manifest), and `what` names the job in the error when there
-    /// is none. A pool stands in for `--base-url` (its first endpoint names the run).
-    pub fn config(
-        &self,
-        out: &Path,
-        previous: impl Fn() -> Option<(String, String)>,
-        what: &str,
-        transport: &TransportArgs,
-    ) -> anyhow::Result<LlmConfig> {
-        let backend = self.backend(transport);
-        // Batch files name no server unless told: their answers are recorded as from
-        // `batch-files`.
-        let base_url = self
-            .base_url
-            .clone()
-            .or_else(|| transport.pool_urls().next().map(str::to_owned))
-            .or_else(|| {
-                transport
-                    .sends_nothing()
-                    .then(|| cb_llm::batch_files::ENDPOINT.to_owned())
-            });
-        let mut c = LlmConfig::offline();
-        c.concurrency = self.concurrency;
-        c.rpm = self.rpm;
-        c.tpm = self.tpm;
-        c.max_retries = self.max_retries;
-        c.backoff_base = Duration::from_millis(self.backoff_ms);
-        c.backoff_max = Duration::from_secs(self.backoff_max_s);
-        c.request_timeout = Duration::from_secs(self.timeout_s.max(1));
-        c.max_cost_usd = self.max_cost;
-        c.max_tokens = self.max_tokens;
-        c.structured = self.structured.into();
-        if backend == Backend::Offline {
-            transport.apply(&mut c).map_err(config_err)?;
-            return Ok(c);
-        }
-        let (base_url, model) = match (backend, &base_url, &self.model) {
-            (_, Some(u), Some(m)) => (u.clone(), m.clone()),
-            (Backend::Replay, u, m) => {
-                let prev = previous();
-                let u = u.clone().or_else(|| prev.as_ref().map(|p| p.0.clone()));
-                let m = m.clone().or_else(|| prev.as_ref().map(|p| p.1.clone()));
-                match (u, m) {
-                    (Some(u), Some(m)) => (u, m),
-                    _ => return Err(config_err(format!(
-                        "replay of {what}: give --base-url and --model, or build it once with a model so its manifest names them"
-                    ))),
-                }
-            }
-            (_, None, _) => {
-                return Err(config_err(
-                    "--backend openai needs --base-url (or OPENAI_BASE_URL)",
-                ))
-            }
-            (_, Some(_), None) => return Err(config_err("--backend openai needs --model")),
-        };
-        let builtin = pricing::builtin(&model).unwrap_or_default();
-        c.price = Price {
-            input_per_million: self.price_input.unwrap_or(builtin.input_per_million),
-            output_per_million: self.price_output.unwrap_or(builtin.output_per_million),
-        };
-        c.backend = if self.dry_run {
-            BackendKind::DryRun
-        } else if backend == Backend::Replay {
-            BackendKind::Replay
-        } else {
-            BackendKind::Openai
-        };
-        c.base_url = base_url;
-        c.model = model;
-        c.api_key = api_key();
-        c.cache_path = Some(
-            self.cache
-                .clone()
-                .unwrap_or_else(|| out.join("llm-cache.sqlite")),
-        );
-        transport.apply(&mut c).map_err(config_err)?;
-        Ok(c)
-    }
+/// Flags of `build` for the provider's Batch API.
+#[derive(Args, Debug, Clone)]
+pub struct BatchFlags {
+    /// Send the calls that miss the cache through the provider's Batch API (half price,
+    /// answers within 24 h) instead of online; same cache, same outputs. A killed build
+    /// finds its batches again on the next run.
+    #[arg(long)]
+    pub batch: bool,
+    /// Batch price as a fraction of the online price (OpenAI: 0.5).
+    #[arg(long, default_value_t = 0.5, value_name = "FACTOR")]
+    pub batch_price_factor: f64,
+    /// First wait between two polls of a batch, in milliseconds (grows to a minute).
+    #[arg(long, default_value_t = 5000, value_name = "MS")]
+    pub batch_poll_ms: u64,
+    /// Most requests in one batch input file.
+    #[arg(long, default_value_t = 50_000, value_name = "N")]
+    pub batch_max_requests: usize,
+    /// Most megabytes in one batch input file (--batch and --batch-dir).
+    #[arg(long, default_value_t = 190, value_name = "MB")]
+    pub batch_max_mb: usize,
+    /// Write the calls that miss the cache as OpenAI batch input files in DIR
+    /// (`requests-NNNNN.jsonl`) and stop with exit code 4; once something has written the
+    /// output files beside them (`requests-NNNNN.output.jsonl`: `vllm run_batch`, Ray Data,
+    /// `conflictbench batches run-dir`), the same command imports them and goes on. Nothing
+    /// is sent: --base-url, if given, only names the endpoint in cache keys and manifests
+    /// (default `batch-files`).
+    #[arg(long, value_name = "DIR", conflicts_with = "batch")]
+    pub batch_dir: Option<PathBuf>,
+    /// Most requests in one file of --batch-dir.
+    #[arg(long, default_value_t = 5_000, value_name = "N")]
+    pub batch_dir_max_lines: usize,
 }
 
-/// The API key of the run, from `OPENAI_API_KEY` (empty when unset); it lives only in memory.
-pub fn api_key() -> ApiKey {
-    ApiKey::new(std::env::var("OPENAI_API_KEY").unwrap_or_default())
+/// Flags of `build` for a pool of endpoints serving the same model.
+#[derive(Args, Debug, Clone)]
+pub struct PoolFlags {
+    /// An endpoint of a pool serving the same model, with optional limits:
+    /// `URL[,concurrency=N][,rpm=N][,tpm=N]` (defaults: --concurrency, --rpm, --tpm).
+    /// Repeatable; replaces --base-url.
+    #[arg(long = "endpoint", value_name = "URL[,LIMITS]")]
+    pub endpoints: Vec<String>,
+    /// A TOML file declaring the pool: `name = "..."` and `[[endpoint]]` tables with
+    /// `url`, `concurrency`, `rpm`, `tpm`.
+    #[arg(long = "endpoints", value_name = "FILE")]
+    pub endpoints_file: Option<PathBuf>,
+    /// The pool's identity in cache keys (`pool:NAME`); keep it to reuse a pool's answers.
+    #[arg(long, default_value = "default")]
+    pub pool_name: String,
+    /// Failures in a row that pause an endpoint.
+    #[arg(long, default_value_t = 3)]
+    pub pool_open_after: u32,
+    /// First pause of a failing endpoint, in milliseconds (doubles on each failed probe).
+    #[arg(long, default_value_t = 2000)]
+    pub pool_cooldown_ms: u64,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum ReaderChoice {
+    /// Nobody reads: the reader checks pass every row and the build says it is not
+    /// reader-verified.
+    None,
+}
+
+#[derive(Args, Debug, Clone, Default)]
+pub struct ReaderArgs {
+    /// `none`: skip the reader check. By default a model build reads with its own endpoint
+    /// and model, and an offline build reads with nobody.
+    #[arg(long, value_enum)]
+    pub reader: Option<ReaderChoice>,
+    /// Base URL of the model that reads the rows back (default: the build's own --base-url).
+    #[arg(long, value_name = "URL")]
+    pub reader_base_url: Option<String>,
+    /// Model that reads the rows back (default: the build's own --model).
+    #[arg(long, value_name = "NAME")]
+    pub reader_model: Option<String>,
 }

@@ -16,10 +16,10 @@ mod build_args;
 mod eval_cmd;
 mod export_cmd;
 mod llm_args;
-mod pool_cmd;
+mod llm_config;
+mod pool_file;
 mod preflight;
 mod progress;
-mod reader_args;
 mod structured_arg;
 
 use anyhow::Context;
@@ -28,6 +28,7 @@ use cb_engine::source::SourceOptions;
 use cb_engine::{build_recipe, BuildOptions, EngineError, Progress};
 use cb_llm::Llm;
 use clap::{Args, Parser, Subcommand};
+use llm_config::LlmSetup;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -116,11 +117,11 @@ struct BuildArgs {
     #[arg(long)]
     no_progress: bool,
     #[command(flatten)]
-    batch: batch_cmd::BatchFlags,
+    batch: llm_args::BatchFlags,
     #[command(flatten)]
-    pool: pool_cmd::PoolFlags,
+    pool: llm_args::PoolFlags,
     #[command(flatten)]
-    reader: reader_args::ReaderArgs,
+    reader: llm_args::ReaderArgs,
 }
 
 #[allow(clippy::print_stderr)] // the binary's own last word on stderr
@@ -397,14 +398,13 @@ pub(crate) fn println_out(s: &str) {
     println!("{s}");
 }
 
-async fn build(mut args: BuildArgs) -> anyhow::Result<()> {
+async fn build(args: BuildArgs) -> anyhow::Result<()> {
     check_out(&args.out)?;
-    let limits = (args.llm.concurrency, args.llm.rpm, args.llm.tpm);
-    let transport =
-        pool_cmd::TransportArgs::new(&args.batch, &args.pool, limits).map_err(config_err)?;
-    let (reader_url, reader_model) = transport.reader();
-    args.reader.or_from(reader_url, reader_model);
-    args.reader.check()?;
+    let setup = LlmSetup::for_build(
+        &args.llm,
+        (&args.batch, &args.pool, &args.reader),
+        &args.out,
+    )?;
     let (_, recipes) = assets::recipes(args.recipes.as_deref())?;
     let selected = select(&recipes, &args.benchmark, &args.domains)?;
     // Every selected recipe's steps are checked before the first one builds.
@@ -416,30 +416,79 @@ async fn build(mut args: BuildArgs) -> anyhow::Result<()> {
     if args.llm.concurrency == 0 {
         return Err(config_err("--concurrency must be at least 1"));
     }
-    args.llm.preflight(&transport)?;
-    let opts = BuildOptions {
-        sources: SourceOptions {
-            raw: args.raw.clone(),
-            inputs,
-            limit: args.limit,
-            sample: args.sample,
+    setup.preflight()?;
+    let run = BuildRun {
+        opts: BuildOptions {
+            sources: SourceOptions {
+                raw: args.raw.clone(),
+                inputs,
+                limit: args.limit,
+                sample: args.sample,
+                seed: args.seed,
+                strict: args.strict,
+            },
+            out: args.out.clone(),
+            prompts,
             seed: args.seed,
-            strict: args.strict,
+            write: !setup.dry_run(),
+            steps: cb_steps::STEPS,
         },
-        out: args.out.clone(),
-        prompts,
-        seed: args.seed,
-        write: !args.llm.dry_run,
-        steps: cb_steps::STEPS,
+        reporter: progress::Bars::new(!args.no_progress && !setup.dry_run()),
+        setup,
     };
-    let reporter = progress::Bars::new(!args.no_progress && !args.llm.dry_run);
-    let mut dry_totals = (0u64, 0u64, 0f64);
+    let mut dry_totals = DryTotals::default();
     let mut signals = Signals::new();
     // --batch-dir: recipes whose requests wait in batch files (the others still build).
     let mut waiting = Vec::new();
     for recipe in selected {
+        let Some(built) = run.recipe(recipe, &mut signals).await? else {
+            waiting.push(recipe.name());
+            continue;
+        };
+        if run.setup.dry_run() {
+            println_out(&dry_totals.add(&built, run.setup.batch_api()));
+        } else {
+            println_out(&built.line());
+        }
+    }
+    if let Some(dir) = run.setup.batch_dir() {
+        if !waiting.is_empty() {
+            return Err(anyhow::Error::new(waiting_for(dir, &waiting)?));
+        }
+    }
+    if run.setup.dry_run() {
+        println_out(&dry_totals.line());
+    }
+    Ok(())
+}
+
+/// What every recipe of a `build` is built with.
+struct BuildRun {
+    setup: LlmSetup,
+    opts: BuildOptions,
+    reporter: progress::Bars,
+}
+
+/// A recipe built, with the layers that built it.
+struct Built {
+    outcome: cb_engine::BuildOutcome,
+    config: cb_llm::LlmConfig,
+    llm: Llm,
+    reader: Option<Llm>,
+}
+
+impl BuildRun {
+    /// Builds one recipe with its own layers (a replay's endpoint and reader come from the
+    /// recipe's previous manifest). `None`: its requests wait in batch files. A signal stops
+    /// the build with [`Stopped`].
+    async fn recipe(
+        &self,
+        recipe: &cb_engine::Recipe,
+        signals: &mut Signals,
+    ) -> anyhow::Result<Option<Built>> {
         let manifest = || -> Option<cb_model::Manifest> {
-            let p = args
+            let p = self
+                .opts
                 .out
                 .join(&recipe.benchmark)
                 .join(&recipe.domain)
@@ -447,23 +496,13 @@ async fn build(mut args: BuildArgs) -> anyhow::Result<()> {
             serde_json::from_slice(&std::fs::read(p).ok()?).ok()
         };
         let previous = || manifest().and_then(|m| (!m.offline).then_some((m.endpoint, m.model)));
-        let config = args
-            .llm
-            .config(&args.out, previous, &recipe.name(), &transport)?;
+        let config = self.setup.writer(previous, &recipe.name())?;
         let llm = Llm::new(config.clone()).context("cannot set up the LLM layer")?;
-        let default_cache = args
-            .llm
-            .cache
-            .clone()
-            .unwrap_or_else(|| args.out.join("llm-cache.sqlite"));
-        // A replay reads as the build it replays did, unless the flags say otherwise.
-        let mut reader_args = args.reader.clone();
-        if config.backend == cb_llm::BackendKind::Replay {
-            if let Some(m) = manifest() {
-                reader_args.or_replay(m.reader.as_ref());
-            }
-        }
-        let reader = reader_args.reader(&llm, &config, args.llm.dry_run, &default_cache)?;
+        let replayed = match config.backend {
+            cb_llm::BackendKind::Replay => manifest(),
+            _ => None,
+        };
+        let reader = self.setup.reader(&llm, &config, replayed.as_ref())?;
         // A signal drops the build future: its tasks stop, and every answer already handed
         // out is committed to the cache (the writer commits before it answers), so a re-run
         // resumes without paying for any of them again.
@@ -478,91 +517,114 @@ async fn build(mut args: BuildArgs) -> anyhow::Result<()> {
             s
         };
         let built = tokio::select! {
-            r = build_recipe(recipe, &opts, &llm, reader.as_ref(), &reporter) => Ok(r),
-            s = stop_on_signal => Err(s),
+            r = build_recipe(recipe, &self.opts, &llm, reader.as_ref(), &self.reporter) => r,
+            s = stop_on_signal => return Err(self.stopped(recipe, &llm, s)),
         };
         let outcome = match built {
-            Ok(Err(EngineError::Llm(cb_llm::LlmError::Waiting(_)))) => {
-                reporter.finish(&recipe.name(), 0, 0);
-                waiting.push(recipe.name());
-                continue;
+            Err(EngineError::Llm(cb_llm::LlmError::Waiting(_))) => {
+                self.reporter.finish(&recipe.name(), 0, 0);
+                return Ok(None);
             }
-            Ok(r) => r?,
-            Err((signal, code)) => {
-                let name = recipe.name();
-                reporter.finish(&name, 0, 0);
-                let why = format!("stopped by {signal}");
-                if let Err(w) = cb_engine::build::record_stopped(recipe, &opts, &llm, &why) {
-                    tracing::warn!(error = %w, "cannot record the stopped run");
-                }
-                let stats = llm.stats();
-                let message = if args.llm.dry_run {
-                    format!("{why} during the dry run of {name}: nothing was written")
-                } else {
-                    format!(
-                        "{why} while building {name}: the answers received so far are cached ({} calls sent, {} cache hits, ${:.4}); run the same command again to resume",
-                        stats.upstream_calls, stats.cache_hits, stats.spent_usd
-                    )
-                };
-                return Err(anyhow::Error::new(Stopped { code, message }));
-            }
+            r => r?,
         };
+        Ok(Some(Built {
+            outcome,
+            config,
+            llm,
+            reader,
+        }))
+    }
+
+    /// The error of a build stopped by `signal` while building `recipe`: what was kept and
+    /// how to resume (the run is recorded as stopped).
+    fn stopped(
+        &self,
+        recipe: &cb_engine::Recipe,
+        llm: &Llm,
+        (signal, code): (&str, u8),
+    ) -> anyhow::Error {
+        let name = recipe.name();
+        self.reporter.finish(&name, 0, 0);
+        let why = format!("stopped by {signal}");
+        if let Err(w) = cb_engine::build::record_stopped(recipe, &self.opts, llm, &why) {
+            tracing::warn!(error = %w, "cannot record the stopped run");
+        }
         let stats = llm.stats();
-        if args.llm.dry_run {
-            // Completion estimate: the offline answer's length stands in for the model's.
-            let cost = config.price.usd(stats.estimated_tokens, 0);
-            dry_totals.0 += stats.upstream_calls;
-            dry_totals.1 += stats.estimated_tokens;
-            dry_totals.2 += cost;
-            println_out(&format!(
-                "{}: {} calls ({} cached, {} to make), ~{} tokens, ~${:.4}{}",
-                outcome.recipe,
-                stats.calls,
-                stats.cache_hits,
-                stats.upstream_calls,
-                stats.estimated_tokens,
-                cost,
-                if args.batch.batch {
-                    " at the batch price"
-                } else {
-                    ""
-                }
-            ));
+        let message = if self.setup.dry_run() {
+            format!("{why} during the dry run of {name}: nothing was written")
         } else {
-            // An offline build's reader is a layer of its own, with its own counters (a model
-            // build's reader shares the writer's).
-            let read = match (&reader, config.backend) {
-                (Some(r), cb_llm::BackendKind::Offline) => {
-                    let s = r.stats();
-                    format!(
-                        "; reader: {} upstream calls, {} cache hits, ${:.4}",
-                        s.upstream_calls, s.cache_hits, s.spent_usd
-                    )
-                }
-                _ => String::new(),
-            };
-            println_out(&format!(
-                "{}: {} rows, {} rejected -> {} [{} upstream calls, {} cache hits, ${:.4}{read}]",
-                outcome.recipe,
-                outcome.rows,
-                outcome.rejected,
-                outcome.dir.display(),
-                stats.upstream_calls,
-                stats.cache_hits,
-                stats.spent_usd
-            ));
-        }
+            format!(
+                "{why} while building {name}: the answers received so far are cached ({} calls sent, {} cache hits, ${:.4}); run the same command again to resume",
+                stats.upstream_calls, stats.cache_hits, stats.spent_usd
+            )
+        };
+        anyhow::Error::new(Stopped { code, message })
     }
-    if let Some(dir) = &args.batch.batch_dir {
-        if !waiting.is_empty() {
-            return Err(anyhow::Error::new(waiting_for(dir, &waiting)?));
-        }
+}
+
+impl Built {
+    /// The line a built recipe prints: rows, rejects, where, and what the calls cost.
+    fn line(&self) -> String {
+        let stats = self.llm.stats();
+        // An offline build's reader is a layer of its own, with its own counters (a model
+        // build's reader shares the writer's).
+        let read = match (&self.reader, self.config.backend) {
+            (Some(r), cb_llm::BackendKind::Offline) => {
+                let s = r.stats();
+                format!(
+                    "; reader: {} upstream calls, {} cache hits, ${:.4}",
+                    s.upstream_calls, s.cache_hits, s.spent_usd
+                )
+            }
+            _ => String::new(),
+        };
+        let o = &self.outcome;
+        format!(
+            "{}: {} rows, {} rejected -> {} [{} upstream calls, {} cache hits, ${:.4}{read}]",
+            o.recipe,
+            o.rows,
+            o.rejected,
+            o.dir.display(),
+            stats.upstream_calls,
+            stats.cache_hits,
+            stats.spent_usd
+        )
     }
-    if args.llm.dry_run {
-        println_out(&format!(
+}
+
+/// A dry run's totals over its recipes: calls to make, estimated tokens, estimated cost.
+#[derive(Default)]
+struct DryTotals {
+    calls: u64,
+    tokens: u64,
+    usd: f64,
+}
+
+impl DryTotals {
+    /// Adds a recipe's dry run and says it in one line (`batch`: priced at the batch price).
+    fn add(&mut self, built: &Built, batch: bool) -> String {
+        let stats = built.llm.stats();
+        // Completion estimate: the offline answer's length stands in for the model's.
+        let cost = built.config.price.usd(stats.estimated_tokens, 0);
+        self.calls += stats.upstream_calls;
+        self.tokens += stats.estimated_tokens;
+        self.usd += cost;
+        format!(
+            "{}: {} calls ({} cached, {} to make), ~{} tokens, ~${:.4}{}",
+            built.outcome.recipe,
+            stats.calls,
+            stats.cache_hits,
+            stats.upstream_calls,
+            stats.estimated_tokens,
+            cost,
+            if batch { " at the batch price" } else { "" }
+        )
+    }
+
+    fn line(&self) -> String {
+        format!(
             "total: {} calls to make, ~{} tokens, ~${:.4} (estimate: 4 characters a token, answers as long as the offline ones)",
-            dry_totals.0, dry_totals.1, dry_totals.2
-        ));
+            self.calls, self.tokens, self.usd
+        )
     }
-    Ok(())
 }

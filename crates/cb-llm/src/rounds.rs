@@ -1,0 +1,511 @@
+//! Rounds: how calls wait for the Batch API (`batch`) and for batch files (`batch_files`).
+//!
+//! On a cache miss the call is queued and its caller waits. A driver task (one at a time,
+//! started by the first call queued) waits until no call has arrived for a quiet period
+//! (every item of the step is then waiting on it) and hands everything queued to its
+//! transport as one round ([`Round::run`]); the transport gives back an answer or an error
+//! for every key. Each waiting caller then gets its answer, or its error: a retryable one
+//! (expiry, 5xx, 429, a refused line) puts the call in the next round while the collected
+//! files that held it (the journal's count, earlier runs included) number at most
+//! `max_retries`; others become rejects.
+//!
+//! The caller then goes on exactly as with a cache hit: validation, a second attempt (which
+//! joins the next round), rejects. What both transports share is here too: the input file
+//! of a chunk of requests with its budget reservation, the check of result lines against
+//! their requests ([`Llm::check_results`]), and the commit of a collected file.
+
+use crate::batch_api::{input_line, parse_results};
+use crate::cache::{Cache, CachedResponse, RequestRow};
+use crate::form::Form;
+use crate::structured;
+use crate::{Call, ChatRequest, Completion, Llm, LlmError};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::future::Future;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::oneshot;
+
+pub(crate) type Answer = Result<CachedResponse, LlmError>;
+
+/// A transport whose calls wait for rounds.
+pub(crate) trait Round: Send + Sync + 'static {
+    /// A round starts when no call has been queued for this long.
+    fn quiet(&self) -> Duration;
+
+    /// One round: an answer or an error for every key taken. An `Err` ends every call of the
+    /// round with it (a fatal one stops the build).
+    fn run<'a>(
+        &'a self,
+        llm: &'a Llm,
+        taken: &'a HashMap<String, Waiting>,
+    ) -> impl Future<Output = Result<HashMap<String, Answer>, LlmError>> + Send + 'a;
+}
+
+/// A call waiting for its round.
+pub(crate) struct Waiting {
+    pub(crate) call: Call,
+    /// The request's input line (`custom_id` = key, the exact online body).
+    pub(crate) line: String,
+    waiters: Vec<oneshot::Sender<Answer>>,
+    rounds: u32,
+}
+
+#[derive(Default)]
+struct Queue {
+    pending: HashMap<String, Waiting>,
+    arrivals: u64,
+    driving: bool,
+}
+
+/// A transport in rounds with the calls waiting for its next round.
+pub(crate) struct Rounds<R> {
+    queue: Mutex<Queue>,
+    pub(crate) transport: R,
+}
+
+impl<R: Round> Rounds<R> {
+    pub(crate) fn new(transport: R) -> Arc<Self> {
+        Arc::new(Self {
+            queue: Mutex::default(),
+            transport,
+        })
+    }
+
+    fn queue(&self) -> std::sync::MutexGuard<'_, Queue> {
+        self.queue.lock().expect("batch queue")
+    }
+
+    /// Waits for a quiet period and takes every call queued; `None` (and the driver stops)
+    /// when none is.
+    async fn next_round(&self) -> Option<HashMap<String, Waiting>> {
+        loop {
+            let before = self.queue().arrivals;
+            tokio::time::sleep(self.transport.quiet()).await;
+            let mut q = self.queue();
+            if q.arrivals == before {
+                if q.pending.is_empty() {
+                    q.driving = false;
+                    return None;
+                }
+                return Some(std::mem::take(&mut q.pending));
+            }
+        }
+    }
+
+    /// Puts calls back in the queue for the next round.
+    fn requeue(&self, again: Vec<(String, Waiting)>) {
+        let mut q = self.queue();
+        for (key, w) in again {
+            q.arrivals += 1;
+            match q.pending.get_mut(&key) {
+                Some(p) => p.waiters.extend(w.waiters),
+                None => {
+                    q.pending.insert(key, w);
+                }
+            }
+        }
+    }
+}
+
+impl Llm {
+    /// Queues a call that missed the cache and waits for its round.
+    /// `key` and the body in the input line are the ones an online call in `form` would use.
+    pub(crate) async fn via_rounds<R: Round>(
+        &self,
+        rounds: &Arc<Rounds<R>>,
+        call: &Call,
+        key: String,
+        form: Form,
+    ) -> Result<Completion, LlmError> {
+        let (tx, rx) = oneshot::channel();
+        let start_driver = {
+            let mut q = rounds.queue();
+            q.arrivals += 1;
+            q.pending
+                .entry(key.clone())
+                .or_insert_with(|| Waiting {
+                    call: call.clone(),
+                    line: input_line(&key, &call.request.body_as(&self.inner.config.model, form)),
+                    waiters: Vec::new(),
+                    rounds: 0,
+                })
+                .waiters
+                .push(tx);
+            !std::mem::replace(&mut q.driving, true)
+        };
+        if start_driver {
+            let (llm, rounds) = (self.clone(), Arc::clone(rounds));
+            tokio::spawn(async move { llm.drive(&rounds).await });
+        }
+        let answer = rx
+            .await
+            .map_err(|_| LlmError::Config("the batch driver stopped".into()))??;
+        self.count_tokens(&answer);
+        Ok(answer.into_completion(key, false))
+    }
+
+    /// Runs rounds while calls are queued; ends when the queue stays empty.
+    async fn drive<R: Round>(&self, rounds: &Rounds<R>) {
+        while let Some(taken) = rounds.next_round().await {
+            tracing::info!(requests = taken.len(), "batch round");
+            let answers = match rounds.transport.run(self, &taken).await {
+                Ok(a) => a,
+                Err(e) => {
+                    // Credentials refused, path unknown or no connection at all: the endpoint
+                    // is unusable, as for online calls, and the build stops.
+                    let e = self.fatal_batch_error(e);
+                    taken.keys().map(|k| (k.clone(), Err(e.clone()))).collect()
+                }
+            };
+            rounds.requeue(self.settle(taken, answers));
+        }
+    }
+
+    /// Hands each caller of the round its answer or error; returns the calls that go to the
+    /// next round.
+    fn settle(
+        &self,
+        taken: HashMap<String, Waiting>,
+        mut answers: HashMap<String, Answer>,
+    ) -> Vec<(String, Waiting)> {
+        let mut again = Vec::new();
+        for (key, mut w) in taken {
+            let answer = answers.remove(&key).unwrap_or_else(|| {
+                Err(LlmError::Batch {
+                    code: "batch_missing".into(),
+                    message: "no answer for this request".into(),
+                })
+            });
+            let answer = match answer {
+                Err(e) => match self.retry_or_end(&key, &mut w, e) {
+                    Some(e) => Err(e),
+                    None => {
+                        again.push((key, w));
+                        continue;
+                    }
+                },
+                ok => ok,
+            };
+            for t in w.waiters {
+                let _ = t.send(answer.clone());
+            }
+        }
+        again
+    }
+
+    /// What becomes of a call whose round ended in `e`: `None` when it goes to the next round
+    /// (counted as a retry), else the error its callers get.
+    fn retry_or_end(&self, key: &str, w: &mut Waiting, e: LlmError) -> Option<LlmError> {
+        let stats = &self.inner.stats;
+        match e {
+            // Not an attempt that counts: the build stops until the files are answered, or
+            // the caller steps the form down and asks again.
+            e @ LlmError::Waiting(_) => Some(e),
+            e @ LlmError::FormRefused(_) => {
+                stats.failures.fetch_add(1, Ordering::Relaxed);
+                Some(e)
+            }
+            e => {
+                let attempts = self.attempts(key, w.rounds);
+                if e.is_retryable() && attempts <= self.inner.config.max_retries {
+                    w.rounds += 1;
+                    stats.retries.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(item = %w.call.item, attempts, error = %e, "batch request goes to the next round");
+                    return None;
+                }
+                stats.failures.fetch_add(1, Ordering::Relaxed);
+                // As an online call ends: a retryable error, or one after retries, is the
+                // retries exhausted (`retries_exhausted_<reason>`).
+                Some(if e.is_retryable() || attempts > 1 {
+                    LlmError::Exhausted {
+                        attempts,
+                        last: Box::new(e),
+                    }
+                } else {
+                    e
+                })
+            }
+        }
+    }
+
+    /// The requests sent for `key` so far, this one included: the collected files of the
+    /// journal that held it (earlier runs' too, so a killed or waiting build keeps counting),
+    /// at least the `rounds` this run has been through.
+    fn attempts(&self, key: &str, rounds: u32) -> u32 {
+        let journal = self.inner.cache.as_ref().map_or(Ok(0), |c| c.attempts(key));
+        journal
+            .unwrap_or_else(|e| {
+                tracing::warn!(error = %e, "cannot count a request's earlier batches");
+                0
+            })
+            .max(rounds + 1)
+    }
+
+    /// One input file of `chunk`: its bytes and journal rows, its cost reserved against
+    /// `--max-cost` and `--max-tokens` as a whole before anything is sent or written.
+    pub(crate) fn input_file(
+        &self,
+        chunk: &[(&str, &str)],
+        taken: &HashMap<String, Waiting>,
+    ) -> Result<(Vec<u8>, Vec<RequestRow>, f64, crate::Reservation<'_>), LlmError> {
+        let (mut micro, mut tokens) = (0u64, 0u64);
+        let mut bytes = Vec::new();
+        let mut rows = Vec::with_capacity(chunk.len());
+        for (key, line) in chunk {
+            let w = &taken[*key];
+            let (one, most) = self.most_of(&w.call.request);
+            self.check_one_call(one, most)?;
+            micro += one;
+            tokens += most;
+            bytes.extend_from_slice(line.as_bytes());
+            bytes.push(b'\n');
+            rows.push(RequestRow::of(key, &w.call)?);
+        }
+        let reservation = self.reserve(micro, tokens)?;
+        Ok((bytes, rows, micro as f64 / 1e6, reservation))
+    }
+
+    /// Checks the lines of one output or error file (`source` names it in messages) against
+    /// the requests of its input file (`rows`, named `input`), into `into`. Refused, each
+    /// reported as `SOURCE:LINE: why` and never cached: a line that is not JSON or has no
+    /// `custom_id`, one naming a request the file does not hold (its request is asked again,
+    /// as any request left without an answer), one naming a request answered on an earlier
+    /// line (that answer is kept), one answered by another model, and a 200 body that is not
+    /// a completion (its request is asked again).
+    pub(crate) fn check_results(
+        &self,
+        bytes: &[u8],
+        (source, input): (&str, &str),
+        rows: &HashMap<String, RequestRow>,
+        into: &mut Checked,
+    ) {
+        let asked = &self.inner.config.model;
+        // The line that first spoke of each request.
+        let mut seen: HashMap<String, usize> = HashMap::new();
+        let mut refuse = |n: usize, why: String| {
+            tracing::warn!("{source}:{n}: {why}");
+            into.refused.push(format!("{source}:{n}: {why}"));
+        };
+        // Lines that carry an error, by reason, and the first of them: said once.
+        let mut error_lines: BTreeMap<String, usize> = BTreeMap::new();
+        let mut first_error = None;
+        for line in parse_results(bytes, |k| estimated_prompt(rows, k)) {
+            let line = match line {
+                Ok(l) => l,
+                Err((n, why)) => {
+                    refuse(n, format!("{why}; its request is asked again"));
+                    continue;
+                }
+            };
+            let n = line.line;
+            let Some(row) = rows.get(&line.custom_id) else {
+                refuse(
+                    n,
+                    format!("custom_id {} is not a request of {input}", line.custom_id),
+                );
+                continue;
+            };
+            if let Some(&first) = seen.get(&line.custom_id) {
+                refuse(
+                    n,
+                    format!(
+                        "custom_id {} is answered twice; line {first} answered it first and that answer stands",
+                        line.custom_id
+                    ),
+                );
+                continue;
+            }
+            seen.insert(line.custom_id.clone(), n);
+            let error = match line.outcome {
+                Ok(_) if line.model.as_deref().is_some_and(|m| !same_model(m, asked)) => {
+                    let why = format!(
+                        "answered by model {}, {asked} was asked",
+                        line.model.unwrap_or_default()
+                    );
+                    refuse(n, format!("{why}; its request is asked again"));
+                    LlmError::Batch {
+                        code: "wrong_model".into(),
+                        message: format!("{source}:{n}: {why}"),
+                    }
+                }
+                Ok(answer) => {
+                    into.answers.push((row.clone(), answer));
+                    continue;
+                }
+                Err(e @ LlmError::Malformed { .. }) => {
+                    refuse(n, format!("not an answer: {e}; its request is asked again"));
+                    e
+                }
+                Err(e) => {
+                    *error_lines.entry(e.reason_code()).or_default() += 1;
+                    first_error.get_or_insert_with(|| format!("{source}:{n}: {e}"));
+                    self.result_error(e)
+                }
+            };
+            into.errors.insert(row.key.clone(), error);
+        }
+        if let Some(first) = first_error {
+            tracing::warn!(by_reason = ?error_lines, "requests answered with errors; the first: {first}");
+        }
+    }
+
+    /// A result line's error as the caller gets it: a refusal of this `response_format`
+    /// becomes [`LlmError::FormRefused`], so the caller steps the form down and asks again in
+    /// the next round, as after an online refusal.
+    fn result_error(&self, e: LlmError) -> LlmError {
+        if !structured::refuses_form(&e, false) {
+            return e;
+        }
+        let LlmError::Status { status, body, .. } = &e else {
+            unreachable!("refusals are statuses")
+        };
+        let said = crate::endpoint::short(body, self.inner.config.api_key.expose());
+        LlmError::FormRefused(format!("HTTP {status} in a batch result: {said}"))
+    }
+
+    /// Counts a collected file's answers as this run's calls and spending, commits them to
+    /// the cache with the file marked collected (one transaction), and hands them out.
+    pub(crate) async fn commit_file(
+        &self,
+        cache: &Cache,
+        file_id: &str,
+        answers: Vec<(RequestRow, CachedResponse)>,
+        outcomes: &mut HashMap<String, Answer>,
+    ) -> Result<(), LlmError> {
+        let inner = &self.inner;
+        let s = &inner.stats;
+        for (_, r) in &answers {
+            s.upstream_calls.fetch_add(1, Ordering::Relaxed);
+            s.spent_micro_usd.fetch_add(
+                inner
+                    .config
+                    .price
+                    .micro_usd(r.prompt_tokens, r.completion_tokens),
+                Ordering::Relaxed,
+            );
+            s.upstream_tokens
+                .fetch_add(r.prompt_tokens + r.completion_tokens, Ordering::Relaxed);
+        }
+        let keyed: Vec<(String, CachedResponse)> = answers
+            .iter()
+            .map(|(r, a)| (r.key.clone(), a.clone()))
+            .collect();
+        cache
+            .collect_batch(file_id, &inner.endpoint, &inner.config.model, answers)
+            .await?;
+        outcomes.extend(keyed.into_iter().map(|(k, a)| (k, Ok(a))));
+        Ok(())
+    }
+}
+
+/// What the result files of one input file say of its requests.
+#[derive(Default)]
+pub(crate) struct Checked {
+    /// Checked answers, to cache.
+    pub(crate) answers: Vec<(RequestRow, CachedResponse)>,
+    /// The requests the files answer with an error (a refused form as `FormRefused`).
+    pub(crate) errors: HashMap<String, LlmError>,
+    /// The refused lines, `SOURCE:LINE: why`.
+    pub(crate) refused: Vec<String>,
+}
+
+impl Checked {
+    /// Gives `error()` to each request of `rows` the files left without an answer or error.
+    pub(crate) fn without_answer(
+        &mut self,
+        rows: &HashMap<String, RequestRow>,
+        error: impl Fn() -> LlmError,
+    ) {
+        let got: HashSet<&str> = self.answers.iter().map(|(r, _)| r.key.as_str()).collect();
+        for key in rows.keys().filter(|k| !got.contains(k.as_str())) {
+            self.errors.entry(key.clone()).or_insert_with(&error);
+        }
+    }
+}
+
+/// Whether `answered` (a result line's `model`) is the model asked for: the same name, or a
+/// dated snapshot of it (`gpt-4o-mini` answered as `gpt-4o-mini-2024-07-18`).
+fn same_model(answered: &str, asked: &str) -> bool {
+    answered.eq_ignore_ascii_case(asked)
+        || answered
+            .strip_prefix(asked)
+            .is_some_and(|rest| rest.starts_with('-'))
+}
+
+/// The keys taken that the cache answers now (answered meanwhile, by an earlier run), as
+/// answers, and the others, in key order.
+pub(crate) fn answered_meanwhile<'a>(
+    cache: &Cache,
+    taken: &'a HashMap<String, Waiting>,
+) -> Result<(HashMap<String, Answer>, BTreeSet<&'a str>), LlmError> {
+    let mut answers = HashMap::new();
+    let mut open = BTreeSet::new();
+    for key in taken.keys() {
+        match cache.get(key)? {
+            Some(hit) => {
+                answers.insert(key.clone(), Ok(hit));
+            }
+            None => {
+                open.insert(key.as_str());
+            }
+        }
+    }
+    Ok((answers, open))
+}
+
+/// The rough prompt size of a journal request, for an answer that reports no usage.
+fn estimated_prompt(rows: &HashMap<String, RequestRow>, key: &str) -> u64 {
+    rows.get(key)
+        .and_then(|r| serde_json::from_str::<ChatRequest>(&r.request).ok())
+        .map_or(0, |r| r.estimated_prompt_tokens())
+}
+
+/// Splits input lines into files of at most `max_requests` lines and `max_bytes` bytes.
+pub(crate) fn chunks<'a, 'b>(
+    lines: &'b [(&'a str, &'a str)],
+    max_requests: usize,
+    max_bytes: usize,
+) -> Vec<&'b [(&'a str, &'a str)]> {
+    let mut out = Vec::new();
+    let (mut start, mut bytes) = (0, 0usize);
+    for (i, (_, line)) in lines.iter().enumerate() {
+        let size = line.len() + 1;
+        let n = i - start;
+        if n > 0 && (n >= max_requests.max(1) || bytes + size > max_bytes) {
+            out.push(&lines[start..i]);
+            (start, bytes) = (i, 0);
+        }
+        bytes += size;
+    }
+    if start < lines.len() {
+        out.push(&lines[start..]);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_dated_snapshot_is_the_model_asked() {
+        assert!(same_model("gpt-4o-mini-2024-07-18", "gpt-4o-mini"));
+        assert!(same_model("SmolLM2", "smollm2"));
+        assert!(!same_model("gpt-4o", "gpt-4o-mini"));
+        assert!(!same_model("llama3", "smollm2"));
+    }
+
+    #[test]
+    fn files_are_split_under_both_limits() {
+        // Lines of 10 and 11 bytes with their newline.
+        let text: Vec<String> = (0..10).map(|i| "x".repeat(9 + i % 2)).collect();
+        let lines: Vec<(&str, &str)> = text.iter().map(|t| ("k", t.as_str())).collect();
+        let sizes = |c: Vec<&[(&str, &str)]>| c.iter().map(|c| c.len()).collect::<Vec<_>>();
+        assert_eq!(sizes(chunks(&lines, 4, 1000)), [4, 4, 2]);
+        assert_eq!(sizes(chunks(&lines, 100, 32)), [3, 3, 3, 1]);
+        // A line larger than the byte limit still goes, alone.
+        assert_eq!(sizes(chunks(&lines, 100, 5)), [1; 10]);
+        assert!(chunks(&[], 4, 1000).is_empty());
+    }
+}

@@ -1,0 +1,472 @@
+//! The run's LLM configuration, resolved once from its flags (as ripgrep goes from its
+//! low-level arguments to its high-level ones): [`LlmSetup`] holds the backend, the settings
+//! every layer shares (limits, retries, budget, cache, structured output), the default model
+//! with its transport (online, an endpoint pool, the Batch API, batch files) and the reader.
+//! Every command takes its LLM layers from here: `build` a writer per recipe and its reader,
+//! `eval` the model under test, `audit` and `batches` their one endpoint
+//! ([`reader_config`], [`api_key`]).
+
+use crate::config_err;
+use crate::llm_args::{Backend, BatchFlags, LlmArgs, PoolFlags, ReaderArgs, ReaderChoice};
+use cb_llm::{
+    pricing, ApiKey, BackendKind, BatchOptions, FilesOptions, Llm, LlmConfig, NamedBy, PoolConfig,
+    Price, Transport,
+};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The API key of the run, from `OPENAI_API_KEY` (empty when unset); it lives only in memory.
+pub fn api_key() -> ApiKey {
+    ApiKey::new(std::env::var("OPENAI_API_KEY").unwrap_or_default())
+}
+
+/// How the calls of a model that miss the cache travel, as the flags chose it.
+#[derive(Debug, Clone)]
+pub enum Carrier {
+    Online,
+    /// `--endpoint` / `--endpoints FILE`.
+    Pool(PoolConfig),
+    /// `--batch`, at `price_factor` of the online price.
+    BatchApi {
+        options: BatchOptions,
+        price_factor: f64,
+    },
+    /// `--batch-dir DIR` (made absolute when the folder is made).
+    Files {
+        dir: PathBuf,
+        max_lines: usize,
+        max_bytes: usize,
+    },
+}
+
+/// One model as the run's settings name it, before a layer is made of it.
+#[derive(Debug, Clone)]
+pub struct ModelSpec {
+    /// Its endpoint as the settings give it (`None`: a pool's first endpoint names the
+    /// model, batch files' answers are recorded as from `batch-files`, a replay takes it
+    /// from the previous manifest).
+    pub base_url: Option<String>,
+    pub model: Option<String>,
+    /// USD per million prompt and completion tokens, where the settings give them (else
+    /// the built-in table).
+    pub price: (Option<f64>, Option<f64>),
+    pub carrier: Carrier,
+    /// The settings that name it, for the errors that say what to check.
+    pub named_by: NamedBy,
+}
+
+/// Who reads a build's rows back.
+#[derive(Debug, Clone)]
+enum ReaderSetting {
+    /// `--reader none`.
+    Nobody,
+    /// The flags name no reader: the writer reads (nobody for an offline build; a replay
+    /// reads as the build it replays did).
+    Writer,
+    /// `--reader-base-url` and/or `--reader-model` (or a pool file's reader keys); what they
+    /// leave out is the writer's.
+    Named {
+        base_url: Option<String>,
+        model: Option<String>,
+    },
+}
+
+/// The LLM configuration of one command, resolved from its flags.
+#[derive(Debug)]
+pub struct LlmSetup {
+    backend: Backend,
+    dry_run: bool,
+    /// What every layer of the run shares: limits, retries, timeouts, budget, structured
+    /// output (an offline configuration until a model is put in).
+    shared: LlmConfig,
+    /// The cache file of every layer that has one.
+    cache: PathBuf,
+    /// The model of every call that names no other.
+    default: ModelSpec,
+    reader: ReaderSetting,
+}
+
+impl LlmSetup {
+    /// `build`'s configuration: the LLM flags with the transport (`--batch`, `--batch-dir`, a
+    /// pool) and reader flags; `out` is where the default cache goes.
+    pub fn for_build(
+        llm: &LlmArgs,
+        (batch, pool, reader): (&BatchFlags, &PoolFlags, &ReaderArgs),
+        out: &Path,
+    ) -> anyhow::Result<Self> {
+        let limits = (llm.concurrency, llm.rpm, llm.tpm);
+        let pool = crate::pool_file::resolve(pool, limits).map_err(config_err)?;
+        let (pool, pool_reader) = match pool {
+            Some((p, r)) => (Some(p), r),
+            None => (None, Default::default()),
+        };
+        let reader = reader_setting(reader, pool_reader)?;
+        let carrier = carrier(batch, pool)?;
+        let mut setup = Self::new(llm, carrier, out);
+        setup.reader = reader;
+        Ok(setup)
+    }
+
+    /// `eval`'s configuration: the model under test, online; `out` is where the default cache
+    /// goes.
+    pub fn for_eval(llm: &LlmArgs, out: &Path) -> Self {
+        Self::new(llm, Carrier::Online, out)
+    }
+
+    fn new(llm: &LlmArgs, carrier: Carrier, out: &Path) -> Self {
+        let mut shared = LlmConfig::offline();
+        shared.concurrency = llm.concurrency;
+        shared.rpm = llm.rpm;
+        shared.tpm = llm.tpm;
+        shared.max_retries = llm.max_retries;
+        shared.backoff_base = Duration::from_millis(llm.backoff_ms);
+        shared.backoff_max = Duration::from_secs(llm.backoff_max_s);
+        shared.request_timeout = Duration::from_secs(llm.timeout_s.max(1));
+        shared.max_cost_usd = llm.max_cost;
+        shared.max_tokens = llm.max_tokens;
+        shared.structured = llm.structured.into();
+        let sends_nothing = matches!(carrier, Carrier::Files { .. });
+        let backend = match llm.backend {
+            Some(b) => b,
+            None if llm.base_url.is_some()
+                || matches!(carrier, Carrier::Pool(_))
+                || sends_nothing =>
+            {
+                Backend::Openai
+            }
+            None => Backend::Offline,
+        };
+        Self {
+            backend,
+            dry_run: llm.dry_run,
+            shared,
+            cache: llm
+                .cache
+                .clone()
+                .unwrap_or_else(|| out.join("llm-cache.sqlite")),
+            default: ModelSpec {
+                base_url: llm.base_url.clone(),
+                model: llm.model.clone(),
+                price: (llm.price_input, llm.price_output),
+                carrier,
+                named_by: NamedBy::default(),
+            },
+            reader: ReaderSetting::Writer,
+        }
+    }
+
+    /// The backend asked for, or the default: `openai` with a base URL, a pool or batch
+    /// files, else `offline`.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// `--dry-run`: count, call nothing, write nothing.
+    pub fn dry_run(&self) -> bool {
+        self.dry_run
+    }
+
+    /// The calls go through the Batch API (`--batch`): prices are the batch prices.
+    pub fn batch_api(&self) -> bool {
+        matches!(self.default.carrier, Carrier::BatchApi { .. })
+    }
+
+    /// `--batch-dir`: the folder of batch files, as given.
+    pub fn batch_dir(&self) -> Option<&Path> {
+        match &self.default.carrier {
+            Carrier::Files { dir, .. } => Some(dir),
+            _ => None,
+        }
+    }
+
+    /// Checks every endpoint of the run before any work (`--base-url`, a pool's): a base URL
+    /// that cannot be parsed, or a public host with no API key, is a configuration error.
+    pub fn preflight(&self) -> anyhow::Result<()> {
+        if self.backend == Backend::Offline {
+            return Ok(());
+        }
+        let sends_nothing = matches!(self.default.carrier, Carrier::Files { .. });
+        let calls = self.backend == Backend::Openai && !self.dry_run && !sends_nothing;
+        let pool = match &self.default.carrier {
+            Carrier::Pool(p) => p.endpoints.iter().map(|e| e.base_url.as_str()).collect(),
+            _ => Vec::new(),
+        };
+        for url in self.default.base_url.iter().map(String::as_str).chain(pool) {
+            crate::preflight::check_endpoint("--base-url", url, calls)?;
+        }
+        Ok(())
+    }
+
+    /// The writer's configuration (the default model). `previous` gives the endpoint and
+    /// model a replay falls back on (a previous manifest), and `what` names the job in the
+    /// error when there is none.
+    pub fn writer(
+        &self,
+        previous: impl Fn() -> Option<(String, String)>,
+        what: &str,
+    ) -> anyhow::Result<LlmConfig> {
+        let mut c = self.shared.clone();
+        if self.backend == Backend::Offline {
+            apply_carrier(&mut c, &self.default.carrier)?;
+            return Ok(c);
+        }
+        let spec = &self.default;
+        // A pool stands in for `--base-url` (its first endpoint names the run); batch files
+        // name no server unless told: their answers are recorded as from `batch-files`.
+        let stand_in = match &spec.carrier {
+            Carrier::Pool(p) => p.endpoints.first().map(|e| e.base_url.clone()),
+            Carrier::Files { .. } => Some(cb_llm::batch_files::ENDPOINT.to_owned()),
+            _ => None,
+        };
+        let given = spec.base_url.clone().or(stand_in);
+        let (base_url, model) = match (self.backend, &given, &spec.model) {
+            (_, Some(u), Some(m)) => (u.clone(), m.clone()),
+            (Backend::Replay, u, m) => {
+                let prev = previous();
+                let u = u.clone().or_else(|| prev.as_ref().map(|p| p.0.clone()));
+                let m = m.clone().or_else(|| prev.as_ref().map(|p| p.1.clone()));
+                match (u, m) {
+                    (Some(u), Some(m)) => (u, m),
+                    _ => return Err(config_err(format!(
+                        "replay of {what}: give --base-url and --model, or build it once with a model so its manifest names them"
+                    ))),
+                }
+            }
+            (_, None, _) => {
+                return Err(config_err(
+                    "--backend openai needs --base-url (or OPENAI_BASE_URL)",
+                ))
+            }
+            (_, Some(_), None) => return Err(config_err("--backend openai needs --model")),
+        };
+        let builtin = pricing::builtin(&model).unwrap_or_default();
+        c.price = Price {
+            input_per_million: spec.price.0.unwrap_or(builtin.input_per_million),
+            output_per_million: spec.price.1.unwrap_or(builtin.output_per_million),
+        };
+        c.backend = if self.dry_run {
+            BackendKind::DryRun
+        } else if self.backend == Backend::Replay {
+            BackendKind::Replay
+        } else {
+            BackendKind::Openai
+        };
+        c.base_url = base_url;
+        c.model = model;
+        c.api_key = api_key();
+        c.cache_path = Some(self.cache.clone());
+        c.named_by = spec.named_by.clone();
+        apply_carrier(&mut c, &spec.carrier)?;
+        Ok(c)
+    }
+
+    /// The reader of a build whose model layer is `writer` (configured by `config`): `None`
+    /// for `--reader none` and for an offline build without a reader named; the writer
+    /// itself when the settings name its own endpoint and model or none; else a layer for the
+    /// named model that shares the writer's cache file and budget (an offline writer has no
+    /// cache: the reader then opens the run's cache file). A replay without reader flags
+    /// reads as the build it replays did (`replayed`: that build's manifest, when there is
+    /// one).
+    pub fn reader(
+        &self,
+        writer: &Llm,
+        config: &LlmConfig,
+        replayed: Option<&cb_model::Manifest>,
+    ) -> anyhow::Result<Option<Llm>> {
+        let offline = config.backend == BackendKind::Offline;
+        let mut setting = self.reader.clone();
+        if let (ReaderSetting::Writer, BackendKind::Replay, Some(m)) =
+            (&setting, config.backend, replayed)
+        {
+            setting = match &m.reader {
+                None => ReaderSetting::Nobody,
+                Some(r) => ReaderSetting::Named {
+                    base_url: Some(r.endpoint.clone()),
+                    model: Some(r.model.clone()),
+                },
+            };
+        }
+        let (base_url, model) = match setting {
+            ReaderSetting::Nobody => return Ok(None),
+            ReaderSetting::Writer if offline => return Ok(None),
+            ReaderSetting::Writer => (None, None),
+            ReaderSetting::Named { base_url, model } => (base_url, model),
+        };
+        let base_url = match (base_url, offline) {
+            (Some(u), _) => u,
+            (None, false) => config.base_url.clone(),
+            (None, true) => {
+                return Err(config_err(
+                    "an offline build reads with a model only when --reader-base-url names its endpoint",
+                ))
+            }
+        };
+        let model = match (model, offline) {
+            (Some(m), _) => m,
+            (None, false) => config.model.clone(),
+            (None, true) => {
+                return Err(config_err(
+                    "an offline build reads with a model only when --reader-model names it",
+                ))
+            }
+        };
+        if !offline && base_url == config.base_url && model == config.model {
+            return Ok(Some(writer.clone()));
+        }
+        crate::preflight::check_endpoint(
+            "--reader-base-url",
+            &base_url,
+            !self.dry_run && config.backend != BackendKind::Replay,
+        )?;
+        let mut c = reader_config(config.clone(), base_url, model);
+        if self.dry_run {
+            c.backend = BackendKind::DryRun;
+        } else if config.backend == BackendKind::Replay {
+            c.backend = BackendKind::Replay;
+        }
+        let llm = if offline {
+            c.cache_path = Some(self.cache.clone());
+            Llm::new(c)
+        } else {
+            writer.reader(c)
+        };
+        Ok(Some(llm.map_err(anyhow::Error::new)?))
+    }
+}
+
+/// The reader the flags (or a pool file's reader keys, where the flags name none) ask for.
+/// `--reader none` with a reader named is a contradiction.
+fn reader_setting(
+    flags: &ReaderArgs,
+    (pool_url, pool_model): crate::pool_file::Reader,
+) -> anyhow::Result<ReaderSetting> {
+    let named = flags.reader_base_url.is_some() || flags.reader_model.is_some();
+    if flags.reader == Some(ReaderChoice::None) {
+        if named {
+            return Err(config_err(
+                "--reader none cannot be combined with --reader-base-url or --reader-model",
+            ));
+        }
+        return Ok(ReaderSetting::Nobody);
+    }
+    let (base_url, model) = if named {
+        (flags.reader_base_url.clone(), flags.reader_model.clone())
+    } else {
+        (pool_url, pool_model)
+    };
+    Ok(match (base_url, model) {
+        (None, None) => ReaderSetting::Writer,
+        (base_url, model) => ReaderSetting::Named { base_url, model },
+    })
+}
+
+/// The transport the batch flags and the pool choose; a pool cannot be combined with
+/// `--batch` or `--batch-dir`, nor `--batch-dir` name a file.
+fn carrier(batch: &BatchFlags, pool: Option<PoolConfig>) -> anyhow::Result<Carrier> {
+    if pool.is_some() && (batch.batch || batch.batch_dir.is_some()) {
+        return Err(config_err(
+            "--batch or --batch-dir and an endpoint pool cannot be combined",
+        ));
+    }
+    if let Some(dir) = &batch.batch_dir {
+        if dir.exists() && !dir.is_dir() {
+            return Err(config_err(format!(
+                "--batch-dir {} names a file, not a folder: give the folder where the batch files go",
+                dir.display()
+            )));
+        }
+        return Ok(Carrier::Files {
+            dir: dir.clone(),
+            max_lines: batch.batch_dir_max_lines.max(1),
+            max_bytes: batch.batch_max_mb.max(1) * 1024 * 1024,
+        });
+    }
+    if batch.batch {
+        if !(batch.batch_price_factor >= 0.0 && batch.batch_price_factor.is_finite()) {
+            return Err(config_err("--batch-price-factor must be a number >= 0"));
+        }
+        return Ok(Carrier::BatchApi {
+            options: BatchOptions {
+                max_requests_per_file: batch.batch_max_requests.max(1),
+                max_bytes_per_file: batch.batch_max_mb.max(1) * 1024 * 1024,
+                poll_initial: Duration::from_millis(batch.batch_poll_ms.max(1)),
+                ..BatchOptions::default()
+            },
+            price_factor: batch.batch_price_factor,
+        });
+    }
+    Ok(match pool {
+        Some(p) => Carrier::Pool(p),
+        None => Carrier::Online,
+    })
+}
+
+/// Puts the transport into a configuration: a pool (not for the offline backend, which
+/// sends nothing) sums its endpoints' concurrency; the Batch API prices calls at its factor;
+/// batch files need their folder, made here.
+fn apply_carrier(c: &mut LlmConfig, carrier: &Carrier) -> anyhow::Result<()> {
+    let batch_backend = matches!(c.backend, BackendKind::Openai | BackendKind::DryRun);
+    match carrier {
+        Carrier::Online => {}
+        Carrier::Pool(pool) => {
+            if c.backend != BackendKind::Offline {
+                c.concurrency = pool.endpoints.iter().map(|e| e.concurrency).sum();
+                c.transport = Transport::Pool(pool.clone());
+            }
+        }
+        Carrier::Files { .. } if !batch_backend => {
+            return Err(config_err(
+                "--batch-dir needs the openai backend (--model names the model the files ask for)",
+            ))
+        }
+        Carrier::Files {
+            dir,
+            max_lines,
+            max_bytes,
+        } => {
+            // Absolute: the journal names the files by their folder.
+            let dir = std::fs::create_dir_all(dir)
+                .and_then(|()| dir.canonicalize())
+                .map_err(|e| config_err(format!("--batch-dir {}: {e}", dir.display())))?;
+            c.transport = Transport::BatchFiles(FilesOptions {
+                max_requests_per_file: *max_lines,
+                max_bytes_per_file: *max_bytes,
+                ..FilesOptions::new(dir)
+            });
+        }
+        Carrier::BatchApi { .. } if !batch_backend => {
+            return Err(config_err(
+                "--batch needs the openai backend (--base-url and --model)",
+            ))
+        }
+        Carrier::BatchApi {
+            options,
+            price_factor,
+        } => {
+            c.price.input_per_million *= price_factor;
+            c.price.output_per_million *= price_factor;
+            c.transport = Transport::BatchApi(options.clone());
+        }
+    }
+    Ok(())
+}
+
+/// `base` (limits, budget, cache, retries) turned to the reader `model` at `base_url`: an
+/// OpenAI-compatible endpoint, no pool, the model's built-in price, the key from
+/// `OPENAI_API_KEY`, named by `--reader-base-url` and `--reader-model`. The build's reader
+/// and the audit's are made by it.
+pub fn reader_config(mut base: LlmConfig, base_url: String, model: String) -> LlmConfig {
+    base.backend = BackendKind::Openai;
+    if matches!(base.transport, Transport::Pool(_)) {
+        base.transport = Transport::Online;
+    }
+    base.price = pricing::builtin(&model).unwrap_or_default();
+    base.api_key = api_key();
+    base.base_url = base_url;
+    base.model = model;
+    base.named_by = NamedBy {
+        base_url: "--reader-base-url".into(),
+        model: "--reader-model".into(),
+    };
+    base
+}

@@ -1,0 +1,141 @@
+//! The endpoint pool of `build --endpoint` / `--endpoints FILE`: the pool file's format
+//! (`name`, the reader's `reader_base_url` and `reader_model`, `[[endpoint]]` tables with
+//! `url`, `concurrency`, `rpm`, `tpm`) and the `URL[,LIMITS]` form of `--endpoint`.
+
+use crate::llm_args::PoolFlags;
+use cb_llm::{EndpointSpec, PoolConfig};
+use serde::Deserialize;
+use std::path::Path;
+use std::time::Duration;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PoolFile {
+    name: Option<String>,
+    /// Who reads the rows back (as `--reader-base-url`, `--reader-model`).
+    reader_base_url: Option<String>,
+    reader_model: Option<String>,
+    endpoint: Vec<EndpointEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EndpointEntry {
+    url: String,
+    concurrency: Option<usize>,
+    rpm: Option<u32>,
+    tpm: Option<u32>,
+}
+
+fn read_file(path: &Path) -> Result<PoolFile, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// The pool the flags declare, if any, with the reader its file names; endpoints without
+/// their own limits get the global `--concurrency`, `--rpm` and `--tpm`.
+pub fn resolve(
+    flags: &PoolFlags,
+    (concurrency, rpm, tpm): (usize, Option<u32>, Option<u32>),
+) -> Result<Option<(PoolConfig, Reader)>, String> {
+    if flags.endpoints.is_empty() && flags.endpoints_file.is_none() {
+        return Ok(None);
+    }
+    let mut reader = Reader::default();
+    let default = |url: String| EndpointSpec {
+        base_url: url,
+        concurrency,
+        rpm,
+        tpm,
+    };
+    let mut endpoints = Vec::new();
+    let mut name = flags.pool_name.clone();
+    if let Some(path) = &flags.endpoints_file {
+        let file = read_file(path)?;
+        if let Some(n) = file.name {
+            name = n;
+        }
+        reader = (file.reader_base_url, file.reader_model);
+        for e in file.endpoint {
+            endpoints.push(EndpointSpec {
+                base_url: e.url,
+                concurrency: e.concurrency.unwrap_or(concurrency),
+                rpm: e.rpm.or(rpm),
+                tpm: e.tpm.or(tpm),
+            });
+        }
+    }
+    for spec in &flags.endpoints {
+        let mut parts = spec.split(',').map(str::trim);
+        let mut e = default(parts.next().unwrap_or_default().to_owned());
+        for p in parts {
+            let bad = || format!("--endpoint {spec}: `{p}` is not concurrency=N, rpm=N or tpm=N");
+            let (k, v) = p.split_once('=').ok_or_else(bad)?;
+            match k.trim() {
+                "concurrency" => e.concurrency = v.trim().parse().map_err(|_| bad())?,
+                "rpm" => e.rpm = Some(v.trim().parse().map_err(|_| bad())?),
+                "tpm" => e.tpm = Some(v.trim().parse().map_err(|_| bad())?),
+                _ => return Err(bad()),
+            }
+        }
+        endpoints.push(e);
+    }
+    let pool = PoolConfig {
+        name,
+        endpoints,
+        open_after: flags.pool_open_after,
+        cooldown: Duration::from_millis(flags.pool_cooldown_ms),
+    };
+    pool.validate()?;
+    Ok(Some((pool, reader)))
+}
+
+/// The reader a pool file names: base URL and model.
+pub type Reader = (Option<String>, Option<String>);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flags(file: &Path) -> PoolFlags {
+        PoolFlags {
+            endpoints: vec![],
+            endpoints_file: Some(file.to_path_buf()),
+            pool_name: "default".into(),
+            pool_open_after: 3,
+            pool_cooldown_ms: 2000,
+        }
+    }
+
+    #[test]
+    fn a_pool_file_names_its_reader_and_a_bad_pool_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("pool.toml");
+        std::fs::write(
+            &file,
+            "name = \"fleet\"\nreader_base_url = \"http://10.0.0.9:8000/v1\"\nreader_model = \"judge\"\n[[endpoint]]\nurl = \"http://10.0.0.1:8000/v1\"\nconcurrency = 4\n",
+        )
+        .unwrap();
+        let (pool, reader) = resolve(&flags(&file), (2, None, None)).unwrap().unwrap();
+        assert_eq!(pool.name, "fleet");
+        assert_eq!(pool.endpoints[0].concurrency, 4);
+        assert_eq!(
+            reader,
+            (
+                Some("http://10.0.0.9:8000/v1".to_owned()),
+                Some("judge".to_owned())
+            )
+        );
+        std::fs::write(&file, "[[endpoint]]\nurl = \"10.0.0.1:8000\"\n").unwrap();
+        let e = resolve(&flags(&file), (2, None, None)).unwrap_err();
+        assert!(e.contains("is not a URL"), "{e}");
+        std::fs::write(
+            &file,
+            "reader_modle = \"x\"\n[[endpoint]]\nurl = \"http://h/v1\"\n",
+        )
+        .unwrap();
+        let e = resolve(&flags(&file), (2, None, None)).unwrap_err();
+        assert!(e.contains("reader_modle"), "{e}");
+    }
+}

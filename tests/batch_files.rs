@@ -6,49 +6,16 @@
 //! written again; a server refusing the `json_schema` form (llama-cpp-python) steps the build
 //! down to `json_object` through the files, the executor not retrying the refusals.
 
+#[path = "common/batch_dir.rs"]
+mod batch_dir;
 mod common;
 
-use cb_mock::MockServer;
+use batch_dir::*;
 use common::*;
 use serde_json::Value;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::Output;
-
-/// Exit code of a build whose requests wait in batch files.
-const WAITING: i32 = 4;
-
-struct Setup {
-    mock: MockServer,
-    base: String,
-    raw: String,
-}
-
-async fn setup() -> Setup {
-    setup_with(cb_mock::stand_in::model()).await
-}
-
-async fn setup_with(model: cb_mock::Responder) -> Setup {
-    let mock = MockServer::start(model).await;
-    let base = mock.base_url();
-    let raw = repo().join("raw").to_str().unwrap().to_owned();
-    Setup { mock, base, raw }
-}
-
-fn squad_args<'a>(s: &'a Setup, out: &'a str) -> Vec<&'a str> {
-    model_args("kre", "squad", &s.base, &s.raw, out)
-}
-
-/// [`squad_args`] through batch files in `dir`.
-fn files_args<'a>(s: &'a Setup, out: &'a Path, dir: &'a Path) -> Vec<&'a str> {
-    let mut args = squad_args(s, out.to_str().unwrap());
-    args.extend(["--batch-dir", dir.to_str().unwrap()]);
-    args
-}
-
-async fn build_files(s: &Setup, out: &Path, dir: &Path) -> Output {
-    build(&files_args(s, out, dir), &[]).await
-}
 
 async fn run_dir(s: &Setup, dir: &Path) -> Output {
     let o = tokio::process::Command::new(env!("CARGO_BIN_EXE_conflictbench"))
@@ -63,95 +30,21 @@ async fn run_dir(s: &Setup, dir: &Path) -> Output {
     o
 }
 
-/// The input files of `dir` (name -> custom ids, in order).
-fn inputs(dir: &Path) -> BTreeMap<String, Vec<String>> {
-    let mut out = BTreeMap::new();
-    for e in std::fs::read_dir(dir).unwrap() {
-        let name = e.unwrap().file_name().into_string().unwrap();
-        if name.starts_with("requests-") && name.ends_with(".jsonl") && !name.contains(".output") {
-            let ids = read_jsonl(&dir.join(&name))
-                .iter()
-                .map(|l| l["custom_id"].as_str().unwrap().to_owned())
-                .collect();
-            out.insert(name, ids);
-        }
-    }
-    out
-}
-
 /// Runs build and executor in turn until the build ends; returns the build's exits.
 async fn loop_to_the_end(s: &Setup, out: &Path, dir: &Path) -> Vec<i32> {
-    let mut exits = Vec::new();
-    loop {
-        let o = build_files(s, out, dir).await;
-        let code = o.status.code().unwrap();
-        exits.push(code);
-        match code {
-            0 => return exits,
-            WAITING => {
-                let said = text(&o);
-                assert!(said.contains("waiting for answers"), "{said}");
-                assert!(said.contains("batches run-dir"), "{said}");
-                assert!(said.contains("vllm.entrypoints.openai.run_batch"), "{said}");
-                assert!(exits.len() < 8, "no end after {exits:?}");
-                run_dir(s, dir).await;
-            }
-            _ => panic!("the build exited {code}: {}", text(&o)),
-        }
-    }
-}
-
-fn squad_files(out: &Path) -> BTreeMap<String, Vec<u8>> {
-    snapshot(&out.join("kre/squad"))
-}
-
-/// Fails naming the files that differ and their first differing line.
-fn assert_same(got: &BTreeMap<String, Vec<u8>>, want: &BTreeMap<String, Vec<u8>>) {
-    let names: Vec<&String> = got.keys().chain(want.keys()).collect();
-    let mut diffs = Vec::new();
-    for name in names {
-        let (a, b) = (
-            String::from_utf8_lossy(got.get(name).map_or(&[][..], |v| v)).into_owned(),
-            String::from_utf8_lossy(want.get(name).map_or(&[][..], |v| v)).into_owned(),
-        );
-        if a != b {
-            let first = a
-                .lines()
-                .zip(b.lines())
-                .find(|(x, y)| x != y)
-                .map(|(x, y)| {
-                    let at = x.chars().zip(y.chars()).take_while(|(p, q)| p == q).count();
-                    let from = at.saturating_sub(60);
-                    let cut = |t: &str| t.chars().skip(from).take(200).collect::<String>();
-                    format!("\n  got:  ...{}\n  want: ...{}", cut(x), cut(y))
-                })
-                .unwrap_or_default();
-            diffs.push(format!("{name}{first}"));
-        }
-    }
-    diffs.dedup();
-    assert!(
-        diffs.is_empty(),
-        "files differ from the online build's:\n{}",
-        diffs.join("\n")
-    );
+    answer_until_done(
+        || build_files(s, out, dir),
+        || async {
+            run_dir(s, dir).await;
+        },
+        8,
+    )
+    .await
 }
 
 fn cached(out: &Path, key: &str) -> bool {
     let cache = cb_llm::Cache::open(&out.join("llm-cache.sqlite")).unwrap();
     cache.get(key).unwrap().is_some()
-}
-
-/// The online build of the same recipe on the same mock: its files and the requests its
-/// steps made (its one structured-output probe left out: batch files cannot probe, they
-/// start with `json-schema`, which the stand-in enforces).
-async fn online(s: &Setup) -> (tempfile::TempDir, BTreeMap<String, Vec<u8>>, usize) {
-    let out = tempfile::tempdir().unwrap();
-    let before = s.mock.request_count();
-    let o = build(&squad_args(s, out.path().to_str().unwrap()), &[]).await;
-    assert!(o.status.success(), "{}", text(&o));
-    let files = squad_files(out.path());
-    (out, files, s.mock.request_count() - before - 1)
 }
 
 #[tokio::test(flavor = "multi_thread")]

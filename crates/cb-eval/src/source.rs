@@ -1,6 +1,6 @@
 //! The benchmark files, read one record at a time: memory is bounded by the largest record,
 //! never by the file. A first pass ([`load`]) finds each file's domain, checks and counts its
-//! rows and keeps where each one lies (12 bytes a row), so that a later pass streams the rows
+//! rows and keeps where each one lies (16 bytes a row), so that a later pass streams the rows
 //! again ([`Source::rows`]) and a few-shot example is read back from its place
 //! ([`Source::row`]).
 //!

@@ -121,36 +121,55 @@ fn reader(item: &Item) -> Value {
         .unwrap_or(Value::Null)
 }
 
-/// The RECALL rows of a finished item: its QA-A row, its QA-NA rows (word-grained, and
-/// sentence-grained where the recipe inserts a sentence) and its text-generation row.
-pub fn recall_rows(
-    item: &Item,
-    recipe: &str,
-) -> Result<(QaRow, Vec<QaRow>, TextGenRow), EngineError> {
-    let lineage: Vec<Value> = item
-        .calls
-        .iter()
-        .map(|c| serde_json::to_value(c).expect("lineage serialises"))
-        .collect();
-    let subject = match item.fields.get(fields::KV) {
-        Some(_) => name_of(&req_parsed::<Vec<KvItem>>(item, fields::KV)?)
-            .unwrap_or_default()
-            .to_owned(),
-        None => req(item, fields::TERM)?.to_owned(),
-    };
-    let domain = req(item, fields::DOMAIN)?;
-    let paragraph = req(item, fields::PARAGRAPH)?;
-    let qa = |task: &str,
-              edit: &str,
-              context_key: &str,
-              edits_key: &str|
-     -> Result<QaRow, EngineError> {
+/// What every RECALL row of one item shares.
+struct RecallBase<'a> {
+    item: &'a Item,
+    recipe: &'a str,
+    lineage: Vec<Value>,
+    subject: String,
+    domain: &'a str,
+    paragraph: &'a str,
+}
+
+impl<'a> RecallBase<'a> {
+    fn of(item: &'a Item, recipe: &'a str) -> Result<Self, EngineError> {
+        let lineage: Vec<Value> = item
+            .calls
+            .iter()
+            .map(|c| serde_json::to_value(c).expect("lineage serialises"))
+            .collect();
+        let subject = match item.fields.get(fields::KV) {
+            Some(_) => name_of(&req_parsed::<Vec<KvItem>>(item, fields::KV)?)
+                .unwrap_or_default()
+                .to_owned(),
+            None => req(item, fields::TERM)?.to_owned(),
+        };
+        Ok(RecallBase {
+            item,
+            recipe,
+            lineage,
+            subject,
+            domain: req(item, fields::DOMAIN)?,
+            paragraph: req(item, fields::PARAGRAPH)?,
+        })
+    }
+
+    /// One QA row: `task` and `edit` name it, the edited context and its edits are the
+    /// item's fields `context_key` and `edits_key`.
+    fn qa(
+        &self,
+        task: &str,
+        edit: &str,
+        context_key: &str,
+        edits_key: &str,
+    ) -> Result<QaRow, EngineError> {
+        let item = self.item;
         Ok(QaRow {
-            id: format!("{recipe}/{}/{edit}", item.id),
-            domain: domain.to_owned(),
+            id: format!("{}/{}/{edit}", self.recipe, item.id),
+            domain: self.domain.to_owned(),
             source_id: item.id.clone(),
             origin: item.origin.to_string(),
-            subject: subject.clone(),
+            subject: self.subject.clone(),
             task: task.to_owned(),
             edit: edit.to_owned(),
             question: req(item, fields::QUESTION)?.to_owned(),
@@ -159,7 +178,7 @@ pub fn recall_rows(
             answer_key: req(item, fields::ANSWER_KEY)?.to_owned(),
             options: req_texts(item, fields::OPTIONS)?,
             answer_option: req(item, fields::ANSWER_OPTION)?.to_owned(),
-            context: paragraph.to_owned(),
+            context: self.paragraph.to_owned(),
             edited_context: req(item, context_key)?.to_owned(),
             edits: req_parsed(item, edits_key)?,
             donor_term: if edit == "sentence" {
@@ -168,76 +187,84 @@ pub fn recall_rows(
                 String::new()
             },
             reader: reader(item),
-            lineage: lineage.clone(),
+            lineage: self.lineage.clone(),
         })
-    };
-    let qa_a = qa("qa_a", "answer", fields::QA_A_CONTEXT, fields::QA_A_EDITS)?;
-    let mut qa_na = vec![qa(
-        "qa_na",
-        "word",
-        fields::QA_NA_CONTEXT,
-        fields::QA_NA_EDITS,
-    )?];
+    }
+
+    /// The text-generation row. EventKG: record -> paragraph, the edited record differs in
+    /// the answer's item. UJ: paragraph -> definition, the edited paragraph carries the
+    /// answer edit and the word-grained edits (combined by the `nonanswer_edit` step).
+    fn text_gen(self) -> Result<TextGenRow, EngineError> {
+        let item = self.item;
+        let base = TextGenRow {
+            id: format!("{}/{}", self.recipe, item.id),
+            domain: self.domain.to_owned(),
+            source_id: item.id.clone(),
+            origin: item.origin.to_string(),
+            subject: self.subject,
+            source: Value::Null,
+            edited_source: Value::Null,
+            target: String::new(),
+            edited_key: String::new(),
+            edited_words: Vec::new(),
+            original_words: Vec::new(),
+            aligned: false,
+            lineage: self.lineage,
+        };
+        Ok(match item.fields.get(fields::KV) {
+            Some(kv) => {
+                let original = req(item, fields::ANSWER_VALUE)?.to_owned();
+                let edited = req(item, fields::EDITED_ANSWER)?.to_owned();
+                let edited_kv = item.fields.get(fields::EDITED_KV).cloned().ok_or_else(|| {
+                    EngineError::Config(item.missing("the output writer", fields::EDITED_KV))
+                })?;
+                TextGenRow {
+                    source: kv.clone(),
+                    edited_source: edited_kv,
+                    target: self.paragraph.to_owned(),
+                    edited_key: req(item, fields::ANSWER_KEY)?.to_owned(),
+                    edited_words: vec![edited],
+                    original_words: vec![original],
+                    aligned: true,
+                    ..base
+                }
+            }
+            None => {
+                let edits = req_parsed::<Vec<Edit>>(item, fields::TG_EDITS)?;
+                let edited = req(item, fields::TG_EDITED_SOURCE)?.to_owned();
+                let (e, o) = changed_words(&edits);
+                TextGenRow {
+                    source: Value::String(self.paragraph.to_owned()),
+                    edited_source: Value::String(edited),
+                    target: req(item, fields::DEFINITION)?.to_owned(),
+                    edited_words: e,
+                    original_words: o,
+                    ..base
+                }
+            }
+        })
+    }
+}
+
+/// The RECALL rows of a finished item: its QA-A row, its QA-NA rows (word-grained, and
+/// sentence-grained where the recipe inserts a sentence) and its text-generation row.
+pub fn recall_rows(
+    item: &Item,
+    recipe: &str,
+) -> Result<(QaRow, Vec<QaRow>, TextGenRow), EngineError> {
+    let base = RecallBase::of(item, recipe)?;
+    let qa_a = base.qa("qa_a", "answer", fields::QA_A_CONTEXT, fields::QA_A_EDITS)?;
+    let mut qa_na = vec![base.qa("qa_na", "word", fields::QA_NA_CONTEXT, fields::QA_NA_EDITS)?];
     // Optional: only where the recipe inserts a sentence.
     if item.fields.contains_key(fields::QA_NA_SENTENCE_CONTEXT) {
-        qa_na.push(qa(
+        qa_na.push(base.qa(
             "qa_na",
             "sentence",
             fields::QA_NA_SENTENCE_CONTEXT,
             fields::QA_NA_SENTENCE_EDITS,
         )?);
     }
-    let base = TextGenRow {
-        id: format!("{recipe}/{}", item.id),
-        domain: domain.to_owned(),
-        source_id: item.id.clone(),
-        origin: item.origin.to_string(),
-        subject: subject.clone(),
-        source: Value::Null,
-        edited_source: Value::Null,
-        target: String::new(),
-        edited_key: String::new(),
-        edited_words: Vec::new(),
-        original_words: Vec::new(),
-        aligned: false,
-        lineage,
-    };
-    let tg = match item.fields.get(fields::KV) {
-        // EventKG: record -> paragraph; the edited record differs in the answer's item.
-        Some(kv) => {
-            let original = req(item, fields::ANSWER_VALUE)?.to_owned();
-            let edited = req(item, fields::EDITED_ANSWER)?.to_owned();
-            let edited_kv = item.fields.get(fields::EDITED_KV).cloned().ok_or_else(|| {
-                EngineError::Config(item.missing("the output writer", fields::EDITED_KV))
-            })?;
-            TextGenRow {
-                source: kv.clone(),
-                edited_source: edited_kv,
-                target: paragraph.to_owned(),
-                edited_key: req(item, fields::ANSWER_KEY)?.to_owned(),
-                edited_words: vec![edited],
-                original_words: vec![original],
-                aligned: true,
-                ..base
-            }
-        }
-        // UJ: paragraph -> definition; the edited paragraph carries the answer edit and the
-        // word-grained edits (combined by the `nonanswer_edit` step).
-        None => {
-            let edits = req_parsed::<Vec<Edit>>(item, fields::TG_EDITS)?;
-            let edited = req(item, fields::TG_EDITED_SOURCE)?.to_owned();
-            let (e, o) = changed_words(&edits);
-            TextGenRow {
-                source: Value::String(paragraph.to_owned()),
-                edited_source: Value::String(edited),
-                target: req(item, fields::DEFINITION)?.to_owned(),
-                edited_words: e,
-                original_words: o,
-                ..base
-            }
-        }
-    };
-    Ok((qa_a, qa_na, tg))
+    Ok((qa_a, qa_na, base.text_gen()?))
 }
 
 /// The released-format row of a finished KRE item.

@@ -20,6 +20,7 @@ use crate::batch_store::{self, BatchRecord};
 use crate::cache::Cache;
 use crate::http::OpenAiHttp;
 use crate::rounds::{answered_meanwhile, chunks, Answer, Checked, Round, Waiting};
+use crate::spool::{Spool, Spooled};
 use crate::{Llm, LlmConfig, LlmError};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;
@@ -83,8 +84,9 @@ impl Round for ApiRounds {
         &self,
         llm: &Llm,
         taken: &HashMap<String, Waiting>,
+        spool: &Spool,
     ) -> Result<HashMap<String, Answer>, LlmError> {
-        llm.api_round(self, taken).await
+        llm.api_round(self, taken, spool).await
     }
 }
 
@@ -94,6 +96,7 @@ impl Llm {
         &self,
         rounds: &ApiRounds,
         taken: &HashMap<String, Waiting>,
+        spool: &Spool,
     ) -> Result<HashMap<String, Answer>, LlmError> {
         let (inner, opts) = (&self.inner, &rounds.opts);
         let cache = inner
@@ -118,12 +121,9 @@ impl Llm {
             .collect();
         fresh.sort_unstable();
         let mut reservations = Vec::new();
-        let lines: Vec<(&str, &str)> = fresh
-            .iter()
-            .map(|k| (*k, taken[*k].line.as_str()))
-            .collect();
-        for chunk in chunks(&lines, opts.max_requests_per_file, opts.max_bytes_per_file) {
-            let (record, reservation) = self.submit(cache, &api, chunk, taken).await?;
+        let limits = (opts.max_requests_per_file, opts.max_bytes_per_file);
+        for chunk in chunks(&fresh, taken, limits) {
+            let (record, reservation) = self.submit((cache, &api, spool), &chunk, taken).await?;
             reservations.push(reservation);
             tracked.push(record);
         }
@@ -142,28 +142,34 @@ impl Llm {
         Ok(answers)
     }
 
-    /// Uploads one input file, records it with its keys, and creates its batch.
+    /// Uploads one input file (written from the spool), records it with its keys, and
+    /// creates its batch.
     async fn submit(
         &self,
-        cache: &Cache,
-        api: &BatchApi<'_>,
-        chunk: &[(&str, &str)],
+        (cache, api, spool): (&Cache, &BatchApi<'_>, &Spool),
+        chunk: &[&str],
         taken: &HashMap<String, Waiting>,
     ) -> Result<(BatchRecord, crate::Reservation<'_>), LlmError> {
         let inner = &self.inner;
-        let (bytes, rows, est_usd, reservation) = self.input_file(chunk, taken)?;
-        let first = chunk[0].0;
-        let name = format!("conflictbench-{}.jsonl", &first[..first.len().min(16)]);
-        let size = bytes.len();
-        let file_id = api.upload(&name, bytes).await?;
-        let requests = rows.len();
+        let (est_usd, reservation) = self.reserve_file(chunk, taken)?;
+        let spooled: Vec<Spooled> = chunk.iter().map(|k| taken[*k].spooled).collect();
+        let first = chunk[0];
+        let path = spool.dir().join(format!(
+            "conflictbench-{}.jsonl",
+            &first[..first.len().min(16)]
+        ));
+        spool.write_lines(&spooled, &path)?;
+        let size = std::fs::metadata(&path).map_or(0, |m| m.len());
+        let uploaded = api.upload(&path).await;
+        let _ = std::fs::remove_file(&path);
+        let file_id = uploaded?;
+        let requests = chunk.len();
         cache
             .record_upload(
                 &file_id,
                 (&inner.endpoint, &inner.config.model),
-                "uploaded",
-                est_usd,
-                rows,
+                ("uploaded", est_usd),
+                (requests, spool.rows(spooled)?),
             )
             .await?;
         let remote = api.create(&file_id).await?;

@@ -175,15 +175,15 @@ impl<'a> BatchApi<'a> {
         }
     }
 
-    /// Uploads an input file (purpose `batch`); returns its id.
-    pub async fn upload(&self, filename: &str, bytes: Vec<u8>) -> Result<String, LlmError> {
+    /// Uploads the input file at `path` (purpose `batch`), streamed from the disk under its
+    /// own name; returns its id.
+    pub async fn upload(&self, path: &std::path::Path) -> Result<String, LlmError> {
         let v: Value = self
             .retry("upload", || {
                 let request = CreateFileRequest {
                     file: FileInput {
-                        source: InputSource::VecU8 {
-                            filename: filename.to_owned(),
-                            vec: bytes.clone(),
+                        source: InputSource::Path {
+                            path: path.to_path_buf(),
                         },
                     },
                     purpose: FilePurpose::Batch,

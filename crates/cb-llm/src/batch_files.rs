@@ -26,6 +26,7 @@
 use crate::batch_store::{self, FOLDER_FILES};
 use crate::cache::Cache;
 use crate::rounds::{answered_meanwhile, chunks, Answer, Checked, Round, Waiting};
+use crate::spool::{Spool, Spooled};
 use crate::{Llm, LlmError};
 use std::collections::HashMap;
 use std::io::Write;
@@ -165,8 +166,9 @@ impl Round for FileRounds {
         &self,
         llm: &Llm,
         taken: &HashMap<String, Waiting>,
+        spool: &Spool,
     ) -> Result<HashMap<String, Answer>, LlmError> {
-        llm.files_round(taken, &self.opts).await
+        llm.files_round((taken, spool), &self.opts).await
     }
 }
 
@@ -175,7 +177,7 @@ impl Llm {
     /// key taken.
     async fn files_round(
         &self,
-        taken: &HashMap<String, Waiting>,
+        (taken, spool): (&HashMap<String, Waiting>, &Spool),
         opts: &FilesOptions,
     ) -> Result<HashMap<String, Answer>, LlmError> {
         let inner = &self.inner;
@@ -208,9 +210,11 @@ impl Llm {
                     .await?;
             }
         }
-        let fresh: Vec<(&str, &str)> = open.iter().map(|k| (*k, taken[*k].line.as_str())).collect();
-        for chunk in chunks(&fresh, opts.max_requests_per_file, opts.max_bytes_per_file) {
-            self.write_file(cache, chunk, taken, opts, &prefix).await?;
+        let fresh: Vec<&str> = open.iter().copied().collect();
+        let limits = (opts.max_requests_per_file, opts.max_bytes_per_file);
+        for chunk in chunks(&fresh, taken, limits) {
+            self.write_file((cache, spool), &chunk, taken, (opts, &prefix))
+                .await?;
         }
         let waiting = LlmError::Waiting(opts.dir.display().to_string());
         for key in held.into_iter().chain(open.iter().map(|k| (*k).to_owned())) {
@@ -219,19 +223,19 @@ impl Llm {
         Ok(answers)
     }
 
-    /// Records a new input file in the journal, then writes it (whole, under its final name
-    /// only once complete).
+    /// Records a new input file in the journal, then writes it from the spool (whole, under
+    /// its final name only once complete).
     async fn write_file(
         &self,
-        cache: &Cache,
-        chunk: &[(&str, &str)],
+        (cache, spool): (&Cache, &Spool),
+        chunk: &[&str],
         taken: &HashMap<String, Waiting>,
-        opts: &FilesOptions,
-        prefix: &str,
+        (opts, prefix): (&FilesOptions, &str),
     ) -> Result<(), LlmError> {
         let inner = &self.inner;
         // Counted against --max-cost and --max-tokens as a Batch API file is.
-        let (bytes, rows, est_usd, _reservation) = self.input_file(chunk, taken)?;
+        let (est_usd, _reservation) = self.reserve_file(chunk, taken)?;
+        let spooled: Vec<Spooled> = chunk.iter().map(|k| taken[*k].spooled).collect();
         let _naming = NAMING.lock().await;
         let journal = cache.file_ids(prefix)?;
         let on_disk = std::fs::read_dir(&opts.dir)
@@ -246,17 +250,16 @@ impl Llm {
             .unwrap_or(0);
         let name = format!("{INPUT}{:05}.jsonl", last + 1);
         let path = opts.dir.join(&name);
-        let requests = rows.len();
+        let requests = chunk.len();
         cache
             .record_upload(
                 &format!("{prefix}{name}"),
                 (&inner.endpoint, &inner.config.model),
-                "written",
-                est_usd,
-                rows,
+                ("written", est_usd),
+                (requests, spool.rows(spooled.clone())?),
             )
             .await?;
-        write_whole(&path, &bytes)?;
+        spool.write_lines(&spooled, &path)?;
         inner.stats.batches.fetch_add(1, Ordering::Relaxed);
         tracing::info!(file = %path.display(), requests, model = %inner.config.model, "batch file written");
         Ok(())

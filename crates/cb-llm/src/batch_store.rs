@@ -119,22 +119,28 @@ impl Cache {
             .optional()?)
     }
 
-    /// Records an input file (uploaded, or written to a batch folder) and its requests, in
-    /// `state` (one transaction, on the writer).
-    pub(crate) async fn record_upload(
+    /// Records an input file (uploaded, or written to a batch folder) and its `requests`
+    /// requests, in `state` (one transaction, on the writer). `rows` are taken one at a time
+    /// as they are written (from the spool of waiting requests); one that cannot be read
+    /// undoes the whole record.
+    pub(crate) async fn record_upload<I>(
         &self,
         file_id: &str,
         (endpoint, model): (&str, &str),
-        state: &str,
-        estimated_usd: f64,
-        rows: Vec<RequestRow>,
-    ) -> Result<(), LlmError> {
+        (state, estimated_usd): (&str, f64),
+        (requests, rows): (usize, I),
+    ) -> Result<(), LlmError>
+    where
+        I: IntoIterator<Item = Result<RequestRow, String>> + Send + 'static,
+        I::IntoIter: Send,
+    {
         let (file_id, endpoint, model, state) = (
             file_id.to_owned(),
             endpoint.to_owned(),
             model.to_owned(),
             state.to_owned(),
         );
+        let rows = rows.into_iter();
         self.write(Box::new(move |conn| {
             let tx = conn.transaction()?;
             tx.execute(
@@ -144,7 +150,7 @@ impl Cache {
                     file_id,
                     endpoint,
                     model,
-                    rows.len() as i64,
+                    requests as i64,
                     estimated_usd,
                     unix_now(),
                     state
@@ -155,7 +161,8 @@ impl Cache {
                     "INSERT OR IGNORE INTO batch_requests (key, file_id, template, template_hash, request)
                      VALUES (?1, ?2, ?3, ?4, ?5)",
                 )?;
-                for r in &rows {
+                for r in rows {
+                    let r = r.map_err(|e| rusqlite::Error::ToSqlConversionFailure(e.into()))?;
                     stmt.execute(params![
                         r.key,
                         file_id,
@@ -324,7 +331,12 @@ mod tests {
         };
         let written = async {
             cache
-                .record_upload("file-1", ("http://e/v1", "m"), "uploaded", 0.5, vec![row])
+                .record_upload(
+                    "file-1",
+                    ("http://e/v1", "m"),
+                    ("uploaded", 0.5),
+                    (1, vec![Ok(row)]),
+                )
                 .await?;
             cache
                 .update_batch("file-1", "batch-1", "in_progress", 0, 0)

@@ -26,6 +26,7 @@ pub mod progress;
 mod request;
 mod rounds;
 mod send;
+mod spool;
 mod structured;
 
 pub use batch::{cancel_batch, BatchOptions};

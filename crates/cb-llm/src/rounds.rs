@@ -17,6 +17,7 @@
 use crate::batch_api::{input_line, parse_results};
 use crate::cache::{Cache, CachedResponse, RequestRow};
 use crate::form::Form;
+use crate::spool::{Spool, Spooled};
 use crate::structured;
 use crate::{Call, ChatRequest, Completion, Llm, LlmError};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -33,20 +34,24 @@ pub(crate) trait Round: Send + Sync + 'static {
     /// A round starts when no call has been queued for this long.
     fn quiet(&self) -> Duration;
 
-    /// One round: an answer or an error for every key taken. An `Err` ends every call of the
-    /// round with it (a fatal one stops the build).
+    /// One round: an answer or an error for every key taken (their requests are in
+    /// `spool`). An `Err` ends every call of the round with it (a fatal one stops the build).
     fn run<'a>(
         &'a self,
         llm: &'a Llm,
         taken: &'a HashMap<String, Waiting>,
+        spool: &'a Spool,
     ) -> impl Future<Output = Result<HashMap<String, Answer>, LlmError>> + Send + 'a;
 }
 
-/// A call waiting for its round.
+/// A call waiting for its round. Its request (the input line, `custom_id` = key, the exact
+/// online body, and its journal row) is in the spool, not here.
 pub(crate) struct Waiting {
-    pub(crate) call: Call,
-    /// The request's input line (`custom_id` = key, the exact online body).
-    pub(crate) line: String,
+    /// The item it is for (logs).
+    item: String,
+    pub(crate) spooled: Spooled,
+    /// The most it can cost, in micro-USD and tokens (its prompt and all of `max_tokens`).
+    cost: (u64, u64),
     waiters: Vec<oneshot::Sender<Answer>>,
     rounds: u32,
 }
@@ -61,6 +66,8 @@ struct Queue {
 /// A transport in rounds with the calls waiting for its next round.
 pub(crate) struct Rounds<R> {
     queue: Mutex<Queue>,
+    /// The requests of the waiting calls.
+    spool: Spool,
     pub(crate) transport: R,
 }
 
@@ -68,6 +75,7 @@ impl<R: Round> Rounds<R> {
     pub(crate) fn new(transport: R) -> Arc<Self> {
         Arc::new(Self {
             queue: Mutex::default(),
+            spool: Spool::new(),
             transport,
         })
     }
@@ -122,16 +130,21 @@ impl Llm {
         let start_driver = {
             let mut q = rounds.queue();
             q.arrivals += 1;
-            q.pending
-                .entry(key.clone())
-                .or_insert_with(|| Waiting {
-                    call: call.clone(),
-                    line: input_line(&key, &call.request.body_as(&self.inner.config.model, form)),
-                    waiters: Vec::new(),
-                    rounds: 0,
-                })
-                .waiters
-                .push(tx);
+            let waiting = match q.pending.entry(key.clone()) {
+                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    let body = call.request.body_as(&self.inner.config.model, form);
+                    let spooled = rounds.spool.push(&key, &input_line(&key, &body), call)?;
+                    e.insert(Waiting {
+                        item: call.item.clone(),
+                        spooled,
+                        cost: self.most_of(&call.request),
+                        waiters: Vec::new(),
+                        rounds: 0,
+                    })
+                }
+            };
+            waiting.waiters.push(tx);
             !std::mem::replace(&mut q.driving, true)
         };
         if start_driver {
@@ -149,7 +162,7 @@ impl Llm {
     async fn drive<R: Round>(&self, rounds: &Rounds<R>) {
         while let Some(taken) = rounds.next_round().await {
             tracing::info!(requests = taken.len(), "batch round");
-            let answers = match rounds.transport.run(self, &taken).await {
+            let answers = match rounds.transport.run(self, &taken, &rounds.spool).await {
                 Ok(a) => a,
                 Err(e) => {
                     // Credentials refused, path unknown or no connection at all: the endpoint
@@ -211,7 +224,7 @@ impl Llm {
                 if e.is_retryable() && attempts <= self.inner.config.max_retries {
                     w.rounds += 1;
                     stats.retries.fetch_add(1, Ordering::Relaxed);
-                    tracing::warn!(item = %w.call.item, attempts, error = %e, "batch request goes to the next round");
+                    tracing::warn!(item = %w.item, attempts, error = %e, "batch request goes to the next round");
                     return None;
                 }
                 stats.failures.fetch_add(1, Ordering::Relaxed);
@@ -242,28 +255,23 @@ impl Llm {
             .max(rounds + 1)
     }
 
-    /// One input file of `chunk`: its bytes and journal rows, its cost reserved against
-    /// `--max-cost` and `--max-tokens` as a whole before anything is sent or written.
-    pub(crate) fn input_file(
+    /// Reserves the cost of one input file of `chunk` against `--max-cost` and
+    /// `--max-tokens` as a whole, before anything is sent or written; returns its estimate
+    /// in USD with the reservation.
+    pub(crate) fn reserve_file(
         &self,
-        chunk: &[(&str, &str)],
+        chunk: &[&str],
         taken: &HashMap<String, Waiting>,
-    ) -> Result<(Vec<u8>, Vec<RequestRow>, f64, crate::Reservation<'_>), LlmError> {
+    ) -> Result<(f64, crate::Reservation<'_>), LlmError> {
         let (mut micro, mut tokens) = (0u64, 0u64);
-        let mut bytes = Vec::new();
-        let mut rows = Vec::with_capacity(chunk.len());
-        for (key, line) in chunk {
-            let w = &taken[*key];
-            let (one, most) = self.most_of(&w.call.request);
+        for key in chunk {
+            let (one, most) = taken[*key].cost;
             self.check_one_call(one, most)?;
             micro += one;
             tokens += most;
-            bytes.extend_from_slice(line.as_bytes());
-            bytes.push(b'\n');
-            rows.push(RequestRow::of(key, &w.call)?);
         }
         let reservation = self.reserve(micro, tokens)?;
-        Ok((bytes, rows, micro as f64 / 1e6, reservation))
+        Ok((micro as f64 / 1e6, reservation))
     }
 
     /// Checks the lines of one output or error file (`source` names it in messages) against
@@ -461,25 +469,35 @@ fn estimated_prompt(rows: &HashMap<String, RequestRow>, key: &str) -> u64 {
         .map_or(0, |r| r.estimated_prompt_tokens())
 }
 
-/// Splits input lines into files of at most `max_requests` lines and `max_bytes` bytes.
-pub(crate) fn chunks<'a, 'b>(
-    lines: &'b [(&'a str, &'a str)],
-    max_requests: usize,
-    max_bytes: usize,
-) -> Vec<&'b [(&'a str, &'a str)]> {
+/// Splits the keys of `taken` (in their order) into files of at most `max_requests` lines
+/// and `max_bytes` bytes.
+pub(crate) fn chunks<'a>(
+    keys: &[&'a str],
+    taken: &HashMap<String, Waiting>,
+    (max_requests, max_bytes): (usize, usize),
+) -> Vec<Vec<&'a str>> {
+    let sizes: Vec<usize> = keys.iter().map(|k| taken[*k].spooled.line_bytes).collect();
+    split(&sizes, max_requests, max_bytes)
+        .into_iter()
+        .map(|r| keys[r].to_vec())
+        .collect()
+}
+
+/// Splits lines of `sizes` bytes (newline included) into ranges of at most `max_requests`
+/// lines and `max_bytes` bytes; a line larger than `max_bytes` goes alone.
+fn split(sizes: &[usize], max_requests: usize, max_bytes: usize) -> Vec<std::ops::Range<usize>> {
     let mut out = Vec::new();
     let (mut start, mut bytes) = (0, 0usize);
-    for (i, (_, line)) in lines.iter().enumerate() {
-        let size = line.len() + 1;
+    for (i, size) in sizes.iter().enumerate() {
         let n = i - start;
         if n > 0 && (n >= max_requests.max(1) || bytes + size > max_bytes) {
-            out.push(&lines[start..i]);
+            out.push(start..i);
             (start, bytes) = (i, 0);
         }
         bytes += size;
     }
-    if start < lines.len() {
-        out.push(&lines[start..]);
+    if start < sizes.len() {
+        out.push(start..sizes.len());
     }
     out
 }
@@ -499,13 +517,12 @@ mod tests {
     #[test]
     fn files_are_split_under_both_limits() {
         // Lines of 10 and 11 bytes with their newline.
-        let text: Vec<String> = (0..10).map(|i| "x".repeat(9 + i % 2)).collect();
-        let lines: Vec<(&str, &str)> = text.iter().map(|t| ("k", t.as_str())).collect();
-        let sizes = |c: Vec<&[(&str, &str)]>| c.iter().map(|c| c.len()).collect::<Vec<_>>();
-        assert_eq!(sizes(chunks(&lines, 4, 1000)), [4, 4, 2]);
-        assert_eq!(sizes(chunks(&lines, 100, 32)), [3, 3, 3, 1]);
+        let lines: Vec<usize> = (0..10).map(|i| 10 + i % 2).collect();
+        let sizes = |c: Vec<std::ops::Range<usize>>| c.iter().map(|c| c.len()).collect::<Vec<_>>();
+        assert_eq!(sizes(split(&lines, 4, 1000)), [4, 4, 2]);
+        assert_eq!(sizes(split(&lines, 100, 32)), [3, 3, 3, 1]);
         // A line larger than the byte limit still goes, alone.
-        assert_eq!(sizes(chunks(&lines, 100, 5)), [1; 10]);
-        assert!(chunks(&[], 4, 1000).is_empty());
+        assert_eq!(sizes(split(&lines, 100, 5)), [1; 10]);
+        assert!(split(&[], 4, 1000).is_empty());
     }
 }

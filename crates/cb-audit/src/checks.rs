@@ -11,10 +11,10 @@ use cb_model::text::{contains_phrase, find_word_occurrences, normalize};
 use cb_model::{letter_index, KvItem};
 use cb_quality as quality;
 use serde::Serialize;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 /// How bad a failure is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Severity {
     /// The row breaks the benchmark's definition; it should not be used as is.
@@ -186,11 +186,20 @@ pub fn check_row(kind: FileKind, payload: &Payload) -> Vec<Outcome> {
 }
 
 fn check_kre(r: &cb_model::KreRow) -> Vec<Outcome> {
-    let mut out = Vec::new();
     let golden = choice(r, &r.answer);
+    let mut out = kre_letters(r, golden.is_some());
+    kre_contexts(r, golden.as_deref(), &mut out);
+    kre_negative_context(r, &mut out);
+    out
+}
+
+/// The letters and the choices: `answer` and `candidate` index distinct choices, the
+/// negative answer is the candidate's and differs from the answer.
+fn kre_letters(r: &cb_model::KreRow, golden_indexed: bool) -> Vec<Outcome> {
+    let mut out = Vec::new();
     let cand = choice(r, &r.candidate);
     let n = r.choices.len();
-    out.push(ok_if("kre_answer_letter", golden.is_some(), || {
+    out.push(ok_if("kre_answer_letter", golden_indexed, || {
         format!("answer \"{}\" does not index the {n} choices", r.answer)
     }));
     out.push(ok_if("kre_candidate_letter", cand.is_some(), || {
@@ -199,25 +208,7 @@ fn check_kre(r: &cb_model::KreRow) -> Vec<Outcome> {
             r.candidate
         )
     }));
-    let mut seen: HashMap<String, usize> = HashMap::new();
-    let mut problem = None;
-    if n < 2 {
-        problem = Some(format!("{n} choice(s)"));
-    }
-    for (i, c) in r.choices.iter().enumerate() {
-        let k = normalize(c);
-        if k.is_empty() {
-            problem.get_or_insert_with(|| format!("choice {} is empty", cb_model::letter(i)));
-        } else if let Some(j) = seen.insert(k, i) {
-            problem.get_or_insert_with(|| {
-                format!(
-                    "choices {} and {} are the same: \"{c}\"",
-                    cb_model::letter(j),
-                    cb_model::letter(i)
-                )
-            });
-        }
-    }
+    let problem = choices_problem(&r.choices);
     out.push(ok_if("kre_choices_distinct", problem.is_none(), || {
         problem.clone().unwrap_or_default()
     }));
@@ -238,13 +229,43 @@ fn check_kre(r: &cb_model::KreRow) -> Vec<Outcome> {
         r.candidate != r.answer,
         || format!("candidate and answer are both {}", r.answer),
     ));
+    out
+}
+
+/// What is wrong with a row's choices: fewer than two, one empty, two equal once normalised.
+fn choices_problem(choices: &[String]) -> Option<String> {
+    let n = choices.len();
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    let mut problem = None;
+    if n < 2 {
+        problem = Some(format!("{n} choice(s)"));
+    }
+    for (i, c) in choices.iter().enumerate() {
+        let k = normalize(c);
+        if k.is_empty() {
+            problem.get_or_insert_with(|| format!("choice {} is empty", cb_model::letter(i)));
+        } else if let Some(j) = seen.insert(k, i) {
+            problem.get_or_insert_with(|| {
+                format!(
+                    "choices {} and {} are the same: \"{c}\"",
+                    cb_model::letter(j),
+                    cb_model::letter(i)
+                )
+            });
+        }
+    }
+    problem
+}
+
+/// The golden and the negative context against the question and the answers.
+fn kre_contexts(r: &cb_model::KreRow, golden: Option<&str>, out: &mut Vec<Outcome>) {
     let words = word_count(&r.golden_context);
     out.push(ok_if(
         "kre_golden_context_short",
         words >= SHORT_CONTEXT_WORDS,
         || format!("{words} word(s): \"{}\"", r.golden_context),
     ));
-    if let Some(g) = &golden {
+    if let Some(g) = golden {
         let ov = overlap(&format!("{} {g}", r.question), &r.golden_context);
         out.push(ok_if(
             "kre_golden_context_unrelated",
@@ -273,6 +294,11 @@ fn check_kre(r: &cb_model::KreRow) -> Vec<Outcome> {
         normalize(&r.negative_context) != normalize(&r.golden_context),
         || "the negative context is the golden context".into(),
     ));
+}
+
+/// The negative context as generated text: the prompt echoed, a bare restatement, another
+/// language, a denial of the negative answer.
+fn kre_negative_context(r: &cb_model::KreRow, out: &mut Vec<Outcome>) {
     let given = format!(
         "{}\n{}\n{}",
         r.question,
@@ -315,7 +341,6 @@ fn check_kre(r: &cb_model::KreRow) -> Vec<Outcome> {
         denial.is_none(),
         || format!("\"{}\"", denial.unwrap_or_default()),
     ));
-    out
 }
 
 fn check_qa(kind: FileKind, r: &cb_model::QaRow) -> Vec<Outcome> {
@@ -499,35 +524,63 @@ pub fn source_text(v: &serde_json::Value) -> String {
 /// The checks over all rows of one file: ids, repeated questions and contexts. Returns,
 /// per row (same order), its outcomes.
 pub fn check_file(rows: &[Row]) -> Vec<Vec<Outcome>> {
-    let mut ids: HashMap<&str, &str> = HashMap::new();
-    let mut questions: BTreeMap<String, String> = BTreeMap::new();
-    let mut contexts: BTreeMap<String, String> = BTreeMap::new();
-    let mut out = Vec::with_capacity(rows.len());
-    for r in rows {
+    let mut seen = FileChecks::default();
+    rows.iter().map(|r| seen.check(r)).collect()
+}
+
+/// What the checks over the rows of one file keep of the rows before: a 128-bit hash of each
+/// id, and of each distinct normalised question and context with the id of the row that had
+/// it first. About 30 bytes a row for the ids, and 60 bytes and the first id's length a
+/// distinct question or context; the texts themselves are not kept.
+///
+/// Two different keys with the same hash would read as repeated; at 128 bits that takes
+/// about 2^64 keys.
+#[derive(Default)]
+pub struct FileChecks {
+    ids: std::collections::HashSet<u128>,
+    questions: HashMap<u128, Box<str>>,
+    contexts: HashMap<u128, Box<str>>,
+}
+
+impl FileChecks {
+    /// The file-level outcomes of the next row of the file.
+    pub fn check(&mut self, r: &Row) -> Vec<Outcome> {
         let mut o = Vec::new();
-        let dup_id = ids.insert(&r.id, &r.id).is_some();
+        let dup_id = !self.ids.insert(hash128(&r.id));
         o.push(ok_if("ids_unique", !dup_id, || {
             format!("id \"{}\" repeated", r.id)
         }));
         let (q, c, variant) = question_and_context(&r.payload);
         for (code, text, seen) in [
-            ("duplicate_question", q, &mut questions),
-            ("duplicate_context", c, &mut contexts),
+            ("duplicate_question", q, &mut self.questions),
+            ("duplicate_context", c, &mut self.contexts),
         ] {
             let norm = normalize(&text);
             if norm.is_empty() {
                 continue;
             }
-            let key = format!("{variant}\u{1f}{norm}");
+            let key = hash128(&format!("{variant}\u{1f}{norm}"));
             match seen.get(&key) {
                 Some(first) => o.push((code, Err(format!("same as {first}")))),
                 None => {
-                    seen.insert(key, r.id.clone());
+                    seen.insert(key, r.id.as_str().into());
                     o.push((code, Ok(())));
                 }
             }
         }
-        out.push(o);
+        o
     }
-    out
+}
+
+/// A 128-bit hash of `s`: two SipHash runs (the standard library's, with its fixed keys)
+/// told apart by a leading byte.
+fn hash128(s: &str) -> u128 {
+    use std::hash::{Hash, Hasher};
+    let half = |salt: u8| {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        salt.hash(&mut h);
+        s.hash(&mut h);
+        h.finish()
+    };
+    (u128::from(half(0)) << 64) | u128::from(half(1))
 }

@@ -113,8 +113,9 @@ const SCRIPT: &str = r#"
 })();
 "#;
 
-/// The page for `report`, showing the rows at `rows` (indices into `report.items`).
-pub fn render(report: &Report, rows: &[usize], title: &str) -> String {
+/// The page for `report`, showing `items` (read with [`Report::items_at`]); `note`, a
+/// sentence under the counts, says which failing rows were left out, where some were.
+pub fn render(report: &Report, items: &[Item], title: &str, note: Option<&str>) -> String {
     let mut h = String::new();
     let _ = write!(
         h,
@@ -127,8 +128,11 @@ pub fn render(report: &Report, rows: &[usize], title: &str) -> String {
         rows_n = report.rows,
         files = report.files.len(),
         findings = report.findings.len(),
-        shown = rows.len(),
+        shown = items.len(),
     );
+    if let Some(note) = note {
+        let _ = writeln!(h, "<p class=\"cb-meta\">{}</p>", escape(note));
+    }
     h.push_str("<h2>Files</h2>\n<table><tr><th>file</th><th>kind</th><th>rows</th></tr>\n");
     for f in &report.files {
         let _ = writeln!(
@@ -166,10 +170,8 @@ pub fn render(report: &Report, rows: &[usize], title: &str) -> String {
         );
     }
     h.push_str("</div>\n");
-    for &i in rows {
-        if let Some(it) = report.items.get(i) {
-            row_card(&mut h, it);
-        }
+    for it in items {
+        row_card(&mut h, it);
     }
     let _ = write!(h, "<script>{SCRIPT}</script>\n</body></html>\n");
     h

@@ -6,19 +6,21 @@
 //! rows are shuffled by a ChaCha generator seeded from (seed, stratum). The sample comes
 //! back in report order. Same items, size and seed: same sample.
 
-use crate::Item;
+use crate::Report;
 use rand::seq::SliceRandom;
 use std::collections::BTreeMap;
 
-/// Indices into `items` of a sample of `n` rows (all rows when `n >= items.len()`).
-pub fn stratified_sample(items: &[Item], n: usize, seed: u64) -> Vec<usize> {
-    if n >= items.len() {
-        return (0..items.len()).collect();
+/// The places in the audit of a sample of `n` rows (all rows when `n >= report.rows`),
+/// drawn from the rows' outlines (read them with [`Report::items_at`]).
+pub fn stratified_sample(report: &Report, n: usize, seed: u64) -> Vec<usize> {
+    let rows = &report.outline;
+    if n >= rows.len() {
+        return (0..rows.len()).collect();
     }
     let mut strata: BTreeMap<(String, bool), Vec<usize>> = BTreeMap::new();
-    for (i, it) in items.iter().enumerate() {
+    for (i, it) in rows.iter().enumerate() {
         strata
-            .entry((it.domain.clone(), !it.failed.is_empty()))
+            .entry((report.domain(it).to_owned(), it.failing))
             .or_default()
             .push(i);
     }

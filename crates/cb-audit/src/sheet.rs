@@ -6,7 +6,7 @@
 //! agreeing rater pairs; over all items, the percent agreement (mean of the per-item
 //! shares) and Fleiss' kappa over the three categories.
 
-use crate::{AuditError, Report};
+use crate::{AuditError, Item};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -29,18 +29,11 @@ pub const COLUMNS: [&str; 13] = [
     "comment",
 ];
 
-/// Writes the sheet for the rows at `rows` (indices into `report.items`).
-pub fn write_sheet<W: std::io::Write>(
-    out: W,
-    report: &Report,
-    rows: &[usize],
-) -> Result<(), csv::Error> {
+/// Writes the sheet of `items` (read with [`crate::Report::items_at`]).
+pub fn write_sheet<W: std::io::Write>(out: W, items: &[Item]) -> Result<(), csv::Error> {
     let mut w = csv::Writer::from_writer(out);
     w.write_record(COLUMNS)?;
-    for &i in rows {
-        let Some(it) = report.items.get(i) else {
-            continue;
-        };
+    for it in items {
         let options = it
             .options
             .iter()

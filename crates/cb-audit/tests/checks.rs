@@ -570,30 +570,37 @@ fn good_rows_pass_every_check() {
 /// shown on their rows.
 fn reader_verdicts(code: &'static str, kind: FileKind, p: Payload) {
     let rows = vec![row("1", p.clone()), row("2", p)];
-    let mut report = cb_audit::audit_rows(vec![("f.jsonl".into(), kind, rows)]);
+    let mut report = cb_audit::audit_rows(vec![("f.jsonl".into(), kind, rows)]).unwrap();
     let findings = report.findings.len();
-    report.add_reader_results(vec![
-        cb_audit::ReaderResult {
-            item: 0,
-            check: code,
-            shown: "picked \"B\"".into(),
-            outcome: Ok(()),
-        },
-        cb_audit::ReaderResult {
-            item: 1,
-            check: code,
-            shown: "picked \"A\"".into(),
-            outcome: Err("the reader picked \"A\"".into()),
-        },
-    ]);
+    report
+        .add_reader_results(vec![
+            cb_audit::ReaderResult {
+                item: 0,
+                check: code,
+                shown: "picked \"B\"".into(),
+                outcome: Ok(()),
+            },
+            cb_audit::ReaderResult {
+                item: 1,
+                check: code,
+                shown: "picked \"A\"".into(),
+                outcome: Err("the reader picked \"A\"".into()),
+            },
+        ])
+        .unwrap();
     let c = report.check(code).unwrap();
     assert_eq!(
         (c.checked, c.failed, c.examples.clone()),
         (2, 1, vec!["2".to_owned()])
     );
     assert_eq!(report.findings.len(), findings + 1);
-    assert!(report.items[1].fails(code) && !report.items[0].fails(code));
-    assert_eq!(report.items[0].reader, ["picked \"B\""]);
+    let items = report.items_at(&[0, 1]).unwrap();
+    assert!(items[1].fails(code) && !items[0].fails(code));
+    assert_eq!(items[0].reader, ["picked \"B\""]);
+    assert!(report.outline[1].failing && !report.outline[0].failing);
+    let j: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
+    assert_eq!(j["findings"].as_array().unwrap().len(), findings + 1);
+    assert_eq!(j["findings"][findings]["check"], code);
 }
 
 #[test]

@@ -73,12 +73,16 @@ fn released_layout_and_clean_jsonl_are_read_and_ids_follow_the_file() {
     let r = audit_paths(&[d.path().join("rel/cose.json"), d.path().join("gen")]).unwrap();
     assert_eq!(r.files.len(), 2, "{:?}", r.files);
     assert_eq!(r.rows, 3);
-    assert_eq!(r.items[0].id, "cose.json#0");
-    assert_eq!(r.items[1].id, "cose.json#1");
-    assert_eq!(r.items[2].id, "kre-cose/q1");
-    assert_eq!(r.items[2].item_id, "cose.jsonl#kre-cose/q1");
-    assert!(r.items.iter().all(|i| i.domain == "cose"));
-    assert_eq!(r.items[0].original, "A book is kept on a bookshelf.");
+    let items = r.items_at(&[0, 1, 2]).unwrap();
+    assert_eq!(items[0].id, "cose.json#0");
+    assert_eq!(items[1].id, "cose.json#1");
+    assert_eq!(items[2].id, "kre-cose/q1");
+    assert_eq!(items[2].item_id, "cose.jsonl#kre-cose/q1");
+    assert!(items.iter().all(|i| i.domain == "cose"));
+    assert_eq!(items[0].original, "A book is kept on a bookshelf.");
+    assert!(
+        items[1].fails("kre_golden_context_short") && !items[0].fails("kre_golden_context_short")
+    );
     let short = r.check("kre_golden_context_short").unwrap();
     assert_eq!((short.failed, short.checked), (1, 3));
     assert_eq!(short.examples, vec!["cose.json#1".to_owned()]);
@@ -121,7 +125,9 @@ fn a_bad_record_names_the_file_and_line() {
     assert!(missing.contains("nope.json"), "{missing}");
 }
 
-fn report_of(n: usize) -> cb_audit::Report {
+/// The report of two files of `n` rows each, and the folder that holds them (the report
+/// reads its rows again from there).
+fn report_of(n: usize) -> (tempfile::TempDir, cb_audit::Report) {
     let d = tempfile::tempdir().unwrap();
     for (file, dom) in [("a/cose.json", "cose"), ("b/ecare.json", "ecare")] {
         let rows: Vec<_> = (0..n)
@@ -140,41 +146,45 @@ fn report_of(n: usize) -> cb_audit::Report {
             .collect();
         write(&d.path().join(file), &serde_json::to_string(&rows).unwrap());
     }
-    audit_paths(&[d.path().to_path_buf()]).unwrap()
+    let r = audit_paths(&[d.path().to_path_buf()]).unwrap();
+    (d, r)
 }
 
 #[test]
 fn the_sample_is_seeded_and_covers_every_stratum() {
-    let r = report_of(30);
-    let a = sample::stratified_sample(&r.items, 10, 7);
+    let (_d, r) = report_of(30);
+    let a = sample::stratified_sample(&r, 10, 7);
     assert_eq!(a.len(), 10);
-    assert_eq!(a, sample::stratified_sample(&r.items, 10, 7));
-    assert_ne!(a, sample::stratified_sample(&r.items, 10, 8));
+    assert_eq!(a, sample::stratified_sample(&r, 10, 7));
+    assert_ne!(a, sample::stratified_sample(&r, 10, 8));
     assert!(a.windows(2).all(|w| w[0] < w[1]));
+    let items = r.items_at(&a).unwrap();
     for dom in ["cose", "ecare"] {
         for failing in [false, true] {
             assert!(
-                a.iter()
-                    .any(|&i| r.items[i].domain == dom && r.items[i].failed.is_empty() != failing),
+                items
+                    .iter()
+                    .any(|it| it.domain == dom && it.failed.is_empty() != failing),
                 "no {dom}/{failing} row in the sample"
             );
         }
     }
     // 60 rows: 20 failing (short), 40 passing; proportional shares of 10 are 5 + 5 passing
     // ... per domain: 10 failing + 20 passing each -> 2 (or 1) failing and 3 (or 4) passing.
-    let failing = a.iter().filter(|&&i| !r.items[i].failed.is_empty()).count();
+    let failing = items.iter().filter(|it| !it.failed.is_empty()).count();
     assert!((3..=4).contains(&failing), "{failing}");
-    assert_eq!(sample::stratified_sample(&r.items, 1000, 7).len(), 60);
+    assert_eq!(sample::stratified_sample(&r, 1000, 7).len(), 60);
 }
 
 #[test]
 fn the_sheet_has_the_columns_and_the_same_seed_gives_the_same_sheet() {
-    let r = report_of(10);
-    let rows = sample::stratified_sample(&r.items, 6, 3);
+    let (_d, r) = report_of(10);
+    let rows = sample::stratified_sample(&r, 6, 3);
     let mut a = Vec::new();
-    write_sheet(&mut a, &r, &rows).unwrap();
+    write_sheet(&mut a, &r.items_at(&rows).unwrap()).unwrap();
     let mut b = Vec::new();
-    write_sheet(&mut b, &r, &sample::stratified_sample(&r.items, 6, 3)).unwrap();
+    let again = sample::stratified_sample(&r, 6, 3);
+    write_sheet(&mut b, &r.items_at(&again).unwrap()).unwrap();
     assert_eq!(a, b);
     let text = String::from_utf8(a).unwrap();
     let header = text.lines().next().unwrap();
@@ -193,7 +203,7 @@ fn html_escapes_data_and_holds_no_external_url() {
     )]);
     write(&d.path().join("cose.json"), &rows.to_string());
     let r = audit_paths(&[d.path().join("cose.json")]).unwrap();
-    let page = html::render(&r, &[0], "audit <of> things");
+    let page = html::render(&r, &r.items_at(&[0]).unwrap(), "audit <of> things", None);
     assert_eq!(
         page.matches("<script").count(),
         1,
@@ -290,4 +300,87 @@ fn ties_and_bad_sheets() {
         .unwrap_err()
         .to_string()
         .contains("cose.json#1"));
+}
+
+#[test]
+fn a_page_keeps_a_bounded_seeded_sample_of_each_checks_failing_rows() {
+    // 30 rows a file; every third golden context is short (10 failing rows a file).
+    let (_d, r) = report_of(30);
+    let short = r.check("kre_golden_context_short").unwrap();
+    assert_eq!(short.failed, 20);
+    // Enough room: every failing row, no note.
+    let all = r.failing_sample(100, 1).unwrap();
+    let failing: Vec<usize> = (0..r.rows).filter(|&i| r.outline[i].failing).collect();
+    assert_eq!(all.rows, failing);
+    assert!(all.note.is_none());
+    // Five a check: the counts stay over all rows, the page says what was left out.
+    let five = r.failing_sample(5, 1).unwrap();
+    assert_eq!(five.rows, r.failing_sample(5, 1).unwrap().rows);
+    assert_ne!(five.rows, r.failing_sample(5, 2).unwrap().rows);
+    let items = r.items_at(&five.rows).unwrap();
+    let shown_short = items
+        .iter()
+        .filter(|it| it.fails("kre_golden_context_short"))
+        .count();
+    assert!((5..=items.len()).contains(&shown_short), "{shown_short}");
+    let per_check = |code: &str| items.iter().filter(|it| it.fails(code)).count();
+    for c in r.checks.iter().filter(|c| c.failed > 0) {
+        assert!(per_check(c.code) >= c.failed.min(5), "{}", c.code);
+    }
+    let note = five.note.unwrap();
+    assert!(note.contains("kre_golden_context_short (20)"), "{note}");
+    let page = html::render(&r, &items, "audit", Some(&note));
+    assert!(page.contains("kre_golden_context_short (20)</button>"));
+    assert!(page.contains("a seeded sample of 5"));
+}
+
+#[test]
+fn the_json_written_as_a_stream_is_the_json_of_the_report() {
+    let (_d, r) = report_of(12);
+    assert!(!r.findings.is_empty());
+    let mut streamed = Vec::new();
+    r.write_json(&mut streamed).unwrap();
+    assert_eq!(String::from_utf8(streamed).unwrap(), r.to_json());
+    let j: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
+    assert_eq!(j["findings"].as_array().unwrap().len(), r.findings.len());
+    assert_eq!(j["findings"][0]["check"], "kre_golden_context_short");
+}
+
+#[test]
+fn a_large_one_line_array_streams_and_bad_utf8_past_the_first_block_names_its_place() {
+    let d = tempfile::tempdir().unwrap();
+    // One line of about 200 KB, "é" on both sides of every 64 KiB boundary somewhere.
+    let rows: Vec<_> = (0..400)
+        .map(|i| {
+            kre_json(
+                &format!("Where is book {i} kept, café {}?", "é".repeat(200)),
+                "A book is kept on a bookshelf.",
+                "It is kept in the oven.",
+            )
+        })
+        .collect();
+    let text = format!("\u{feff}{}", serde_json::to_string(&rows).unwrap());
+    assert!(text.len() > 3 * 65536 && !text.contains('\n'));
+    write(&d.path().join("cose.json"), &text);
+    let r = audit_paths(&[d.path().join("cose.json")]).unwrap();
+    assert_eq!(r.rows, 400);
+    let last = &r.items_at(&[399]).unwrap()[0];
+    assert_eq!(last.id, "cose.json#399");
+    assert!(last.question.starts_with("Where is book 399 kept, café éé"));
+    // An invalid byte in the third 64 KiB block, on line 3.
+    let line = &text[3..];
+    let k = (150_000..)
+        .find(|&k| line.as_bytes()[k].is_ascii())
+        .unwrap();
+    let mut bytes = format!("\n\n{line}").into_bytes();
+    bytes[2 + k] = 0xFF;
+    std::fs::write(d.path().join("bad.json"), &bytes).unwrap();
+    let msg = audit_paths(&[d.path().join("bad.json")])
+        .unwrap_err()
+        .to_string();
+    let want = format!(
+        "bad.json: line 3: invalid UTF-8 at byte {} of the line",
+        k + 1
+    );
+    assert!(msg.contains(&want), "{msg}");
 }

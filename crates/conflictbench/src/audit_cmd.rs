@@ -21,7 +21,8 @@ pub struct AuditArgs {
     /// it no JSON file is written.
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,
-    /// Write the self-contained HTML report here (failing rows, or the sample with --sample).
+    /// Write the self-contained HTML report here: the failing rows (of a check failing more
+    /// than 100 rows, a seeded sample of 100), or the sample with --sample.
     #[arg(long, value_name = "PATH")]
     pub html: Option<PathBuf>,
     /// Write a review sheet (CSV) for human raters: the sample (100 rows when --sample is absent).
@@ -61,6 +62,10 @@ pub struct AgreementArgs {
 /// Rows of the sheet when `--sheet` is given without `--sample`.
 const DEFAULT_SHEET_ROWS: usize = 100;
 
+/// Failing rows of a check the HTML page shows without `--sample`: all of them up to this
+/// many, else a seeded sample of this many (the counts are over every row).
+const PAGE_ROWS_PER_CHECK: usize = 100;
+
 fn input_err(e: AuditError) -> anyhow::Error {
     match e {
         AuditError::Write { .. } => anyhow::Error::new(e),
@@ -69,11 +74,17 @@ fn input_err(e: AuditError) -> anyhow::Error {
 }
 
 fn write_file(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    std::io::Write::write_all(&mut create_file(path)?, bytes)
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Creates `path` (and its folder), to be written as a stream.
+fn create_file(path: &Path) -> anyhow::Result<std::fs::File> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("cannot create the folder {}", dir.display()))?;
     }
-    std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))
+    std::fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))
 }
 
 #[allow(clippy::print_stdout)]
@@ -92,16 +103,23 @@ pub async fn run_audit(args: AuditArgs) -> anyhow::Result<()> {
         out(&line);
     }
     if let Some(p) = &args.json {
-        write_file(p, report.to_json().as_bytes())?;
+        let file = create_file(p)?;
+        report
+            .write_json(file)
+            .with_context(|| format!("cannot write {}", p.display()))?;
         out(&format!("wrote {}", p.display()));
     }
     if let Some(p) = &args.html {
-        let rows: Vec<usize> = match args.sample {
-            Some(n) => sample::stratified_sample(&report.items, n, args.seed),
-            None => (0..report.items.len())
-                .filter(|&i| !report.items[i].failed.is_empty())
-                .collect(),
+        let shown = match args.sample {
+            Some(n) => cb_audit::FailingSample {
+                rows: sample::stratified_sample(&report, n, args.seed),
+                note: None,
+            },
+            None => report
+                .failing_sample(PAGE_ROWS_PER_CHECK, args.seed)
+                .map_err(input_err)?,
         };
+        let items = report.items_at(&shown.rows).map_err(input_err)?;
         let title = format!(
             "conflictbench audit: {}",
             args.paths
@@ -110,23 +128,25 @@ pub async fn run_audit(args: AuditArgs) -> anyhow::Result<()> {
                 .collect::<Vec<_>>()
                 .join(", ")
         );
-        write_file(p, html::render(&report, &rows, &title).as_bytes())?;
+        let page = html::render(&report, &items, &title, shown.note.as_deref());
+        write_file(p, page.as_bytes())?;
         out(&format!(
             "wrote {} ({} rows shown)",
             p.display(),
-            rows.len()
+            items.len()
         ));
     }
     if let Some(p) = &args.sheet {
         let n = args.sample.unwrap_or(DEFAULT_SHEET_ROWS);
-        let rows = sample::stratified_sample(&report.items, n, args.seed);
+        let rows = sample::stratified_sample(&report, n, args.seed);
+        let items = report.items_at(&rows).map_err(input_err)?;
         let mut buf = Vec::new();
-        write_sheet(&mut buf, &report, &rows).context("cannot write the review sheet")?;
+        write_sheet(&mut buf, &items).context("cannot write the review sheet")?;
         write_file(p, &buf)?;
         out(&format!(
             "wrote {} ({} rows to rate)",
             p.display(),
-            rows.len()
+            items.len()
         ));
     }
     if let Some(f) = args.fail_on {

@@ -80,14 +80,46 @@ pub async fn read(
         model.clone(),
     ))?;
     let files = crate::assets::prompt_files(args.prompts.as_deref())?;
-    let spec = |name: &str| -> anyhow::Result<Arc<ReaderSpec>> {
-        ReaderSpec::load(&files, name, args.votes as u32)
-            .map(Arc::new)
-            .map_err(|e| config_err(e.to_string()))
-    };
-    let (kre, qa) = (spec("eval/kre.md")?, spec("eval/recall_qa.md")?);
+    let jobs = jobs_of(report, &files, args.votes as u32)?;
+    let env = Arc::new(reader_check::environment());
+    let (mut results, no_answer) = ask_all(&llm, &env, jobs, seed).await?;
+    if args.rate {
+        results.extend(rate(&llm, &files, report, &env).await?);
+    }
+    // The report's order (row, then check) does not depend on which answer came first.
+    results.sort_by_key(|r| (r.item, r.check));
+    let mut ratings = std::collections::BTreeMap::new();
+    for r in results.iter().filter(|r| r.check == "reader_rating") {
+        let level = r.shown.trim_start_matches("rating: ").to_owned();
+        *ratings.entry(level).or_insert(0) += 1;
+    }
+    report.ratings = ratings;
+    report
+        .add_reader_results(results)
+        .map_err(|e| config_err(e.to_string()))?;
+    let s = llm.stats();
+    Ok(Some(format!(
+        "reader: {model} at {} ({} calls: {} upstream, {} from the cache; {no_answer} without an answer)",
+        llm.endpoint(),
+        s.calls,
+        s.upstream_calls,
+        s.cache_hits
+    )))
+}
+
+fn load_spec(files: &Files, name: &str, votes: u32) -> anyhow::Result<Arc<ReaderSpec>> {
+    ReaderSpec::load(files, name, votes)
+        .map(Arc::new)
+        .map_err(|e| config_err(e.to_string()))
+}
+
+/// The reader's questions of every KRE and QA row of `report` (its rows read again).
+fn jobs_of(report: &Report, files: &Files, votes: u32) -> anyhow::Result<Vec<Job>> {
+    let kre = load_spec(files, "eval/kre.md", votes)?;
+    let qa = load_spec(files, "eval/recall_qa.md", votes)?;
     let mut jobs = Vec::new();
-    for (i, it) in report.items.iter().enumerate() {
+    let wanted = |i: usize| report.outline[i].kind != ItemKind::TextGeneration;
+    let each = |i: usize, it: cb_audit::Item| {
         let mut push = |code, spec: &Arc<ReaderSpec>, context: &str, expected: Option<usize>| {
             if let Some(expected) = expected {
                 jobs.push(Job {
@@ -111,11 +143,25 @@ pub async fn read(
             ItemKind::QaNa => push("reader_qa_na", &qa, &it.edited, it.answer_option),
             ItemKind::TextGeneration => {}
         }
-    }
-    let env = Arc::new(reader_check::environment());
+        Ok(())
+    };
+    report
+        .for_each_item(wanted, each)
+        .map_err(|e| config_err(e.to_string()))?;
+    Ok(jobs)
+}
+
+/// Asks every job (the layer's limiter, `--concurrency`, bounds the calls in flight);
+/// the verdicts, and how many questions got no answer.
+async fn ask_all(
+    llm: &Llm,
+    env: &Arc<Env>,
+    jobs: Vec<Job>,
+    seed: u64,
+) -> anyhow::Result<(Vec<ReaderResult>, usize)> {
     let mut set = tokio::task::JoinSet::new();
     for job in jobs {
-        let (llm, env) = (llm.clone(), Arc::clone(&env));
+        let (llm, env) = (llm.clone(), Arc::clone(env));
         set.spawn(async move {
             let q = Question {
                 id: &job.id,
@@ -143,49 +189,33 @@ pub async fn read(
     let mut no_answer = 0;
     while let Some(joined) = set.join_next().await {
         let (job, v) = joined?;
-        let v = match v {
-            Ok(v) => v,
+        match v {
+            Ok(v) => results.push(verdict(&job, &v)),
             Err(e) if e.is_fatal() => return Err(anyhow::Error::new(e)),
             Err(e) => {
                 tracing::warn!(item = %job.id, error = %e, "the reader gave no answer");
                 no_answer += 1;
-                continue;
             }
-        };
-        let named = v.pick_named(&job.options);
-        let expected = format!("\"{}\" ({})", v.expected, job.options[job.expected]);
-        let what = job.code.trim_start_matches("reader_");
-        results.push(ReaderResult {
-            item: job.item,
-            check: job.code,
-            shown: format!("{what}: picked {named}, intended {expected}"),
-            outcome: if v.passed {
-                Ok(())
-            } else {
-                Err(format!("the reader picked {named}, not {expected}"))
-            },
-        });
+        }
     }
-    if args.rate {
-        results.extend(rate(&llm, &files, report, &env).await?);
+    Ok((results, no_answer))
+}
+
+/// What the page and the report say of one answered job.
+fn verdict(job: &Job, v: &reader_check::Verdict) -> ReaderResult {
+    let named = v.pick_named(&job.options);
+    let expected = format!("\"{}\" ({})", v.expected, job.options[job.expected]);
+    let what = job.code.trim_start_matches("reader_");
+    ReaderResult {
+        item: job.item,
+        check: job.code,
+        shown: format!("{what}: picked {named}, intended {expected}"),
+        outcome: if v.passed {
+            Ok(())
+        } else {
+            Err(format!("the reader picked {named}, not {expected}"))
+        },
     }
-    // The report's order (row, then check) does not depend on which answer came first.
-    results.sort_by_key(|r| (r.item, r.check));
-    let mut ratings = std::collections::BTreeMap::new();
-    for r in results.iter().filter(|r| r.check == "reader_rating") {
-        let level = r.shown.trim_start_matches("rating: ").to_owned();
-        *ratings.entry(level).or_insert(0) += 1;
-    }
-    report.ratings = ratings;
-    report.add_reader_results(results);
-    let s = llm.stats();
-    Ok(Some(format!(
-        "reader: {model} at {} ({} calls: {} upstream, {} from the cache; {no_answer} without an answer)",
-        llm.endpoint(),
-        s.calls,
-        s.upstream_calls,
-        s.cache_hits
-    )))
 }
 
 /// KRE appendix A.4's rating of every KRE row's negative context towards its negative
@@ -196,23 +226,12 @@ async fn rate(
     report: &Report,
     env: &Arc<Env>,
 ) -> anyhow::Result<Vec<ReaderResult>> {
-    let spec = Arc::new(
-        ReaderSpec::load(files, "reader/rate.md", 1).map_err(|e| config_err(e.to_string()))?,
-    );
+    let spec = load_spec(files, "reader/rate.md", 1)?;
     let mut set = tokio::task::JoinSet::new();
-    for (i, it) in report.items.iter().enumerate() {
-        if it.kind != ItemKind::Kre {
-            continue;
-        }
+    let wanted = |i: usize| report.outline[i].kind == ItemKind::Kre;
+    let each = |i: usize, it: cb_audit::Item| {
         // Unbounded here: the layer's limiter (`--concurrency`) bounds the calls in flight.
         let (llm, env, spec) = (llm.clone(), Arc::clone(env), Arc::clone(&spec));
-        let (id, question, options, context, target) = (
-            it.item_id.clone(),
-            it.question.clone(),
-            it.options.clone(),
-            it.edited.clone(),
-            it.other_answer.clone(),
-        );
         set.spawn(async move {
             let asker = Asker {
                 reader: &llm,
@@ -223,13 +242,20 @@ async fn rate(
                 step: "audit",
             };
             let q = Question {
-                id: &id,
-                question: &question,
-                choices: &options,
+                id: &it.item_id,
+                question: &it.question,
+                choices: &it.options,
             };
-            (i, reader_check::rate(asker, q, &context, &target).await)
+            (
+                i,
+                reader_check::rate(asker, q, &it.edited, &it.other_answer).await,
+            )
         });
-    }
+        Ok(())
+    };
+    report
+        .for_each_item(wanted, each)
+        .map_err(|e| config_err(e.to_string()))?;
     let mut out = Vec::new();
     while let Some(joined) = set.join_next().await {
         let (i, answer) = joined?;

@@ -27,6 +27,8 @@
 mod ask;
 
 pub use ask::{ask_check, environment, rate, Asker, Check, Env, Question, ReaderSpec, LEVELS};
+/// What [`ask_check`] returns.
+pub use cb_step::choice::Verdict;
 
 use crate::prelude::*;
 use cb_model::{letter_index, negative_option};

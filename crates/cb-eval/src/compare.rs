@@ -107,15 +107,17 @@ fn read_run(dir: &Path) -> Result<Run, EvalError> {
         ))
     })?;
     let path = dir.join("predictions.jsonl");
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| config(format!("cannot read {}: {e}", path.display())))?;
+    let unreadable = |e: std::io::Error| config(format!("cannot read {}: {e}", path.display()));
+    let file = std::fs::File::open(&path).map_err(unreadable)?;
     let mut lines = BTreeMap::new();
     let mut order = Vec::new();
     let mut rows = BTreeMap::new();
-    for (i, line) in text.lines().enumerate() {
+    // One line at a time: what is kept of each is its compact score.
+    for (i, line) in std::io::BufRead::lines(std::io::BufReader::new(file)).enumerate() {
+        let line = line.map_err(unreadable)?;
         let at = || format!("{}:{}", path.display(), i + 1);
         let v: Value =
-            serde_json::from_str(line).map_err(|e| config(format!("{}: not JSON: {e}", at())))?;
+            serde_json::from_str(&line).map_err(|e| config(format!("{}: not JSON: {e}", at())))?;
         let s = |field: &str| -> Result<String, EvalError> {
             v[field]
                 .as_str()

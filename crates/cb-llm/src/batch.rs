@@ -256,7 +256,7 @@ impl Llm {
             let source = format!("batch {} file {id}", remote.id);
             let input = format!("batch {}", remote.id);
             self.check_results(
-                &api.content(id).await?,
+                &api.content(id).await?[..],
                 (&source, &input),
                 &rows,
                 &mut checked,

@@ -72,73 +72,82 @@ pub(crate) fn input_line(key: &str, body: &Value) -> String {
 }
 
 /// Reads an output or error file (the Batch API's, or vLLM `run_batch`'s: an error line
-/// there has a status and no body, its message in `error`). A line that cannot be read at
-/// all is given as its number and what is wrong with it.
-pub(crate) fn parse_results(
-    bytes: &[u8],
-    estimate: impl Fn(&str) -> u64,
-) -> Vec<Result<ResultLine, (usize, String)>> {
-    let text = String::from_utf8_lossy(bytes);
-    let mut out = Vec::new();
-    for (i, line) in text
-        .lines()
+/// there has a status and no body, its message in `error`) one line at a time, as the
+/// lines are taken. A line that cannot be read at all is given as its number and what is
+/// wrong with it.
+pub(crate) fn parse_results<'a>(
+    reader: impl std::io::BufRead + 'a,
+    estimate: impl Fn(&str) -> u64 + 'a,
+) -> impl Iterator<Item = Result<ResultLine, (usize, String)>> + 'a {
+    reader
+        .split(b'\n')
         .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-    {
-        let Ok(v) = serde_json::from_str::<Value>(line) else {
-            out.push(Err((i + 1, "not a JSON object".to_owned())));
-            continue;
-        };
-        let Some(custom_id) = v["custom_id"].as_str().map(str::to_owned) else {
-            out.push(Err((i + 1, "no custom_id".to_owned())));
-            continue;
-        };
-        let response = &v["response"];
-        let status = response["status_code"].as_u64().unwrap_or(0) as u16;
-        let said = |x: &Value| match x {
-            Value::String(s) => s.clone(),
-            b => b.to_string(),
-        };
-        let outcome = if status == 200 {
-            parse_completion(response["body"].clone()).map(|p| {
-                let (pt, ct) = p.usage.unwrap_or_else(|| {
-                    (
-                        estimate(&custom_id),
-                        crate::request::estimate_tokens(&p.content),
-                    )
-                });
-                CachedResponse {
-                    content: p.content,
-                    finish_reason: p.finish_reason,
-                    prompt_tokens: pt,
-                    completion_tokens: ct,
-                    raw: p.raw,
-                }
-            })
-        } else if status != 0 {
-            Err(LlmError::Status {
-                status,
-                retry_after: None,
-                body: match &response["body"] {
-                    Value::Null => said(&v["error"]),
-                    b => said(b),
-                },
-            })
-        } else {
-            let e = &v["error"];
-            Err(LlmError::Batch {
-                code: e["code"].as_str().unwrap_or("unknown").to_owned(),
-                message: e["message"].as_str().map_or_else(|| said(e), str::to_owned),
-            })
-        };
-        out.push(Ok(ResultLine {
-            line: i + 1,
-            model: response["body"]["model"].as_str().map(str::to_owned),
-            custom_id,
-            outcome,
-        }));
-    }
-    out
+        .filter_map(move |(i, bytes)| match bytes {
+            Err(e) => Some(Err((i + 1, format!("cannot be read: {e}")))),
+            Ok(bytes) => {
+                let text = String::from_utf8_lossy(&bytes);
+                let line = text.strip_suffix('\r').unwrap_or(&text);
+                (!line.trim().is_empty()).then(|| parse_line(i + 1, line, &estimate))
+            }
+        })
+}
+
+/// One line (number `n`) of an output or error file.
+fn parse_line(
+    n: usize,
+    line: &str,
+    estimate: &dyn Fn(&str) -> u64,
+) -> Result<ResultLine, (usize, String)> {
+    let Ok(v) = serde_json::from_str::<Value>(line) else {
+        return Err((n, "not a JSON object".to_owned()));
+    };
+    let Some(custom_id) = v["custom_id"].as_str().map(str::to_owned) else {
+        return Err((n, "no custom_id".to_owned()));
+    };
+    let response = &v["response"];
+    let status = response["status_code"].as_u64().unwrap_or(0) as u16;
+    let said = |x: &Value| match x {
+        Value::String(s) => s.clone(),
+        b => b.to_string(),
+    };
+    let outcome = if status == 200 {
+        parse_completion(response["body"].clone()).map(|p| {
+            let (pt, ct) = p.usage.unwrap_or_else(|| {
+                (
+                    estimate(&custom_id),
+                    crate::request::estimate_tokens(&p.content),
+                )
+            });
+            CachedResponse {
+                content: p.content,
+                finish_reason: p.finish_reason,
+                prompt_tokens: pt,
+                completion_tokens: ct,
+                raw: p.raw,
+            }
+        })
+    } else if status != 0 {
+        Err(LlmError::Status {
+            status,
+            retry_after: None,
+            body: match &response["body"] {
+                Value::Null => said(&v["error"]),
+                b => said(b),
+            },
+        })
+    } else {
+        let e = &v["error"];
+        Err(LlmError::Batch {
+            code: e["code"].as_str().unwrap_or("unknown").to_owned(),
+            message: e["message"].as_str().map_or_else(|| said(e), str::to_owned),
+        })
+    };
+    Ok(ResultLine {
+        line: n,
+        model: response["body"]["model"].as_str().map(str::to_owned),
+        custom_id,
+        outcome,
+    })
 }
 
 /// The calls, each retried on transient failures.
@@ -278,9 +287,8 @@ mod tests {
         let bad = json!({"custom_id": "k2", "response": {"status_code": 400, "body": {"error": {"message": "no"}}}});
         let expired = json!({"custom_id": "k3", "response": null, "error": {"code": "batch_expired", "message": "late"}});
         let text = format!("{ok}\nnot json\n{bad}\n{expired}\n");
-        let (lines, unread): (Vec<_>, Vec<_>) = parse_results(text.as_bytes(), |_| 0)
-            .into_iter()
-            .partition(Result::is_ok);
+        let (lines, unread): (Vec<_>, Vec<_>) =
+            parse_results(text.as_bytes(), |_| 0).partition(Result::is_ok);
         assert_eq!(unread[0].as_ref().unwrap_err().0, 2);
         let lines: Vec<ResultLine> = lines.into_iter().map(Result::unwrap).collect();
         assert_eq!(lines.len(), 3);

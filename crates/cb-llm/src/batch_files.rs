@@ -274,13 +274,15 @@ impl Llm {
         input: &Path,
     ) -> Result<HashMap<String, Answer>, LlmError> {
         let output = output_path(input);
-        let bytes = std::fs::read(&output)
+        // Read one line at a time as it is checked, never the whole file at once.
+        let lines = std::fs::File::open(&output)
+            .map(std::io::BufReader::new)
             .map_err(|e| LlmError::Config(format!("cannot read {}: {e}", output.display())))?;
         let rows = cache.batch_requests(file_id)?;
         let source = output.display().to_string();
         let mut checked = Checked::default();
         let input_name = input.file_name().unwrap_or_default().to_string_lossy();
-        self.check_results(&bytes, (&source, &input_name), &rows, &mut checked);
+        self.check_results(lines, (&source, &input_name), &rows, &mut checked);
         checked.without_answer(&rows, || LlmError::Batch {
             code: "batch_missing".into(),
             message: format!("{source} has no answer for it"),

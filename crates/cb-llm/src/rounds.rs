@@ -283,7 +283,7 @@ impl Llm {
     /// a completion (its request is asked again).
     pub(crate) fn check_results(
         &self,
-        bytes: &[u8],
+        lines: impl std::io::BufRead,
         (source, input): (&str, &str),
         rows: &HashMap<String, RequestRow>,
         into: &mut Checked,
@@ -298,7 +298,7 @@ impl Llm {
         // Lines that carry an error, by reason, and the first of them: said once.
         let mut error_lines: BTreeMap<String, usize> = BTreeMap::new();
         let mut first_error = None;
-        for line in parse_results(bytes, |k| estimated_prompt(rows, k)) {
+        for line in parse_results(lines, |k| estimated_prompt(rows, k)) {
             let line = match line {
                 Ok(l) => l,
                 Err((n, why)) => {

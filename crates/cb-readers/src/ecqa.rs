@@ -195,32 +195,7 @@ fn convert(
     columns: &Columns,
     record: &csv::StringRecord,
 ) -> Result<(String, Map<String, Value>), Fault> {
-    let cells = record.len();
-    if cells < columns.header_len {
-        // Name the first column, in header order, that the row lacks.
-        let mut missing: Vec<(usize, &str)> = columns
-            .index
-            .iter()
-            .zip(COLUMNS)
-            .filter(|(i, _)| **i >= cells)
-            .map(|(i, c)| (*i, c))
-            .collect();
-        missing.sort_unstable();
-        if let Some((_, column)) = missing.first() {
-            return Err(Fault {
-                code: "missing_field",
-                message: format!(
-                    "the row has {cells} cells but the header {}: column `{column}` is missing",
-                    columns.header_len
-                ),
-            });
-        }
-    } else if cells > columns.header_len {
-        return Err(Fault::bad(format!(
-            "the row has {cells} cells but the header only {}",
-            columns.header_len
-        )));
-    }
+    check_cells(columns, record.len())?;
     let cell = |k: usize| record.get(columns.index[k]).unwrap_or_default().to_string();
     let id = cell(0);
     if id.trim().is_empty() {
@@ -231,22 +206,7 @@ fn convert(
     }
     let options: Vec<String> = (3..8).map(cell).collect();
     let answer = cell(8);
-    let position = options.iter().position(|o| *o == answer).or_else(|| {
-        let wanted = answer.trim().to_lowercase();
-        options
-            .iter()
-            .position(|o| o.trim().to_lowercase() == wanted)
-    });
-    let Some(position) = position else {
-        return Err(Fault::bad(format!(
-            "q_ans `{answer}` equals none of the options {}",
-            options
-                .iter()
-                .map(|o| format!("`{o}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        )));
-    };
+    let position = answer_position(&options, &answer)?;
     let mut fields = Map::new();
     fields.insert("id".into(), Value::String(id.clone()));
     fields.insert("question".into(), Value::String(cell(2)));
@@ -273,6 +233,57 @@ fn convert(
     fields.insert("negatives".into(), split_lines(&cell(10)));
     fields.insert("explanation".into(), Value::String(cell(11)));
     Ok((id, fields))
+}
+
+/// That the row has as many cells as the header; else which column it lacks, or that it
+/// has too many.
+fn check_cells(columns: &Columns, cells: usize) -> Result<(), Fault> {
+    if cells < columns.header_len {
+        // Name the first column, in header order, that the row lacks.
+        let mut missing: Vec<(usize, &str)> = columns
+            .index
+            .iter()
+            .zip(COLUMNS)
+            .filter(|(i, _)| **i >= cells)
+            .map(|(i, c)| (*i, c))
+            .collect();
+        missing.sort_unstable();
+        if let Some((_, column)) = missing.first() {
+            return Err(Fault {
+                code: "missing_field",
+                message: format!(
+                    "the row has {cells} cells but the header {}: column `{column}` is missing",
+                    columns.header_len
+                ),
+            });
+        }
+    } else if cells > columns.header_len {
+        return Err(Fault::bad(format!(
+            "the row has {cells} cells but the header only {}",
+            columns.header_len
+        )));
+    }
+    Ok(())
+}
+
+/// The option `answer` is: the same text, else the same once trimmed and lower-cased.
+fn answer_position(options: &[String], answer: &str) -> Result<usize, Fault> {
+    let position = options.iter().position(|o| *o == answer).or_else(|| {
+        let wanted = answer.trim().to_lowercase();
+        options
+            .iter()
+            .position(|o| o.trim().to_lowercase() == wanted)
+    });
+    position.ok_or_else(|| {
+        Fault::bad(format!(
+            "q_ans `{answer}` equals none of the options {}",
+            options
+                .iter()
+                .map(|o| format!("`{o}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    })
 }
 
 /// A newline-joined list as an array: each line trimmed, empty lines dropped.

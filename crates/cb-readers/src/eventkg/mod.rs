@@ -65,6 +65,31 @@
 //! then, if a file could not be read to its end, that File error, which ends the iteration
 //! (no record is produced then).
 //!
+//! What is kept, item by item (64-bit, IRIs of about 60 bytes; "about" since allocators
+//! round up). No file is ever held whole: each pass streams the files a line at a time
+//! through a 1 MiB buffer, one line parsed at a time. Nor are all statements: only those of
+//! the chosen events are taken in, as the fields below.
+//! - **While choosing (pass 1)**: per chosen event, its IRI twice and its position, about
+//!   200 bytes (every event of the dump without `limit` or `sample`, the first `limit`, or
+//!   the `sample` of the reservoir); per malformed line, its position in a set (about
+//!   30 bytes) and its error until it is yielded (about 150 bytes and the parser's message).
+//!   Malformed lines are the one thing kept for every line that has it, chosen or not.
+//! - **Per chosen event, passes 2 to the record**: its state (`state::EventState`, 528
+//!   bytes inline) with its strings (IRI, label, description, dates and unit IRIs), an IRI
+//!   per place, actor and neighbour, and per role two IRIs (about 170 bytes); and its IRI
+//!   again in the index from IRI to event (about 100 bytes). About 1 to 2 KB an event,
+//!   mostly its description and roles. An event's state is freed when its record is built.
+//! - **Per reified relation touching a chosen event (passes 2 and 3 only)**: its id, both
+//!   ends and its role types, about 350 bytes; freed once the roles are attached.
+//! - **Per entity, neighbour event or role property to be named (pass 4 to the last
+//!   record)**: its IRI, its chosen label with the label's graph and three flags, about
+//!   200 bytes.
+//!
+//! So a build of `sample` (or `limit`) events needs memory in proportion to them, whatever
+//! the dump's size, save the malformed lines; without either, every event of the dump is
+//! chosen and kept until its record is built (about 1 to 2 KB each, so about 1 to 2 GB a
+//! million events).
+//!
 //! # Joining rules
 //! - **Sources of a value.** When several statements give an event's label, description,
 //!   begin or end, the graph decides, in this order: `wikipedia_<lang>`, `dbpedia_<lang>`,

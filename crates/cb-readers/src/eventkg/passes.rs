@@ -22,16 +22,95 @@ use super::vocab::{
 };
 use crate::ReadError;
 
+/// What every pass reads: the dump's files, the malformed lines pass 1 found (skipped
+/// without a word afterwards), and the language of labels.
+struct Dump<'a> {
+    files: &'a [(PathBuf, String)],
+    malformed: HashSet<Pos>,
+    lang: &'a str,
+}
+
+impl Dump<'_> {
+    /// Streams into `f`, with the pass's `state`, the well-formed statements of the lines
+    /// whose raw subject (or object, with `object_too`) IRI `wanted` accepts.
+    fn statements<S>(
+        &self,
+        state: &mut S,
+        object_too: bool,
+        wanted: impl Fn(&S, &str) -> bool,
+        mut f: impl FnMut(&mut S, &Quad),
+    ) -> Result<(), ReadError> {
+        scan(self.files, |pos, bytes| {
+            if !may_concern(bytes, object_too, &|s| wanted(state, s))
+                || self.malformed.contains(&pos)
+            {
+                return;
+            }
+            if let Ok(Some(q)) = parse_line(bytes) {
+                f(state, &q);
+            }
+        })
+    }
+}
+
 pub(super) fn run_passes(
     files: &[(PathBuf, String)],
     options: &Options,
     errors: &mut VecDeque<ReadError>,
 ) -> Result<Joined, ReadError> {
-    let lang = options.lang.as_str();
+    let mut malformed = HashSet::new();
+    let chosen = choose_events(files, options, errors, &mut malformed)?;
+    if chosen.is_empty() {
+        return Ok(Joined {
+            events: VecDeque::new(),
+            named: HashMap::new(),
+        });
+    }
+    let dump = Dump {
+        files,
+        malformed,
+        lang: options.lang.as_str(),
+    };
+    let mut events: Vec<EventState> = chosen
+        .into_iter()
+        .map(|(pos, iri)| EventState {
+            iri,
+            pos,
+            ..EventState::default()
+        })
+        .collect();
+    let index: HashMap<String, usize> = events
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (e.iri.clone(), i))
+        .collect();
+    let mut relations = event_facts(&dump, &mut events, &index)?;
+    if !relations.is_empty() {
+        relation_statements(&dump, &mut relations)?;
+    }
+    attach_roles(&relations, &index, &mut events);
+    drop(relations);
+    let mut named = to_be_named(&events);
+    if !named.is_empty() {
+        read_names(&dump, &mut named)?;
+    }
+    tracing::debug!(named = named.len(), "eventkg pass 4: labels read");
+    Ok(Joined {
+        events: events.into(),
+        named,
+    })
+}
 
-    // Pass 1: validate every line, choose the events.
+/// Pass 1: validates every line (a malformed one is reported in `errors`, and its place
+/// kept in `malformed`), and chooses the events from their type lines: the chosen events in
+/// dump order.
+fn choose_events(
+    files: &[(PathBuf, String)],
+    options: &Options,
+    errors: &mut VecDeque<ReadError>,
+    malformed: &mut HashSet<Pos>,
+) -> Result<Vec<(Pos, String)>, ReadError> {
     let mut selector = Selector::new(options);
-    let mut malformed: HashSet<Pos> = HashSet::new();
     let mut lines = 0u64;
     scan(files, |pos, bytes| {
         lines += 1;
@@ -65,43 +144,26 @@ pub(super) fn run_passes(
         events = chosen.len(),
         "eventkg pass 1: events chosen"
     );
-    if chosen.is_empty() {
-        return Ok(Joined {
-            events: VecDeque::new(),
-            named: HashMap::new(),
-        });
-    }
-    let mut events: Vec<EventState> = chosen
-        .into_iter()
-        .map(|(pos, iri)| EventState {
-            iri,
-            pos,
-            ..EventState::default()
-        })
-        .collect();
-    let index: HashMap<String, usize> = events
-        .iter()
-        .enumerate()
-        .map(|(i, e)| (e.iri.clone(), i))
-        .collect();
+    Ok(chosen)
+}
 
-    // Pass 2: facts of the events, statements pointing at them, relation ids.
+/// Pass 2: the facts of the chosen events, the statements that point at them, and the ids
+/// of the reified relations with one of them at an end.
+fn event_facts(
+    dump: &Dump,
+    events: &mut [EventState],
+    index: &HashMap<String, usize>,
+) -> Result<HashMap<String, Relation>, ReadError> {
     let mut relations: HashMap<String, Relation> = HashMap::new();
-    let in_events = |s: &str| index.contains_key(s);
-    scan(files, |pos, bytes| {
-        if !may_concern(bytes, true, &in_events) || malformed.contains(&pos) {
-            return;
-        }
-        let Ok(Some(q)) = parse_line(bytes) else {
-            return;
-        };
+    let in_events = |_: &_, s: &str| index.contains_key(s);
+    dump.statements(&mut relations, true, in_events, |relations, q| {
         let p = q.predicate.as_str();
-        if let Some(&i) = iri_of_subject(&q).and_then(|s| index.get(s)) {
-            event_fact(&mut events[i], &q, p, lang);
+        if let Some(&i) = iri_of_subject(q).and_then(|s| index.get(s)) {
+            event_fact(&mut events[i], q, p, dump.lang);
         }
         if let (Some(s), Some(&j)) = (
-            iri_of_subject(&q),
-            iri_of_object(&q).and_then(|o| index.get(o)),
+            iri_of_subject(q),
+            iri_of_object(q).and_then(|o| index.get(o)),
         ) {
             let e = &mut events[j];
             match p {
@@ -119,33 +181,40 @@ pub(super) fn run_passes(
         relations = relations.len(),
         "eventkg pass 2: event facts read"
     );
+    Ok(relations)
+}
 
-    // Pass 3: the statements of those relations.
-    if !relations.is_empty() {
-        scan(files, |pos, bytes| {
-            if !may_concern(bytes, false, &|s| relations.contains_key(s))
-                || malformed.contains(&pos)
-            {
-                return;
-            }
-            let Ok(Some(q)) = parse_line(bytes) else {
-                return;
-            };
-            let (Some(s), Some(o)) = (iri_of_subject(&q), iri_of_object(&q)) else {
-                return;
-            };
-            let Some(r) = relations.get_mut(s) else {
-                return;
-            };
-            match q.predicate.as_str() {
-                RDF_SUBJECT => set_first(&mut r.subject, o),
-                RDF_OBJECT => set_first(&mut r.object, o),
-                SEM_ROLE_TYPE => push_unique(&mut r.roles, o),
-                RDF_TYPE if NON_ROLE_RELATIONS.contains(&o) => r.not_a_role = true,
-                _ => {}
-            }
-        })?;
-    }
+/// Pass 3: the statements of the relations pass 2 found: both ends, role types, and whether
+/// a type says the relation is no role.
+fn relation_statements(
+    dump: &Dump,
+    relations: &mut HashMap<String, Relation>,
+) -> Result<(), ReadError> {
+    let known = |r: &HashMap<String, Relation>, s: &str| r.contains_key(s);
+    dump.statements(relations, false, known, |relations, q| {
+        let (Some(s), Some(o)) = (iri_of_subject(q), iri_of_object(q)) else {
+            return;
+        };
+        let Some(r) = relations.get_mut(s) else {
+            return;
+        };
+        match q.predicate.as_str() {
+            RDF_SUBJECT => set_first(&mut r.subject, o),
+            RDF_OBJECT => set_first(&mut r.object, o),
+            SEM_ROLE_TYPE => push_unique(&mut r.roles, o),
+            RDF_TYPE if NON_ROLE_RELATIONS.contains(&o) => r.not_a_role = true,
+            _ => {}
+        }
+    })
+}
+
+/// Each relation that is a role, added to the chosen events at its ends as (role, other
+/// end, whether the event is the relation's object), each pair once.
+fn attach_roles(
+    relations: &HashMap<String, Relation>,
+    index: &HashMap<String, usize>,
+    events: &mut [EventState],
+) {
     for r in relations.values() {
         if r.not_a_role {
             continue;
@@ -167,11 +236,13 @@ pub(super) fn run_passes(
             }
         }
     }
-    drop(relations);
+}
 
-    // Pass 4: labels and types of everything to be named.
+/// Everything the records will name: places, actors, neighbours, role properties and the
+/// other ends of roles, each with nothing found yet.
+fn to_be_named(events: &[EventState]) -> HashMap<String, Named> {
     let mut named: HashMap<String, Named> = HashMap::new();
-    for e in &events {
+    for e in events {
         let refs = e.places.iter().chain(&e.actors).chain(
             [
                 &e.parent,
@@ -192,44 +263,34 @@ pub(super) fn run_passes(
             named.entry(other.clone()).or_default();
         }
     }
-    if !named.is_empty() {
-        let keys: HashSet<String> = named.keys().cloned().collect();
-        let wanted = |s: &str| keys.contains(s);
-        scan(files, |pos, bytes| {
-            if !may_concern(bytes, false, &wanted) || malformed.contains(&pos) {
-                return;
-            }
-            let Ok(Some(q)) = parse_line(bytes) else {
-                return;
-            };
-            let Some(n) = iri_of_subject(&q).and_then(|s| named.get_mut(s)) else {
-                return;
-            };
-            match q.predicate.as_str() {
-                RDFS_LABEL => {
-                    if let Some((value, tag)) = literal_of(&q) {
-                        if lang_matches(tag, lang) {
-                            let graph = graph_local(&q);
-                            n.label
-                                .offer(graph_rank(graph.as_deref(), lang), value, graph);
-                        }
+    named
+}
+
+/// Pass 4: the labels (in the chosen language) and types of everything to be named.
+fn read_names(dump: &Dump, named: &mut HashMap<String, Named>) -> Result<(), ReadError> {
+    let known = |n: &HashMap<String, Named>, s: &str| n.contains_key(s);
+    dump.statements(named, false, known, |named, q| {
+        let Some(n) = iri_of_subject(q).and_then(|s| named.get_mut(s)) else {
+            return;
+        };
+        match q.predicate.as_str() {
+            RDFS_LABEL => {
+                if let Some((value, tag)) = literal_of(q) {
+                    if lang_matches(tag, dump.lang) {
+                        let graph = graph_local(q);
+                        n.label
+                            .offer(graph_rank(graph.as_deref(), dump.lang), value, graph);
                     }
                 }
-                RDF_TYPE => match iri_of_object(&q) {
-                    Some(SEM_PLACE) => n.place = true,
-                    Some(SEM_ACTOR) => n.actor = true,
-                    Some(t) if EVENT_TYPES.contains(&t) => n.event = true,
-                    _ => {}
-                },
-                _ => {}
             }
-        })?;
-    }
-    tracing::debug!(named = named.len(), "eventkg pass 4: labels read");
-
-    Ok(Joined {
-        events: events.into(),
-        named,
+            RDF_TYPE => match iri_of_object(q) {
+                Some(SEM_PLACE) => n.place = true,
+                Some(SEM_ACTOR) => n.actor = true,
+                Some(t) if EVENT_TYPES.contains(&t) => n.event = true,
+                _ => {}
+            },
+            _ => {}
+        }
     })
 }
 

@@ -164,22 +164,64 @@ impl Kv {
     }
 }
 
-pub(super) fn build_record(
-    e: &EventState,
-    named: &HashMap<String, Named>,
-    files: &[(PathBuf, String)],
-) -> SourceRecord {
-    let label = |iri: &Option<String>, inverse: &Option<String>| -> String {
-        iri.iter()
-            .chain(inverse)
-            .map(|i| named.get(i).map_or("", |n| n.label.get()))
-            .find(|l| !l.is_empty())
-            .unwrap_or("")
-            .to_string()
-    };
-    let (begin, begin_iso, begin_granularity) =
-        render_date(&e.iri, e.begin.get(), e.begin_unit.as_deref());
-    let (end, end_iso, end_granularity) = render_date(&e.iri, e.end.get(), e.end_unit.as_deref());
+/// An event's values as its record shows them: dates rendered, entities by their labels.
+struct Shown {
+    begin: (String, String, String),
+    end: (String, String, String),
+    places: Vec<String>,
+    /// (role label, entity label, kind), sorted.
+    roles: Vec<(String, String, &'static str)>,
+    parent: String,
+    previous: String,
+    next: String,
+}
+
+impl Shown {
+    fn of(e: &EventState, named: &HashMap<String, Named>) -> Self {
+        let label = |iri: &Option<String>, inverse: &Option<String>| -> String {
+            iri.iter()
+                .chain(inverse)
+                .map(|i| named.get(i).map_or("", |n| n.label.get()))
+                .find(|l| !l.is_empty())
+                .unwrap_or("")
+                .to_string()
+        };
+        Shown {
+            begin: render_date(&e.iri, e.begin.get(), e.begin_unit.as_deref()),
+            end: render_date(&e.iri, e.end.get(), e.end_unit.as_deref()),
+            places: place_labels(e, named),
+            roles: role_labels(e, named),
+            parent: label(&e.parent, &e.parent_inverse),
+            previous: label(&e.previous, &e.previous_inverse),
+            next: label(&e.next, &e.next_inverse),
+        }
+    }
+
+    /// The ordered key-value record.
+    fn kv(&self, e: &EventState) -> Vec<KvItem> {
+        let mut kv = Kv {
+            items: Vec::new(),
+            used: HashMap::new(),
+        };
+        kv.push("name", e.label.get(), "name");
+        kv.push("description", e.description.get(), "description");
+        kv.push("begin time", &self.begin.0, "date");
+        kv.push("end time", &self.end.0, "date");
+        for p in &self.places {
+            kv.push("location", p, "place");
+        }
+        for (role, entity, kind) in &self.roles {
+            kv.push(role, entity, kind);
+        }
+        kv.push("part of", &self.parent, "event");
+        kv.push("previous event", &self.previous, "event");
+        kv.push("next event", &self.next, "event");
+        kv.items
+    }
+}
+
+/// The labels of the event's places, each once, in dump order.
+fn place_labels(e: &EventState, named: &HashMap<String, Named>) -> Vec<String> {
     let mut places: Vec<String> = Vec::new();
     for p in &e.places {
         let l = named.get(p).map_or("", |n| n.label.get());
@@ -187,7 +229,15 @@ pub(super) fn build_record(
             places.push(l.to_string());
         }
     }
-    // (role label, entity label, kind)
+    places
+}
+
+/// The event's roles as (role label, entity label, kind), each pair once, sorted: the
+/// direct participants, then the reified relations.
+fn role_labels(
+    e: &EventState,
+    named: &HashMap<String, Named>,
+) -> Vec<(String, String, &'static str)> {
     let mut roles: Vec<(String, String, &'static str)> = Vec::new();
     let direct = e.actors.iter().map(|a| ("participant".to_string(), a));
     // Where the event is the relation's object the role reads the other way round
@@ -217,33 +267,25 @@ pub(super) fn build_record(
         }
     }
     roles.sort();
-    let parent = label(&e.parent, &e.parent_inverse);
-    let previous = label(&e.previous, &e.previous_inverse);
-    let next = label(&e.next, &e.next_inverse);
+    roles
+}
 
-    let mut kv = Kv {
-        items: Vec::new(),
-        used: HashMap::new(),
-    };
-    kv.push("name", e.label.get(), "name");
-    kv.push("description", e.description.get(), "description");
-    kv.push("begin time", &begin, "date");
-    kv.push("end time", &end, "date");
-    for p in &places {
-        kv.push("location", p, "place");
-    }
-    for (role, entity, kind) in &roles {
-        kv.push(role, entity, kind);
-    }
-    kv.push("part of", &parent, "event");
-    kv.push("previous event", &previous, "event");
-    kv.push("next event", &next, "event");
+pub(super) fn build_record(
+    e: &EventState,
+    named: &HashMap<String, Named>,
+    files: &[(PathBuf, String)],
+) -> SourceRecord {
+    let shown = Shown::of(e, named);
+    let kv = shown.kv(e);
     let usable = kv
-        .items
         .iter()
         .filter(|i| i.kind != "name" && i.kind != "description")
         .count();
-
+    let Shown {
+        begin: (begin, begin_iso, begin_granularity),
+        end: (end, end_iso, end_granularity),
+        ..
+    } = &shown;
     let mut fields = Map::new();
     fields.insert("event".into(), json!(e.iri));
     fields.insert("name".into(), json!(e.label.get()));
@@ -255,23 +297,15 @@ pub(super) fn build_record(
     fields.insert("end_iso".into(), json!(end_iso));
     fields.insert("begin_granularity".into(), json!(begin_granularity));
     fields.insert("end_granularity".into(), json!(end_granularity));
-    fields.insert("places".into(), json!(places));
-    fields.insert(
-        "roles".into(),
-        Value::Array(
-            roles
-                .iter()
-                .map(|(r, en, k)| json!({"role": r, "entity": en, "kind": k}))
-                .collect(),
-        ),
-    );
-    fields.insert("parent".into(), json!(parent));
-    fields.insert("previous".into(), json!(previous));
-    fields.insert("next".into(), json!(next));
-    fields.insert(
-        "kv".into(),
-        serde_json::to_value(&kv.items).unwrap_or(Value::Array(Vec::new())),
-    );
+    fields.insert("places".into(), json!(shown.places));
+    let roles = shown.roles.iter();
+    let roles = roles.map(|(r, en, k)| json!({"role": r, "entity": en, "kind": k}));
+    fields.insert("roles".into(), Value::Array(roles.collect()));
+    fields.insert("parent".into(), json!(shown.parent));
+    fields.insert("previous".into(), json!(shown.previous));
+    fields.insert("next".into(), json!(shown.next));
+    let kv = serde_json::to_value(&kv).unwrap_or(Value::Array(Vec::new()));
+    fields.insert("kv".into(), kv);
     fields.insert("usable".into(), json!(usable));
     SourceRecord {
         id: local_name(&e.iri).to_string(),

@@ -19,7 +19,7 @@ use crate::batch_api::{BatchApi, RemoteBatch};
 use crate::batch_store::{self, BatchRecord};
 use crate::cache::Cache;
 use crate::http::OpenAiHttp;
-use crate::rounds::{answered_meanwhile, chunks, Answer, Checked, Round, Waiting};
+use crate::rounds::{answered_meanwhile, chunks, journal_estimate, Checked, Round, Taken};
 use crate::spool::{Spool, Spooled};
 use crate::{Llm, LlmConfig, LlmError};
 use std::collections::{HashMap, HashSet};
@@ -83,28 +83,29 @@ impl Round for ApiRounds {
     async fn run(
         &self,
         llm: &Llm,
-        taken: &HashMap<String, Waiting>,
+        taken: &Taken,
         spool: &Spool,
-    ) -> Result<HashMap<String, Answer>, LlmError> {
+    ) -> Result<HashMap<String, LlmError>, LlmError> {
         llm.api_round(self, taken, spool).await
     }
 }
 
 impl Llm {
-    /// One round: an answer or an error for every key taken (missing keys are retried).
+    /// One round: an answer (handed out as it is collected) or an error for every key taken
+    /// (missing keys are retried).
     async fn api_round(
         &self,
         rounds: &ApiRounds,
-        taken: &HashMap<String, Waiting>,
+        taken: &Taken,
         spool: &Spool,
-    ) -> Result<HashMap<String, Answer>, LlmError> {
+    ) -> Result<HashMap<String, LlmError>, LlmError> {
         let (inner, opts) = (&self.inner, &rounds.opts);
         let cache = inner
             .cache
             .as_ref()
             .ok_or_else(|| LlmError::Config("--batch needs a cache file".into()))?;
         let api = BatchApi::new(&rounds.http, &inner.config);
-        let (mut answers, open) = answered_meanwhile(cache, taken)?;
+        let open = answered_meanwhile(cache, taken)?;
         let mut tracked = Vec::new();
         let mut held = HashSet::new();
         for (record, keys) in cache.live_batches(&inner.endpoint, &inner.config.model, None)? {
@@ -127,19 +128,21 @@ impl Llm {
             reservations.push(reservation);
             tracked.push(record);
         }
-        // What the batches answered, as collected (committed to the cache, not read back).
-        let mut outcomes = self.await_batches(cache, &api, tracked, opts).await?;
+        // The batches' answers go to their callers as they are collected; their errors stay.
+        let mut errors = self
+            .await_batches((cache, &api), tracked, taken, opts)
+            .await?;
         drop(reservations);
         for key in open {
-            let answer = outcomes.remove(key).unwrap_or_else(|| {
-                Err(LlmError::Batch {
+            if taken.waiting(key) && !errors.contains_key(key) {
+                let e = LlmError::Batch {
                     code: "batch_missing".into(),
                     message: "the batch returned no line for this request".into(),
-                })
-            });
-            answers.insert(key.to_owned(), answer);
+                };
+                errors.insert(key.to_owned(), e);
+            }
         }
-        Ok(answers)
+        Ok(errors)
     }
 
     /// Uploads one input file (written from the spool), records it with its keys, and
@@ -148,7 +151,7 @@ impl Llm {
         &self,
         (cache, api, spool): (&Cache, &BatchApi<'_>, &Spool),
         chunk: &[&str],
-        taken: &HashMap<String, Waiting>,
+        taken: &Taken,
     ) -> Result<(BatchRecord, crate::Reservation<'_>), LlmError> {
         let inner = &self.inner;
         let (est_usd, reservation) = self.reserve_file(chunk, taken)?;
@@ -184,16 +187,16 @@ impl Llm {
         Ok((record, reservation))
     }
 
-    /// Polls the batches until each has ended and is collected; returns each key's answer or
-    /// error.
+    /// Polls the batches until each has ended and is collected (its answers handed to their
+    /// callers in `taken`); returns the errors of the requests without one.
     async fn await_batches(
         &self,
-        cache: &Cache,
-        api: &BatchApi<'_>,
+        (cache, api): (&Cache, &BatchApi<'_>),
         tracked: Vec<BatchRecord>,
+        taken: &Taken,
         opts: &BatchOptions,
-    ) -> Result<HashMap<String, Answer>, LlmError> {
-        let mut outcomes = HashMap::new();
+    ) -> Result<HashMap<String, LlmError>, LlmError> {
+        let mut errors = HashMap::new();
         let mut pending = Vec::new();
         for record in tracked {
             let batch_id = match record.batch_id {
@@ -221,15 +224,15 @@ impl Llm {
                     )
                     .await?;
                 if remote.is_terminal() {
-                    self.collect(cache, api, &file_id, &remote, &mut outcomes)
-                        .await?;
+                    let e = self.collect((cache, api), &file_id, &remote, taken).await?;
+                    errors.extend(e);
                 } else {
                     tracing::debug!(batch = %batch_id, status = %remote.status, "batch not done yet");
                     still.push((file_id, batch_id));
                 }
             }
             if still.is_empty() {
-                return Ok(outcomes);
+                return Ok(errors);
             }
             pending = still;
             tokio::time::sleep(interval).await;
@@ -237,17 +240,16 @@ impl Llm {
         }
     }
 
-    /// Downloads a finished batch's files, commits its answers, and puts each key's answer or
-    /// error in `outcomes`.
+    /// Downloads a finished batch's files, commits its answers and hands them to their
+    /// callers; returns the errors of its requests without an answer.
     async fn collect(
         &self,
-        cache: &Cache,
-        api: &BatchApi<'_>,
+        (cache, api): (&Cache, &BatchApi<'_>),
         file_id: &str,
         remote: &RemoteBatch,
-        outcomes: &mut HashMap<String, Answer>,
-    ) -> Result<(), LlmError> {
-        let rows = cache.batch_requests(file_id)?;
+        taken: &Taken,
+    ) -> Result<HashMap<String, LlmError>, LlmError> {
+        let keys = cache.batch_keys(file_id)?;
         let mut checked = Checked::default();
         for id in [&remote.output_file_id, &remote.error_file_id]
             .into_iter()
@@ -258,7 +260,7 @@ impl Llm {
             self.check_results(
                 &api.content(id).await?[..],
                 (&source, &input),
-                &rows,
+                (&keys, journal_estimate(cache, file_id)),
                 &mut checked,
             );
         }
@@ -269,7 +271,7 @@ impl Llm {
             "expired" => "batch_expired",
             _ => "batch_missing",
         };
-        checked.without_answer(&rows, || LlmError::Batch {
+        checked.without_answer(&keys, || LlmError::Batch {
             code: code.into(),
             message: remote
                 .errors
@@ -277,11 +279,10 @@ impl Llm {
                 .unwrap_or_else(|| format!("batch {} ended {}", remote.id, remote.status)),
         });
         let n = checked.answers.len();
-        self.commit_file(cache, file_id, checked.answers, outcomes)
+        self.commit_file(cache, file_id, checked.answers, taken)
             .await?;
         tracing::info!(batch = %remote.id, status = %remote.status, answers = n, "batch collected");
-        outcomes.extend(checked.errors.into_iter().map(|(k, e)| (k, Err(e))));
-        Ok(())
+        Ok(checked.errors)
     }
 }
 

@@ -25,7 +25,7 @@
 
 use crate::batch_store::{self, FOLDER_FILES};
 use crate::cache::Cache;
-use crate::rounds::{answered_meanwhile, chunks, Answer, Checked, Round, Waiting};
+use crate::rounds::{answered_meanwhile, chunks, journal_estimate, Checked, Round, Taken};
 use crate::spool::{Spool, Spooled};
 use crate::{Llm, LlmError};
 use std::collections::HashMap;
@@ -165,29 +165,30 @@ impl Round for FileRounds {
     async fn run(
         &self,
         llm: &Llm,
-        taken: &HashMap<String, Waiting>,
+        taken: &Taken,
         spool: &Spool,
-    ) -> Result<HashMap<String, Answer>, LlmError> {
+    ) -> Result<HashMap<String, LlmError>, LlmError> {
         llm.files_round((taken, spool), &self.opts).await
     }
 }
 
 impl Llm {
-    /// One round through the folder: an answer, an error or [`LlmError::Waiting`] for every
-    /// key taken.
+    /// One round through the folder: an answer (handed out as it is imported), an error or
+    /// [`LlmError::Waiting`] for every key taken.
     async fn files_round(
         &self,
-        (taken, spool): (&HashMap<String, Waiting>, &Spool),
+        (taken, spool): (&Taken, &Spool),
         opts: &FilesOptions,
-    ) -> Result<HashMap<String, Answer>, LlmError> {
+    ) -> Result<HashMap<String, LlmError>, LlmError> {
         let inner = &self.inner;
         let cache = inner
             .cache
             .as_ref()
             .ok_or_else(|| LlmError::Config("--batch-dir needs a cache file".into()))?;
-        let (mut answers, mut open) = answered_meanwhile(cache, taken)?;
+        let mut errors = HashMap::new();
+        let mut open = answered_meanwhile(cache, taken)?;
         if open.is_empty() {
-            return Ok(answers);
+            return Ok(errors);
         }
         let prefix = journal_prefix(&opts.dir);
         let mut held = Vec::new();
@@ -196,9 +197,11 @@ impl Llm {
             let input = opts.dir.join(&record.file_id[prefix.len()..]);
             let output = output_path(&input);
             if output.is_file() {
-                for (key, answer) in self.import(cache, &record.file_id, &input).await? {
+                let failed = self.import(cache, &record.file_id, &input, taken).await?;
+                open.retain(|k| taken.waiting(k));
+                for (key, e) in failed {
                     if open.remove(key.as_str()) {
-                        answers.insert(key, answer);
+                        errors.insert(key, e);
                     }
                 }
             } else if input.is_file() {
@@ -206,7 +209,7 @@ impl Llm {
             } else {
                 // Removed by hand: its requests are written again.
                 tracing::warn!(file = %input.display(), "a batch file of the journal is gone; its requests are written again");
-                self.commit_file(cache, &record.file_id, Vec::new(), &mut HashMap::new())
+                self.commit_file(cache, &record.file_id, Vec::new(), taken)
                     .await?;
             }
         }
@@ -218,9 +221,9 @@ impl Llm {
         }
         let waiting = LlmError::Waiting(opts.dir.display().to_string());
         for key in held.into_iter().chain(open.iter().map(|k| (*k).to_owned())) {
-            answers.insert(key, Err(waiting.clone()));
+            errors.insert(key, waiting.clone());
         }
-        Ok(answers)
+        Ok(errors)
     }
 
     /// Records a new input file in the journal, then writes it from the spool (whole, under
@@ -229,7 +232,7 @@ impl Llm {
         &self,
         (cache, spool): (&Cache, &Spool),
         chunk: &[&str],
-        taken: &HashMap<String, Waiting>,
+        taken: &Taken,
         (opts, prefix): (&FilesOptions, &str),
     ) -> Result<(), LlmError> {
         let inner = &self.inner;
@@ -265,25 +268,33 @@ impl Llm {
         Ok(())
     }
 
-    /// Imports the output file of `input`: checks each line, commits the answers and closes
-    /// the file in the journal; returns an answer or an error for each of its requests.
+    /// Imports the output file of `input`: checks each line, commits the answers (handed to
+    /// their callers in `taken`) and closes the file in the journal; returns the errors of
+    /// its requests without an answer.
     async fn import(
         &self,
         cache: &Cache,
         file_id: &str,
         input: &Path,
-    ) -> Result<HashMap<String, Answer>, LlmError> {
+        taken: &Taken,
+    ) -> Result<HashMap<String, LlmError>, LlmError> {
         let output = output_path(input);
         // Read one line at a time as it is checked, never the whole file at once.
         let lines = std::fs::File::open(&output)
             .map(std::io::BufReader::new)
             .map_err(|e| LlmError::Config(format!("cannot read {}: {e}", output.display())))?;
-        let rows = cache.batch_requests(file_id)?;
+        let keys = cache.batch_keys(file_id)?;
         let source = output.display().to_string();
         let mut checked = Checked::default();
         let input_name = input.file_name().unwrap_or_default().to_string_lossy();
-        self.check_results(lines, (&source, &input_name), &rows, &mut checked);
-        checked.without_answer(&rows, || LlmError::Batch {
+        let estimate = journal_estimate(cache, file_id);
+        self.check_results(
+            lines,
+            (&source, &input_name),
+            (&keys, estimate),
+            &mut checked,
+        );
+        checked.without_answer(&keys, || LlmError::Batch {
             code: "batch_missing".into(),
             message: format!("{source} has no answer for it"),
         });
@@ -292,15 +303,10 @@ impl Llm {
         cache
             .update_batch(file_id, &source, "imported", answers as u64, without as u64)
             .await?;
-        let mut outcomes: HashMap<String, Answer> = checked
-            .errors
-            .into_iter()
-            .map(|(k, e)| (k, Err(e)))
-            .collect();
-        self.commit_file(cache, file_id, checked.answers, &mut outcomes)
+        self.commit_file(cache, file_id, checked.answers, taken)
             .await?;
         tracing::info!(file = %source, answers, without, refused_lines = checked.refused.len(), "batch output imported");
-        Ok(outcomes)
+        Ok(checked.errors)
     }
 }
 

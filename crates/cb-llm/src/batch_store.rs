@@ -6,10 +6,10 @@
 //! input file) and never submits the same keys twice. Answers of a finished batch are
 //! committed to the cache in the same transaction that marks the batch collected.
 
-use crate::cache::{unix_now, Cache, CachedResponse, RequestRow, INSERT_RESPONSE};
+use crate::cache::{unix_now, Cache, CachedResponse, RequestRow};
 use crate::LlmError;
 use rusqlite::{params, OptionalExtension};
-use std::collections::HashMap;
+use std::collections::HashSet;
 
 /// How the journal names the files of a batch folder (`--batch-dir`): `dir:FOLDER/NAME`;
 /// every other file id is the Batch API's.
@@ -258,56 +258,85 @@ impl Cache {
         Ok(n as u32)
     }
 
-    /// The requests of a batch, by key.
-    pub(crate) fn batch_requests(
-        &self,
-        file_id: &str,
-    ) -> Result<HashMap<String, RequestRow>, LlmError> {
+    /// The keys of the requests of a batch.
+    pub(crate) fn batch_keys(&self, file_id: &str) -> Result<HashSet<String>, LlmError> {
         let conn = self.conn();
-        let mut stmt = conn.prepare(
-            "SELECT key, template, template_hash, request FROM batch_requests WHERE file_id = ?1",
-        )?;
-        let rows = stmt.query_map([file_id], |r| {
-            Ok(RequestRow {
-                key: r.get(0)?,
-                template: r.get(1)?,
-                template_hash: r.get(2)?,
-                request: r.get(3)?,
-            })
-        })?;
-        rows.map(|r| r.map(|r| (r.key.clone(), r)).map_err(LlmError::from))
-            .collect()
+        let mut stmt = conn.prepare("SELECT key FROM batch_requests WHERE file_id = ?1")?;
+        let keys = stmt.query_map([file_id], |r| r.get(0))?;
+        Ok(keys.collect::<Result<_, _>>()?)
     }
 
-    /// Commits a collected batch's answers and marks it collected, in one transaction on the
-    /// writer.
+    /// The serialized request of `key` in a batch.
+    pub(crate) fn batch_request(
+        &self,
+        file_id: &str,
+        key: &str,
+    ) -> Result<Option<String>, LlmError> {
+        let conn = self.conn();
+        Ok(conn
+            .query_row(
+                "SELECT request FROM batch_requests WHERE file_id = ?1 AND key = ?2",
+                [file_id, key],
+                |r| r.get(0),
+            )
+            .optional()?)
+    }
+
+    /// Commits a collected batch's answers (each stored with its request as the journal
+    /// holds it, never read into memory) and marks it collected, in one transaction on the
+    /// writer; gives the answers back.
     pub(crate) async fn collect_batch(
         &self,
         file_id: &str,
-        endpoint: &str,
-        model: &str,
-        answers: Vec<(RequestRow, CachedResponse)>,
-    ) -> Result<(), LlmError> {
+        (endpoint, model): (&str, &str),
+        answers: Vec<(String, CachedResponse)>,
+    ) -> Result<Vec<(String, CachedResponse)>, LlmError> {
         let (file_id, endpoint, model) =
             (file_id.to_owned(), endpoint.to_owned(), model.to_owned());
+        let (back, answered) = tokio::sync::oneshot::channel();
         self.write(Box::new(move |conn| {
             let tx = conn.transaction()?;
             {
-                let mut stmt = tx.prepare(INSERT_RESPONSE)?;
+                let mut stmt = tx.prepare(INSERT_FROM_JOURNAL)?;
                 let t = unix_now();
-                for (row, resp) in &answers {
-                    row.insert(&mut stmt, &endpoint, &model, resp, t)?;
+                for (key, a) in &answers {
+                    stmt.execute(params![
+                        file_id,
+                        key,
+                        crate::CACHE_FORMAT,
+                        endpoint,
+                        model,
+                        a.content,
+                        a.finish_reason,
+                        a.prompt_tokens as i64,
+                        a.completion_tokens as i64,
+                        a.raw,
+                        t
+                    ])?;
                 }
             }
             tx.execute(
                 "UPDATE batches SET collected = 1, updated_unix = ?2 WHERE file_id = ?1",
                 params![file_id, unix_now()],
             )?;
-            tx.commit()
+            tx.commit()?;
+            let _ = back.send(answers);
+            Ok(())
         }))
-        .await
+        .await?;
+        answered
+            .await
+            .map_err(|_| LlmError::Cache("the cache writer stopped".into()))
     }
 }
+
+/// Stores an answer under its key with the request the journal holds for it in that file
+/// (an answer already there stays: the first one wins).
+const INSERT_FROM_JOURNAL: &str = "INSERT OR IGNORE INTO responses
+     (key, cache_format, endpoint, model, template, template_hash, request, content,
+      finish_reason, prompt_tokens, completion_tokens, raw, created_unix)
+     SELECT key, ?3, ?4, ?5, template, template_hash, request, ?6, ?7, ?8, ?9, ?10, ?11
+     FROM batch_requests WHERE file_id = ?1 AND key = ?2";
 
 #[cfg(test)]
 mod tests {

@@ -183,7 +183,7 @@ CREATE TABLE IF NOT EXISTS capabilities (
 ";
 
 /// Commits one answer; an existing row with the same key is kept (first answer wins).
-pub(crate) const INSERT_RESPONSE: &str = "INSERT OR IGNORE INTO responses
+const INSERT_RESPONSE: &str = "INSERT OR IGNORE INTO responses
      (key, cache_format, endpoint, model, template, template_hash, request, content,
       finish_reason, prompt_tokens, completion_tokens, raw, created_unix)
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)";

@@ -15,7 +15,7 @@
 //! their requests ([`Llm::check_results`]), and the commit of a collected file.
 
 use crate::batch_api::{input_line, parse_results};
-use crate::cache::{Cache, CachedResponse, RequestRow};
+use crate::cache::{Cache, CachedResponse};
 use crate::form::Form;
 use crate::spool::{Spool, Spooled};
 use crate::structured;
@@ -34,14 +34,64 @@ pub(crate) trait Round: Send + Sync + 'static {
     /// A round starts when no call has been queued for this long.
     fn quiet(&self) -> Duration;
 
-    /// One round: an answer or an error for every key taken (their requests are in
-    /// `spool`). An `Err` ends every call of the round with it (a fatal one stops the build).
+    /// One round over the calls `taken` (their requests are in `spool`): each answer is
+    /// handed to its callers as soon as it is committed ([`Taken::answer`]); returns the
+    /// errors of the calls that got none (a call with neither is missing from the results).
+    /// An `Err` ends every call of the round with it (a fatal one stops the build).
     fn run<'a>(
         &'a self,
         llm: &'a Llm,
-        taken: &'a HashMap<String, Waiting>,
+        taken: &'a Taken,
         spool: &'a Spool,
-    ) -> impl Future<Output = Result<HashMap<String, Answer>, LlmError>> + Send + 'a;
+    ) -> impl Future<Output = Result<HashMap<String, LlmError>, LlmError>> + Send + 'a;
+}
+
+/// The calls of one round: where their requests are and what they may cost, and the callers
+/// still waiting, who get an answer as soon as it is committed, so a round never holds its
+/// answers (issue 29, item 5).
+pub(crate) struct Taken {
+    calls: HashMap<String, Waiting>,
+    callers: Mutex<HashMap<String, Vec<oneshot::Sender<Answer>>>>,
+}
+
+impl Taken {
+    fn new(mut calls: HashMap<String, Waiting>) -> Self {
+        let callers = calls
+            .iter_mut()
+            .map(|(k, w)| (k.clone(), std::mem::take(&mut w.waiters)))
+            .collect();
+        Self {
+            calls,
+            callers: Mutex::new(callers),
+        }
+    }
+
+    pub(crate) fn keys(&self) -> impl Iterator<Item = &String> {
+        self.calls.keys()
+    }
+
+    /// Whether the callers of `key` still wait for an answer.
+    pub(crate) fn waiting(&self, key: &str) -> bool {
+        self.callers
+            .lock()
+            .expect("round callers")
+            .contains_key(key)
+    }
+
+    /// Hands a committed answer to the callers of `key`, if any still wait for it.
+    pub(crate) fn answer(&self, key: &str, answer: &CachedResponse) {
+        let waiting = self.callers.lock().expect("round callers").remove(key);
+        for t in waiting.into_iter().flatten() {
+            let _ = t.send(Ok(answer.clone()));
+        }
+    }
+}
+
+impl std::ops::Index<&str> for Taken {
+    type Output = Waiting;
+    fn index(&self, key: &str) -> &Waiting {
+        &self.calls[key]
+    }
 }
 
 /// A call waiting for its round. Its request (the input line, `custom_id` = key, the exact
@@ -160,48 +210,50 @@ impl Llm {
 
     /// Runs rounds while calls are queued; ends when the queue stays empty.
     async fn drive<R: Round>(&self, rounds: &Rounds<R>) {
-        while let Some(taken) = rounds.next_round().await {
-            tracing::info!(requests = taken.len(), "batch round");
-            let answers = match rounds.transport.run(self, &taken, &rounds.spool).await {
-                Ok(a) => a,
+        while let Some(pending) = rounds.next_round().await {
+            tracing::info!(requests = pending.len(), "batch round");
+            let taken = Taken::new(pending);
+            let errors = match rounds.transport.run(self, &taken, &rounds.spool).await {
+                Ok(e) => e,
                 Err(e) => {
                     // Credentials refused, path unknown or no connection at all: the endpoint
                     // is unusable, as for online calls, and the build stops.
                     let e = self.fatal_batch_error(e);
-                    taken.keys().map(|k| (k.clone(), Err(e.clone()))).collect()
+                    taken.keys().map(|k| (k.clone(), e.clone())).collect()
                 }
             };
-            rounds.requeue(self.settle(taken, answers));
+            rounds.requeue(self.settle(taken, errors));
         }
     }
 
-    /// Hands each caller of the round its answer or error; returns the calls that go to the
-    /// next round.
+    /// Hands each caller of the round still waiting its error, or puts its call in the next
+    /// round; returns those calls.
     fn settle(
         &self,
-        taken: HashMap<String, Waiting>,
-        mut answers: HashMap<String, Answer>,
+        taken: Taken,
+        mut errors: HashMap<String, LlmError>,
     ) -> Vec<(String, Waiting)> {
+        let mut callers = taken.callers.into_inner().expect("round callers");
         let mut again = Vec::new();
-        for (key, mut w) in taken {
-            let answer = answers.remove(&key).unwrap_or_else(|| {
-                Err(LlmError::Batch {
-                    code: "batch_missing".into(),
-                    message: "no answer for this request".into(),
-                })
-            });
-            let answer = match answer {
-                Err(e) => match self.retry_or_end(&key, &mut w, e) {
-                    Some(e) => Err(e),
-                    None => {
-                        again.push((key, w));
-                        continue;
-                    }
-                },
-                ok => ok,
+        for (key, mut w) in taken.calls {
+            // Answered during the round.
+            let Some(waiters) = callers.remove(&key) else {
+                continue;
             };
-            for t in w.waiters {
-                let _ = t.send(answer.clone());
+            let e = errors.remove(&key).unwrap_or_else(|| LlmError::Batch {
+                code: "batch_missing".into(),
+                message: "no answer for this request".into(),
+            });
+            match self.retry_or_end(&key, &mut w, e) {
+                Some(e) => {
+                    for t in waiters {
+                        let _ = t.send(Err(e.clone()));
+                    }
+                }
+                None => {
+                    w.waiters = waiters;
+                    again.push((key, w));
+                }
             }
         }
         again
@@ -261,7 +313,7 @@ impl Llm {
     pub(crate) fn reserve_file(
         &self,
         chunk: &[&str],
-        taken: &HashMap<String, Waiting>,
+        taken: &Taken,
     ) -> Result<(f64, crate::Reservation<'_>), LlmError> {
         let (mut micro, mut tokens) = (0u64, 0u64);
         for key in chunk {
@@ -275,7 +327,8 @@ impl Llm {
     }
 
     /// Checks the lines of one output or error file (`source` names it in messages) against
-    /// the requests of its input file (`rows`, named `input`), into `into`. Refused, each
+    /// the requests of its input file (`keys`, named `input`; `estimate` gives a request's
+    /// prompt size for an answer without usage), into `into`. Refused, each
     /// reported as `SOURCE:LINE: why` and never cached: a line that is not JSON or has no
     /// `custom_id`, one naming a request the file does not hold (its request is asked again,
     /// as any request left without an answer), one naming a request answered on an earlier
@@ -285,7 +338,7 @@ impl Llm {
         &self,
         lines: impl std::io::BufRead,
         (source, input): (&str, &str),
-        rows: &HashMap<String, RequestRow>,
+        (keys, estimate): (&HashSet<String>, impl Fn(&str) -> u64),
         into: &mut Checked,
     ) {
         let asked = &self.inner.config.model;
@@ -298,7 +351,7 @@ impl Llm {
         // Lines that carry an error, by reason, and the first of them: said once.
         let mut error_lines: BTreeMap<String, usize> = BTreeMap::new();
         let mut first_error = None;
-        for line in parse_results(lines, |k| estimated_prompt(rows, k)) {
+        for line in parse_results(lines, estimate) {
             let line = match line {
                 Ok(l) => l,
                 Err((n, why)) => {
@@ -307,7 +360,7 @@ impl Llm {
                 }
             };
             let n = line.line;
-            let Some(row) = rows.get(&line.custom_id) else {
+            let Some(key) = keys.get(&line.custom_id) else {
                 refuse(
                     n,
                     format!("custom_id {} is not a request of {input}", line.custom_id),
@@ -338,7 +391,7 @@ impl Llm {
                     }
                 }
                 Ok(answer) => {
-                    into.answers.push((row.clone(), answer));
+                    into.answers.push((key.clone(), answer));
                     continue;
                 }
                 Err(e @ LlmError::Malformed { .. }) => {
@@ -351,7 +404,7 @@ impl Llm {
                     self.result_error(e)
                 }
             };
-            into.errors.insert(row.key.clone(), error);
+            into.errors.insert(key.clone(), error);
         }
         if let Some(first) = first_error {
             tracing::warn!(by_reason = ?error_lines, "requests answered with errors; the first: {first}");
@@ -373,13 +426,14 @@ impl Llm {
     }
 
     /// Counts a collected file's answers as this run's calls and spending, commits them to
-    /// the cache with the file marked collected (one transaction), and hands them out.
+    /// the cache with the file marked collected (one transaction), and hands them to their
+    /// callers.
     pub(crate) async fn commit_file(
         &self,
         cache: &Cache,
         file_id: &str,
-        answers: Vec<(RequestRow, CachedResponse)>,
-        outcomes: &mut HashMap<String, Answer>,
+        answers: Vec<(String, CachedResponse)>,
+        taken: &Taken,
     ) -> Result<(), LlmError> {
         let inner = &self.inner;
         let s = &inner.stats;
@@ -395,14 +449,12 @@ impl Llm {
             s.upstream_tokens
                 .fetch_add(r.prompt_tokens + r.completion_tokens, Ordering::Relaxed);
         }
-        let keyed: Vec<(String, CachedResponse)> = answers
-            .iter()
-            .map(|(r, a)| (r.key.clone(), a.clone()))
-            .collect();
-        cache
-            .collect_batch(file_id, &inner.endpoint, &inner.config.model, answers)
+        let answers = cache
+            .collect_batch(file_id, (&inner.endpoint, &inner.config.model), answers)
             .await?;
-        outcomes.extend(keyed.into_iter().map(|(k, a)| (k, Ok(a))));
+        for (key, answer) in &answers {
+            taken.answer(key, answer);
+        }
         Ok(())
     }
 }
@@ -410,8 +462,8 @@ impl Llm {
 /// What the result files of one input file say of its requests.
 #[derive(Default)]
 pub(crate) struct Checked {
-    /// Checked answers, to cache.
-    pub(crate) answers: Vec<(RequestRow, CachedResponse)>,
+    /// Checked answers, to cache, by key.
+    pub(crate) answers: Vec<(String, CachedResponse)>,
     /// The requests the files answer with an error (a refused form as `FormRefused`).
     pub(crate) errors: HashMap<String, LlmError>,
     /// The refused lines, `SOURCE:LINE: why`.
@@ -420,13 +472,9 @@ pub(crate) struct Checked {
 
 impl Checked {
     /// Gives `error()` to each request of `rows` the files left without an answer or error.
-    pub(crate) fn without_answer(
-        &mut self,
-        rows: &HashMap<String, RequestRow>,
-        error: impl Fn() -> LlmError,
-    ) {
-        let got: HashSet<&str> = self.answers.iter().map(|(r, _)| r.key.as_str()).collect();
-        for key in rows.keys().filter(|k| !got.contains(k.as_str())) {
+    pub(crate) fn without_answer(&mut self, keys: &HashSet<String>, error: impl Fn() -> LlmError) {
+        let got: HashSet<&str> = self.answers.iter().map(|(k, _)| k.as_str()).collect();
+        for key in keys.iter().filter(|k| !got.contains(k.as_str())) {
             self.errors.entry(key.clone()).or_insert_with(&error);
         }
     }
@@ -441,39 +489,45 @@ fn same_model(answered: &str, asked: &str) -> bool {
             .is_some_and(|rest| rest.starts_with('-'))
 }
 
-/// The keys taken that the cache answers now (answered meanwhile, by an earlier run), as
-/// answers, and the others, in key order.
+/// Hands the callers of the keys taken that the cache answers now (answered meanwhile, by
+/// an earlier run) their answers; returns the others, in key order.
 pub(crate) fn answered_meanwhile<'a>(
     cache: &Cache,
-    taken: &'a HashMap<String, Waiting>,
-) -> Result<(HashMap<String, Answer>, BTreeSet<&'a str>), LlmError> {
-    let mut answers = HashMap::new();
+    taken: &'a Taken,
+) -> Result<BTreeSet<&'a str>, LlmError> {
     let mut open = BTreeSet::new();
     for key in taken.keys() {
         match cache.get(key)? {
-            Some(hit) => {
-                answers.insert(key.clone(), Ok(hit));
-            }
+            Some(hit) => taken.answer(key, &hit),
             None => {
                 open.insert(key.as_str());
             }
         }
     }
-    Ok((answers, open))
+    Ok(open)
 }
 
-/// The rough prompt size of a journal request, for an answer that reports no usage.
-fn estimated_prompt(rows: &HashMap<String, RequestRow>, key: &str) -> u64 {
-    rows.get(key)
-        .and_then(|r| serde_json::from_str::<ChatRequest>(&r.request).ok())
-        .map_or(0, |r| r.estimated_prompt_tokens())
+/// The rough prompt size of a request of the journal's file `file_id`, for an answer that
+/// reports no usage (read from the journal when it is needed, one request at a time).
+pub(crate) fn journal_estimate<'a>(
+    cache: &'a Cache,
+    file_id: &'a str,
+) -> impl Fn(&str) -> u64 + 'a {
+    move |key| {
+        cache
+            .batch_request(file_id, key)
+            .ok()
+            .flatten()
+            .and_then(|r| serde_json::from_str::<ChatRequest>(&r).ok())
+            .map_or(0, |r| r.estimated_prompt_tokens())
+    }
 }
 
 /// Splits the keys of `taken` (in their order) into files of at most `max_requests` lines
 /// and `max_bytes` bytes.
 pub(crate) fn chunks<'a>(
     keys: &[&'a str],
-    taken: &HashMap<String, Waiting>,
+    taken: &Taken,
     (max_requests, max_bytes): (usize, usize),
 ) -> Vec<Vec<&'a str>> {
     let sizes: Vec<usize> = keys.iter().map(|k| taken[*k].spooled.line_bytes).collect();

@@ -503,15 +503,16 @@ pub fn for_each_row(
     Ok(index)
 }
 
-/// What the rows of one file are named after: the file as given, its name, its stem.
-struct RowNames {
+/// What the rows of one file are named after: the file as given, its name, its stem (also
+/// how `cb-eval`, which reads rows back from their place in the file, makes them).
+pub struct RowNames {
     file: String,
     name: String,
     stem: String,
 }
 
 impl RowNames {
-    fn of(path: &Path) -> Self {
+    pub fn of(path: &Path) -> Self {
         RowNames {
             file: path.display().to_string(),
             name: file_name(path),
@@ -522,7 +523,7 @@ impl RowNames {
         }
     }
 
-    fn error(&self, location: String, message: String) -> AuditError {
+    pub fn error(&self, location: String, message: String) -> AuditError {
         AuditError::Parse {
             path: self.file.clone(),
             location,
@@ -531,7 +532,7 @@ impl RowNames {
     }
 
     /// The row of the record `v`, the file's `index`-th, read at `location`.
-    fn row(
+    pub fn row(
         &self,
         kind: FileKind,
         index: usize,

@@ -9,8 +9,8 @@
 //! record (JSON array).
 
 use crate::{EvalError, EvalOptions};
-use cb_audit::load::find_files;
-use cb_audit::{AuditError, FileKind, Payload, Row};
+use cb_audit::load::{find_files, RowNames};
+use cb_audit::{AuditError, FileKind, Row};
 use serde_json::Value;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
@@ -39,60 +39,16 @@ struct Record<'a> {
     location: String,
 }
 
-/// The parts of a path a row takes its file, default id and default domain from.
-struct Names {
-    file: String,
-    name: String,
-    stem: String,
-}
-
-impl Names {
-    fn of(path: &Path) -> Names {
-        let part = |p: Option<&std::ffi::OsStr>| {
-            p.map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default()
-        };
-        Names {
-            file: path.display().to_string(),
-            name: part(path.file_name()),
-            stem: part(path.file_stem()),
-        }
-    }
-
-    fn error(&self, location: String, message: String) -> AuditError {
-        AuditError::Parse {
-            path: self.file.clone(),
-            location,
-            message,
-        }
-    }
-
-    /// The row of record `index`, as `cb_audit` reads it.
-    fn row(&self, kind: FileKind, index: usize, r: &Record<'_>) -> Result<Row, AuditError> {
-        let v: Value = serde_json::from_slice(r.bytes)
-            .map_err(|e| self.error(r.location.clone(), e.to_string()))?;
-        let id = match v.get("id").and_then(Value::as_str) {
-            Some(s) => s.to_owned(),
-            None => format!("{}#{index}", self.name),
-        };
-        let domain = match v.get("domain").and_then(Value::as_str) {
-            Some(s) if !s.is_empty() => s.to_owned(),
-            _ => self.stem.clone(),
-        };
-        let payload = match kind {
-            FileKind::KreJson | FileKind::KreJsonl => serde_json::from_value(v).map(Payload::Kre),
-            FileKind::QaA | FileKind::QaNa => serde_json::from_value(v).map(Payload::Qa),
-            FileKind::TextGeneration => serde_json::from_value(v).map(Payload::TextGen),
-        }
-        .map_err(|e| self.error(r.location.clone(), e.to_string()))?;
-        Ok(Row {
-            file: self.file.clone(),
-            index,
-            id,
-            domain,
-            payload,
-        })
-    }
+/// The row of a record's bytes, as `cb_audit` makes it from a record.
+fn row_of(
+    names: &RowNames,
+    kind: FileKind,
+    index: usize,
+    r: &Record<'_>,
+) -> Result<Row, AuditError> {
+    let v: Value = serde_json::from_slice(r.bytes)
+        .map_err(|e| names.error(r.location.clone(), e.to_string()))?;
+    names.row(kind, index, &r.location, v)
 }
 
 fn io_error(path: &Path, e: std::io::Error) -> EvalError {
@@ -106,7 +62,7 @@ fn io_error(path: &Path, e: std::io::Error) -> EvalError {
 /// byte order mark at the start accepted), calling `f` with each until it says stop.
 fn jsonl_records(
     path: &Path,
-    names: &Names,
+    names: &RowNames,
     f: &mut dyn FnMut(&Record<'_>) -> Result<bool, EvalError>,
 ) -> Result<(), EvalError> {
     let mut r = BufReader::new(File::open(path).map_err(|e| io_error(path, e))?);
@@ -238,7 +194,7 @@ impl<R: BufRead> Bytes<R> {
 /// each until it says stop.
 fn array_records(
     path: &Path,
-    names: &Names,
+    names: &RowNames,
     f: &mut dyn FnMut(&Record<'_>) -> Result<bool, EvalError>,
 ) -> Result<(), EvalError> {
     let io = |e| io_error(path, e);
@@ -309,7 +265,7 @@ fn array_records(
 fn records(
     path: &Path,
     kind: FileKind,
-    names: &Names,
+    names: &RowNames,
     f: &mut dyn FnMut(&Record<'_>) -> Result<bool, EvalError>,
 ) -> Result<(), EvalError> {
     if kind == FileKind::KreJson {
@@ -334,7 +290,7 @@ pub(crate) fn load(
         if !accept(kind) {
             continue;
         }
-        let names = Names::of(&path);
+        let names = RowNames::of(&path);
         let limit = opts.limit.unwrap_or(usize::MAX);
         let mut src: Option<Source> = None;
         let mut keep = true;
@@ -342,7 +298,7 @@ pub(crate) fn load(
             if src.as_ref().is_some_and(|s| s.spans.len() >= limit) || limit == 0 {
                 return Ok(false);
             }
-            let row = names.row(kind, src.as_ref().map_or(0, |s| s.spans.len()), r)?;
+            let row = row_of(&names, kind, src.as_ref().map_or(0, |s| s.spans.len()), r)?;
             let s = src.get_or_insert_with(|| Source {
                 path: path.clone(),
                 kind,
@@ -394,13 +350,13 @@ impl Source {
         self.spans.is_empty()
     }
 
-    fn parse(&self, names: &Names, index: usize, bytes: &[u8]) -> Result<Row, EvalError> {
+    fn parse(&self, names: &RowNames, index: usize, bytes: &[u8]) -> Result<Row, EvalError> {
         let record = Record {
             bytes,
             span: self.spans[index],
             location: format!("record {index}"),
         };
-        Ok(names.row(self.kind, index, &record)?)
+        Ok(row_of(names, self.kind, index, &record)?)
     }
 
     /// Row `index`, read again from its place in the file.
@@ -411,12 +367,12 @@ impl Source {
         f.seek(SeekFrom::Start(span.start))
             .and_then(|_| f.read_exact(&mut bytes))
             .map_err(|e| io_error(&self.path, e))?;
-        self.parse(&Names::of(&self.path), index, &bytes)
+        self.parse(&RowNames::of(&self.path), index, &bytes)
     }
 
     /// The rows evaluated, in order, read one at a time.
     pub fn rows(&self) -> impl Iterator<Item = Result<(usize, Row), EvalError>> + '_ {
-        let names = Names::of(&self.path);
+        let names = RowNames::of(&self.path);
         let mut reader: Option<(BufReader<File>, u64)> = None;
         let mut bytes = Vec::new();
         (0..self.spans.len()).map(move |i| {

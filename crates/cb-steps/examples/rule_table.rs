@@ -57,6 +57,81 @@ struct Flagged {
     detail: String,
 }
 
+/// The golden answer's text of a row, or `""`.
+fn golden_of(row: &KreRow) -> String {
+    letter_index(&row.answer)
+        .and_then(|i| row.choices.get(i).cloned())
+        .unwrap_or_default()
+}
+
+/// Every finding of the step (and the checks all steps share) on a row's negative context,
+/// as if a model had written it.
+fn findings_of(step: &NegativeExplanation, prompt: &Prompt, row: &KreRow) -> Vec<String> {
+    let golden = golden_of(row);
+    let t = clean_text_answer(&row.negative_context);
+    // What the prompt showed the model: the row's fields.
+    let material = [
+        row.question.as_str(),
+        &row.choices.join("\n"),
+        &row.golden_context,
+        &row.negative_answer,
+        &golden,
+    ]
+    .join("\n");
+    let given = [row.question.as_str()];
+    let mut found: Vec<String> = common_checks(&t, prompt.instructions(), &material)
+        .err()
+        .into_iter()
+        .collect();
+    found.extend(step.findings(
+        &t,
+        (&golden, &row.negative_answer),
+        &given,
+        &given,
+        &row.choices,
+    ));
+    found
+}
+
+/// The table: per rule, the rows it flags and what it does where a reader checks the rows.
+fn print_table(flagged: &BTreeMap<String, Vec<Flagged>>, total: usize) {
+    println!("| rule | rows flagged of {total} | % | with a reader |");
+    println!("|---|---|---|---|");
+    for (r, rows) in flagged {
+        let code = r.split(' ').next().unwrap_or(r);
+        let with_reader = if GUESS_CODES.contains(&code) {
+            "warning"
+        } else {
+            "reject"
+        };
+        println!(
+            "| `{r}` | {} | {:.1} | {with_reader} |",
+            rows.len(),
+            100.0 * rows.len() as f64 / total.max(1) as f64
+        );
+    }
+}
+
+/// A seeded sample of `samples` flagged rows per rule.
+fn print_samples(flagged: &BTreeMap<String, Vec<Flagged>>, samples: usize, seed: u64) {
+    let mut rng = cb_model::item_rng(seed, "rule-table", "", "samples");
+    for (r, rows) in flagged {
+        println!("\n### `{r}`\n");
+        for f in rows.choose_multiple(&mut rng, samples) {
+            println!(
+                "- {}.json#{}: Q: {} | golden: {} | negative: {} | negative context: {} | {}",
+                f.domain,
+                f.index,
+                f.row.question,
+                golden_of(&f.row),
+                f.row.negative_answer,
+                f.row.negative_context.replace('\n', " "),
+                f.detail
+            );
+        }
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let opt = |name: &str, default: u64| {
@@ -78,33 +153,8 @@ fn main() {
         let rows: Vec<KreRow> = serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
         total += rows.len();
         for (index, row) in rows.into_iter().enumerate() {
-            let golden = letter_index(&row.answer)
-                .and_then(|i| row.choices.get(i).cloned())
-                .unwrap_or_default();
-            let t = clean_text_answer(&row.negative_context);
-            // What the prompt showed the model: the row's fields.
-            let material = [
-                row.question.as_str(),
-                &row.choices.join("\n"),
-                &row.golden_context,
-                &row.negative_answer,
-                &golden,
-            ]
-            .join("\n");
-            let given = [row.question.as_str()];
-            let mut found: Vec<String> = common_checks(&t, prompt.instructions(), &material)
-                .err()
-                .into_iter()
-                .collect();
-            found.extend(step.findings(
-                &t,
-                (&golden, &row.negative_answer),
-                &given,
-                &given,
-                &row.choices,
-            ));
             let mut seen = std::collections::BTreeSet::new();
-            for f in found {
+            for f in findings_of(&step, &prompt, &row) {
                 let r = rule(&f);
                 if seen.insert(r.clone()) {
                     flagged.entry(r).or_default().push(Flagged {
@@ -117,38 +167,6 @@ fn main() {
             }
         }
     }
-    println!("| rule | rows flagged of {total} | % | with a reader |");
-    println!("|---|---|---|---|");
-    for (r, rows) in &flagged {
-        let code = r.split(' ').next().unwrap_or(r);
-        let with_reader = if GUESS_CODES.contains(&code) {
-            "warning"
-        } else {
-            "reject"
-        };
-        println!(
-            "| `{r}` | {} | {:.1} | {with_reader} |",
-            rows.len(),
-            100.0 * rows.len() as f64 / total.max(1) as f64
-        );
-    }
-    let mut rng = cb_model::item_rng(seed, "rule-table", "", "samples");
-    for (r, rows) in &flagged {
-        println!("\n### `{r}`\n");
-        for f in rows.choose_multiple(&mut rng, samples) {
-            let golden = letter_index(&f.row.answer)
-                .and_then(|i| f.row.choices.get(i).cloned())
-                .unwrap_or_default();
-            println!(
-                "- {}.json#{}: Q: {} | golden: {} | negative: {} | negative context: {} | {}",
-                f.domain,
-                f.index,
-                f.row.question,
-                golden,
-                f.row.negative_answer,
-                f.row.negative_context.replace('\n', " "),
-                f.detail
-            );
-        }
-    }
+    print_table(&flagged, total);
+    print_samples(&flagged, samples, seed);
 }

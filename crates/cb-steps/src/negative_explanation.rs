@@ -107,9 +107,25 @@ impl NegativeExplanation {
         if t.is_empty() {
             return vec!["empty: the answer is empty".into()];
         }
-        let mut out = Vec::new();
         let own = quality::beyond_copies(t, given);
-        if text::looks_like_refusal(&own) {
+        let mut out = Vec::new();
+        self.echo_findings(t, &own, (given, negative), choices, &mut out);
+        self.argument_findings(t, &own, (answer, negative), given, restate_given, &mut out);
+        out
+    }
+
+    /// The findings on what the explanation repeats or refuses: a refusal beyond the copied
+    /// `given` texts (`own` is what is left of `t` without them), a line per option, talk
+    /// about the task, a denial of `negative`.
+    fn echo_findings(
+        &self,
+        t: &str,
+        own: &str,
+        (given, negative): (&[&str], &str),
+        choices: &[String],
+        out: &mut Vec<String>,
+    ) {
+        if text::looks_like_refusal(own) {
             out.push("refusal: the answer declines the task".into());
         }
         // A line per option ("Bakery: Bakers make them, so do printers."): the model goes
@@ -138,6 +154,19 @@ impl NegativeExplanation {
                 "denies_negative: it argues against \"{negative}\" (\"{w}\"); give a reason that supports it"
             ));
         }
+    }
+
+    /// The findings on what the explanation argues: its length, the golden answer stated or
+    /// argued for, a bare restatement, the negative answer not mentioned.
+    fn argument_findings(
+        &self,
+        t: &str,
+        own: &str,
+        (answer, negative): (&str, &str),
+        given: &[&str],
+        restate_given: &[&str],
+        out: &mut Vec<String>,
+    ) {
         let words = t.split_whitespace().count();
         if words > self.max_words {
             out.push(format!(
@@ -146,7 +175,7 @@ impl NegativeExplanation {
             ));
         }
         if !text::contains_phrase_any_number(negative, answer)
-            && text::contains_phrase_any_number(&own, answer)
+            && text::contains_phrase_any_number(own, answer)
         {
             out.push(format!(
                 "states_golden: it mentions the correct answer \"{answer}\""
@@ -180,7 +209,6 @@ impl NegativeExplanation {
         if self.require_mention && !text::contains_phrase(t, negative) {
             out.push(format!("no_mention: it must mention \"{negative}\""));
         }
-        out
     }
 
     /// The validator: the cleaned answer, unless a finding rejects it. Findings that guess at

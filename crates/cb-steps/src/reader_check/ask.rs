@@ -118,18 +118,9 @@ pub async fn ask_check(
     q: Question<'_>,
     check: &Check<'_>,
 ) -> Result<Verdict, LlmError> {
-    let Asker {
-        reader,
-        spec,
-        env,
-        seed,
-        scope,
-        step,
-    } = a;
-    let n = q.choices.len();
-    let prompt = match (&spec.answer_set, check.context) {
+    let prompt = match (&a.spec.answer_set, check.context) {
         (Some(p), None) => p,
-        _ => &spec.prompt,
+        _ => &a.spec.prompt,
     };
     let mut verdict = Verdict {
         check: check.name.to_owned(),
@@ -141,56 +132,77 @@ pub async fn ask_check(
         calls: Vec::new(),
     };
     let mut votes = Vec::new();
-    for v in 0..spec.votes {
-        let order: Vec<usize> = if v == 0 {
-            (0..n).collect()
-        } else {
-            choice::order(seed, scope, q.id, &format!("reader-{}-{v}", check.name), n)
-        };
-        let shown: Vec<String> = order.iter().map(|i| q.choices[*i].clone()).collect();
-        let vars = minijinja::context! {
-            role => "",
-            instruction => "",
-            examples => Vec::<String>::new(),
-            context => check.context.unwrap_or(""),
-            question => q.question,
-            options => choice::option_views(&shown),
-        };
-        let messages = prompt
-            .render(env, &vars)
-            .map_err(|e| LlmError::Config(format!("cannot render prompt {e}")))?;
-        // What the dry-run backend answers: the intended option, so an estimate counts
-        // every check.
-        let intended = order.iter().position(|i| *i == check.expected).unwrap_or(0);
-        let call = choice::call(
-            messages,
-            (&prompt.name, &prompt.hash),
-            q.id,
-            None,
-            Sampling {
-                temperature: 0.0,
-                max_tokens: spec.max_tokens,
-            },
-            letter(intended),
-        );
-        let c = reader.complete(&call).await?;
-        verdict.calls.push(CallRecord {
-            step: step.to_owned(),
-            template: prompt.name.clone(),
-            template_hash: prompt.hash.clone(),
-            cache_key: c.cache_key.clone(),
-            attempt: v + 1,
-            prompt_tokens: c.prompt_tokens,
-            completion_tokens: c.completion_tokens,
-        });
-        let x = choice::extract(&c.text, &shown);
-        let picked = x.choice.map(|i| order[i]);
+    for v in 0..a.spec.votes {
+        let (picked, how, call) = ask_vote(a, q, check, prompt, v).await?;
+        verdict.calls.push(call);
         votes.push(picked);
         verdict.picks.push(picked.map(letter));
-        verdict.how.push(x.how.to_owned());
+        verdict.how.push(how.to_owned());
     }
     let pick = choice::majority(&votes);
     verdict.pick = pick.map(letter);
     verdict.passed = pick == Some(check.expected);
     Ok(verdict)
+}
+
+/// Vote `v` of a check (from 0; the first shows the options in the row's order, the others
+/// in seeded orders): the option picked (in the row's order), how it was read off the
+/// answer, and the call.
+async fn ask_vote(
+    a: Asker<'_>,
+    q: Question<'_>,
+    check: &Check<'_>,
+    prompt: &Prompt,
+    v: u32,
+) -> Result<(Option<usize>, &'static str, CallRecord), LlmError> {
+    let n = q.choices.len();
+    let order: Vec<usize> = if v == 0 {
+        (0..n).collect()
+    } else {
+        choice::order(
+            a.seed,
+            a.scope,
+            q.id,
+            &format!("reader-{}-{v}", check.name),
+            n,
+        )
+    };
+    let shown: Vec<String> = order.iter().map(|i| q.choices[*i].clone()).collect();
+    let vars = minijinja::context! {
+        role => "",
+        instruction => "",
+        examples => Vec::<String>::new(),
+        context => check.context.unwrap_or(""),
+        question => q.question,
+        options => choice::option_views(&shown),
+    };
+    let messages = prompt
+        .render(a.env, &vars)
+        .map_err(|e| LlmError::Config(format!("cannot render prompt {e}")))?;
+    // What the dry-run backend answers: the intended option, so an estimate counts every
+    // check.
+    let intended = order.iter().position(|i| *i == check.expected).unwrap_or(0);
+    let call = choice::call(
+        messages,
+        (&prompt.name, &prompt.hash),
+        q.id,
+        None,
+        Sampling {
+            temperature: 0.0,
+            max_tokens: a.spec.max_tokens,
+        },
+        letter(intended),
+    );
+    let c = a.reader.complete(&call).await?;
+    let record = CallRecord {
+        step: a.step.to_owned(),
+        template: prompt.name.clone(),
+        template_hash: prompt.hash.clone(),
+        cache_key: c.cache_key.clone(),
+        attempt: v + 1,
+        prompt_tokens: c.prompt_tokens,
+        completion_tokens: c.completion_tokens,
+    };
+    let x = choice::extract(&c.text, &shown);
+    Ok((x.choice.map(|i| order[i]), x.how, record))
 }

@@ -232,95 +232,109 @@ impl Planned {
 }
 
 impl ReaderCheck {
-    /// The item's options and its checks, in the order they are asked.
-    fn plan(&self, item: &Item) -> Result<(Vec<String>, Vec<Planned>), StepFailure> {
-        let missing =
-            |what: &str| StepFailure::reject("bad_answer", format!("{}: {what}", self.name));
-        let control = match self.control {
+    fn missing(&self, what: &str) -> StepFailure {
+        StepFailure::reject("bad_answer", format!("{}: {what}", self.name))
+    }
+
+    /// The reject reason of a failed control check, where it rejects.
+    fn control_reject(&self) -> Option<&'static str> {
+        match self.control {
             Control::Reject => Some("reader_control_failed"),
             _ => None,
-        };
-        let mut checks = Vec::new();
-        let choices = match self.mode {
-            Mode::Kre => {
-                let choices = item.require_texts(fields::CHOICES)?;
-                let gold = letter_index(item.require(fields::ANSWER)?)
-                    .filter(|i| *i < choices.len())
-                    .ok_or_else(|| missing("the answer names none of the choices"))?;
-                let negative = negative_option(
-                    &choices,
-                    item.require(fields::CANDIDATE)?,
-                    item.require(fields::NEGATIVE_ANSWER)?,
-                )
-                .filter(|i| *i != gold)
-                .ok_or_else(|| missing("the negative answer is none of the wrong choices"))?;
-                let disagrees = Some("reader_disagrees");
-                checks.push(Planned::new(
-                    "negative",
-                    item.require(fields::NEGATIVE_CONTEXT)?,
-                    negative,
-                    disagrees,
-                ));
-                if self.control != Control::Off {
-                    checks.push(Planned::new(
-                        "control",
-                        item.require(fields::GOLDEN_CONTEXT)?,
-                        gold,
-                        control,
-                    ));
-                }
-                if self.reader.answer_set.is_some() {
-                    checks.push(Planned {
-                        name: "answer_set",
-                        context: None,
-                        expected: gold,
-                        reject: None,
-                    });
-                }
-                choices
-            }
-            Mode::Recall => {
-                let options = item.require_texts(fields::OPTIONS)?;
-                let original = letter_index(item.require(fields::ANSWER_OPTION)?)
-                    .filter(|i| *i < options.len())
-                    .ok_or_else(|| missing("answer_option names none of the options"))?;
-                let edited_answer = item.require(fields::EDITED_ANSWER)?;
-                let edited = options
-                    .iter()
-                    .position(|o| o == edited_answer)
-                    .filter(|i| *i != original)
-                    .ok_or_else(|| missing("the edited answer is none of the other options"))?;
-                // A non-answer edit that moves the reader off the original answer discards
-                // the sample, as the paper does.
-                let disagrees = Some("reader_disagrees");
-                checks.push(Planned::new(
-                    "qa_a",
-                    item.require(fields::QA_A_CONTEXT)?,
-                    edited,
-                    disagrees,
-                ));
-                checks.push(Planned::new(
-                    "qa_na",
-                    item.require(fields::QA_NA_CONTEXT)?,
-                    original,
-                    disagrees,
-                ));
-                // Optional: only where the recipe inserts a sentence.
-                if let Some(context) = item.get_text(fields::QA_NA_SENTENCE_CONTEXT) {
-                    checks.push(Planned::new("qa_na_sentence", context, original, disagrees));
-                }
-                if self.control != Control::Off {
-                    checks.push(Planned::new(
-                        "control",
-                        item.require(fields::PARAGRAPH)?,
-                        original,
-                        control,
-                    ));
-                }
-                options
-            }
-        };
+        }
+    }
+
+    /// The item's options and its checks, in the order they are asked.
+    fn plan(&self, item: &Item) -> Result<(Vec<String>, Vec<Planned>), StepFailure> {
+        match self.mode {
+            Mode::Kre => self.plan_kre(item),
+            Mode::Recall => self.plan_recall(item),
+        }
+    }
+
+    /// KRE: the negative context must lead to the negative answer; the control (the golden
+    /// context) to the golden one; the answer set is asked from the options alone.
+    fn plan_kre(&self, item: &Item) -> Result<(Vec<String>, Vec<Planned>), StepFailure> {
+        let choices = item.require_texts(fields::CHOICES)?;
+        let gold = letter_index(item.require(fields::ANSWER)?)
+            .filter(|i| *i < choices.len())
+            .ok_or_else(|| self.missing("the answer names none of the choices"))?;
+        let negative = negative_option(
+            &choices,
+            item.require(fields::CANDIDATE)?,
+            item.require(fields::NEGATIVE_ANSWER)?,
+        )
+        .filter(|i| *i != gold)
+        .ok_or_else(|| self.missing("the negative answer is none of the wrong choices"))?;
+        let disagrees = Some("reader_disagrees");
+        let mut checks = vec![Planned::new(
+            "negative",
+            item.require(fields::NEGATIVE_CONTEXT)?,
+            negative,
+            disagrees,
+        )];
+        if self.control != Control::Off {
+            checks.push(Planned::new(
+                "control",
+                item.require(fields::GOLDEN_CONTEXT)?,
+                gold,
+                self.control_reject(),
+            ));
+        }
+        if self.reader.answer_set.is_some() {
+            checks.push(Planned {
+                name: "answer_set",
+                context: None,
+                expected: gold,
+                reject: None,
+            });
+        }
         Ok((choices, checks))
+    }
+
+    /// RECALL: the answer-edited context must lead to the edited answer, the non-answer
+    /// edits (and the control, the paragraph) to the original one.
+    fn plan_recall(&self, item: &Item) -> Result<(Vec<String>, Vec<Planned>), StepFailure> {
+        let options = item.require_texts(fields::OPTIONS)?;
+        let original = letter_index(item.require(fields::ANSWER_OPTION)?)
+            .filter(|i| *i < options.len())
+            .ok_or_else(|| self.missing("answer_option names none of the options"))?;
+        let edited_answer = item.require(fields::EDITED_ANSWER)?;
+        let edited = options
+            .iter()
+            .position(|o| o == edited_answer)
+            .filter(|i| *i != original)
+            .ok_or_else(|| self.missing("the edited answer is none of the other options"))?;
+        // A non-answer edit that moves the reader off the original answer discards the
+        // sample, as the paper does.
+        let disagrees = Some("reader_disagrees");
+        let mut checks = vec![
+            Planned::new(
+                "qa_a",
+                item.require(fields::QA_A_CONTEXT)?,
+                edited,
+                disagrees,
+            ),
+            Planned::new(
+                "qa_na",
+                item.require(fields::QA_NA_CONTEXT)?,
+                original,
+                disagrees,
+            ),
+        ];
+        // Optional: only where the recipe inserts a sentence.
+        if let Some(context) = item.get_text(fields::QA_NA_SENTENCE_CONTEXT) {
+            checks.push(Planned::new("qa_na_sentence", context, original, disagrees));
+        }
+        if self.control != Control::Off {
+            checks.push(Planned::new(
+                "control",
+                item.require(fields::PARAGRAPH)?,
+                original,
+                self.control_reject(),
+            ));
+        }
+        Ok((options, checks))
     }
 
     async fn apply(&self, item: &mut Item, ctx: &StepCtx<'_>) -> Result<(), StepFailure> {
@@ -335,48 +349,18 @@ impl ReaderCheck {
             question: &question,
             choices: &choices,
         };
-        let mut verdicts = Vec::new();
+        let asker = Asker {
+            reader,
+            spec: &self.reader,
+            env: ctx.env,
+            seed: ctx.seed,
+            scope: ctx.recipe,
+            step: &self.name,
+        };
         let mut calls = Vec::new();
-        let mut failed = None;
-        for p in &planned {
-            let check = Check {
-                name: p.name,
-                context: p.context.as_deref(),
-                expected: p.expected,
-            };
-            let asker = Asker {
-                reader,
-                spec: &self.reader,
-                env: ctx.env,
-                seed: ctx.seed,
-                scope: ctx.recipe,
-                step: &self.name,
-            };
-            let v = match ask_check(asker, q, &check).await {
-                Ok(v) => v,
-                Err(e) => {
-                    item.calls.append(&mut calls);
-                    let context = format!(
-                        "{}: the reader gave no answer to the {} check",
-                        self.name, p.name
-                    );
-                    return Err(StepFailure::from_llm(e, &context, 0));
-                }
-            };
-            calls.extend(v.calls.iter().cloned());
-            let reveals = p.name == "answer_set"
-                && self.max_answer_set_share.is_some_and(|max| v.share() > max);
-            if let (false, Some(reason)) = (v.passed, p.reject) {
-                failed = Some((reason, v.clone()));
-            } else if reveals {
-                failed = Some(("answer_set_reveals", v.clone()));
-            }
-            verdicts.push(v);
-            if failed.is_some() {
-                break;
-            }
-        }
+        let asked = self.ask_planned(asker, q, &planned, &mut calls).await;
         item.calls.append(&mut calls);
+        let (verdicts, failed) = asked?;
         let record = ReaderRecord {
             model: reader.config().model.clone(),
             endpoint: reader.endpoint().to_owned(),
@@ -389,39 +373,82 @@ impl ReaderCheck {
         );
         match failed {
             None => Ok(()),
-            Some((reason, v)) => {
-                let what = match v.check.as_str() {
-                    "negative" => "with the negative context",
-                    "control" => "with the golden context (the control)",
-                    "qa_a" => "with the answer-edited context",
-                    "qa_na" => "with the non-answer-edited context",
-                    "qa_na_sentence" => "with the sentence-edited context",
-                    _ => "from the options alone",
-                };
-                let expected = letter_index(&v.expected)
-                    .and_then(|i| choices.get(i))
-                    .map_or("", String::as_str);
-                let detail = if reason == "answer_set_reveals" {
-                    format!(
-                        "{reason}: from the options alone the reader picked the golden answer \"{}\" ({expected}) in {:.0} % of its votes, above max_answer_set_share {}",
-                        v.expected,
-                        100.0 * v.share(),
-                        self.max_answer_set_share.unwrap_or(1.0)
-                    )
-                } else {
-                    format!(
-                        "{reason}: {what} the reader picked {}, not \"{}\" ({expected})",
-                        v.pick_named(&choices),
-                        v.expected
-                    )
-                };
-                Err(StepFailure::Reject {
-                    reason: reason.to_owned(),
-                    detail: format!("{}: {detail}", self.name),
-                    raw: None,
-                    attempts: v.calls.len() as u32,
-                })
+            Some((reason, v)) => Err(self.rejection(reason, &v, &choices)),
+        }
+    }
+
+    /// Asks the planned checks in turn, up to the first that rejects the item (its reason
+    /// and verdict come back with the verdicts); every call made goes to `calls`.
+    async fn ask_planned(
+        &self,
+        asker: Asker<'_>,
+        q: Question<'_>,
+        planned: &[Planned],
+        calls: &mut Vec<cb_step::CallRecord>,
+    ) -> Result<(Vec<Verdict>, Option<(&'static str, Verdict)>), StepFailure> {
+        let mut verdicts = Vec::new();
+        for p in planned {
+            let check = Check {
+                name: p.name,
+                context: p.context.as_deref(),
+                expected: p.expected,
+            };
+            let v = ask_check(asker, q, &check).await.map_err(|e| {
+                let context = format!(
+                    "{}: the reader gave no answer to the {} check",
+                    self.name, p.name
+                );
+                StepFailure::from_llm(e, &context, 0)
+            })?;
+            calls.extend(v.calls.iter().cloned());
+            let reveals = p.name == "answer_set"
+                && self.max_answer_set_share.is_some_and(|max| v.share() > max);
+            let failed = match (v.passed, p.reject) {
+                (false, Some(reason)) => Some(reason),
+                _ if reveals => Some("answer_set_reveals"),
+                _ => None,
+            };
+            if let Some(reason) = failed {
+                verdicts.push(v.clone());
+                return Ok((verdicts, Some((reason, v))));
             }
+            verdicts.push(v);
+        }
+        Ok((verdicts, None))
+    }
+
+    /// The reject of an item whose check `v` failed for `reason`.
+    fn rejection(&self, reason: &str, v: &Verdict, choices: &[String]) -> StepFailure {
+        let what = match v.check.as_str() {
+            "negative" => "with the negative context",
+            "control" => "with the golden context (the control)",
+            "qa_a" => "with the answer-edited context",
+            "qa_na" => "with the non-answer-edited context",
+            "qa_na_sentence" => "with the sentence-edited context",
+            _ => "from the options alone",
+        };
+        let expected = letter_index(&v.expected)
+            .and_then(|i| choices.get(i))
+            .map_or("", String::as_str);
+        let detail = if reason == "answer_set_reveals" {
+            format!(
+                "{reason}: from the options alone the reader picked the golden answer \"{}\" ({expected}) in {:.0} % of its votes, above max_answer_set_share {}",
+                v.expected,
+                100.0 * v.share(),
+                self.max_answer_set_share.unwrap_or(1.0)
+            )
+        } else {
+            format!(
+                "{reason}: {what} the reader picked {}, not \"{}\" ({expected})",
+                v.pick_named(choices),
+                v.expected
+            )
+        };
+        StepFailure::Reject {
+            reason: reason.to_owned(),
+            detail: format!("{}: {detail}", self.name),
+            raw: None,
+            attempts: v.calls.len() as u32,
         }
     }
 }

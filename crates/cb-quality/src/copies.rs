@@ -114,8 +114,11 @@ impl CopyFinder {
 /// The turns of [`Cutter::cut_all`]: one a copy, longest first, each naming its pattern
 /// (copies equal once lower-cased share one).
 struct Turns {
-    /// The distinct lower-cased copies, in the order of their first turn.
-    patterns: Vec<String>,
+    /// Each turn's copy, lower-cased.
+    lowered: Vec<String>,
+    /// Each pattern's first turn (the patterns are the distinct lower-cased copies, in the
+    /// order of their first turn).
+    first_turn: Vec<usize>,
     /// Each turn's pattern.
     pattern_of: Vec<usize>,
     /// Each pattern's last turn.
@@ -127,18 +130,19 @@ struct Turns {
 impl Turns {
     fn of(needles: &[String]) -> Self {
         let lowered: Vec<String> = needles.iter().map(|n| n.to_lowercase()).collect();
-        let mut ids: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
-        let mut patterns: Vec<String> = Vec::new();
-        let pattern_of: Vec<usize> = lowered
-            .iter()
-            .map(|l| {
-                *ids.entry(l.as_str()).or_insert_with(|| {
-                    patterns.push(l.clone());
-                    patterns.len() - 1
+        let mut first_turn: Vec<usize> = Vec::new();
+        let pattern_of: Vec<usize> = {
+            let mut ids: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+            (lowered.iter().enumerate())
+                .map(|(turn, l)| {
+                    *ids.entry(l.as_str()).or_insert_with(|| {
+                        first_turn.push(turn);
+                        first_turn.len() - 1
+                    })
                 })
-            })
-            .collect();
-        let mut last_turn = vec![0usize; patterns.len()];
+                .collect()
+        };
+        let mut last_turn = vec![0usize; first_turn.len()];
         for (turn, &p) in pattern_of.iter().enumerate() {
             last_turn[p] = turn;
         }
@@ -147,11 +151,17 @@ impl Turns {
             reach[turn] = reach[turn + 1].max(lowered[turn].len());
         }
         Turns {
-            patterns,
+            lowered,
+            first_turn,
             pattern_of,
             last_turn,
             reach,
         }
+    }
+
+    /// Pattern `p`'s bytes.
+    fn pattern(&self, p: usize) -> &[u8] {
+        self.lowered[self.first_turn[p]].as_bytes()
     }
 }
 
@@ -237,7 +247,9 @@ impl<'t> Cutter<'t> {
     /// trimmed, so an occurrence starts and ends with a byte of the original.
     fn cut_all(mut self, needles: &[String]) -> String {
         let turns = Turns::of(needles);
-        let patterns: Vec<&[u8]> = turns.patterns.iter().map(|p| p.as_bytes()).collect();
+        let patterns: Vec<&[u8]> = (0..turns.first_turn.len())
+            .map(|p| turns.pattern(p))
+            .collect();
         let Some(finder) = CopyFinder::new(&patterns) else {
             return cut_each_in_turn(self.text, needles);
         };

@@ -33,8 +33,8 @@ Transports:
   `--served-model-name`; `finish_reason` is "length" when the answer used all of `max_tokens`.
 
 Exit codes: 0 every selected file answered (or none waited), 1 a file could not be answered
-(reason on stderr; its output file is not written, run again), 2 bad arguments or a malformed
-input file (named with its line).
+(reason on stderr; its output file is not written, run again), 2 bad arguments, a missing
+package or a malformed input file (named with its line).
 """
 
 import argparse
@@ -361,7 +361,7 @@ def collect(results, files):
         if len(got) == len(files[i][1]):
             path = output_path(files[i][0])
             write_whole(path, [got[k] for k in range(len(got))])
-            say(f"wrote {path}: {len(got)} answers, {errors[i]} of them errors")
+            say(f"wrote {path}: {len(got)} lines, {errors[i]} of them errors")
             del pending[i]
     if pending:
         missing = ", ".join(os.path.basename(files[i][0]) for i in pending)
@@ -449,6 +449,9 @@ def main(argv):
             with_seed = all("seed" in body for _, r in files for _, _, body in r)
             results = vllm_pipeline(ds, args, with_seed)
         errors = collect(results, files)
+    except ImportError as e:
+        say(f"the vLLM path needs ray[llm] (vllm, transformers) beside Ray: {e}")
+        return 2
     except Exception as e:  # the pipeline's own failure: nothing half written, run again
         say(f"stopped: {type(e).__name__}: {e}")
         return 1

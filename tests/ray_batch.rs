@@ -8,7 +8,8 @@
 //! ```
 //!
 //! Against the in-process mock, the two-round KRE SQuAD build through Ray-answered files ends
-//! with the online build's files byte for byte, each request asked once; the output lines are
+//! with the online build's files byte for byte, each request asked once (and again after a
+//! transient failure: 429, 503, a cut connection, a 200 that is not JSON); the output lines are
 //! run_batch's, in input order; `--model` leaves another model's files alone; a malformed input
 //! file is refused naming its line. With `CB_RAY_BASE_URL` and `CB_RAY_MODEL` also set (e.g. the
 //! SmolLM2 server of `scripts/local-model.sh`), the same loop runs once against that server, with
@@ -20,6 +21,7 @@ mod batch_dir;
 mod common;
 
 use batch_dir::*;
+use cb_mock::Reply;
 use common::*;
 use std::cell::Cell;
 use std::collections::HashSet;
@@ -106,6 +108,15 @@ async fn a_batch_dir_build_answered_by_ray_data_writes_what_an_online_build_writ
     let (_o, online_files, online_calls) = online(&s).await;
     let (out, dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let before = s.mock.request_count();
+    // The first requests the executor sends meet transient failures: each is asked again.
+    let faults = [
+        Reply::rate_limited("0"),
+        Reply::server_error(503),
+        Reply::Drop,
+        Reply::RawBody("not JSON".into()),
+    ];
+    let retried = faults.len();
+    s.mock.push_faults(faults);
     let started = Instant::now();
     let exits = answer_until_done(
         || build_files(&s, out.path(), dir.path()),
@@ -126,7 +137,8 @@ async fn a_batch_dir_build_answered_by_ray_data_writes_what_an_online_build_writ
     let ids: Vec<&String> = files.values().flatten().collect();
     assert_eq!(ids.iter().collect::<HashSet<_>>().len(), ids.len());
     assert_eq!(ids.len(), online_calls);
-    assert_eq!(s.mock.request_count() - before, online_calls);
+    assert_eq!(s.mock.pending_faults(), 0);
+    assert_eq!(s.mock.request_count() - before, online_calls + retried);
     // run_batch's lines, in input order, named after their file.
     for (name, ids) in &files {
         let stem = name.trim_end_matches(".jsonl");
@@ -160,7 +172,8 @@ async fn ray_batch_refuses_a_malformed_input_file_naming_its_line() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let good = r#"{"custom_id":"k1","method":"POST","url":"/v1/chat/completions","body":{"model":"m","messages":[]}}"#;
+    let good = serde_json::json!({"custom_id": "k1", "method": "POST",
+        "url": "/v1/chat/completions", "body": {"model": "m", "messages": []}});
     let input = dir.path().join("requests-00003.jsonl");
     std::fs::write(
         &input,
@@ -285,4 +298,26 @@ async fn the_loop_against_a_real_server_when_one_is_named() {
         text(&o)
     );
     assert_same(&squad_files(again.path()), &squad_files(out.path()));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_request_without_an_answer_becomes_an_error_line_not_a_stopped_run() {
+    let Some(python) = ray_python("ray_batch") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let line = serde_json::json!({"custom_id": "k1", "method": "POST",
+        "url": "/v1/chat/completions", "body": {"model": "m", "messages": []}});
+    std::fs::write(dir.path().join("requests-00001.jsonl"), format!("{line}\n")).unwrap();
+    // Nothing listens on port 9 (discard): every attempt is refused.
+    let how = ["--base-url", "http://127.0.0.1:9/v1", "--max-retries", "1"];
+    let o = ray_batch(&python, dir.path(), &how).await;
+    assert!(o.status.success(), "{}", text(&o));
+    let lines = read_jsonl(&dir.path().join("requests-00001.output.jsonl"));
+    assert_eq!(lines.len(), 1);
+    assert_eq!(lines[0]["custom_id"], "k1");
+    assert!(lines[0]["response"].is_null(), "{}", lines[0]);
+    assert_eq!(lines[0]["error"]["code"], "executor_error");
+    let why = lines[0]["error"]["message"].as_str().unwrap();
+    assert!(why.starts_with("no answer after 2 attempts"), "{why}");
 }

@@ -18,8 +18,7 @@
 //! Batch requests never reach the chat journal.
 
 use crate::reply::{completion_json, json_response};
-use crate::server::Shared;
-use crate::{error_body, lock, ChatRequest, MockServer, Reply, MOCK_CREATED};
+use crate::{error_body, lock, ChatRequest, Reply, Responder, MOCK_CREATED};
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, StatusCode};
@@ -54,10 +53,10 @@ pub struct Submission {
 
 #[derive(Default)]
 pub(crate) struct BatchStore {
-    settings: Mutex<BatchSettings>,
+    pub(crate) settings: Mutex<BatchSettings>,
     files: Mutex<HashMap<String, StoredFile>>,
-    batches: Mutex<BTreeMap<u64, MockBatch>>,
-    submissions: Mutex<Vec<Submission>>,
+    pub(crate) batches: Mutex<BTreeMap<u64, MockBatch>>,
+    pub(crate) submissions: Mutex<Vec<Submission>>,
     next: AtomicU64,
 }
 
@@ -67,7 +66,7 @@ struct StoredFile {
     bytes: Bytes,
 }
 
-struct MockBatch {
+pub(crate) struct MockBatch {
     id: String,
     input_file_id: String,
     created: Instant,
@@ -80,31 +79,26 @@ struct MockBatch {
     metadata: Value,
 }
 
-impl MockServer {
-    /// Changes how batches created from now on (and those not yet answered) are run.
-    pub fn set_batch_settings(&self, settings: BatchSettings) {
-        *lock(&self.shared.batch.settings) = settings;
-    }
-
-    /// Every request line of every batch accepted so far, in submission order.
-    pub fn batch_submissions(&self) -> Vec<Submission> {
-        lock(&self.shared.batch.submissions).clone()
-    }
-
-    /// How many batches were created.
-    pub fn batch_count(&self) -> usize {
-        lock(&self.shared.batch.batches).len()
-    }
+/// What the batch routes need of the server they are mounted on: its store of files and
+/// batches, and the chat side's responder, attempt count and completion ids (a batch line is
+/// answered as the same body sent online would be).
+pub(crate) trait Host: Send + Sync + 'static {
+    fn store(&self) -> &BatchStore;
+    fn responder(&self) -> Responder;
+    /// How many times this exact body has now been seen, this one included.
+    fn next_attempt(&self, body: &Value) -> usize;
+    /// The number of the next `chatcmpl-mock-{id}`.
+    fn next_completion_id(&self) -> u64;
 }
 
-pub(crate) fn routes() -> Router<Arc<Shared>> {
+pub(crate) fn routes<H: Host>() -> Router<Arc<H>> {
     Router::new()
-        .route("/v1/files", post(upload))
-        .route("/v1/files/{id}", get(file_info))
-        .route("/v1/files/{id}/content", get(file_content))
-        .route("/v1/batches", post(create).get(list))
-        .route("/v1/batches/{id}", get(retrieve))
-        .route("/v1/batches/{id}/cancel", post(cancel))
+        .route("/v1/files", post(upload::<H>))
+        .route("/v1/files/{id}", get(file_info::<H>))
+        .route("/v1/files/{id}/content", get(file_content::<H>))
+        .route("/v1/batches", post(create::<H>).get(list::<H>))
+        .route("/v1/batches/{id}", get(retrieve::<H>))
+        .route("/v1/batches/{id}/cancel", post(cancel::<H>))
 }
 
 fn invalid(status: StatusCode, msg: &str) -> Response {
@@ -140,7 +134,11 @@ fn file_json(id: &str, purpose: &str, filename: &str, len: usize) -> Value {
     })
 }
 
-async fn upload(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+async fn upload<H: Host>(
+    State(shared): State<Arc<H>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let boundary = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -160,7 +158,7 @@ async fn upload(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
             "cb-mock: the form needs `purpose` and `file`",
         );
     };
-    let limit = lock(&shared.batch.settings).max_file_bytes;
+    let limit = lock(&shared.store().settings).max_file_bytes;
     if let Some(max) = limit.filter(|max| file.data.len() > *max) {
         return invalid(
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -173,13 +171,13 @@ async fn upload(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
     let purpose = String::from_utf8_lossy(purpose.data).into_owned();
     let filename = file.filename.clone().unwrap_or_else(|| "upload".into());
     let info = shared
-        .batch
+        .store()
         .store_file(&purpose, &filename, body.slice_ref(file.data));
     json_response(StatusCode::OK, info.to_string())
 }
 
-async fn file_info(State(shared): State<Arc<Shared>>, Path(id): Path<String>) -> Response {
-    match lock(&shared.batch.files).get(&id) {
+async fn file_info<H: Host>(State(shared): State<Arc<H>>, Path(id): Path<String>) -> Response {
+    match lock(&shared.store().files).get(&id) {
         Some(f) => json_response(
             StatusCode::OK,
             file_json(&id, &f.purpose, &f.filename, f.bytes.len()).to_string(),
@@ -188,8 +186,10 @@ async fn file_info(State(shared): State<Arc<Shared>>, Path(id): Path<String>) ->
     }
 }
 
-async fn file_content(State(shared): State<Arc<Shared>>, Path(id): Path<String>) -> Response {
-    let bytes = lock(&shared.batch.files).get(&id).map(|f| f.bytes.clone());
+async fn file_content<H: Host>(State(shared): State<Arc<H>>, Path(id): Path<String>) -> Response {
+    let bytes = lock(&shared.store().files)
+        .get(&id)
+        .map(|f| f.bytes.clone());
     match bytes {
         Some(b) => Response::builder()
             .header(header::CONTENT_TYPE, "application/octet-stream")
@@ -199,7 +199,7 @@ async fn file_content(State(shared): State<Arc<Shared>>, Path(id): Path<String>)
     }
 }
 
-async fn create(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
+async fn create<H: Host>(State(shared): State<Arc<H>>, body: Bytes) -> Response {
     let Ok(req) = serde_json::from_slice::<Value>(&body) else {
         return invalid(StatusCode::BAD_REQUEST, "cb-mock: body is not JSON");
     };
@@ -210,7 +210,7 @@ async fn create(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
             "cb-mock: endpoint must be /v1/chat/completions and completion_window 24h",
         );
     }
-    let input = lock(&shared.batch.files)
+    let input = lock(&shared.store().files)
         .get(&file_id)
         .map(|f| (f.purpose.clone(), f.bytes.clone()));
     let Some((purpose, bytes)) = input else {
@@ -229,8 +229,8 @@ async fn create(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
         Ok(l) => l,
         Err(e) => return invalid(StatusCode::BAD_REQUEST, &e),
     };
-    let (n, id) = shared.batch.id("batch");
-    lock(&shared.batch.submissions).extend(lines.iter().map(|(c, b)| Submission {
+    let (n, id) = shared.store().id("batch");
+    lock(&shared.store().submissions).extend(lines.iter().map(|(c, b)| Submission {
         batch_id: id.clone(),
         custom_id: c.clone(),
         body: b.clone(),
@@ -248,7 +248,7 @@ async fn create(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
         metadata: req.get("metadata").cloned().unwrap_or(Value::Null),
     };
     let out = batch_json(&batch);
-    lock(&shared.batch.batches).insert(n, batch);
+    lock(&shared.store().batches).insert(n, batch);
     json_response(StatusCode::OK, out.to_string())
 }
 
@@ -298,8 +298,8 @@ fn batch_json(b: &MockBatch) -> Value {
 }
 
 /// Moves a batch on: a cancel becomes final, a batch past its delay is answered.
-fn advance(shared: &Shared, b: &mut MockBatch) {
-    let settings = lock(&shared.batch.settings).clone();
+fn advance<H: Host>(shared: &H, b: &mut MockBatch) {
+    let settings = lock(&shared.store().settings).clone();
     match b.status {
         "cancelling" => {
             let errors: Vec<String> = b
@@ -344,10 +344,10 @@ fn advance(shared: &Shared, b: &mut MockBatch) {
     }
 }
 
-fn output_file(shared: &Shared, b: &MockBatch, kind: &str, lines: &[String]) -> String {
+fn output_file<H: Host>(shared: &H, b: &MockBatch, kind: &str, lines: &[String]) -> String {
     let mut text = lines.join("\n");
     text.push('\n');
-    let info = shared.batch.store_file(
+    let info = shared.store().store_file(
         "batch_output",
         &format!("{}_{kind}.jsonl", b.id),
         Bytes::from(text),
@@ -356,8 +356,8 @@ fn output_file(shared: &Shared, b: &MockBatch, kind: &str, lines: &[String]) -> 
 }
 
 /// One output line (`Ok`) or error-file line (`Err`) for a reply.
-fn answer_line(
-    shared: &Shared,
+fn answer_line<H: Host>(
+    shared: &H,
     custom_id: &str,
     req: &ChatRequest,
     reply: Reply,
@@ -376,7 +376,7 @@ fn answer_line(
     let ok = |body: Value| line(200, body);
     match reply {
         Reply::Content(c) => Ok(ok(completion_json(
-            shared,
+            shared.next_completion_id(),
             &req.model,
             &c,
             "stop",
@@ -387,7 +387,7 @@ fn answer_line(
             finish_reason,
             usage,
         } => Ok(ok(completion_json(
-            shared,
+            shared.next_completion_id(),
             &req.model,
             &content,
             &finish_reason,
@@ -412,17 +412,17 @@ fn error_line(custom_id: &str, code: &str, message: &str) -> String {
     .to_string()
 }
 
-async fn retrieve(State(shared): State<Arc<Shared>>, Path(id): Path<String>) -> Response {
-    let mut batches = lock(&shared.batch.batches);
+async fn retrieve<H: Host>(State(shared): State<Arc<H>>, Path(id): Path<String>) -> Response {
+    let mut batches = lock(&shared.store().batches);
     let Some(b) = batches.values_mut().find(|b| b.id == id) else {
         return invalid(StatusCode::NOT_FOUND, &format!("No such batch: {id}"));
     };
-    advance(&shared, b);
+    advance(&*shared, b);
     json_response(StatusCode::OK, batch_json(b).to_string())
 }
 
-async fn cancel(State(shared): State<Arc<Shared>>, Path(id): Path<String>) -> Response {
-    let mut batches = lock(&shared.batch.batches);
+async fn cancel<H: Host>(State(shared): State<Arc<H>>, Path(id): Path<String>) -> Response {
+    let mut batches = lock(&shared.store().batches);
     let Some(b) = batches.values_mut().find(|b| b.id == id) else {
         return invalid(StatusCode::NOT_FOUND, &format!("No such batch: {id}"));
     };
@@ -432,13 +432,13 @@ async fn cancel(State(shared): State<Arc<Shared>>, Path(id): Path<String>) -> Re
     json_response(StatusCode::OK, batch_json(b).to_string())
 }
 
-async fn list(State(shared): State<Arc<Shared>>) -> Response {
-    let mut batches = lock(&shared.batch.batches);
+async fn list<H: Host>(State(shared): State<Arc<H>>) -> Response {
+    let mut batches = lock(&shared.store().batches);
     let data: Vec<Value> = batches
         .values_mut()
         .rev()
         .map(|b| {
-            advance(&shared, b);
+            advance(&*shared, b);
             batch_json(b)
         })
         .collect();

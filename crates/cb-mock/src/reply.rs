@@ -1,28 +1,26 @@
-//! The reply catalogue and its rendering: [`Reply`] (what a request gets), [`Responder`] and the
-//! stock responders ([`responder`], [`fixed`], [`echo`]), OpenAI-style error bodies
-//! ([`error_body`]), and the turning of a reply into an HTTP response (a `chat.completion`
-//! JSON, a status, a hang, a cut connection).
+//! The reply catalogue: [`Reply`] (what a request gets), [`Responder`] and the stock
+//! responders ([`responder`], [`fixed`], [`echo`]), OpenAI-style error bodies
+//! ([`error_body`]), and the pieces a response is made of (a `chat.completion` JSON, a JSON
+//! response, a cut connection); the server's chat route puts them together.
 
 use std::collections::HashMap;
 use std::pin::Pin;
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use axum::body::{Body, Bytes, HttpBody};
+use axum::body::{Bytes, HttpBody};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 
-use crate::server::Shared;
 use crate::{lock, ChatRequest};
 
 /// The fixed `created` timestamp put in every chat completion.
 pub const MOCK_CREATED: u64 = 1_700_000_000;
 
 /// How long [`Reply::Hang`] waits (unless the server shuts down first).
-const HANG_FOR: Duration = Duration::from_secs(3600);
+pub(crate) const HANG_FOR: Duration = Duration::from_secs(3600);
 
 /// Decides the reply to a chat request. Called on the server's tasks, outside any lock.
 pub type Responder = Arc<dyn Fn(&ChatRequest) -> Reply + Send + Sync>;
@@ -172,74 +170,14 @@ pub(crate) fn tokens(chars: usize) -> u64 {
     u64::try_from(chars.div_ceil(4)).unwrap_or(u64::MAX)
 }
 
-pub(crate) async fn render(
-    shared: &Shared,
-    reply: Reply,
-    model: &str,
-    prompt_chars: usize,
-) -> Response {
-    match reply {
-        Reply::Content(content) => {
-            let usage = Some((tokens(prompt_chars), tokens(content.chars().count())));
-            completion(shared, model, &content, "stop", usage)
-        }
-        Reply::ContentWith {
-            content,
-            finish_reason,
-            usage,
-        } => completion(shared, model, &content, &finish_reason, usage),
-        Reply::Status {
-            code,
-            retry_after,
-            body,
-        } => {
-            let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-            let mut resp = json_response(status, body);
-            if let Some(ra) = retry_after {
-                match HeaderValue::from_str(&ra) {
-                    Ok(v) => {
-                        resp.headers_mut().insert(header::RETRY_AFTER, v);
-                    }
-                    Err(_) => tracing::warn!("cb-mock: invalid Retry-After value {ra:?}"),
-                }
-            }
-            resp
-        }
-        Reply::RawBody(body) => json_response(StatusCode::OK, body),
-        Reply::Hang => {
-            shared.sleep_or_stop(HANG_FOR).await;
-            shutting_down()
-        }
-        Reply::Drop => {
-            let mut resp = Response::new(Body::new(DroppingBody { sent: false }));
-            resp.headers_mut().insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            );
-            resp
-        }
-    }
-}
-
-fn completion(
-    shared: &Shared,
-    model: &str,
-    content: &str,
-    finish_reason: &str,
-    usage: Option<(u64, u64)>,
-) -> Response {
-    let obj = completion_json(shared, model, content, finish_reason, usage);
-    json_response(StatusCode::OK, obj.to_string())
-}
-
+/// A chat completion numbered `id` (`chatcmpl-mock-{id}`).
 pub(crate) fn completion_json(
-    shared: &Shared,
+    id: u64,
     model: &str,
     content: &str,
     finish_reason: &str,
     usage: Option<(u64, u64)>,
 ) -> Value {
-    let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
     let mut obj = json!({
         "id": format!("chatcmpl-mock-{id}"),
         "object": "chat.completion",
@@ -289,8 +227,8 @@ pub(crate) fn shutting_down() -> Response {
 
 /// A body that yields the start of a JSON object, then an I/O error: hyper aborts the
 /// connection mid-body.
-struct DroppingBody {
-    sent: bool,
+pub(crate) struct DroppingBody {
+    pub(crate) sent: bool,
 }
 
 impl HttpBody for DroppingBody {

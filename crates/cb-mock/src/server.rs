@@ -1,5 +1,6 @@
-//! The server: [`MockServer`] (start, knobs, journal access, shutdown), its shared state, and
-//! the routes (chat completions, the model list, the batch routes, the 404 fallback).
+//! The server: [`MockServer`] (start, knobs, journal access, shutdown), its shared state (the
+//! [`batch::Host`] the batch routes are mounted on), and the routes (chat completions and the
+//! rendering of their replies, the model list, the batch routes, the 404 fallback).
 
 use std::collections::VecDeque;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -7,9 +8,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, State};
-use axum::http::{header, HeaderMap, Method, StatusCode, Uri};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::Response;
 use axum::routing::{get, post};
 use axum::serve::ListenerExt;
@@ -19,9 +20,12 @@ use tokio::net::TcpListener;
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 
-use crate::batch;
+use crate::batch::{self, BatchSettings, Host, Submission};
 use crate::journal::{Journal, JournalEntry};
-use crate::reply::{error_body, json_response, render, shutting_down, Reply, Responder};
+use crate::reply::{
+    completion_json, error_body, json_response, shutting_down, tokens, DroppingBody, Reply,
+    Responder, HANG_FOR,
+};
 use crate::{lock, ChatRequest, MOCK_CREATED};
 
 /// The model id listed by `GET /v1/models`.
@@ -77,6 +81,24 @@ impl Shared {
     }
 }
 
+impl batch::Host for Shared {
+    fn store(&self) -> &batch::BatchStore {
+        &self.batch
+    }
+
+    fn responder(&self) -> Responder {
+        Shared::responder(self)
+    }
+
+    fn next_attempt(&self, body: &Value) -> usize {
+        Shared::next_attempt(self, body)
+    }
+
+    fn next_completion_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+}
+
 /// A running mock server. Dropping it shuts it down gracefully.
 pub struct MockServer {
     addr: SocketAddr,
@@ -123,7 +145,7 @@ impl MockServer {
             .route("/chat/completions", post(chat))
             .route("/v1/models", get(models))
             .route("/models", get(models))
-            .merge(batch::routes())
+            .merge(batch::routes::<Shared>())
             .fallback(not_found)
             .layer(DefaultBodyLimit::max(MAX_BODY))
             .with_state(Arc::clone(&shared));
@@ -240,6 +262,23 @@ impl MockServer {
     }
 }
 
+impl MockServer {
+    /// Changes how batches created from now on (and those not yet answered) are run.
+    pub fn set_batch_settings(&self, settings: BatchSettings) {
+        *lock(&self.shared.batch.settings) = settings;
+    }
+
+    /// Every request line of every batch accepted so far, in submission order.
+    pub fn batch_submissions(&self) -> Vec<Submission> {
+        lock(&self.shared.batch.submissions).clone()
+    }
+
+    /// How many batches were created.
+    pub fn batch_count(&self) -> usize {
+        lock(&self.shared.batch.batches).len()
+    }
+}
+
 impl Drop for MockServer {
     fn drop(&mut self) {
         self.signal_stop();
@@ -308,6 +347,67 @@ async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes
         shared.answered.fetch_add(1, Ordering::Relaxed);
     }
     render(&shared, reply, &model, prompt_chars).await
+}
+
+async fn render(shared: &Shared, reply: Reply, model: &str, prompt_chars: usize) -> Response {
+    match reply {
+        Reply::Content(content) => {
+            let usage = Some((tokens(prompt_chars), tokens(content.chars().count())));
+            completion(shared, model, &content, "stop", usage)
+        }
+        Reply::ContentWith {
+            content,
+            finish_reason,
+            usage,
+        } => completion(shared, model, &content, &finish_reason, usage),
+        Reply::Status {
+            code,
+            retry_after,
+            body,
+        } => {
+            let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            let mut resp = json_response(status, body);
+            if let Some(ra) = retry_after {
+                match HeaderValue::from_str(&ra) {
+                    Ok(v) => {
+                        resp.headers_mut().insert(header::RETRY_AFTER, v);
+                    }
+                    Err(_) => tracing::warn!("cb-mock: invalid Retry-After value {ra:?}"),
+                }
+            }
+            resp
+        }
+        Reply::RawBody(body) => json_response(StatusCode::OK, body),
+        Reply::Hang => {
+            shared.sleep_or_stop(HANG_FOR).await;
+            shutting_down()
+        }
+        Reply::Drop => {
+            let mut resp = Response::new(Body::new(DroppingBody { sent: false }));
+            resp.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            resp
+        }
+    }
+}
+
+fn completion(
+    shared: &Shared,
+    model: &str,
+    content: &str,
+    finish_reason: &str,
+    usage: Option<(u64, u64)>,
+) -> Response {
+    let obj = completion_json(
+        shared.next_completion_id(),
+        model,
+        content,
+        finish_reason,
+        usage,
+    );
+    json_response(StatusCode::OK, obj.to_string())
 }
 
 async fn models() -> Response {

@@ -227,3 +227,68 @@ async fn a_failed_eval_leaves_no_cache_behind() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(out.join("llm-cache.sqlite").is_file(), "{}", text(&o));
 }
+
+/// The visible files of a build folder (the temporary files a killed build leaves, `.NAME.tmp-PID`,
+/// left out: the next build removes them).
+fn visible(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut files = snapshot(dir);
+    files.retain(|name, _| !name.rsplit('/').next().unwrap_or(name).starts_with('.'));
+    files
+}
+
+/// A build killed (SIGKILL: no chance to clean up) at several points while its rows are being
+/// written leaves the previous build in its folder as it was, and the run that finishes pays
+/// for no answer twice and leaves no temporary file behind.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_build_killed_at_any_point_leaves_the_previous_build_and_resumes_paying_once() {
+    const FIRST: usize = 6;
+    const SECOND: usize = 14;
+    let mock = MockServer::start(model()).await;
+    mock.set_latency(Duration::from_millis(100));
+    let (raw, out) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let base = mock.base_url();
+    let (raw_s, out_s) = (raw.path().to_str().unwrap(), out.path().to_str().unwrap());
+    let mut args = openai_args("cose", &base, raw_s, out_s);
+    args.extend(["--concurrency", "1"]);
+    many_questions(raw.path(), FIRST);
+    let first = build(&args, &[]).await;
+    assert!(first.status.success(), "{}", text(&first));
+    let dir = out.path().join("kre/cose");
+    let previous = visible(&dir);
+    assert_eq!(mock.answered(), FIRST as u64);
+
+    // The source grows: the next build asks SECOND - FIRST new questions.
+    many_questions(raw.path(), SECOND);
+    for kill_after in [FIRST + 1, FIRST + 4, FIRST + 7] {
+        let mut child = build_command(&args).spawn().unwrap();
+        let t0 = Instant::now();
+        while mock.answered() < kill_after as u64 {
+            assert!(t0.elapsed() < Duration::from_secs(60), "no answers came");
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        // Into the next call's latency: no answer is on its way back.
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        child.kill().await.unwrap();
+        assert_eq!(
+            visible(&dir),
+            previous,
+            "a build killed after {kill_after} answers changed the previous build"
+        );
+    }
+    let last = build(&args, &[]).await;
+    assert!(last.status.success(), "{}", text(&last));
+    let rows = read_json(&dir.join("cose.json"));
+    assert_eq!(rows.as_array().unwrap().len(), SECOND);
+    // Every answer a killed build received was committed first: the last run found them in
+    // the cache (at least those before the last kill, less the calls cut off at the two kills
+    // before it) and asked only the rest. The mock may have answered the one call in flight
+    // at each kill (one at a time) to a build already gone; that answer was never received.
+    let runs = read_jsonl(&dir.join("runs.jsonl"));
+    let hits = runs.last().unwrap()["llm"]["cache_hits"].as_u64().unwrap();
+    let sent = runs.last().unwrap()["llm"]["upstream_calls"].as_u64().unwrap();
+    assert!(hits >= (FIRST + 7 - 2) as u64, "{runs:?}");
+    assert_eq!(hits + sent, SECOND as u64, "{runs:?}");
+    assert!(mock.answered() <= (SECOND + 3) as u64, "an answer was paid twice");
+    assert_eq!(visible(&dir).len(), snapshot(&dir).len(), "temporary files left");
+    assert_counts_add_up(&dir);
+}

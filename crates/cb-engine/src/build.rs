@@ -1,14 +1,14 @@
 //! Running one recipe end to end.
 
-use crate::output::{append_line, OutFile};
+use crate::output::{append_line, Outputs};
 use crate::recipe::Recipe;
-use crate::source::{self, Loaded, SourceOptions};
+use crate::source::{Entry, Source, SourceOptions};
 use crate::{EngineError, Item};
 use cb_llm::Llm;
 use cb_llm::Progress;
 use cb_model::manifest::LlmTotals;
 use cb_model::{CheckTally, Manifest, Reject, StageCounts};
-use cb_step::{Corpus, Peer, Registry, Step, StepCtx, StepFailure};
+use cb_step::{Corpus, Indexer, Registry, Step, StepCtx, StepFailure};
 use minijinja::Environment;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -62,14 +62,19 @@ pub async fn build_recipe(
         progress,
     };
     let steps = b.prepare()?;
-    let (mut loaded, corpus) = b.load()?;
+    let source = Source::open(recipe, &opts.sources)?;
+    let (corpus, total) = b.index(&source, &steps)?;
     let runner = Arc::new(b.runner(steps, corpus));
-    let ran = b.run(&runner, std::mem::take(&mut loaded.entries)).await?;
-    let accounted = b
-        .account(&runner.steps, loaded, ran)
+    let mut out = b.outputs()?;
+    let mut ran = b.run(&runner, &source, total, &mut out).await?;
+    if let Some(e) = ran.broken.take() {
+        return Err(e);
+    }
+    let manifest = b
+        .account(&runner.steps, source, ran, &out)
         .map_err(|e| b.stopped(e))?;
-    b.write(&accounted)?;
-    Ok(b.finish(accounted.manifest))
+    b.write(out, &manifest)?;
+    Ok(b.finish(manifest))
 }
 
 /// One recipe's build: what its stages share.
@@ -127,17 +132,28 @@ impl Runner {
     }
 }
 
-/// What running the items gave, before the accounting.
-struct Ran {
-    /// One per loaded entry, in source order: the finished item or the reject (`None`: an
-    /// item cancelled, or ended by a fatal failure).
-    slots: Vec<Option<Result<Item, Reject>>>,
-    counts: Counts,
-    /// The first fatal failure of a step (it stopped the others).
-    fatal: Option<EngineError>,
+/// How an item or a loading reject ended, waiting in the reorder buffer for its turn to be
+/// written.
+enum Done {
+    Row(Item),
+    Reject(Reject),
+    /// Cancelled, or ended by a fatal failure: nothing to write (the build fails).
+    Nothing,
 }
 
-/// What a run counts for the manifest.
+/// What running the items gave, before the accounting.
+struct Ran {
+    counts: Counts,
+    /// The counts of the loading stages (read, join, map, filter) and the filtered records
+    /// by reason.
+    loading: (Vec<StageCounts>, BTreeMap<String, u64>),
+    /// The first fatal failure of a step; it stopped the others.
+    fatal: Option<EngineError>,
+    /// A failure of the source or the writer; it stopped the build too.
+    broken: Option<EngineError>,
+}
+
+/// What a run counts for the manifest, as items end.
 struct Counts {
     /// Per step: in, rejected and reasons (out is set by the accounting).
     steps: Vec<StageCounts>,
@@ -149,8 +165,8 @@ struct Counts {
 
 impl Ran {
     /// Takes in one item that ended: its reader verdicts, its calls, the steps it entered and
-    /// the one that rejected it, and its slot.
-    fn add(&mut self, steps: &[Box<dyn Step>], slot: usize, item: Item, ended: Ended) {
+    /// the one that rejected it. Gives what is to be written in its place.
+    fn add(&mut self, steps: &[Box<dyn Step>], item: Item, ended: Ended) -> Done {
         if let Some(r) = item
             .fields
             .get(cb_step::READER_FIELD)
@@ -175,11 +191,12 @@ impl Ran {
             c.in_ += 1;
         }
         match ended {
-            Ok(()) => self.slots[slot] = Some(Ok(item)),
+            Ok(()) => Done::Row(item),
             Err((_, StepFailure::Fatal(e))) => {
                 self.fatal.get_or_insert(e.into());
+                Done::Nothing
             }
-            Err((_, StepFailure::Cancelled)) => {}
+            Err((_, StepFailure::Cancelled)) => Done::Nothing,
             Err((
                 i,
                 StepFailure::Reject {
@@ -192,24 +209,65 @@ impl Ran {
                 let c = &mut self.counts.steps[i];
                 c.rejected += 1;
                 *c.reasons.entry(reason.clone()).or_default() += 1;
-                self.slots[slot] = Some(Err(Reject {
-                    id: item.id.clone(),
+                Done::Reject(Reject {
+                    id: item.id,
                     origin: item.origin.to_string(),
                     stage: steps[i].name().to_owned(),
                     reason,
                     detail,
                     raw_response: raw,
                     attempts,
-                }));
+                })
             }
         }
     }
 }
 
-/// What the accounting gives the writer: the serialised output files and the manifest.
-struct Accounted {
-    files: Vec<OutFile>,
-    manifest: Manifest,
+/// The items between the oldest one not yet written and the newest one read: those running
+/// (at most the window) and those finished, waiting in source order for the ones before them
+/// (at most the window too). A finished row is written as soon as every row before it is.
+struct Window {
+    /// The most items running at once, and the most waiting to be written.
+    size: usize,
+    tasks: tokio::task::JoinSet<(usize, (Item, Ended))>,
+    /// Finished, by position, waiting for their turn.
+    ready: BTreeMap<usize, Done>,
+    /// The position of the next entry read, and of the next one to write.
+    read: usize,
+    written: usize,
+    /// The source has no more entries (or the build is stopping).
+    drained: bool,
+}
+
+impl Window {
+    fn new(size: usize) -> Self {
+        Window {
+            size: size.max(1),
+            tasks: tokio::task::JoinSet::new(),
+            ready: BTreeMap::new(),
+            read: 0,
+            written: 0,
+            drained: false,
+        }
+    }
+
+    /// Whether another entry may be read now.
+    fn has_room(&self) -> bool {
+        !self.drained && self.tasks.len() < self.size && self.ready.len() < self.size
+    }
+
+    /// Writes (or skips, once the build is failing) every entry whose turn has come.
+    fn flush(&mut self, out: &mut Outputs, failing: bool) -> Result<(), EngineError> {
+        while let Some(done) = self.ready.remove(&self.written) {
+            self.written += 1;
+            match done {
+                Done::Row(item) if !failing => out.row(&item)?,
+                Done::Reject(r) if !failing => out.reject(&r)?,
+                _ => {}
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Build<'_> {
@@ -230,20 +288,23 @@ impl Build<'_> {
         Ok(steps)
     }
 
-    /// Load: the source's items and rejects in source order ([`source::load`]), and the
-    /// corpus of peers the steps may look at (every loaded item).
-    fn load(&self) -> Result<(Loaded, Corpus), EngineError> {
-        let loaded = source::load(self.recipe, &self.opts.sources)?;
-        let peers = loaded
-            .entries
-            .iter()
-            .filter_map(|e| e.as_ref().ok())
-            .map(|i| Peer {
-                id: i.id.clone(),
-                fields: i.fields.clone(),
-            })
-            .collect();
-        Ok((loaded, Corpus::new(peers)))
+    /// The first pass over the source: the views the steps declare ([`Step::views`]), filled
+    /// item by item, and the number of items (the progress display's total). Nothing of the
+    /// items is kept but what the views keep.
+    fn index(
+        &self,
+        source: &Source<'_>,
+        steps: &[Box<dyn Step>],
+    ) -> Result<(Corpus, u64), EngineError> {
+        let mut ix = Indexer::new(steps.iter().flat_map(|s| s.views()));
+        let mut items = 0;
+        for entry in source.pass()? {
+            if let Ok(item) = entry? {
+                items += 1;
+                ix.add(&item.id, &item.fields);
+            }
+        }
+        Ok((ix.finish(), items))
     }
 
     /// The runner of this build's steps over `corpus`.
@@ -260,19 +321,27 @@ impl Build<'_> {
         }
     }
 
-    /// Run: every loaded item through the steps, concurrently, at most as many at once as
-    /// the LLM layer's transport keeps busy ([`cb_llm::LlmConfig::items_in_flight`]: twice
-    /// its calls in flight, or every item for a batch round); rejects from loading keep their slots. Collects
-    /// as items end: their slots, the steps' counts, the LLM totals and the reader's check
-    /// tallies. A fatal failure does not end the run here: it stops the items still running
-    /// and is handed to the accounting.
+    /// The output files, empty and temporary until the build commits them.
+    fn outputs(&self) -> Result<Outputs, EngineError> {
+        let r = self.recipe;
+        Outputs::create(&self.dir, &r.format, &r.domain, &self.name, self.opts.write)
+    }
+
+    /// Run: the second pass over the source, every item through the steps, concurrently, at
+    /// most as many at once as the LLM layer's transport keeps busy
+    /// ([`cb_llm::LlmConfig::items_in_flight`]: twice its calls in flight, or every item for
+    /// a batch round), each finished row and reject written in source order as soon as those
+    /// before it are ([`Window`]). Counts as items end: the steps' counts, the LLM totals and
+    /// the reader's check tallies. A fatal failure stops reading, cancels the items still
+    /// running and is handed to the accounting.
     async fn run(
         &self,
         runner: &Arc<Runner>,
-        entries: Vec<Result<Item, Reject>>,
+        source: &Source<'_>,
+        total: u64,
+        out: &mut Outputs,
     ) -> Result<Ran, EngineError> {
         let mut ran = Ran {
-            slots: Vec::new(),
             counts: Counts {
                 steps: runner
                     .steps
@@ -285,54 +354,82 @@ impl Build<'_> {
                 llm: LlmTotals::default(),
                 reader_checks: BTreeMap::new(),
             },
+            loading: Default::default(),
             fatal: None,
+            broken: None,
         };
-        let mut work = Vec::new();
-        for entry in entries {
-            match entry {
-                Ok(item) => {
-                    work.push((ran.slots.len(), item));
-                    ran.slots.push(None);
+        self.progress.start(&self.name, total);
+        let mut pass = source.pass()?;
+        let mut w = Window::new(self.llm.config().items_in_flight());
+        loop {
+            while w.has_room() {
+                match pass.next() {
+                    None => w.drained = true,
+                    Some(Err(e)) => self.fail(&mut ran, &mut w, runner, e),
+                    Some(Ok(entry)) => self.admit(&mut w, runner, entry),
                 }
-                Err(r) => ran.slots.push(Some(Err(r))),
             }
-        }
-        self.progress.start(&self.name, work.len() as u64);
-
-        let in_flight = self.llm.config().items_in_flight();
-        let limit = Arc::new(tokio::sync::Semaphore::new(in_flight));
-        let mut tasks = tokio::task::JoinSet::new();
-        for (slot, item) in work {
-            let runner = Arc::clone(runner);
-            let limit = Arc::clone(&limit);
-            tasks.spawn(async move {
-                let _permit = limit.acquire_owned().await.expect("semaphore never closed");
-                (slot, runner.process(item).await)
-            });
-        }
-        while let Some(joined) = tasks.join_next().await {
+            if let Err(e) = w.flush(out, ran.fatal.is_some() || ran.broken.is_some()) {
+                self.fail(&mut ran, &mut w, runner, e);
+            }
+            let Some(joined) = w.tasks.join_next().await else {
+                if w.drained {
+                    break;
+                }
+                continue;
+            };
             let (slot, (item, ended)) =
                 joined.map_err(|e| EngineError::Config(format!("a build task failed: {e}")))?;
             self.progress.item_done(&self.name, &self.llm.stats());
-            ran.add(&runner.steps, slot, item, ended);
+            let done = ran.add(&runner.steps, item, ended);
+            w.drained |= ran.fatal.is_some();
+            w.ready.insert(slot, done);
         }
+        ran.loading = pass.finish();
         Ok(ran)
+    }
+
+    /// Starts one entry read from the source: an item runs through the steps, a loading
+    /// reject waits for its turn to be written.
+    fn admit(&self, w: &mut Window, runner: &Arc<Runner>, entry: Entry) {
+        let slot = w.read;
+        w.read += 1;
+        match entry {
+            Ok(item) => {
+                let runner = Arc::clone(runner);
+                w.tasks
+                    .spawn(async move { (slot, runner.process(item).await) });
+            }
+            Err(r) => {
+                w.ready.insert(slot, Done::Reject(r));
+            }
+        }
+    }
+
+    /// A failure of the source or the writer: reading stops, the items still running are
+    /// cancelled, and the first such failure ends the build.
+    fn fail(&self, ran: &mut Ran, w: &mut Window, runner: &Runner, e: EngineError) {
+        runner.stop.store(true, Ordering::Relaxed);
+        w.drained = true;
+        ran.broken.get_or_insert(e);
     }
 
     /// Account: the partial-failure rule (a fatal failure, or an endpoint that never
     /// answered, is the `Err` and nothing is written), each step's out = in - rejected, the
-    /// rows and rejects in source order serialised once, the LLM totals priced, and the
-    /// manifest (with a warning when the reader failed its control questions).
+    /// LLM totals priced, and the manifest (with a warning when the reader failed its control
+    /// questions).
     fn account(
         &self,
         steps: &[Box<dyn Step>],
-        loaded: Loaded,
+        source: Source<'_>,
         ran: Ran,
-    ) -> Result<Accounted, EngineError> {
+        out: &Outputs,
+    ) -> Result<Manifest, EngineError> {
         let Ran {
-            slots,
             mut counts,
+            loading,
             fatal,
+            ..
         } = ran;
         if let Some(e) = fatal
             .or_else(|| endpoint_never_answered(&self.name, self.llm, &counts.llm, &counts.steps))
@@ -342,28 +439,18 @@ impl Build<'_> {
         for c in &mut counts.steps {
             c.out = c.in_ - c.rejected;
         }
-        let mut items = Vec::new();
-        let mut rejects = Vec::new();
-        for s in slots.into_iter().flatten() {
-            match s {
-                Ok(i) => items.push(i),
-                Err(r) => rejects.push(r),
-            }
-        }
         let price = &self.llm.config().price;
         counts.llm.price_per_million = [price.input_per_million, price.output_per_million];
         counts.llm.estimated_cost_usd =
             round6(price.usd(counts.llm.prompt_tokens, counts.llm.completion_tokens));
-        let r = self.recipe;
-        let files = crate::output::out_files(&r.format, &r.domain, &self.name, &items, &rejects)?;
-        let manifest = self.manifest(steps, loaded, counts, &files, &items, &rejects);
+        let manifest = self.manifest(steps, source, loading, counts, out);
         if let Some((passed, asked)) = manifest.reader.as_ref().and_then(|r| r.weak_control()) {
             tracing::warn!(
                 recipe = %self.name,
                 "the reader passed only {passed} of {asked} control questions (the golden context leading to the golden answer): its verdicts are unreliable; choose a stronger reader (README: the reader check)"
             );
         }
-        Ok(Accounted { files, manifest })
+        Ok(manifest)
     }
 
     /// The manifest: the recipe, the configuration, the inputs and prompts, every stage's
@@ -372,14 +459,12 @@ impl Build<'_> {
     fn manifest(
         &self,
         steps: &[Box<dyn Step>],
-        loaded: Loaded,
+        source: Source<'_>,
+        (mut stages, filtered): (Vec<StageCounts>, BTreeMap<String, u64>),
         counts: Counts,
-        files: &[OutFile],
-        items: &[Item],
-        rejects: &[Reject],
+        out: &Outputs,
     ) -> Manifest {
         let (recipe, cfg) = (self.recipe, self.llm.config());
-        let mut stages = loaded.stages;
         stages.extend(counts.steps);
         let card = crate::hub::complete(&recipe.card, &recipe.format);
         Manifest {
@@ -401,7 +486,7 @@ impl Build<'_> {
             model: cfg.model.clone(),
             endpoint: self.llm.endpoint().to_owned(),
             seed: self.opts.seed,
-            inputs: loaded.inputs,
+            inputs: source.inputs,
             prompts: steps
                 .iter()
                 .flat_map(|s| s.prompts())
@@ -409,19 +494,12 @@ impl Build<'_> {
                 .collect::<BTreeMap<_, _>>(),
             prompts_from: self.opts.prompts.origin(),
             stages,
-            filtered: loaded.filtered,
-            rows: items.len() as u64,
-            rejected: rejects.len() as u64,
+            filtered,
+            rows: out.rows(),
+            rejected: out.rejected(),
             llm: counts.llm,
-            files: files
-                .iter()
-                .map(|f| f.path.clone())
-                .chain(["README.md".into(), "manifest.json".into()])
-                .collect(),
-            data_files: files
-                .iter()
-                .filter_map(|f| f.data_file(&card.split))
-                .collect(),
+            files: out.paths().collect(),
+            data_files: out.data_files(&card.split),
             card,
             reader: self
                 .reader
@@ -447,15 +525,18 @@ impl Build<'_> {
         e
     }
 
-    /// Write (not in a dry run): the output files, the card and the manifest (each atomically),
-    /// this run's line of `runs.jsonl`, and the benchmark card from the manifests on disk.
-    fn write(&self, accounted: &Accounted) -> Result<(), EngineError> {
+    /// Write (not in a dry run): the output files renamed into place, the card and the
+    /// manifest (each atomically), this run's line of `runs.jsonl`, and the benchmark card
+    /// from the manifests on disk (one recipe at a time, as recipes may build together).
+    fn write(&self, out: Outputs, manifest: &Manifest) -> Result<(), EngineError> {
         if !self.opts.write {
             return Ok(());
         }
-        let card = crate::card::render(self.recipe, &accounted.manifest);
-        crate::output::write_outputs(&self.dir, &accounted.files, &card, &accounted.manifest)?;
+        let card = crate::card::render(self.recipe, manifest);
+        out.commit(&card, manifest)?;
         record_run(&self.dir, self.llm, None)?;
+        static BENCHMARK_CARD: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let _one_at_a_time = BENCHMARK_CARD.lock().unwrap_or_else(|e| e.into_inner());
         crate::hub::write_benchmark_card(&self.opts.out, &self.recipe.benchmark)
     }
 

@@ -4,9 +4,13 @@
 //! step: it drives items through [`cb_step::Step`]s built from the step table
 //! ([`cb_step::Registry`]) that whoever builds hands it in [`BuildOptions::steps`].
 //!
-//! Flow of one recipe: read the source (streaming) and its joins -> map fields with the
-//! recipe's expressions -> filters -> steps, item by item, concurrently -> outputs in source
-//! order: the benchmark files, `rejects.jsonl`, `manifest.json`, the card, `runs.jsonl`.
+//! Flow of one recipe: read the joined side tables -> a first pass over the primary source
+//! (record by record: map fields with the recipe's expressions, filters) that fills the
+//! compact views the steps declare -> a second pass, each item through the steps in a window
+//! bounded by the items in flight, each finished row and reject written at once in source
+//! order (a reorder buffer no larger than the window) to temporary files -> renamed into
+//! place with `manifest.json` and the card once every item has ended -> `runs.jsonl`.
+//! Memory grows with the window, the joined tables and the views, not with the rows.
 
 pub mod build;
 pub mod card;

@@ -1,5 +1,6 @@
-//! Output files. Every file is written to a temporary file in the same folder and renamed
-//! into place, so a killed build never leaves a half-written file.
+//! Output files. Every file is written to a temporary file in the same folder as its rows
+//! pass and renamed into place at the end, so a killed or failed build never leaves a
+//! half-written file and never replaces the previous build.
 
 use crate::{EngineError, Item};
 use cb_model::recall::{changed_words, name_of, Edit, QaRow, TextGenRow};
@@ -7,8 +8,9 @@ use cb_model::{DataFile, KreRow, KvItem, Manifest, Reject};
 use cb_step::fields;
 use serde::Serialize;
 use serde_json::{json, Value};
-use std::io::Write;
-use std::path::Path;
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
 
 /// Writes `bytes` to `path` atomically ([`cb_step::files::write_atomic`]: temporary file in
 /// the same folder, fsync, rename).
@@ -81,16 +83,6 @@ pub fn to_json_4(v: &impl Serialize) -> Vec<u8> {
     let fmt = serde_json::ser::PrettyFormatter::with_indent(b"    ");
     let mut ser = serde_json::Serializer::with_formatter(&mut out, fmt);
     v.serialize(&mut ser).expect("serialising to memory");
-    out
-}
-
-/// One JSON document per line.
-pub fn to_jsonl<T: Serialize>(rows: impl IntoIterator<Item = T>) -> Vec<u8> {
-    let mut out = Vec::new();
-    for r in rows {
-        serde_json::to_writer(&mut out, &r).expect("serialising to memory");
-        out.push(b'\n');
-    }
     out
 }
 
@@ -301,119 +293,297 @@ pub fn kre_clean_row(item: &Item, recipe: &str) -> Result<Value, EngineError> {
     }))
 }
 
-/// A file of a build, serialised once: counted for the manifest and the card, then written.
-pub struct OutFile {
-    pub path: String,
-    /// The card's config that loads it; `None` for KRE's released-layout `.json`, which
-    /// holds the same rows as the `.jsonl` under a key that makes a poor column name.
-    pub config: Option<String>,
-    pub rows: u64,
-    pub bytes: Vec<u8>,
+/// The config of `rejects.jsonl`.
+pub const REJECTS: &str = "rejects";
+
+/// How a file lays out its rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Layout {
+    /// One JSON document a line.
+    Lines,
+    /// One JSON array indented by 4 spaces, no final newline (KRE's released layout).
+    Array,
 }
 
-impl OutFile {
-    fn new(path: String, config: Option<&str>, rows: usize, bytes: Vec<u8>) -> Self {
-        OutFile {
+/// One output file being written as rows pass: to a temporary file `.NAME.tmp-PID` beside
+/// its final path (nothing in a dry run), counted for the manifest and the card.
+struct Sink {
+    /// The file's name in the output folder.
+    path: String,
+    /// The card's config that loads it; `None` for KRE's released-layout `.json`, which holds
+    /// the same rows as the `.jsonl` under a key that makes a poor column name.
+    config: Option<String>,
+    layout: Layout,
+    rows: u64,
+    bytes: u64,
+    /// The temporary file and its writer (`None` in a dry run).
+    file: Option<(PathBuf, BufWriter<File>)>,
+}
+
+impl Sink {
+    fn new(
+        dir: Option<&Path>,
+        path: String,
+        config: Option<&str>,
+        layout: Layout,
+    ) -> io::Result<Self> {
+        let file = match dir {
+            Some(d) => {
+                let tmp = d.join(format!(".{path}.tmp-{}", std::process::id()));
+                let f = File::create(&tmp)?;
+                Some((tmp, BufWriter::with_capacity(1 << 16, f)))
+            }
+            None => None,
+        };
+        Ok(Sink {
             path,
             config: config.map(str::to_owned),
-            rows: rows as u64,
-            bytes,
+            layout,
+            rows: 0,
+            bytes: 0,
+            file,
+        })
+    }
+
+    fn put(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.bytes += bytes.len() as u64;
+        match &mut self.file {
+            Some((_, w)) => w.write_all(bytes),
+            None => Ok(()),
         }
     }
 
+    /// Appends one row (the array layout: at the array's indent, after a comma from the
+    /// second on, as a serialiser of the whole array would write it).
+    fn row(&mut self, row: &impl Serialize) -> io::Result<()> {
+        let mut buf = Vec::new();
+        match self.layout {
+            Layout::Lines => {
+                serde_json::to_writer(&mut buf, row).expect("serialising to memory");
+                buf.push(b'\n');
+            }
+            Layout::Array => {
+                buf.extend_from_slice(if self.rows == 0 {
+                    b"[\n    "
+                } else {
+                    b",\n    "
+                });
+                for b in to_json_4(row) {
+                    buf.push(b);
+                    if b == b'\n' {
+                        buf.extend_from_slice(b"    ");
+                    }
+                }
+            }
+        }
+        self.rows += 1;
+        self.put(&buf)
+    }
+
+    /// Ends the file (the array's closing bracket) and syncs it to disk.
+    fn end(&mut self) -> io::Result<()> {
+        if self.layout == Layout::Array {
+            self.put(if self.rows == 0 { b"[]" } else { b"\n]" })?;
+        }
+        if let Some((_, w)) = &mut self.file {
+            w.flush()?;
+            w.get_ref().sync_all()?;
+        }
+        Ok(())
+    }
+
     /// What the manifest and the card say of the file, when a config loads it.
-    pub fn data_file(&self, split: &str) -> Option<DataFile> {
+    fn data_file(&self, split: &str) -> Option<DataFile> {
         Some(DataFile {
             config: self.config.clone()?,
             path: self.path.clone(),
             split: split.to_owned(),
             rows: self.rows,
-            bytes: self.bytes.len() as u64,
+            bytes: self.bytes,
         })
     }
 }
 
-/// The config of `rejects.jsonl`.
-pub const REJECTS: &str = "rejects";
-
-/// The benchmark files of a build of `format` (KRE: the released layout and the clean
-/// JSONL; RECALL: `qa_a`, `qa_na`, `text_generation`), then `rejects.jsonl`.
-pub fn out_files(
-    format: &str,
-    domain: &str,
-    recipe: &str,
-    items: &[Item],
-    rejects: &[Reject],
-) -> Result<Vec<OutFile>, EngineError> {
-    let mut files = if format == "recall" {
-        let (mut qa_a, mut qa_na, mut tg) = (Vec::new(), Vec::new(), Vec::new());
-        for item in items {
-            let (a, na, t) = recall_rows(item, recipe)?;
-            qa_a.push(a);
-            qa_na.extend(na);
-            tg.push(t);
-        }
-        vec![
-            OutFile::new(
-                "qa_a.jsonl".into(),
-                Some("qa_a"),
-                qa_a.len(),
-                to_jsonl(&qa_a),
-            ),
-            OutFile::new(
-                "qa_na.jsonl".into(),
-                Some("qa_na"),
-                qa_na.len(),
-                to_jsonl(&qa_na),
-            ),
-            OutFile::new(
-                "text_generation.jsonl".into(),
-                Some("text_generation"),
-                tg.len(),
-                to_jsonl(&tg),
-            ),
-        ]
-    } else {
-        let release: Vec<KreRow> = items.iter().map(kre_row).collect::<Result<_, _>>()?;
-        let clean = to_jsonl(
-            items
-                .iter()
-                .map(|i| kre_clean_row(i, recipe))
-                .collect::<Result<Vec<_>, _>>()?,
-        );
-        vec![
-            OutFile::new(
-                format!("{domain}.json"),
-                None,
-                items.len(),
-                to_json_4(&release),
-            ),
-            OutFile::new(format!("{domain}.jsonl"), Some(domain), items.len(), clean),
-        ]
-    };
-    files.push(OutFile::new(
-        "rejects.jsonl".into(),
-        Some(REJECTS),
-        rejects.len(),
-        to_jsonl(rejects),
-    ));
-    Ok(files)
+/// The output files of one recipe's build, written as its rows pass in source order: the
+/// benchmark files of the format (KRE: the released layout and the clean JSONL; RECALL:
+/// `qa_a`, `qa_na`, `text_generation`), then `rejects.jsonl`. Each goes to a temporary file;
+/// [`Outputs::commit`] renames them into place with the card and the manifest, and anything
+/// else (an error, a stopped build: dropping it) removes them, so a failed build leaves the
+/// previous one as it was. Memory: one row at a time and the writers' buffers.
+pub struct Outputs {
+    dir: PathBuf,
+    recipe: String,
+    recall: bool,
+    sinks: Vec<Sink>,
+    /// The first folder this build created (removed again, when empty, by a build that
+    /// fails).
+    created: Option<PathBuf>,
+    committed: bool,
 }
 
-/// Writes the files, then the card and, last, the manifest.
-pub fn write_outputs(
-    dir: &Path,
-    files: &[OutFile],
-    card: &str,
-    manifest: &Manifest,
-) -> Result<(), EngineError> {
-    for f in files {
-        write_atomic(&dir.join(&f.path), &f.bytes)?;
+impl Outputs {
+    /// The files of a build of `format` into `dir` (`write` false: a dry run, which counts
+    /// and writes nothing).
+    pub fn create(
+        dir: &Path,
+        format: &str,
+        domain: &str,
+        recipe: &str,
+        write: bool,
+    ) -> Result<Self, EngineError> {
+        let err = |source| EngineError::Write {
+            path: dir.to_path_buf(),
+            source,
+        };
+        let created = if write {
+            let first = dir
+                .ancestors()
+                .take_while(|d| !d.exists())
+                .last()
+                .map(Path::to_path_buf);
+            std::fs::create_dir_all(dir).map_err(err)?;
+            first
+        } else {
+            None
+        };
+        let mut out = Outputs {
+            dir: dir.to_path_buf(),
+            recipe: recipe.to_owned(),
+            recall: format == "recall",
+            sinks: Vec::new(),
+            created,
+            committed: false,
+        };
+        let at = write.then_some(dir);
+        let files: Vec<(String, Option<&str>, Layout)> = if out.recall {
+            vec![
+                ("qa_a.jsonl".into(), Some("qa_a"), Layout::Lines),
+                ("qa_na.jsonl".into(), Some("qa_na"), Layout::Lines),
+                (
+                    "text_generation.jsonl".into(),
+                    Some("text_generation"),
+                    Layout::Lines,
+                ),
+            ]
+        } else {
+            vec![
+                (format!("{domain}.json"), None, Layout::Array),
+                (format!("{domain}.jsonl"), Some(domain), Layout::Lines),
+            ]
+        };
+        for (path, config, layout) in
+            files
+                .into_iter()
+                .chain([("rejects.jsonl".into(), Some(REJECTS), Layout::Lines)])
+        {
+            out.sinks
+                .push(Sink::new(at, path, config, layout).map_err(err)?);
+        }
+        Ok(out)
     }
-    write_atomic(&dir.join("README.md"), card.as_bytes())?;
-    let mut manifest = serde_json::to_vec_pretty(manifest).expect("manifest serialises");
-    manifest.push(b'\n');
-    write_atomic(&dir.join("manifest.json"), &manifest)
+
+    fn io(&self, source: io::Error) -> EngineError {
+        EngineError::Write {
+            path: self.dir.clone(),
+            source,
+        }
+    }
+
+    /// Writes the rows of one finished item.
+    pub fn row(&mut self, item: &Item) -> Result<(), EngineError> {
+        let written = if self.recall {
+            let (a, na, t) = recall_rows(item, &self.recipe)?;
+            self.sinks[0]
+                .row(&a)
+                .and_then(|()| na.iter().try_for_each(|r| self.sinks[1].row(r)))
+                .and_then(|()| self.sinks[2].row(&t))
+        } else {
+            let (release, clean) = (kre_row(item)?, kre_clean_row(item, &self.recipe)?);
+            self.sinks[0]
+                .row(&release)
+                .and_then(|()| self.sinks[1].row(&clean))
+        };
+        written.map_err(|e| self.io(e))
+    }
+
+    /// Writes one reject.
+    pub fn reject(&mut self, r: &Reject) -> Result<(), EngineError> {
+        let last = self.sinks.len() - 1;
+        self.sinks[last].row(r).map_err(|e| self.io(e))
+    }
+
+    /// The rows written so far.
+    pub fn rows(&self) -> u64 {
+        self.sinks[if self.recall { 0 } else { 1 }].rows
+    }
+
+    /// The rejects written so far.
+    pub fn rejected(&self) -> u64 {
+        self.sinks[self.sinks.len() - 1].rows
+    }
+
+    /// The files the manifest lists (these, then the card and the manifest).
+    pub fn paths(&self) -> impl Iterator<Item = String> + '_ {
+        self.sinks
+            .iter()
+            .map(|s| s.path.clone())
+            .chain(["README.md".into(), "manifest.json".into()])
+    }
+
+    /// The files a config of the card loads, with their rows and bytes.
+    pub fn data_files(&self, split: &str) -> Vec<DataFile> {
+        self.sinks
+            .iter()
+            .filter_map(|s| s.data_file(split))
+            .collect()
+    }
+
+    /// Ends every file, syncs and renames it into place, then writes the card and, last, the
+    /// manifest (not in a dry run).
+    pub fn commit(mut self, card: &str, manifest: &Manifest) -> Result<(), EngineError> {
+        for i in 0..self.sinks.len() {
+            self.sinks[i].end().map_err(|e| self.io(e))?;
+        }
+        let write = self.sinks.iter().any(|s| s.file.is_some());
+        for s in &mut self.sinks {
+            if let Some((tmp, _)) = s.file.take() {
+                let path = self.dir.join(&s.path);
+                std::fs::rename(&tmp, &path)
+                    .map_err(|source| EngineError::Write { path, source })?;
+            }
+        }
+        self.committed = true;
+        if write {
+            write_atomic(&self.dir.join("README.md"), card.as_bytes())?;
+            let mut manifest = serde_json::to_vec_pretty(manifest).expect("manifest serialises");
+            manifest.push(b'\n');
+            write_atomic(&self.dir.join("manifest.json"), &manifest)?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Outputs {
+    /// A build that did not commit leaves nothing: its temporary files are removed, and the
+    /// folders it created when they are empty.
+    fn drop(&mut self) {
+        if self.committed {
+            return;
+        }
+        for s in &mut self.sinks {
+            if let Some((tmp, w)) = s.file.take() {
+                drop(w);
+                let _ = std::fs::remove_file(tmp);
+            }
+        }
+        if let Some(first) = &self.created {
+            for d in self.dir.ancestors() {
+                if std::fs::remove_dir(d).is_err() || d == first {
+                    break;
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,6 +1,13 @@
-//! From source files to items: read the primary source (streaming), look each record up in
-//! the joined side tables, map its fields with the recipe's expressions, apply the filters.
-//! Everything that does not become an item becomes a [`Reject`] at its position.
+//! From source files to items: read the primary source record by record, look each record
+//! up in the joined side tables, map its fields with the recipe's expressions, apply the
+//! filters. Everything that does not become an item becomes a [`Reject`] at its position.
+//!
+//! [`Source::open`] reads the joined side tables (held in memory, keyed by id: the one part
+//! of the sources that is loaded whole) and hashes the input files; each [`Source::pass`]
+//! then streams the primary source from its start, so a build can make a first pass (the
+//! steps' indexes) and a second (the steps) without holding any item between them. What a
+//! pass keeps of the records it has read is [`Seen`], the ids read so far: a 16-byte hash
+//! and a place (about 40 bytes a record with the table's overhead), never the records.
 
 use crate::join::Table;
 use crate::recipe::{toml_to_json, JoinSpec, Recipe, SourceSpec};
@@ -30,7 +37,8 @@ pub struct SourceOptions {
     pub strict: bool,
 }
 
-/// What reading produced: items and rejects by position, filter counts, files read.
+/// What reading produced: items and rejects by position (only [`load`] collects them; a
+/// build streams them), filter counts, files read.
 #[derive(Debug, Default)]
 pub struct Loaded {
     pub entries: Vec<Result<Item, Reject>>,
@@ -39,6 +47,9 @@ pub struct Loaded {
     pub stages: Vec<cb_model::StageCounts>,
     pub filtered: BTreeMap<String, u64>,
 }
+
+/// One primary record after loading: the item, or the reject at its position.
+pub type Entry = Result<Item, Reject>;
 
 /// The files one source spec reads.
 pub fn resolve(spec: &SourceSpec, opts: &SourceOptions) -> Result<Vec<PathBuf>, EngineError> {
@@ -136,30 +147,136 @@ impl Stage {
 type Ended = Result<Item, (Stage, Reject)>;
 
 /// Reads, joins, maps and filters the recipe's source: every primary record becomes an item
-/// or a reject at its position, in source order.
+/// or a reject at its position, in source order, all of them collected (for tests and
+/// tools; a build streams them with [`Source::pass`]).
 pub fn load(recipe: &Recipe, opts: &SourceOptions) -> Result<Loaded, EngineError> {
-    let env = environment();
-    let mut loaded = Loaded::default();
-    let primary_files = resolve(&recipe.source, opts)?;
-    let tables = load_joins(recipe, opts, &mut loaded.inputs)?;
-    let records = read(recipe, opts, &primary_files, &mut loaded.inputs)?;
-    let mut tally = Tally::new();
-    // Where each id was first read: a second record with the same id is a reject.
-    let mut seen: HashMap<String, String> = HashMap::new();
-    for (index, rec) in records.enumerate() {
-        let entry = match accept(rec, index, &mut seen, opts.strict)? {
-            Ok(rec) => to_item(&env, recipe, &tables, index, &rec)
-                .map_err(|(stage, why)| (stage, reject(&rec, stage, why))),
-            Err(r) => Err((Stage::Read, r)),
-        };
-        tally.count(&entry);
-        if let Err((Stage::Filter, r)) = &entry {
-            *loaded.filtered.entry(r.reason.clone()).or_default() += 1;
+    let source = Source::open(recipe, opts)?;
+    let mut pass = source.pass()?;
+    let entries = pass.by_ref().collect::<Result<Vec<_>, _>>()?;
+    let (stages, filtered) = pass.finish();
+    Ok(Loaded {
+        entries,
+        inputs: source.inputs,
+        stages,
+        filtered,
+    })
+}
+
+/// A recipe's sources, opened: the joined side tables read, the files to stream resolved
+/// and hashed.
+pub struct Source<'r> {
+    recipe: &'r Recipe,
+    opts: &'r SourceOptions,
+    env: Environment<'static>,
+    files: Vec<PathBuf>,
+    tables: Vec<(&'r JoinSpec, Table)>,
+    /// The files read (the joined sources' first, then the primary source's).
+    pub inputs: Vec<InputFile>,
+}
+
+impl<'r> Source<'r> {
+    /// Resolves the primary source's files, reads the joined side tables and hashes every
+    /// input file.
+    pub fn open(recipe: &'r Recipe, opts: &'r SourceOptions) -> Result<Self, EngineError> {
+        let mut inputs = Vec::new();
+        let files = resolve(&recipe.source, opts)?;
+        let tables = load_joins(recipe, opts, &mut inputs)?;
+        for path in &files {
+            inputs.push(input_file(&recipe.source.name, path)?);
         }
-        loaded.entries.push(entry.map_err(|(_, r)| r));
+        Ok(Source {
+            recipe,
+            opts,
+            env: environment(),
+            files,
+            tables,
+            inputs,
+        })
     }
-    loaded.stages = tally.finish();
-    Ok(loaded)
+
+    /// A pass over the primary source from its first record: an iterator of [`Entry`]s in
+    /// source order (an `Err` stops the build: a fatal read error, or a malformed record
+    /// with `--strict`).
+    pub fn pass(&self) -> Result<Pass<'_, 'r>, EngineError> {
+        Ok(Pass {
+            source: self,
+            records: read(self.recipe, self.opts, &self.files)?.enumerate(),
+            seen: Seen::default(),
+            tally: Tally::new(),
+            filtered: BTreeMap::new(),
+        })
+    }
+}
+
+/// One pass over the primary source (see [`Source::pass`]).
+pub struct Pass<'s, 'r> {
+    source: &'s Source<'r>,
+    records: std::iter::Enumerate<Records>,
+    seen: Seen,
+    tally: Tally,
+    filtered: BTreeMap<String, u64>,
+}
+
+type Records = std::iter::Take<cb_readers::Records>;
+
+impl Iterator for Pass<'_, '_> {
+    type Item = Result<Entry, EngineError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let (index, rec) = self.records.next()?;
+        let src = self.source;
+        let entry = match accept(rec, index, &mut self.seen, src.opts.strict) {
+            Err(e) => return Some(Err(e)),
+            Ok(Ok(rec)) => to_item(&src.env, src.recipe, &src.tables, index, &rec)
+                .map_err(|(stage, why)| (stage, reject(&rec, stage, why))),
+            Ok(Err(r)) => Err((Stage::Read, r)),
+        };
+        self.tally.count(&entry);
+        if let Err((Stage::Filter, r)) = &entry {
+            *self.filtered.entry(r.reason.clone()).or_default() += 1;
+        }
+        Some(Ok(entry.map_err(|(_, r)| r)))
+    }
+}
+
+impl Pass<'_, '_> {
+    /// The counts of the records read so far (all of them once the pass has ended): each
+    /// loading stage's, and the filtered ones by reason.
+    pub fn finish(self) -> (Vec<StageCounts>, BTreeMap<String, u64>) {
+        (self.tally.finish(), self.filtered)
+    }
+}
+
+/// The ids a pass has read, for the `duplicate_id` rejects: per id a 128-bit hash (the first
+/// 16 bytes of its SHA-256) and where it was read (the file as an index into the files seen,
+/// the line), about 40 bytes a record with the table's overhead. Two different ids share a
+/// hash with a chance of about n^2 / 2^129 (1e-27 for a million records).
+#[derive(Default)]
+struct Seen {
+    first: HashMap<u128, (u32, u64)>,
+    files: Vec<String>,
+}
+
+impl Seen {
+    /// Records where `id` was read; where it was first read when it was read before.
+    fn first_read(&mut self, id: &str, origin: &cb_model::Origin) -> Option<String> {
+        use sha2::{Digest, Sha256};
+        let digest = Sha256::digest(id.as_bytes());
+        let key = u128::from_be_bytes(digest[..16].try_into().expect("16 of 32 bytes"));
+        match self.first.entry(key) {
+            hash_map::Entry::Occupied(o) => {
+                let (file, line) = *o.get();
+                Some(format!("{}:{line}", self.files[file as usize]))
+            }
+            hash_map::Entry::Vacant(v) => {
+                if self.files.last() != Some(&origin.file) {
+                    self.files.push(origin.file.clone());
+                }
+                v.insert((self.files.len() as u32 - 1, origin.line));
+                None
+            }
+        }
+    }
 }
 
 /// The joined side tables, each read completely and keyed by id, with its join spec (their
@@ -176,17 +293,12 @@ fn load_joins<'r>(
         .collect()
 }
 
-/// Read: opens the primary source's files (recorded in `inputs`) as one stream of records in
+/// Read: opens the primary source's files as one stream of records in
 /// file order, at most `--limit` of them. A reader that selects records itself (EventKG) takes
 /// the limit and the sample as options, so that what it holds grows with the selection, not
 /// with the dump (and its malformed lines, reported before its records, do not count against
 /// the limit); with any other reader `--sample` is a configuration error.
-fn read(
-    recipe: &Recipe,
-    opts: &SourceOptions,
-    files: &[PathBuf],
-    inputs: &mut Vec<InputFile>,
-) -> Result<impl Iterator<Item = Result<SourceRecord, ReadError>>, EngineError> {
+fn read(recipe: &Recipe, opts: &SourceOptions, files: &[PathBuf]) -> Result<Records, EngineError> {
     let mut ropts = toml_to_json(&recipe.source.options);
     let reader = recipe.source.reader.as_str();
     let selects = cb_readers::selects_records(reader);
@@ -204,9 +316,6 @@ fn read(
             recipe.name()
         )));
     }
-    for path in files {
-        inputs.push(input_file(&recipe.source.name, path)?);
-    }
     let limit = opts.limit.filter(|_| !selects).unwrap_or(usize::MAX);
     Ok(cb_readers::open_set(reader, files, &ropts)?.take(limit))
 }
@@ -217,19 +326,16 @@ fn read(
 fn accept(
     rec: Result<SourceRecord, ReadError>,
     index: usize,
-    seen: &mut HashMap<String, String>,
+    seen: &mut Seen,
     strict: bool,
 ) -> Result<Result<SourceRecord, Reject>, EngineError> {
     match rec {
-        Ok(r) => match seen.entry(r.id.clone()) {
-            hash_map::Entry::Vacant(v) => {
-                v.insert(r.origin.to_string());
-                Ok(Ok(r))
-            }
-            hash_map::Entry::Occupied(first) => {
+        Ok(r) => match seen.first_read(&r.id, &r.origin) {
+            None => Ok(Ok(r)),
+            Some(first) => {
                 let why = Why::new(
                     "duplicate_id",
-                    format!("id {} was already read at {}", r.id, first.get()),
+                    format!("id {} was already read at {first}", r.id),
                 );
                 Ok(Err(reject(&r, Stage::Read, why)))
             }
@@ -279,7 +385,7 @@ fn join(
             Err(e) => return Err(Why::new("bad_key", format!("join key `{}`: {e}", spec.on))),
         };
         let joined = match table.get(&key, spec.required) {
-            Ok(Some(j)) => Value::Object(j.fields.clone()),
+            Ok(Some(fields)) => Value::Object(fields),
             Ok(None) => Value::Null,
             Err(miss) => return Err(Why::new(&miss.reason, miss.detail)),
         };

@@ -1,85 +1,186 @@
-//! Every item of a build as loaded, seen by the steps of the other items, and the views that
-//! offline rules derive from them: each view is a type the step crate defines
-//! ([`View`]), computed once per build on first use. The corpus names no step's data.
+//! What a step may know of the rest of the build: compact indexes ([`View`]s) that the
+//! engine fills in one first pass over the source, item by item as loaded, before any step
+//! runs. A view keeps only what its step draws from (keys, hashes, short strings), never the
+//! items themselves, so memory grows with the view, not with the source; each view documents
+//! its bytes per item. The steps declare the views they read ([`crate::Step::views`]); the
+//! corpus names no step's data.
 
 use serde_json::{Map, Value};
-use std::any::{Any, TypeId};
+use std::any::{type_name, Any, TypeId};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 
-/// An item of the build as loaded (before any step).
-#[derive(Debug, Clone)]
-pub struct Peer {
-    pub id: String,
-    pub fields: Map<String, Value>,
+/// An item of the build as loaded (before any step), as a view sees it in the first pass.
+#[derive(Debug, Clone, Copy)]
+pub struct Peer<'a> {
+    pub id: &'a str,
+    pub fields: &'a Map<String, Value>,
 }
 
-/// Something derived from all the peers once per build (a pool of answers, of values by
-/// kind, ...). It must depend on the peers only, so that every item sees the same view.
-pub trait View: Any + Send + Sync {
-    fn of(peers: &[Peer]) -> Self;
+/// An index of the whole build that a step reads (a pool of answers, of values by kind, ...),
+/// built by taking in every loaded item once, in source order. It must depend on the peers
+/// only, so that every item sees the same view.
+pub trait View: Any + Send + Sync + Default {
+    /// Takes in one more item (source order).
+    fn add(&mut self, peer: Peer<'_>);
+
+    /// Called once after the last item: drops what only the pass needed (sets of what was
+    /// seen).
+    fn finish(&mut self) {}
 }
 
-type Slot = Arc<OnceLock<Arc<dyn Any + Send + Sync>>>;
-
-/// Every item of the build as loaded, in source order, and the views derived from them.
-#[derive(Debug, Default)]
-pub struct Corpus {
-    pub peers: Vec<Peer>,
-    views: Mutex<HashMap<TypeId, Slot>>,
+/// A view a step declares, for the engine to fill ([`view`] makes one).
+#[derive(Clone, Copy)]
+pub struct ViewSpec {
+    id: TypeId,
+    name: &'static str,
+    new: fn() -> Box<dyn Filling>,
 }
 
-impl Corpus {
-    pub fn new(peers: Vec<Peer>) -> Self {
-        Self {
-            peers,
-            ..Default::default()
+impl std::fmt::Debug for ViewSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+/// The declaration of view `V`.
+pub fn view<V: View>() -> ViewSpec {
+    ViewSpec {
+        id: TypeId::of::<V>(),
+        name: type_name::<V>(),
+        new: || Box::<V>::default(),
+    }
+}
+
+/// A view being filled, with its type erased.
+trait Filling: Send + Sync {
+    fn add(&mut self, peer: Peer<'_>);
+    fn done(self: Box<Self>) -> Arc<dyn Any + Send + Sync>;
+}
+
+impl<V: View> Filling for V {
+    fn add(&mut self, peer: Peer<'_>) {
+        View::add(self, peer);
+    }
+
+    fn done(mut self: Box<Self>) -> Arc<dyn Any + Send + Sync> {
+        self.finish();
+        Arc::new(*self)
+    }
+}
+
+/// The first pass: the declared views, each taking in every item.
+pub struct Indexer {
+    views: Vec<(TypeId, Box<dyn Filling>)>,
+}
+
+impl Indexer {
+    /// An indexer of the distinct views among `specs`.
+    pub fn new(specs: impl IntoIterator<Item = ViewSpec>) -> Self {
+        let mut views: Vec<(TypeId, Box<dyn Filling>)> = Vec::new();
+        for s in specs {
+            if views.iter().all(|(id, _)| *id != s.id) {
+                views.push((s.id, (s.new)()));
+            }
+        }
+        Self { views }
+    }
+
+    /// Whether no view is wanted (the engine then makes no first pass).
+    pub fn is_empty(&self) -> bool {
+        self.views.is_empty()
+    }
+
+    /// Takes in one loaded item.
+    pub fn add(&mut self, id: &str, fields: &Map<String, Value>) {
+        for (_, v) in &mut self.views {
+            v.add(Peer { id, fields });
         }
     }
 
-    /// The view `V` of the peers, computed on the first call (other callers wait for it).
+    /// The corpus of the filled views.
+    pub fn finish(self) -> Corpus {
+        Corpus {
+            views: self
+                .views
+                .into_iter()
+                .map(|(id, v)| (id, v.done()))
+                .collect(),
+        }
+    }
+}
+
+/// The views of a build, filled by the first pass.
+#[derive(Default)]
+pub struct Corpus {
+    views: HashMap<TypeId, Arc<dyn Any + Send + Sync>>,
+}
+
+impl std::fmt::Debug for Corpus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Corpus({} views)", self.views.len())
+    }
+}
+
+impl Corpus {
+    /// The corpus of the items `peers` (id, fields) with the views `specs` (tests and small
+    /// tools; the engine fills its views with an [`Indexer`] as the items stream by).
+    pub fn of<'a>(
+        specs: impl IntoIterator<Item = ViewSpec>,
+        peers: impl IntoIterator<Item = (&'a str, &'a Map<String, Value>)>,
+    ) -> Self {
+        let mut ix = Indexer::new(specs);
+        for (id, fields) in peers {
+            ix.add(id, fields);
+        }
+        ix.finish()
+    }
+
+    /// The view `V`. A step reads only the views it declares in [`crate::Step::views`]: one
+    /// it did not declare is a bug of that step, and stops the program naming the view.
     pub fn view<V: View>(&self) -> Arc<V> {
-        let slot = Arc::clone(
-            self.views
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .entry(TypeId::of::<V>())
-                .or_default(),
-        );
-        let any = slot.get_or_init(|| Arc::new(V::of(&self.peers)));
+        let Some(any) = self.views.get(&TypeId::of::<V>()) else {
+            panic!(
+                "the view {} was not declared by the step that reads it (Step::views)",
+                type_name::<V>()
+            );
+        };
         Arc::clone(any)
             .downcast::<V>()
-            .expect("a slot holds the type it is keyed by")
+            .unwrap_or_else(|_| unreachable!("a view is stored under its own type id"))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicUsize, Ordering};
 
-    static BUILT: AtomicUsize = AtomicUsize::new(0);
-
+    #[derive(Default)]
     struct Ids(Vec<String>);
 
     impl View for Ids {
-        fn of(peers: &[Peer]) -> Self {
-            BUILT.fetch_add(1, Ordering::SeqCst);
-            Self(peers.iter().map(|p| p.id.clone()).collect())
+        fn add(&mut self, peer: Peer<'_>) {
+            self.0.push(peer.id.to_owned());
         }
     }
 
     #[test]
-    fn a_view_is_derived_once_and_shared() {
-        let peer = |id: &str| Peer {
-            id: id.into(),
-            fields: Map::new(),
-        };
-        let c = Corpus::new(vec![peer("a"), peer("b")]);
+    fn a_declared_view_takes_in_every_item_once_and_is_shared() {
+        let fields = Map::new();
+        let c = Corpus::of(
+            [view::<Ids>(), view::<Ids>()],
+            [("a", &fields), ("b", &fields)],
+        );
         let first = c.view::<Ids>();
         let again = c.view::<Ids>();
         assert_eq!(first.0, ["a", "b"]);
         assert!(Arc::ptr_eq(&first, &again));
-        assert_eq!(BUILT.load(Ordering::SeqCst), 1);
+        assert!(Indexer::new([]).is_empty());
+    }
+
+    #[test]
+    #[should_panic(expected = "was not declared")]
+    fn an_undeclared_view_is_a_bug_named_at_once() {
+        Corpus::default().view::<Ids>();
     }
 }

@@ -4,7 +4,8 @@
 //!
 //! - [`Step`]: one construction step; it reads fields of an [`Item`] and adds its own.
 //! - [`StepCtx`]: what a run needs besides the item (the LLM layer, the template
-//!   environment, the seed, the [`Corpus`] of every loaded item and its derived views).
+//!   environment, the seed, the [`Corpus`]: the compact views of the whole build that the
+//!   engine fills in a first pass, those the steps declare).
 //! - [`Registry`]: the table from a recipe's `kind = "..."` to the step's constructor; the
 //!   steps crate declares it, whoever builds hands it to the engine.
 //! - [`ask()`]: how a step asks the model: render the prompt, call, validate, send an
@@ -29,7 +30,7 @@ pub use ask::{
     ask, clean_text_answer, extract_json, Ask, Guesses, LlmParams, Model, ModelBacked, ModelStep,
     OnInvalid, GUESS_CODES, WARNINGS_FIELD,
 };
-pub use corpus::{Corpus, Peer, View};
+pub use corpus::{view, Corpus, Indexer, Peer, View, ViewSpec};
 pub use files::Files;
 pub use item::{CallRecord, Item};
 pub use prompt::Prompt;
@@ -111,7 +112,8 @@ pub struct StepCtx<'a> {
     pub env: &'a minijinja::Environment<'static>,
     pub seed: u64,
     pub recipe: &'a str,
-    /// Every item of the build as loaded, for offline rules that draw from the other items.
+    /// The views of the whole build the steps declared ([`Step::views`]), for offline rules
+    /// that draw from the other items.
     pub corpus: &'a Corpus,
 }
 
@@ -149,6 +151,12 @@ pub trait Step: Send + Sync + std::fmt::Debug {
     /// Whether the step asks the reader (the build's manifest then names it).
     fn reads(&self) -> bool {
         false
+    }
+
+    /// The views of the whole build the step reads through [`StepCtx::corpus`]; the engine
+    /// fills them in a first pass over the source before any item runs.
+    fn views(&self) -> Vec<ViewSpec> {
+        Vec::new()
     }
 
     /// Runs the step on `item`: adds its fields, or says why the item ends here.

@@ -160,6 +160,10 @@ impl AnswerEdit {
 }
 
 impl ModelBacked for AnswerEdit {
+    fn views(&self) -> Vec<cb_step::ViewSpec> {
+        vec![cb_step::view::<Pools>()]
+    }
+
     async fn apply<'a>(
         &'a self,
         model: &'a ModelStep,

@@ -33,6 +33,10 @@ pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepErro
 pub struct Distractors;
 
 impl ModelBacked for Distractors {
+    fn views(&self) -> Vec<cb_step::ViewSpec> {
+        vec![cb_step::view::<GoldenAnswers>()]
+    }
+
     async fn apply<'a>(
         &'a self,
         model: &'a ModelStep,
@@ -46,7 +50,7 @@ impl ModelBacked for Distractors {
         let aliases = usable_aliases(&answer, item.require_texts(fields::ALIASES)?);
         let offline = if ctx.needs_rule_answer() {
             let mut rng = item_rng(ctx.seed, ctx.recipe, &item.id, "distractors");
-            json!({ "options": offline_options(item.require(fields::QUESTION)?, &answer, &aliases, &ctx.corpus.view::<GoldenAnswers>().0, &mut rng) })
+            json!({ "options": offline_options(item.require(fields::QUESTION)?, &answer, &aliases, &ctx.corpus.view::<GoldenAnswers>().answers, &mut rng) })
                 .to_string()
         } else {
             String::new()

@@ -96,7 +96,7 @@ mod missing_field {
     fn an_item_without_its_choices_stops_the_build_naming_the_field() {
         let llm = cb_llm::Llm::new(cb_llm::LlmConfig::offline()).unwrap();
         let env = minijinja::Environment::new();
-        let corpus = cb_step::Corpus::new(Vec::new());
+        let corpus = cb_step::Corpus::default();
         let ctx = StepCtx {
             llm: &llm,
             reader: None,

@@ -24,20 +24,26 @@ pub fn usable_aliases(answer: &str, aliases: Vec<String>) -> Vec<String> {
 }
 
 /// The distinct non-empty `answer_text`s of the build, in source order (the offline
-/// distractors draw from them).
-#[derive(Debug)]
-pub struct GoldenAnswers(pub Vec<String>);
+/// distractors draw from them). Index size: one string per distinct answer (its text, about
+/// 20 bytes, plus a 24-byte `String`), and during the first pass a set of the normalised
+/// answers of the same size; nothing for an item whose answer was seen before.
+#[derive(Debug, Default)]
+pub struct GoldenAnswers {
+    pub answers: Vec<String>,
+    seen: HashSet<String>,
+}
 
 impl View for GoldenAnswers {
-    fn of(peers: &[Peer]) -> Self {
-        let mut seen = HashSet::new();
-        Self(
-            peers
-                .iter()
-                .filter_map(|p| p.fields.get(fields::ANSWER_TEXT).and_then(Value::as_str))
-                .map(|a| a.trim().to_owned())
-                .filter(|a| !a.is_empty() && seen.insert(text::normalize(a)))
-                .collect(),
-        )
+    fn add(&mut self, peer: Peer<'_>) {
+        if let Some(a) = peer.fields.get(fields::ANSWER_TEXT).and_then(Value::as_str) {
+            let a = a.trim();
+            if !a.is_empty() && self.seen.insert(text::normalize(a)) {
+                self.answers.push(a.to_owned());
+            }
+        }
+    }
+
+    fn finish(&mut self) {
+        self.seen = HashSet::new();
     }
 }

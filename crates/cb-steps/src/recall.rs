@@ -22,7 +22,7 @@
 //! exactly the difference between the two texts (see [`cb_model::recall::apply_replacements`]).
 //!
 //! Each model step has a deterministic offline rule (documented on the step) that draws its
-//! replacements from the other items of the build ([`Pools`], a view of the corpus).
+//! replacements from the other items of the build ([`Pools`], a view the engine fills in its first pass).
 
 use cb_model::spans::{mentions, merge};
 use cb_model::{text, KvItem};
@@ -155,9 +155,16 @@ pub(crate) fn json_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
         .filter(|s| !s.is_empty())
 }
 
-/// The items of the build, grouped once per build (a [`View`] of the corpus): for the record mode the distinct
-/// values of each kind, for the text mode per domain the terms with their sentences and a
-/// vocabulary. Source order, so offline draws are deterministic.
+/// The items of the build, grouped in the first pass (a [`View`]): for the record mode the
+/// distinct values of each kind, for the text mode per domain the terms with their sentences
+/// and a vocabulary. Source order, so offline draws are deterministic.
+///
+/// Index size: record mode, one string per distinct (kind, value) (about 20 bytes of text plus
+/// a 24-byte `String`; an EventKG event adds a few places, actors and dates, most seen before),
+/// and during the pass a set of the normalised pairs of the same size; text mode (UJ, a few
+/// thousand terms), each term's id, term and sentences (the donor sentences the sentence
+/// insertion draws from, about the size of the term's source record) and each new content
+/// word of a domain once.
 #[derive(Debug, Default)]
 pub(crate) struct Pools {
     /// Kind -> the distinct values of that kind.
@@ -166,51 +173,56 @@ pub(crate) struct Pools {
     pub(crate) terms: BTreeMap<String, Vec<(String, String, Vec<String>)>>,
     /// Domain -> content words of its sentences.
     pub(crate) words: BTreeMap<String, Vec<String>>,
+    /// (kind, normalised value) and (domain, lower-cased word) already taken (the pass only).
+    seen_values: HashSet<(String, String)>,
+    seen_words: HashSet<(String, String)>,
 }
 
 impl View for Pools {
-    fn of(peers: &[Peer]) -> Self {
-        let mut p = Pools::default();
-        let mut seen_values = HashSet::new();
-        let mut seen_words = HashSet::new();
-        for peer in peers {
-            let items: Vec<KvItem> = cb_step::item::parse_field(&peer.fields, fields::KV);
-            for i in items.into_iter().filter(|i| !is_fixed(&i.kind)) {
-                if seen_values.insert((i.kind.clone(), text::normalize(&i.value))) {
-                    p.by_kind.entry(i.kind).or_default().push(i.value);
-                }
-            }
-            let term = peer.fields.get(fields::TERM).and_then(Value::as_str);
-            let sentences = peer.fields.get(fields::SENTENCES).and_then(Value::as_array);
-            if let (Some(term), Some(sentences)) = (term, sentences) {
-                let domain = peer
-                    .fields
-                    .get(fields::DOMAIN)
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_owned();
-                let sentences: Vec<String> = sentences
-                    .iter()
-                    .filter_map(|s| s.as_str().map(str::to_owned))
-                    .collect();
-                for s in &sentences {
-                    for w in content_words(s) {
-                        if seen_words.insert((domain.clone(), w.to_lowercase())) {
-                            p.words
-                                .entry(domain.clone())
-                                .or_default()
-                                .push(w.to_owned());
-                        }
-                    }
-                }
-                p.terms.entry(domain).or_default().push((
-                    peer.id.clone(),
-                    term.to_owned(),
-                    sentences,
-                ));
+    fn add(&mut self, peer: Peer<'_>) {
+        let items: Vec<KvItem> = cb_step::item::parse_field(peer.fields, fields::KV);
+        for i in items.into_iter().filter(|i| !is_fixed(&i.kind)) {
+            if self
+                .seen_values
+                .insert((i.kind.clone(), text::normalize(&i.value)))
+            {
+                self.by_kind.entry(i.kind).or_default().push(i.value);
             }
         }
-        p
+        let term = peer.fields.get(fields::TERM).and_then(Value::as_str);
+        let sentences = peer.fields.get(fields::SENTENCES).and_then(Value::as_array);
+        if let (Some(term), Some(sentences)) = (term, sentences) {
+            let domain = peer
+                .fields
+                .get(fields::DOMAIN)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned();
+            let sentences: Vec<String> = sentences
+                .iter()
+                .filter_map(|s| s.as_str().map(str::to_owned))
+                .collect();
+            for s in &sentences {
+                for w in content_words(s) {
+                    if self.seen_words.insert((domain.clone(), w.to_lowercase())) {
+                        self.words
+                            .entry(domain.clone())
+                            .or_default()
+                            .push(w.to_owned());
+                    }
+                }
+            }
+            self.terms.entry(domain).or_default().push((
+                peer.id.to_owned(),
+                term.to_owned(),
+                sentences,
+            ));
+        }
+    }
+
+    fn finish(&mut self) {
+        self.seen_values = HashSet::new();
+        self.seen_words = HashSet::new();
     }
 }
 

@@ -1,12 +1,14 @@
 //! Paper scale: the bundled `kre` SQuAD recipe on a synthetic SQuAD v2.0 source and the
 //! `recall` EventKG recipe on a synthetic EventKG dump, each built by the real binary against
 //! an in-process mock model ([`cb_mock::stand_in`], every step and the reader check answered),
-//! online, through the Batch API and through batch files, at two sizes or more.
+//! online, through the Batch API and through batch files, and offline (the rules, no model),
+//! at two sizes or more.
 //!
 //! `cargo bench -p conflictbench --bench scale` writes, for each size, the sources (seeded,
 //! every question and event distinct; a few unanswerable questions, events without an English
 //! description and events with too few items, so the recipes' filters have work), then runs
 //! for each recipe, size and mode a fresh build in a child process:
+//! - `offline`: `--backend offline` (the steps' rules; no reader, so no reader check);
 //! - `online`: `--base-url` the mock;
 //! - `batch`: `--batch` (input files of at most 48 MB, below the mock's request limit), the
 //!   mock's Files and Batch APIs answering at the first poll;
@@ -25,7 +27,7 @@
 //!
 //! Settings (environment): `SCALE_KRE` and `SCALE_RECALL`, comma-separated sizes in answerable
 //! questions and in events (default `2500,10000` and `12500,50000`, a quarter and the issue's
-//! paper scale; empty skips the recipe); `SCALE_MODES` (default `online,batch,files`);
+//! paper scale; empty skips the recipe); `SCALE_MODES` (default `offline,online,batch,files`);
 //! `SCALE_CONCURRENCY` (the build's `--concurrency`, default 16); `SCALE_SEED` (default 7);
 //! `SCALE_KEEP=DIR` keeps the sources and outputs under `DIR` (a folder per source and per
 //! run) instead of temporary folders; `BENCH_QUICK=1` for sizes `200,800` and `400,1600`.
@@ -379,12 +381,12 @@ fn binary() -> Command {
     cmd
 }
 
-/// `conflictbench build RECIPE --domains DOMAIN` of `raw` into `out`, model `m`, the
-/// repository's recipes and prompts, then `extra`.
+/// `conflictbench build RECIPE --domains DOMAIN` of `raw` into `out`, the repository's
+/// recipes and prompts, then `extra` (the backend and its model).
 fn build(recipe: Recipe, raw: &Path, out: &Path, concurrency: usize, extra: &[&str]) -> Command {
     let mut cmd = binary();
     cmd.arg("build")
-        .args([recipe.name(), "--domains", recipe.domain(), "--model", "m"])
+        .args([recipe.name(), "--domains", recipe.domain()])
         .arg("--raw")
         .arg(raw)
         .arg("--out")
@@ -393,7 +395,7 @@ fn build(recipe: Recipe, raw: &Path, out: &Path, concurrency: usize, extra: &[&s
         .arg(repo().join("recipes"))
         .arg("--prompts")
         .arg(repo().join("prompts"))
-        .args(["--no-progress", "--backend", "openai"])
+        .arg("--no-progress")
         .args(["--concurrency", &concurrency.to_string()])
         .args(extra);
     cmd
@@ -414,9 +416,18 @@ fn measure(
     let out = work.join("out");
     let mut f = Figures::default();
     let start = Instant::now();
+    let model = ["--backend", "openai", "--model", "m"];
     match mode {
+        "offline" => {
+            let extra = ["--backend", "offline"];
+            let (code, stderr, peak) = run_sampled(build(recipe, raw, &out, concurrency, &extra));
+            assert_eq!(code, Some(0), "offline build failed: {stderr}");
+            f.peak_mb = peak as f64 / 1024.0;
+            f.rounds = 1;
+        }
         "online" | "batch" => {
-            let mut extra = vec!["--base-url", base.as_str()];
+            let mut extra = model.to_vec();
+            extra.extend(["--base-url", base.as_str()]);
             if mode == "batch" {
                 // Input files below the mock's 64 MiB request limit (a provider's is 200 MB).
                 extra.extend(["--batch", "--batch-poll-ms", "20", "--batch-max-mb", "48"]);
@@ -426,26 +437,8 @@ fn measure(
             f.peak_mb = peak as f64 / 1024.0;
             f.rounds = 1;
         }
-        "files" => {
-            let dir = work.join("batches");
-            let dir_arg = dir.to_str().unwrap();
-            loop {
-                let cmd = build(recipe, raw, &out, concurrency, &["--batch-dir", dir_arg]);
-                let (code, stderr, peak) = run_sampled(cmd);
-                f.peak_mb = f.peak_mb.max(peak as f64 / 1024.0);
-                f.rounds += 1;
-                match code {
-                    Some(0) => break,
-                    Some(WAITING) if f.rounds < MAX_ROUNDS => {}
-                    _ => panic!("files build round {} exited {code:?}: {stderr}", f.rounds),
-                }
-                let mut exec = binary();
-                exec.args(["batches", "run-dir", dir_arg, "--base-url", &base]);
-                let (code, stderr, _) = run_sampled(exec);
-                assert_eq!(code, Some(0), "batches run-dir failed: {stderr}");
-            }
-        }
-        other => panic!("unknown mode {other:?} (online, batch, files)"),
+        "files" => files_rounds(recipe, raw, &work, &out, &base, concurrency, &mut f),
+        other => panic!("unknown mode {other:?} (offline, online, batch, files)"),
     }
     f.wall_s = start.elapsed().as_secs_f64();
     let submitted = if mode == "batch" {
@@ -476,6 +469,36 @@ fn measure(
         items,
         mode: mode.to_owned(),
         result: f,
+    }
+}
+
+/// A `--batch-dir` build: build runs, each followed by `batches run-dir` against the mock,
+/// until the build ends; the peak is the largest of its runs'.
+fn files_rounds(
+    recipe: Recipe,
+    raw: &Path,
+    work: &Path,
+    out: &Path,
+    base: &str,
+    concurrency: usize,
+    f: &mut Figures,
+) {
+    let dir = work.join("batches");
+    let dir_arg = dir.to_str().unwrap();
+    loop {
+        let extra = ["--backend", "openai", "--model", "m", "--batch-dir", dir_arg];
+        let (code, stderr, peak) = run_sampled(build(recipe, raw, out, concurrency, &extra));
+        f.peak_mb = f.peak_mb.max(peak as f64 / 1024.0);
+        f.rounds += 1;
+        match code {
+            Some(0) => break,
+            Some(WAITING) if f.rounds < MAX_ROUNDS => {}
+            _ => panic!("files build round {} exited {code:?}: {stderr}", f.rounds),
+        }
+        let mut exec = binary();
+        exec.args(["batches", "run-dir", dir_arg, "--base-url", base]);
+        let (code, stderr, _) = run_sampled(exec);
+        assert_eq!(code, Some(0), "batches run-dir failed: {stderr}");
     }
 }
 
@@ -582,7 +605,7 @@ fn main() {
         ),
     ];
     let modes: Vec<String> = std::env::var("SCALE_MODES")
-        .unwrap_or_else(|_| "online,batch,files".to_owned())
+        .unwrap_or_else(|_| "offline,online,batch,files".to_owned())
         .split(',')
         .map(|m| m.trim().to_owned())
         .filter(|m| !m.is_empty())

@@ -150,6 +150,11 @@ pub trait ModelBacked: Send + Sync + std::fmt::Debug {
         item: &'a mut Item,
         ctx: &'a StepCtx<'_>,
     ) -> impl Future<Output = Result<(), StepFailure>> + Send + 'a;
+
+    /// The views of the build the step reads ([`crate::Step::views`]).
+    fn views(&self) -> Vec<crate::ViewSpec> {
+        Vec::new()
+    }
 }
 
 /// A model step: its prompt and parameters, and its logic.
@@ -177,6 +182,10 @@ impl<T: ModelBacked> Step for Model<T> {
 
     fn run<'a>(&'a self, item: &'a mut Item, ctx: &'a StepCtx<'_>) -> StepFuture<'a> {
         Box::pin(self.step.apply(&self.model, item, ctx))
+    }
+
+    fn views(&self) -> Vec<crate::ViewSpec> {
+        self.step.views()
     }
 }
 

@@ -284,6 +284,10 @@ impl NonAnswerEdit {
 }
 
 impl ModelBacked for NonAnswerEdit {
+    fn views(&self) -> Vec<cb_step::ViewSpec> {
+        vec![cb_step::view::<Pools>()]
+    }
+
     async fn apply<'a>(
         &'a self,
         model: &'a ModelStep,

@@ -31,6 +31,10 @@ pub struct InsertSentence {
 }
 
 impl Step for InsertSentence {
+    fn views(&self) -> Vec<cb_step::ViewSpec> {
+        vec![cb_step::view::<Pools>()]
+    }
+
     fn name(&self) -> &str {
         &self.name
     }

@@ -142,6 +142,7 @@ fn child(dir: &Path) {
         seed: cb_engine::build::DEFAULT_SEED,
         write: true,
         steps: cb_steps::STEPS,
+        models: Default::default(),
     };
     let llm = Llm::new(LlmConfig::offline()).unwrap();
     let runtime = tokio::runtime::Runtime::new().unwrap();

@@ -30,6 +30,8 @@ pub struct BuildOptions {
     pub write: bool,
     /// The step kinds recipes may name (the steps crate's table).
     pub steps: Registry,
+    /// The recipe's steps that call a named model (`--models`); the others call `llm`.
+    pub models: cb_step::StepModels,
 }
 
 /// What a recipe build produced.
@@ -102,6 +104,8 @@ struct Runner {
     seed: u64,
     recipe: String,
     corpus: Corpus,
+    /// The steps that call a named model.
+    models: cb_step::StepModels,
     /// Set by a fatal failure: the items still running end as cancelled.
     stop: AtomicBool,
 }
@@ -116,6 +120,7 @@ impl Runner {
             seed: self.seed,
             recipe: &self.recipe,
             corpus: &self.corpus,
+            models: &self.models,
         };
         for (i, step) in self.steps.iter().enumerate() {
             if self.stop.load(Ordering::Relaxed) {
@@ -317,6 +322,7 @@ impl Build<'_> {
             seed: self.opts.seed,
             recipe: self.name.clone(),
             corpus,
+            models: self.opts.models.clone(),
             stop: AtomicBool::new(false),
         }
     }

@@ -25,6 +25,6 @@ pub mod source;
 pub use build::{build_recipe, BuildOptions, BuildOutcome};
 pub use cb_llm::{NoProgress, Progress};
 pub use cb_step::Files;
-pub use cb_step::{CallRecord, Item};
+pub use cb_step::{CallRecord, Item, StepModels};
 pub use error::EngineError;
 pub use recipe::{load_recipes, Recipe};

@@ -155,6 +155,36 @@ impl Recipe {
     }
 }
 
+impl Recipe {
+    /// Checks that every step's `model` names one of the `known` named models; the error
+    /// names the file, the line, the step and the names known.
+    pub fn check_models(&self, known: &[&str]) -> Result<(), EngineError> {
+        for (i, spec) in self.steps.iter().enumerate() {
+            let Some(model) = &spec.model else { continue };
+            if known.contains(&model.as_str()) {
+                continue;
+            }
+            let line = self
+                .step_lines
+                .get(i)
+                .map(|(header, keys)| keys.get("model").unwrap_or(header))
+                .map_or(String::new(), |l| format!(":{l}"));
+            let names = if known.is_empty() {
+                "none: no --models file names any".to_owned()
+            } else {
+                known.join(", ")
+            };
+            return Err(EngineError::Config(format!(
+                "{}{line}: step {} ({}): model `{model}` is not a named model (known: {names})",
+                self.located,
+                i + 1,
+                spec.name()
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// The line of each `[[steps]]` header of a recipe's text and of each `key =` under it, up
 /// to the next table header (1-based).
 fn step_lines(text: &str) -> Vec<(usize, BTreeMap<String, usize>)> {

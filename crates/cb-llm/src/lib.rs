@@ -337,15 +337,35 @@ struct Inner {
     cache: Option<Cache>,
     limiter: limiter::Limiter,
     route: Route,
-    /// Shared with a reader made by [`Llm::reader`]: one budget for both.
+    /// This layer's counters (shared with a reader made by [`Llm::reader`]).
     stats: Arc<Stats>,
-    /// Estimated cost (micro-dollars) and tokens reserved by calls in flight (shared too).
-    reserved_micro_usd: Arc<AtomicU64>,
-    reserved_tokens: Arc<AtomicU64>,
+    /// The run's one budget, shared by every layer made from this one.
+    budget: Arc<Budget>,
     /// The structured-output form found out (auto mode).
     form: structured::FormState,
     /// Set once the endpoint is known to be unusable: every later call fails at once.
     dead: std::sync::OnceLock<String>,
+}
+
+/// What the layers of one run spend together, against `--max-cost` and `--max-tokens`.
+#[derive(Default)]
+struct Budget {
+    /// Cost of the upstream calls so far, in micro-dollars.
+    spent_micro_usd: AtomicU64,
+    /// Tokens of the upstream calls so far.
+    tokens: AtomicU64,
+    /// Estimated cost (micro-dollars) and tokens reserved by calls in flight.
+    reserved_micro_usd: AtomicU64,
+    reserved_tokens: AtomicU64,
+}
+
+/// What a new layer shares with the one it is made from.
+enum Shares<'a> {
+    Nothing,
+    /// Counters and budget (a reader).
+    All(&'a Inner),
+    /// The budget only (another named model).
+    Budget(&'a Inner),
 }
 
 impl std::fmt::Debug for Llm {
@@ -367,7 +387,7 @@ impl Llm {
             (Some(p), _) => Some(Cache::open(p)?),
             (None, _) => None,
         };
-        Self::with_parts(config, cache, None)
+        Self::with_parts(config, cache, Shares::Nothing)
     }
 
     /// Another model reached beside this one (the reader of a build's rows): `config` names
@@ -378,13 +398,32 @@ impl Llm {
         config.cache_path.clone_from(&self.inner.config.cache_path);
         config.max_cost_usd = self.inner.config.max_cost_usd;
         config.max_tokens = self.inner.config.max_tokens;
-        Self::with_parts(config, self.inner.cache.clone(), Some(&self.inner))
+        Self::with_parts(config, self.inner.cache.clone(), Shares::All(&self.inner))
+    }
+
+    /// Another named model of the same run: `config` names its endpoint, model, price,
+    /// limits and transport; its answers go to the run's cache file (this layer's cache and
+    /// writer when it has the same file) and its spending counts against this layer's
+    /// budget (`--max-cost`, `--max-tokens` cover every model together), while its calls are
+    /// counted apart ([`Llm::stats`]).
+    pub fn sibling(&self, mut config: LlmConfig) -> Result<Self, LlmError> {
+        config.max_cost_usd = self.inner.config.max_cost_usd;
+        config.max_tokens = self.inner.config.max_tokens;
+        let cache = match (&self.inner.cache, &config.cache_path) {
+            (Some(c), Some(p)) if self.inner.config.cache_path.as_ref() == Some(p) => {
+                Some(c.clone())
+            }
+            (_, Some(p)) if config.backend == BackendKind::DryRun => Cache::open_read_only(p)?,
+            (_, Some(p)) => Some(Cache::open(p)?),
+            (_, None) => None,
+        };
+        Self::with_parts(config, cache, Shares::Budget(&self.inner))
     }
 
     fn with_parts(
         config: LlmConfig,
         cache: Option<Cache>,
-        shared: Option<&Inner>,
+        shares: Shares<'_>,
     ) -> Result<Self, LlmError> {
         if config.backend == BackendKind::Replay && cache.is_none() {
             return Err(LlmError::Config(
@@ -404,11 +443,14 @@ impl Llm {
                 cache,
                 route,
                 config,
-                stats: shared.map_or_else(Default::default, |s| Arc::clone(&s.stats)),
-                reserved_micro_usd: shared
-                    .map_or_else(Default::default, |s| Arc::clone(&s.reserved_micro_usd)),
-                reserved_tokens: shared
-                    .map_or_else(Default::default, |s| Arc::clone(&s.reserved_tokens)),
+                stats: match shares {
+                    Shares::All(s) => Arc::clone(&s.stats),
+                    _ => Arc::default(),
+                },
+                budget: match shares {
+                    Shares::All(s) | Shares::Budget(s) => Arc::clone(&s.budget),
+                    Shares::Nothing => Arc::default(),
+                },
                 form: Default::default(),
                 dead: Default::default(),
             }),
@@ -550,6 +592,20 @@ impl Llm {
             .fetch_add(answer.completion_tokens, Ordering::Relaxed);
     }
 
+    /// Counts an upstream answer's cost and tokens in this layer's counters and the run's
+    /// budget.
+    pub(crate) fn spend(&self, micro_usd: u64, tokens: u64) {
+        let (stats, budget) = (&self.inner.stats, &self.inner.budget);
+        stats
+            .spent_micro_usd
+            .fetch_add(micro_usd, Ordering::Relaxed);
+        stats.upstream_tokens.fetch_add(tokens, Ordering::Relaxed);
+        budget
+            .spent_micro_usd
+            .fetch_add(micro_usd, Ordering::Relaxed);
+        budget.tokens.fetch_add(tokens, Ordering::Relaxed);
+    }
+
     fn dry_run(&self, call: &Call, key: String) -> Completion {
         let est = call.request.estimated_prompt_tokens() + request::estimate_tokens(&call.offline);
         let stats = &self.inner.stats;
@@ -625,12 +681,13 @@ impl Llm {
     /// Reserves the estimate of one call against the budget, or says the budget is spent.
     fn reserve(&self, micro_usd: u64, tokens: u64) -> Result<Reservation<'_>, LlmError> {
         let inner = &self.inner;
-        let spent = inner.stats.spent_micro_usd.load(Ordering::Relaxed);
-        let reserved = inner
+        let budget = &inner.budget;
+        let spent = budget.spent_micro_usd.load(Ordering::Relaxed);
+        let reserved = budget
             .reserved_micro_usd
             .fetch_add(micro_usd, Ordering::SeqCst);
-        let used_tokens = inner.stats.upstream_tokens.load(Ordering::Relaxed);
-        let reserved_tok = inner.reserved_tokens.fetch_add(tokens, Ordering::SeqCst);
+        let used_tokens = budget.tokens.load(Ordering::Relaxed);
+        let reserved_tok = budget.reserved_tokens.fetch_add(tokens, Ordering::SeqCst);
         let r = Reservation {
             llm: inner,
             micro_usd,
@@ -658,10 +715,11 @@ struct Reservation<'a> {
 
 impl Drop for Reservation<'_> {
     fn drop(&mut self) {
-        self.llm
+        let budget = &self.llm.budget;
+        budget
             .reserved_micro_usd
             .fetch_sub(self.micro_usd, Ordering::SeqCst);
-        self.llm
+        budget
             .reserved_tokens
             .fetch_sub(self.tokens, Ordering::SeqCst);
     }

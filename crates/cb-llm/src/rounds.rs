@@ -439,15 +439,11 @@ impl Llm {
         let s = &inner.stats;
         for (_, r) in &answers {
             s.upstream_calls.fetch_add(1, Ordering::Relaxed);
-            s.spent_micro_usd.fetch_add(
-                inner
-                    .config
-                    .price
-                    .micro_usd(r.prompt_tokens, r.completion_tokens),
-                Ordering::Relaxed,
-            );
-            s.upstream_tokens
-                .fetch_add(r.prompt_tokens + r.completion_tokens, Ordering::Relaxed);
+            let cost = inner
+                .config
+                .price
+                .micro_usd(r.prompt_tokens, r.completion_tokens);
+            self.spend(cost, r.prompt_tokens + r.completion_tokens);
         }
         let answers = cache
             .collect_batch(file_id, (&inner.endpoint, &inner.config.model), answers)

@@ -21,10 +21,9 @@ impl Llm {
         parsed.usage = Some((pt, ct));
         let stats = &self.inner.stats;
         let cost = self.inner.config.price.micro_usd(pt, ct);
-        stats.spent_micro_usd.fetch_add(cost, Ordering::Relaxed);
         stats.prompt_tokens.fetch_add(pt, Ordering::Relaxed);
         stats.completion_tokens.fetch_add(ct, Ordering::Relaxed);
-        stats.upstream_tokens.fetch_add(pt + ct, Ordering::Relaxed);
+        self.spend(cost, pt + ct);
     }
 
     /// Commits an accounted answer to the cache under `key` (with what its transport writes

@@ -115,9 +115,38 @@ pub struct StepCtx<'a> {
     /// The views of the whole build the steps declared ([`Step::views`]), for offline rules
     /// that draw from the other items.
     pub corpus: &'a Corpus,
+    /// The steps that call a named model other than `llm` (issue 31).
+    pub models: &'a StepModels,
+}
+
+/// The named models of a recipe's steps: step name -> the model's name and its layer. A step
+/// without one calls the build's default model ([`StepCtx::llm`]).
+#[derive(Debug, Clone, Default)]
+pub struct StepModels(std::collections::BTreeMap<String, (String, cb_llm::Llm)>);
+
+impl StepModels {
+    /// Step `step` calls the model named `name` through `llm`.
+    pub fn insert(&mut self, step: &str, name: &str, llm: cb_llm::Llm) {
+        self.0.insert(step.to_owned(), (name.to_owned(), llm));
+    }
+
+    /// The model step `step` calls, when it is a named one: its name and layer.
+    pub fn get(&self, step: &str) -> Option<(&str, &cb_llm::Llm)> {
+        self.0.get(step).map(|(n, l)| (n.as_str(), l))
+    }
+
+    /// Every step with a named model, in step-name order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str, &cb_llm::Llm)> {
+        self.0.iter().map(|(s, (n, l))| (s.as_str(), n.as_str(), l))
+    }
 }
 
 impl StepCtx<'_> {
+    /// The layer the calls of step `step` go to: its named model's, else the default.
+    pub fn llm_for(&self, step: &str) -> &cb_llm::Llm {
+        self.models.get(step).map_or(self.llm, |(_, l)| l)
+    }
+
     /// Whether a step must work out its rule-based answer: the offline backend answers with
     /// it and the dry run counts its tokens; a model needs none. The rules draw from pools of
     /// the whole build, so computing them for every item of a model build made its time grow

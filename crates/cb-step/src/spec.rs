@@ -10,6 +10,9 @@ pub struct StepSpec {
     /// Step name in manifests and rejects; defaults to the kind.
     #[serde(default)]
     pub name: Option<String>,
+    /// The named model the step calls (`--models FILE`); default: the build's model.
+    #[serde(default)]
+    pub model: Option<String>,
     #[serde(flatten)]
     pub params: toml::Table,
 }

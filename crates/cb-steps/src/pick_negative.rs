@@ -104,6 +104,7 @@ mod missing_field {
             seed: 1,
             recipe: "t",
             corpus: &corpus,
+            models: &Default::default(),
         };
         let mut item = Item {
             index: 0,

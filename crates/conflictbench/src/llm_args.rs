@@ -127,23 +127,31 @@ pub struct PoolFlags {
     pub pool_cooldown_ms: u64,
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
-pub enum ReaderChoice {
-    /// Nobody reads: the reader checks pass every row and the build says it is not
-    /// reader-verified.
-    None,
-}
-
 #[derive(Args, Debug, Clone, Default)]
 pub struct ReaderArgs {
-    /// `none`: skip the reader check. By default a model build reads with its own endpoint
-    /// and model, and an offline build reads with nobody.
-    #[arg(long, value_enum)]
-    pub reader: Option<ReaderChoice>,
+    /// `none`: skip the reader check; or the NAME of a model of --models. By default a model
+    /// build reads with its own endpoint and model, and an offline build reads with nobody.
+    #[arg(long, value_name = "none|NAME")]
+    pub reader: Option<String>,
     /// Base URL of the model that reads the rows back (default: the build's own --base-url).
     #[arg(long, value_name = "URL")]
     pub reader_base_url: Option<String>,
     /// Model that reads the rows back (default: the build's own --model).
     #[arg(long, value_name = "NAME")]
     pub reader_model: Option<String>,
+}
+
+/// Flags of `build` for named models (issue 31).
+#[derive(Args, Debug, Clone, Default)]
+pub struct ModelFlags {
+    /// A TOML file naming models, one `[models.NAME]` table a model (`base_url` or
+    /// `[[models.NAME.endpoint]]` tables, `model`, and optionally `concurrency`, `rpm`, `tpm`,
+    /// `price_input`, `price_output`, `structured`). A recipe step calls one with
+    /// `model = "NAME"`; --base-url and --model stay the model of every other step.
+    #[arg(long = "models", value_name = "FILE")]
+    pub models_file: Option<PathBuf>,
+    /// Step STEP (its name in the recipe) calls the named model NAME, whatever its recipe
+    /// says. Repeatable.
+    #[arg(long = "model-for", value_name = "STEP=NAME")]
+    pub model_for: Vec<String>,
 }

@@ -7,11 +7,12 @@
 //! ([`reader_config`], [`api_key`]).
 
 use crate::config_err;
-use crate::llm_args::{Backend, BatchFlags, LlmArgs, PoolFlags, ReaderArgs, ReaderChoice};
+use crate::llm_args::{Backend, BatchFlags, LlmArgs, ModelFlags, PoolFlags, ReaderArgs};
 use cb_llm::{
     pricing, ApiKey, BackendKind, BatchOptions, FilesOptions, Llm, LlmConfig, NamedBy, PoolConfig,
-    Price, Transport,
+    Price, Structured, Transport,
 };
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -53,6 +54,9 @@ pub struct ModelSpec {
     pub carrier: Carrier,
     /// The settings that name it, for the errors that say what to check.
     pub named_by: NamedBy,
+    /// Its own concurrency, RPM and TPM, and structured-output form (else the run's).
+    pub limits: Option<(usize, Option<u32>, Option<u32>)>,
+    pub structured: Option<Structured>,
 }
 
 /// Who reads a build's rows back.
@@ -69,6 +73,8 @@ enum ReaderSetting {
         base_url: Option<String>,
         model: Option<String>,
     },
+    /// `--reader NAME`: a model of `--models`.
+    Model(String),
 }
 
 /// The LLM configuration of one command, resolved from its flags.
@@ -84,6 +90,10 @@ pub struct LlmSetup {
     /// The model of every call that names no other.
     default: ModelSpec,
     reader: ReaderSetting,
+    /// The named models (`--models FILE`), by name.
+    named: BTreeMap<String, ModelSpec>,
+    /// `--model-for STEP=NAME`: step name -> model name.
+    model_for: BTreeMap<String, String>,
 }
 
 impl LlmSetup {
@@ -92,19 +102,82 @@ impl LlmSetup {
     pub fn for_build(
         llm: &LlmArgs,
         (batch, pool, reader): (&BatchFlags, &PoolFlags, &ReaderArgs),
+        models: &ModelFlags,
         out: &Path,
     ) -> anyhow::Result<Self> {
         let limits = (llm.concurrency, llm.rpm, llm.tpm);
+        let breaker = (
+            pool.pool_open_after,
+            Duration::from_millis(pool.pool_cooldown_ms),
+        );
         let pool = crate::pool_file::resolve(pool, limits).map_err(config_err)?;
         let (pool, pool_reader) = match pool {
             Some((p, r)) => (Some(p), r),
             None => (None, Default::default()),
         };
-        let reader = reader_setting(reader, pool_reader)?;
         let carrier = carrier(batch, pool)?;
         let mut setup = Self::new(llm, carrier, out);
-        setup.reader = reader;
+        if let Some(path) = &models.models_file {
+            let file = crate::models_file::read(path, limits, breaker).map_err(config_err)?;
+            setup.named = file
+                .into_iter()
+                .map(|(name, m)| {
+                    let spec = setup.named_spec(path, &name, m);
+                    (name, spec)
+                })
+                .collect();
+        }
+        setup.reader = reader_setting(reader, pool_reader, &setup.known())?;
+        for spec in &models.model_for {
+            let (step, name) = spec
+                .split_once('=')
+                .ok_or_else(|| config_err(format!("--model-for {spec}: expected STEP=NAME")))?;
+            if !setup.named.contains_key(name) {
+                return Err(config_err(format!(
+                    "--model-for {spec}: no model `{name}` in --models (known: {})",
+                    setup.known_list()
+                )));
+            }
+            setup.model_for.insert(step.to_owned(), name.to_owned());
+        }
         Ok(setup)
+    }
+
+    /// A named model of `path` as the run reaches it: its pool, else `base_url` with the
+    /// run's transport (`--batch`, `--batch-dir`, online).
+    fn named_spec(&self, path: &Path, name: &str, m: crate::models_file::NamedModel) -> ModelSpec {
+        let at = |key: &str| format!("models.{name}.{key} in {}", path.display());
+        ModelSpec {
+            base_url: m.base_url,
+            model: Some(m.model),
+            price: m.price,
+            carrier: match m.pool {
+                Some(p) => Carrier::Pool(p),
+                None => match &self.default.carrier {
+                    Carrier::Pool(_) => Carrier::Online,
+                    c => c.clone(),
+                },
+            },
+            named_by: NamedBy {
+                base_url: at("base_url"),
+                model: at("model"),
+            },
+            limits: Some(m.limits),
+            structured: m.structured,
+        }
+    }
+
+    /// The names of the named models.
+    fn known(&self) -> Vec<&str> {
+        self.named.keys().map(String::as_str).collect()
+    }
+
+    fn known_list(&self) -> String {
+        if self.named.is_empty() {
+            "none: give --models FILE".into()
+        } else {
+            self.known().join(", ")
+        }
     }
 
     /// `eval`'s configuration: the model under test, online; `out` is where the default cache
@@ -150,8 +223,12 @@ impl LlmSetup {
                 price: (llm.price_input, llm.price_output),
                 carrier,
                 named_by: NamedBy::default(),
+                limits: None,
+                structured: None,
             },
             reader: ReaderSetting::Writer,
+            named: BTreeMap::new(),
+            model_for: BTreeMap::new(),
         }
     }
 
@@ -193,6 +270,15 @@ impl LlmSetup {
         };
         for url in self.default.base_url.iter().map(String::as_str).chain(pool) {
             crate::preflight::check_endpoint("--base-url", url, calls)?;
+        }
+        for spec in self.named.values() {
+            let pool = match &spec.carrier {
+                Carrier::Pool(p) => p.endpoints.iter().map(|e| e.base_url.as_str()).collect(),
+                _ => Vec::new(),
+            };
+            for url in spec.base_url.iter().map(String::as_str).chain(pool) {
+                crate::preflight::check_endpoint(&spec.named_by.base_url, url, calls)?;
+            }
         }
         Ok(())
     }
@@ -239,6 +325,18 @@ impl LlmSetup {
             }
             (_, Some(_), None) => return Err(config_err("--backend openai needs --model")),
         };
+        self.model_config(spec, (base_url, model))
+    }
+
+    /// The configuration of `spec`'s model `model` at `base_url` in this run: its price
+    /// (else the built-in table's), the run's backend, key and cache, its own limits and
+    /// structured-output form where it sets them, its transport.
+    fn model_config(
+        &self,
+        spec: &ModelSpec,
+        (base_url, model): (String, String),
+    ) -> anyhow::Result<LlmConfig> {
+        let mut c = self.shared.clone();
         let builtin = pricing::builtin(&model).unwrap_or_default();
         c.price = Price {
             input_per_million: spec.price.0.unwrap_or(builtin.input_per_million),
@@ -256,8 +354,98 @@ impl LlmSetup {
         c.api_key = api_key();
         c.cache_path = Some(self.cache.clone());
         c.named_by = spec.named_by.clone();
+        if let Some((concurrency, rpm, tpm)) = spec.limits {
+            (c.concurrency, c.rpm, c.tpm) = (concurrency, rpm, tpm);
+        }
+        if let Some(s) = spec.structured {
+            c.structured = s;
+        }
         apply_carrier(&mut c, &spec.carrier)?;
         Ok(c)
+    }
+
+    /// The configuration of the named model `name` (one of `--models`) for a step: offline
+    /// in an offline build.
+    fn named_config(&self, name: &str) -> anyhow::Result<LlmConfig> {
+        if self.backend == Backend::Offline {
+            let mut c = self.shared.clone();
+            apply_carrier(&mut c, &Carrier::Online)?;
+            return Ok(c);
+        }
+        self.named_model_config(name)
+    }
+
+    /// The configuration of the named model `name`, whatever the run's backend (a reader
+    /// reads with its model in an offline build too).
+    fn named_model_config(&self, name: &str) -> anyhow::Result<LlmConfig> {
+        let spec = &self.named[name];
+        let base_url = match (&spec.base_url, &spec.carrier) {
+            (Some(u), _) => u.clone(),
+            (None, Carrier::Pool(p)) => p
+                .endpoints
+                .first()
+                .map(|e| e.base_url.clone())
+                .unwrap_or_default(),
+            (None, _) => unreachable!("a named model has a base_url or a pool"),
+        };
+        let model = spec.model.clone().unwrap_or_default();
+        self.model_config(spec, (base_url, model))
+    }
+
+    /// Checks the selected recipes' steps against the named models before any work: a step
+    /// naming an unknown model is refused with its file, line and the names known, and so is
+    /// a `--model-for` naming a step no selected recipe has.
+    pub fn check_recipes(&self, recipes: &[&cb_engine::Recipe]) -> anyhow::Result<()> {
+        let known = self.known();
+        for r in recipes {
+            r.check_models(&known)?;
+        }
+        for step in self.model_for.keys() {
+            if !recipes
+                .iter()
+                .any(|r| r.steps.iter().any(|s| s.name() == step))
+            {
+                let names: std::collections::BTreeSet<&str> = recipes
+                    .iter()
+                    .flat_map(|r| r.steps.iter().map(|s| s.name()))
+                    .collect();
+                return Err(config_err(format!(
+                    "--model-for {step}=...: no step `{step}` in the selected recipes (their steps: {})",
+                    names.into_iter().collect::<Vec<_>>().join(", ")
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The named models of `recipe`'s steps (`--model-for`, else the step's `model`), each a
+    /// layer beside `writer` (one per model: the run's cache file and budget, its own
+    /// counters and limits).
+    pub fn step_models(
+        &self,
+        recipe: &cb_engine::Recipe,
+        writer: &Llm,
+    ) -> anyhow::Result<cb_engine::StepModels> {
+        let mut layers: BTreeMap<&str, Llm> = BTreeMap::new();
+        let mut models = cb_engine::StepModels::default();
+        for step in &recipe.steps {
+            let name = self
+                .model_for
+                .get(step.name())
+                .or(step.model.as_ref())
+                .map(String::as_str);
+            let Some(name) = name else { continue };
+            let llm = match layers.get(name) {
+                Some(l) => l.clone(),
+                None => {
+                    let l = writer.sibling(self.named_config(name)?)?;
+                    layers.insert(name, l.clone());
+                    l
+                }
+            };
+            models.insert(step.name(), name, llm);
+        }
+        Ok(models)
     }
 
     /// The reader of a build whose model layer is `writer` (configured by `config`): `None`
@@ -291,6 +479,15 @@ impl LlmSetup {
             ReaderSetting::Writer if offline => return Ok(None),
             ReaderSetting::Writer => (None, None),
             ReaderSetting::Named { base_url, model } => (base_url, model),
+            ReaderSetting::Model(name) => {
+                let c = self.named_model_config(&name)?;
+                let llm = if offline {
+                    Llm::new(c)
+                } else {
+                    writer.reader(c)
+                };
+                return Ok(Some(llm.map_err(anyhow::Error::new)?));
+            }
         };
         let base_url = match (base_url, offline) {
             (Some(u), _) => u,
@@ -339,15 +536,29 @@ impl LlmSetup {
 fn reader_setting(
     flags: &ReaderArgs,
     (pool_url, pool_model): crate::pool_file::Reader,
+    known: &[&str],
 ) -> anyhow::Result<ReaderSetting> {
     let named = flags.reader_base_url.is_some() || flags.reader_model.is_some();
-    if flags.reader == Some(ReaderChoice::None) {
+    if let Some(choice) = &flags.reader {
         if named {
-            return Err(config_err(
-                "--reader none cannot be combined with --reader-base-url or --reader-model",
-            ));
+            return Err(config_err(format!(
+                "--reader {choice} cannot be combined with --reader-base-url or --reader-model"
+            )));
         }
-        return Ok(ReaderSetting::Nobody);
+        if choice == "none" {
+            return Ok(ReaderSetting::Nobody);
+        }
+        if !known.contains(&choice.as_str()) {
+            let known = if known.is_empty() {
+                "none: give --models FILE".to_owned()
+            } else {
+                known.join(", ")
+            };
+            return Err(config_err(format!(
+                "--reader {choice}: expected none or the name of a model of --models (known: {known})"
+            )));
+        }
+        return Ok(ReaderSetting::Model(choice.clone()));
     }
     let (base_url, model) = if named {
         (flags.reader_base_url.clone(), flags.reader_model.clone())

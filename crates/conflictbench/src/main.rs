@@ -17,6 +17,7 @@ mod eval_cmd;
 mod export_cmd;
 mod llm_args;
 mod llm_config;
+mod models_file;
 mod pool_file;
 mod preflight;
 mod progress;
@@ -122,6 +123,8 @@ struct BuildArgs {
     pool: llm_args::PoolFlags,
     #[command(flatten)]
     reader: llm_args::ReaderArgs,
+    #[command(flatten)]
+    models: llm_args::ModelFlags,
 }
 
 #[allow(clippy::print_stderr)] // the binary's own last word on stderr
@@ -403,6 +406,7 @@ async fn build(args: BuildArgs) -> anyhow::Result<()> {
     let setup = LlmSetup::for_build(
         &args.llm,
         (&args.batch, &args.pool, &args.reader),
+        &args.models,
         &args.out,
     )?;
     let (_, recipes) = assets::recipes(args.recipes.as_deref())?;
@@ -411,6 +415,7 @@ async fn build(args: BuildArgs) -> anyhow::Result<()> {
     for r in &selected {
         r.check_steps(&cb_steps::STEPS)?;
     }
+    setup.check_recipes(&selected)?;
     let prompts = assets::prompt_files(args.prompts.as_deref())?;
     let inputs = build_args::inputs(&args.inputs, &selected)?;
     if args.llm.concurrency == 0 {
@@ -432,6 +437,7 @@ async fn build(args: BuildArgs) -> anyhow::Result<()> {
             seed: args.seed,
             write: !setup.dry_run(),
             steps: cb_steps::STEPS,
+            models: Default::default(),
         },
         reporter: progress::Bars::new(!args.no_progress && !setup.dry_run()),
         setup,
@@ -475,6 +481,8 @@ struct Built {
     config: cb_llm::LlmConfig,
     llm: Llm,
     reader: Option<Llm>,
+    /// The steps' named models.
+    models: cb_engine::StepModels,
 }
 
 impl BuildRun {
@@ -503,6 +511,10 @@ impl BuildRun {
             _ => None,
         };
         let reader = self.setup.reader(&llm, &config, replayed.as_ref())?;
+        let opts = BuildOptions {
+            models: self.setup.step_models(recipe, &llm)?,
+            ..self.opts.clone()
+        };
         // A signal drops the build future: its tasks stop, and every answer already handed
         // out is committed to the cache (the writer commits before it answers), so a re-run
         // resumes without paying for any of them again.
@@ -511,13 +523,14 @@ impl BuildRun {
         // and never received.
         let stop_on_signal = async {
             let s = signals.next().await;
-            for l in std::iter::once(&llm).chain(reader.as_ref()) {
+            let named = opts.models.iter().map(|(_, _, l)| l);
+            for l in std::iter::once(&llm).chain(reader.as_ref()).chain(named) {
                 l.stop(&format!("the build was stopped by {}", s.0));
             }
             s
         };
         let built = tokio::select! {
-            r = build_recipe(recipe, &self.opts, &llm, reader.as_ref(), &self.reporter) => r,
+            r = build_recipe(recipe, &opts, &llm, reader.as_ref(), &self.reporter) => r,
             s = stop_on_signal => return Err(self.stopped(recipe, &llm, s)),
         };
         let outcome = match built {
@@ -532,6 +545,7 @@ impl BuildRun {
             config,
             llm,
             reader,
+            models: opts.models,
         }))
     }
 
@@ -580,15 +594,31 @@ impl Built {
         };
         let o = &self.outcome;
         format!(
-            "{}: {} rows, {} rejected -> {} [{} upstream calls, {} cache hits, ${:.4}{read}]",
+            "{}: {} rows, {} rejected -> {} [{} upstream calls, {} cache hits, ${:.4}{read}{}]",
             o.recipe,
             o.rows,
             o.rejected,
             o.dir.display(),
             stats.upstream_calls,
             stats.cache_hits,
-            stats.spent_usd
+            stats.spent_usd,
+            self.per_model(|name, s| format!(
+                "{name}: {} upstream calls, {} cache hits, ${:.4}",
+                s.upstream_calls, s.cache_hits, s.spent_usd
+            ))
         )
+    }
+
+    /// `; ` and what `say` says of each named model's counters, in name order (nothing
+    /// without named models).
+    fn per_model(&self, say: impl Fn(&str, &cb_llm::StatsSnapshot) -> String) -> String {
+        let mut seen = std::collections::BTreeMap::new();
+        for (_, name, llm) in self.models.iter() {
+            seen.entry(name).or_insert_with(|| llm.stats());
+        }
+        seen.iter()
+            .map(|(name, s)| format!("; {}", say(name, s)))
+            .collect()
     }
 }
 
@@ -609,8 +639,25 @@ impl DryTotals {
         self.calls += stats.upstream_calls;
         self.tokens += stats.estimated_tokens;
         self.usd += cost;
+        let mut named = std::collections::BTreeMap::new();
+        for (_, name, llm) in built.models.iter() {
+            named
+                .entry(name)
+                .or_insert_with(|| (llm.stats(), llm.config().price));
+        }
+        let mut per_model = String::new();
+        for (name, (s, price)) in named {
+            let cost = price.usd(s.estimated_tokens, 0);
+            self.calls += s.upstream_calls;
+            self.tokens += s.estimated_tokens;
+            self.usd += cost;
+            per_model.push_str(&format!(
+                "; {name}: {} calls ({} cached, {} to make), ~{} tokens, ~${cost:.4}",
+                s.calls, s.cache_hits, s.upstream_calls, s.estimated_tokens
+            ));
+        }
         format!(
-            "{}: {} calls ({} cached, {} to make), ~{} tokens, ~${:.4}{}",
+            "{}: {} calls ({} cached, {} to make), ~{} tokens, ~${:.4}{}{per_model}",
             built.outcome.recipe,
             stats.calls,
             stats.cache_hits,

@@ -1,6 +1,7 @@
 //! The endpoint pool of `build --endpoint` / `--endpoints FILE`: the pool file's format
 //! (`name`, the reader's `reader_base_url` and `reader_model`, `[[endpoint]]` tables with
-//! `url`, `concurrency`, `rpm`, `tpm`) and the `URL[,LIMITS]` form of `--endpoint`.
+//! `url`, `concurrency`, `rpm`, `tpm`) and the `URL[,LIMITS]` form of `--endpoint`. A named
+//! model of a models file (`models_file`) declares its pool with the same tables.
 
 use crate::llm_args::PoolFlags;
 use cb_llm::{EndpointSpec, PoolConfig};
@@ -18,13 +19,26 @@ struct PoolFile {
     endpoint: Vec<EndpointEntry>,
 }
 
+/// One `[[endpoint]]` table of a pool file (and of a named model's pool in a models file).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct EndpointEntry {
+pub struct EndpointEntry {
     url: String,
     concurrency: Option<usize>,
     rpm: Option<u32>,
     tpm: Option<u32>,
+}
+
+impl EndpointEntry {
+    /// The endpoint, its own limits or else `concurrency`, `rpm` and `tpm`.
+    pub fn spec(&self, (concurrency, rpm, tpm): (usize, Option<u32>, Option<u32>)) -> EndpointSpec {
+        EndpointSpec {
+            base_url: self.url.clone(),
+            concurrency: self.concurrency.unwrap_or(concurrency),
+            rpm: self.rpm.or(rpm),
+            tpm: self.tpm.or(tpm),
+        }
+    }
 }
 
 fn read_file(path: &Path) -> Result<PoolFile, String> {
@@ -57,13 +71,8 @@ pub fn resolve(
             name = n;
         }
         reader = (file.reader_base_url, file.reader_model);
-        for e in file.endpoint {
-            endpoints.push(EndpointSpec {
-                base_url: e.url,
-                concurrency: e.concurrency.unwrap_or(concurrency),
-                rpm: e.rpm.or(rpm),
-                tpm: e.tpm.or(tpm),
-            });
+        for e in &file.endpoint {
+            endpoints.push(e.spec((concurrency, rpm, tpm)));
         }
     }
     for spec in &flags.endpoints {

@@ -72,7 +72,7 @@ pub async fn ask<T>(
             item: item.id.clone(),
             offline: a.offline.clone(),
         };
-        let completion = match ctx.llm.complete(&call).await {
+        let completion = match ctx.llm_for(a.step).complete(&call).await {
             Ok(c) => c,
             // Requests sent: one per earlier answer, and every retry of this call.
             Err(e) => return Err(StepFailure::from_llm(e, a.step, attempt - 1)),

@@ -1,0 +1,79 @@
+//! Named models of one run (issue 31): a layer made with `Llm::sibling` reaches its own
+//! endpoint, keeps its own counters and shares the run's cache file and budget.
+
+use cb_llm::{BackendKind, Call, ChatRequest, Llm, LlmConfig, LlmError, Message, Price};
+
+fn call(i: usize) -> Call {
+    Call {
+        request: ChatRequest {
+            messages: vec![Message::user(format!("question {i}"))],
+            temperature: 0.0,
+            top_p: None,
+            max_tokens: 1000,
+            seed: None,
+            response_schema: None,
+        },
+        template: "t.md".into(),
+        template_hash: "h".into(),
+        item: format!("item-{i}"),
+        offline: "offline answer".into(),
+    }
+}
+
+fn config(base: &str, model: &str, cache: &std::path::Path) -> LlmConfig {
+    let mut c = LlmConfig::offline();
+    c.backend = BackendKind::Openai;
+    c.base_url = base.into();
+    c.model = model.into();
+    c.cache_path = Some(cache.to_path_buf());
+    // $1 per million tokens each way: an answer of 500 + 500 tokens costs $0.001.
+    c.price = Price {
+        input_per_million: 1.0,
+        output_per_million: 1.0,
+    };
+    c
+}
+
+fn mock() -> cb_mock::Responder {
+    cb_mock::responder(|_| cb_mock::Reply::ContentWith {
+        content: "fine".into(),
+        finish_reason: "stop".into(),
+        usage: Some((500, 500)),
+    })
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sibling_reaches_its_own_endpoint_counts_apart_and_shares_the_budget() {
+    let (cheap, strong) = (
+        cb_mock::MockServer::start(mock()).await,
+        cb_mock::MockServer::start(mock()).await,
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("c.sqlite");
+    let mut c = config(&cheap.base_url(), "cheap-model", &cache);
+    // Three calls' worth: the fourth, on either model, could overrun it.
+    c.max_cost_usd = Some(0.0035);
+    let writer = Llm::new(c).unwrap();
+    let other = writer
+        .sibling(config(&strong.base_url(), "strong-model", &cache))
+        .unwrap();
+    writer.complete(&call(0)).await.unwrap();
+    other.complete(&call(1)).await.unwrap();
+    other.complete(&call(2)).await.unwrap();
+    assert_eq!((cheap.request_count(), strong.request_count()), (1, 2));
+    assert_eq!(writer.stats().upstream_calls, 1);
+    assert_eq!(other.stats().upstream_calls, 2);
+    assert!((other.stats().spent_usd - 0.002).abs() < 1e-9);
+    // The budget is the run's: spent on both models together.
+    for llm in [&writer, &other] {
+        match llm.complete(&call(3)).await {
+            Err(LlmError::Budget(_)) => {}
+            got => panic!("expected a budget stop, got {got:?}"),
+        }
+    }
+    // One cache file: the same question asked of the other model is another key, and an
+    // answer already given is served from the cache by its own model only.
+    let again = other.complete(&call(1)).await.unwrap();
+    assert!(again.cached);
+    assert_ne!(writer.key_of(&call(1)), other.key_of(&call(1)));
+}

@@ -1,0 +1,209 @@
+//! Named models (issue 31): `--models FILE` names models, a recipe step calls one with
+//! `model = "NAME"`, `--model-for STEP=NAME` overrides it, `--reader NAME` reads with one.
+//! The KRE SQuAD recipe against three mocks: each step's calls reach its model's endpoint
+//! only; switching a step's model asks that step again and nothing it does not feed; an
+//! unknown name is refused at load naming the file, the line and the names known.
+
+mod common;
+
+use cb_mock::MockServer;
+use common::*;
+use std::path::Path;
+
+/// What a request to the stand-in model is, by its instructions.
+fn step_of(body: &serde_json::Value) -> &'static str {
+    let text = body.to_string();
+    if text.contains("You write wrong answer options") {
+        "distractors"
+    } else if text.contains("You edit passages") {
+        "negative_context"
+    } else if text.contains("Answer with the letter") {
+        "reader"
+    } else if text.contains("Greet me in one short sentence") {
+        // The structured-output probe, once per endpoint and model.
+        "probe"
+    } else {
+        "other"
+    }
+}
+
+/// The steps of the requests `mock` received, with their counts (the probe left out).
+fn steps(mock: &MockServer) -> std::collections::BTreeMap<&'static str, usize> {
+    let mut out = std::collections::BTreeMap::new();
+    for j in mock
+        .journal()
+        .iter()
+        .filter(|j| step_of(&j.body) != "probe")
+    {
+        *out.entry(step_of(&j.body)).or_default() += 1;
+    }
+    out
+}
+
+/// The bundled SQuAD recipe with `distractors` on model `model`, alone in a folder.
+fn recipes_with_model(dir: &Path, model: &str) -> std::path::PathBuf {
+    let text = std::fs::read_to_string(repo().join("recipes/kre-squad.toml")).unwrap();
+    let edited = text.replacen(
+        "kind = \"distractors\"\n",
+        &format!("kind = \"distractors\"\nmodel = \"{model}\"\n"),
+        1,
+    );
+    assert_ne!(edited, text);
+    let folder = dir.join("recipes");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(folder.join("kre-squad.toml"), edited).unwrap();
+    folder
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn each_step_calls_its_named_model_and_a_switch_asks_again_only_that_step() {
+    let (default, cheap, strong) = (
+        MockServer::start(cb_mock::stand_in::model()).await,
+        MockServer::start(cb_mock::stand_in::model()).await,
+        MockServer::start(cb_mock::stand_in::model()).await,
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let models = dir.path().join("models.toml");
+    std::fs::write(
+        &models,
+        format!(
+            "[models.cheap]\nbase_url = \"{}\"\nmodel = \"cheap-m\"\n\n[models.strong]\nbase_url = \"{}\"\nmodel = \"strong-m\"\nprice_input = 1.0\nprice_output = 2.0\n",
+            cheap.base_url(),
+            strong.base_url()
+        ),
+    )
+    .unwrap();
+    let recipes = recipes_with_model(dir.path(), "cheap");
+    let out = dir.path().join("out");
+    let (raw, out_s, models_s) = (
+        repo().join("raw").display().to_string(),
+        out.display().to_string(),
+        models.display().to_string(),
+    );
+    let base = default.base_url();
+    let args = |extra: &[&'static str]| -> Vec<String> {
+        let mut a: Vec<String> = [
+            "kre",
+            "--domains",
+            "squad",
+            "--raw",
+            &raw,
+            "--out",
+            &out_s,
+            "--backend",
+            "openai",
+            "--base-url",
+            &base,
+            "--model",
+            "m",
+            "--models",
+            &models_s,
+            "--model-for",
+            "negative_context=strong",
+            "--reader",
+            "strong",
+            "--limit",
+            "6",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    };
+    let run = |extra: &'static [&'static str]| {
+        let a = args(extra);
+        let recipes = recipes.clone();
+        async move {
+            let a: Vec<&str> = a.iter().map(String::as_str).collect();
+            build_with(&recipes, &a, &[]).await
+        }
+    };
+
+    let o = run(&[]).await;
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        default.journal().is_empty(),
+        "no step calls the default model"
+    );
+    let (c, s) = (steps(&cheap), steps(&strong));
+    assert!(c.get("distractors").is_some_and(|n| *n > 0), "{c:?}");
+    assert_eq!(
+        c.len(),
+        1,
+        "the cheap model writes the distractors only: {c:?}"
+    );
+    assert!(s.get("negative_context").is_some_and(|n| *n > 0), "{s:?}");
+    assert!(s.get("reader").is_some_and(|n| *n > 0), "{s:?}");
+    assert!(!s.contains_key("distractors"), "{s:?}");
+    let said = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        said.contains("; cheap: ") && said.contains("; strong: "),
+        "the line names each model's calls: {said}"
+    );
+    let distractor_calls = c["distractors"];
+
+    // distractors on "strong": asked again there, nothing of it on "cheap"; the stand-in
+    // answers both the same, so what follows (same prompts, same model) comes from the cache.
+    cheap.clear_journal();
+    strong.clear_journal();
+    let o = run(&["--model-for", "distractors=strong"]).await;
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(cheap.journal().is_empty());
+    assert!(default.journal().is_empty());
+    let s = steps(&strong);
+    assert_eq!(
+        s.get("distractors"),
+        Some(&distractor_calls),
+        "every distractors call is asked again of the new model: {s:?}"
+    );
+    assert_eq!(s.len(), 1, "nothing else is asked again: {s:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unknown_model_name_is_refused_naming_file_line_and_the_known_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let models = dir.path().join("models.toml");
+    std::fs::write(
+        &models,
+        "[models.cheap]\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"c\"\n[models.strong]\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"s\"\n",
+    )
+    .unwrap();
+    let recipes = recipes_with_model(dir.path(), "cheep");
+    let line = std::fs::read_to_string(recipes.join("kre-squad.toml"))
+        .unwrap()
+        .lines()
+        .position(|l| l == "model = \"cheep\"")
+        .unwrap()
+        + 1;
+    let (raw, out) = (
+        repo().join("raw").display().to_string(),
+        dir.path().join("out").display().to_string(),
+    );
+    let base = ["kre", "--domains", "squad", "--raw", &raw, "--out", &out];
+    let mut args = base.to_vec();
+    args.extend(["--models", models.to_str().unwrap()]);
+    let o = build_with(&recipes, &args, &[]).await;
+    let said = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains(&format!("kre-squad.toml:{line}:"))
+            && said.contains("model `cheep`")
+            && said.contains("known: cheap, strong"),
+        "{said}"
+    );
+    assert!(!dir.path().join("out").exists(), "nothing written");
+    // The same from the command line, and for the reader.
+    for extra in [["--model-for", "distractors=cheep"], ["--reader", "cheep"]] {
+        let mut a = base.to_vec();
+        a.extend(["--models", models.to_str().unwrap()]);
+        a.extend(extra);
+        let o = build(&a, &[]).await;
+        let said = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {said}");
+        assert!(
+            said.contains("cheep") && said.contains("cheap, strong"),
+            "{said}"
+        );
+    }
+}

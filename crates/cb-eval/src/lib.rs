@@ -168,7 +168,7 @@ pub(crate) fn figures_of(
         .map(|(setting, m)| {
             let g = |seed: u64, idx: &[usize]| m.value(setting, &scores.seed(seed), idx);
             Figure {
-                n_items: scores.n_items(m, seeds),
+                n_items: m.n_items(scores, seeds),
                 ..figure(domain, task, setting, m, scores.n, seeds, &g)
             }
         })

@@ -4,7 +4,7 @@
 //! all compute a figure through [`Metric::value`]; which figures a run reports, and which a
 //! comparison can recompute, both follow from [`reads`].
 
-use crate::scores::{Answer, SeedScores};
+use crate::scores::{Answer, Scores, SeedScores};
 use cb_metrics::bleu::{score, BleuStats, Smooth};
 use cb_metrics::kre::{adaptivity, dmss, fr, fr_upper, rr, vr};
 use cb_metrics::recall::{accuracy, m_rate, RCounts};
@@ -102,7 +102,30 @@ pub enum Subset {
     Unknown(&'static str),
 }
 
+impl Subset {
+    /// The number of items a figure of this subset is on in `seed`.
+    fn size(self, scores: &Scores, seed: u64) -> usize {
+        let all: Vec<usize> = (0..scores.n).collect();
+        let answers = |s| scores.seed(seed).answers(s, &all).collect::<Vec<_>>();
+        match self {
+            Subset::All => scores.n,
+            Subset::Known(s) => answers(s).iter().filter(|a| a.correct()).count(),
+            Subset::Unknown(s) => answers(s).iter().filter(|a| !a.correct()).count(),
+        }
+    }
+}
+
 impl Metric {
+    /// The `n_items` of this figure: all items, or for a figure on the items a seed knows (or
+    /// does not) the mean over seeds of that subset's size, rounded up (a subset that some
+    /// seed has is never `n = 0`).
+    pub fn n_items(self, scores: &Scores, seeds: &[u64]) -> usize {
+        match self.subset() {
+            Subset::All => scores.n,
+            subset => crate::mean_count(seeds.iter().map(|s| subset.size(scores, *s))),
+        }
+    }
+
     /// The name in `results.json`, `compare.json` and the tables.
     pub fn key(self) -> &'static str {
         match self {

@@ -169,28 +169,6 @@ impl Scores {
     pub fn seed(&self, seed: u64) -> SeedScores<'_> {
         SeedScores { scores: self, seed }
     }
-
-    /// The number of items a figure of `subset` is on in `seed`.
-    fn count(&self, subset: crate::metric::Subset, seed: u64) -> usize {
-        use crate::metric::Subset;
-        let all: Vec<usize> = (0..self.n).collect();
-        let answers = |s| self.seed(seed).answers(s, &all).collect::<Vec<_>>();
-        match subset {
-            Subset::All => self.n,
-            Subset::Known(s) => answers(s).iter().filter(|a| a.correct()).count(),
-            Subset::Unknown(s) => answers(s).iter().filter(|a| !a.correct()).count(),
-        }
-    }
-
-    /// The `n_items` of a figure of `metric`: all items, or for a figure on the items a seed
-    /// knows (or does not) the mean over seeds of that subset's size, rounded up (a subset
-    /// that some seed has is never `n = 0`).
-    pub fn n_items(&self, metric: crate::metric::Metric, seeds: &[u64]) -> usize {
-        match metric.subset() {
-            crate::metric::Subset::All => self.n,
-            subset => crate::mean_count(seeds.iter().map(|s| self.count(subset, *s))),
-        }
-    }
 }
 
 /// One seed's scores, as a figure's formula reads them.
@@ -288,7 +266,7 @@ mod tests {
             .collect();
         assert_eq!(got, [false, true, false, true]);
         assert!(all.seed(1).answers("mixed", &[0]).next().is_none());
-        assert_eq!(s.n_items(crate::metric::Metric::Vr, &[1, 2]), 1);
-        assert_eq!(s.n_items(crate::metric::Metric::Rr, &[1, 2]), 1);
+        assert_eq!(crate::metric::Metric::Vr.n_items(&s, &[1, 2]), 1);
+        assert_eq!(crate::metric::Metric::Rr.n_items(&s, &[1, 2]), 1);
     }
 }

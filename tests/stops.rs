@@ -285,10 +285,19 @@ async fn a_build_killed_at_any_point_leaves_the_previous_build_and_resumes_payin
     // at each kill (one at a time) to a build already gone; that answer was never received.
     let runs = read_jsonl(&dir.join("runs.jsonl"));
     let hits = runs.last().unwrap()["llm"]["cache_hits"].as_u64().unwrap();
-    let sent = runs.last().unwrap()["llm"]["upstream_calls"].as_u64().unwrap();
+    let sent = runs.last().unwrap()["llm"]["upstream_calls"]
+        .as_u64()
+        .unwrap();
     assert!(hits >= (FIRST + 7 - 2) as u64, "{runs:?}");
     assert_eq!(hits + sent, SECOND as u64, "{runs:?}");
-    assert!(mock.answered() <= (SECOND + 3) as u64, "an answer was paid twice");
-    assert_eq!(visible(&dir).len(), snapshot(&dir).len(), "temporary files left");
+    assert!(
+        mock.answered() <= (SECOND + 3) as u64,
+        "an answer was paid twice"
+    );
+    assert_eq!(
+        visible(&dir).len(),
+        snapshot(&dir).len(),
+        "temporary files left"
+    );
     assert_counts_add_up(&dir);
 }

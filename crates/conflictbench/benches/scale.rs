@@ -486,7 +486,14 @@ fn files_rounds(
     let dir = work.join("batches");
     let dir_arg = dir.to_str().unwrap();
     loop {
-        let extra = ["--backend", "openai", "--model", "m", "--batch-dir", dir_arg];
+        let extra = [
+            "--backend",
+            "openai",
+            "--model",
+            "m",
+            "--batch-dir",
+            dir_arg,
+        ];
         let (code, stderr, peak) = run_sampled(build(recipe, raw, out, concurrency, &extra));
         f.peak_mb = f.peak_mb.max(peak as f64 / 1024.0);
         f.rounds += 1;

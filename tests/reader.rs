@@ -5,7 +5,7 @@
 
 mod common;
 
-use cb_mock::reader_script::{context_follower, follow_context, memory_reader, Mcq};
+use cb_mock::reader_script::{context_follower, follow_context, memory_reader, table_reader, Mcq};
 use cb_mock::{fixed, responder, MockServer, Reply, Responder};
 use common::*;
 use serde_json::Value;
@@ -208,12 +208,14 @@ async fn an_offline_build_read_by_an_always_a_reader_keeps_exactly_the_rows_whos
     let tally = &m["reader"]["checks"];
     assert_eq!(tally["negative"]["asked"], all.len() as u64);
     assert_eq!(tally["negative"]["passed"], want.len() as u64);
-    // The control is asked of the rows that passed the negative check (whose golden answer
-    // is not A): "A" fails every one.
-    assert_eq!(tally["control"]["asked"], want.len() as u64);
-    assert_eq!(tally["control"]["passed"], 0);
+    // The control is asked of every row: "A" passes it where the golden answer is A.
+    let gold_a = all.iter().filter(|r| r["answer"] == "A").count();
+    assert_eq!(tally["control"]["asked"], all.len() as u64);
+    assert_eq!(tally["control"]["passed"], gold_a as u64);
+    assert!(gold_a * 2 < all.len());
+    assert_eq!(m["reader"]["trust"]["verified"], false);
     let card = std::fs::read_to_string(dir.join("README.md")).unwrap();
-    assert!(card.contains("Reader-verified") && card.contains("`reader`"));
+    assert!(!card.contains("Reader-verified") && card.contains("`reader`"));
     assert!(card.contains("an unreliable reader"), "{card}");
     // The unread build says so.
     let m = read_json(&plain.path().join("kre/cose/manifest.json"));
@@ -494,4 +496,155 @@ async fn a_dry_run_counts_the_reader_calls() {
         .unwrap();
     assert!(rows > 0);
     assert_eq!(count(with), count(without) + 2 * rows, "{}", text(with));
+}
+
+/// An offline build of the bundled e-CARE sample (12 rows) into `out`, read by `reader`
+/// when one is given.
+async fn bundled_ecare(out: &Path, reader: Option<&MockServer>) -> std::process::Output {
+    let raw = repo().join("raw");
+    let (raw, out) = (raw.to_str().unwrap(), out.to_str().unwrap());
+    let base;
+    let mut args = vec!["kre", "--domains", "ecare", "--raw", raw, "--out", out];
+    if let Some(s) = reader {
+        base = s.base_url();
+        args.extend(["--reader-base-url", &base, "--reader-model", "reader"]);
+    }
+    build(&args, &[]).await
+}
+
+/// A row's option as an index of its choices, from a letter field (`answer`, `candidate`).
+fn option_of(r: &Value, field: &str) -> usize {
+    (r[field].as_str().unwrap().as_bytes()[0] - b'A') as usize
+}
+
+/// How many of the questions `server` was asked show one of `contexts`.
+fn asked_with(server: &MockServer, contexts: &BTreeSet<&str>) -> usize {
+    server
+        .journal()
+        .iter()
+        .filter_map(|e| {
+            cb_mock::reader_script::parse(cb_mock::ChatRequest::new(e.body.clone()).last_user())
+        })
+        .filter(|q| contexts.contains(q.context.as_str()))
+        .count()
+}
+
+/// The unread rows of the bundled e-CARE sample, and their golden and negative contexts.
+async fn ecare_rows(dir: &Path) -> (Vec<Value>, BTreeSet<String>, BTreeSet<String>) {
+    let o = bundled_ecare(dir, None).await;
+    assert!(o.status.success(), "{}", text(&o));
+    let rows = read_jsonl(&dir.join("kre/ecare/ecare.jsonl"));
+    assert_eq!(rows.len(), 12);
+    let context = |f: &str| -> BTreeSet<String> {
+        rows.iter()
+            .map(|r| r[f].as_str().unwrap().trim().to_owned())
+            .collect()
+    };
+    let (golden, negative) = (context("golden_context"), context("negative_context"));
+    assert_eq!(
+        (golden.len(), negative.len()),
+        (12, 12),
+        "contexts tell rows apart"
+    );
+    (rows, golden, negative)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reader_that_fails_the_controls_is_asked_every_control_and_called_unreliable() {
+    let plain = tempfile::tempdir().unwrap();
+    let (rows, golden, negative) = ecare_rows(plain.path()).await;
+    // It answers from memory only, and remembers each question's negative answer: every
+    // negative check passes, every control fails.
+    let known: HashMap<String, usize> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["question"].as_str().unwrap().to_owned(),
+                option_of(r, "candidate"),
+            )
+        })
+        .collect();
+    let server = MockServer::start(memory_reader(known)).await;
+    let read = tempfile::tempdir().unwrap();
+    let o = bundled_ecare(read.path(), Some(&server)).await;
+    assert!(o.status.success(), "{}", text(&o));
+    // Every row's control is asked, as is its negative check (one vote each).
+    let golden: BTreeSet<&str> = golden.iter().map(String::as_str).collect();
+    let negative: BTreeSet<&str> = negative.iter().map(String::as_str).collect();
+    assert_eq!(asked_with(&server, &golden), 12);
+    assert_eq!(asked_with(&server, &negative), 12);
+    assert_eq!(server.request_count(), 24);
+    let dir = read.path().join("kre/ecare");
+    let m = read_json(&dir.join("manifest.json"));
+    let r = &m["reader"];
+    assert_eq!(
+        r["checks"]["negative"],
+        serde_json::json!({"asked": 12, "passed": 12})
+    );
+    assert_eq!(
+        r["checks"]["control"],
+        serde_json::json!({"asked": 12, "passed": 0})
+    );
+    assert_eq!(
+        r["trust"],
+        serde_json::json!({"controls_asked": 12, "controls_passed": 0, "lower_bound": 0.0, "verified": false})
+    );
+    // The rows are judged as before (e-CARE records its control): all kept.
+    assert_eq!(m["rows"], 12);
+    // The card and the log say the reader is unreliable, with its figures.
+    let card = std::fs::read_to_string(dir.join("README.md")).unwrap();
+    assert!(!card.contains("Reader-verified"), "{card}");
+    assert!(
+        card.contains("**Not reader-verified: an unreliable reader.** `reader` at")
+            && card.contains("it passed only 0 of 12 control questions (the golden context leading to the golden answer; Wilson 95 % lower bound 0.00)"),
+        "{card}"
+    );
+    let log = text(&o);
+    assert!(
+        log.contains("WARN")
+            && log.contains(
+                "the reader reader is unreliable: it passed only 0 of 12 control questions"
+            ),
+        "{log}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reader_that_reads_well_passes_its_controls_and_the_rows_are_reader_verified() {
+    let plain = tempfile::tempdir().unwrap();
+    let (rows, _, _) = ecare_rows(plain.path()).await;
+    // It reads each context as meant: the negative one leads to the negative answer, the
+    // golden one to the golden answer.
+    let mut known = HashMap::new();
+    for r in &rows {
+        let choices = r["choices"].as_array().unwrap();
+        for (context, option) in [
+            ("negative_context", "candidate"),
+            ("golden_context", "answer"),
+        ] {
+            let text = choices[option_of(r, option)].as_str().unwrap().to_owned();
+            known.insert(r[context].as_str().unwrap().trim().to_owned(), text);
+        }
+    }
+    let server = MockServer::start(table_reader(known)).await;
+    let read = tempfile::tempdir().unwrap();
+    let o = bundled_ecare(read.path(), Some(&server)).await;
+    assert!(o.status.success(), "{}", text(&o));
+    let dir = read.path().join("kre/ecare");
+    let m = read_json(&dir.join("manifest.json"));
+    assert_eq!(m["rows"], 12);
+    assert_eq!(
+        m["reader"]["checks"]["control"],
+        serde_json::json!({"asked": 12, "passed": 12})
+    );
+    assert_eq!(m["reader"]["trust"]["verified"], true);
+    assert_eq!(m["reader"]["trust"]["lower_bound"], 0.7575);
+    let card = std::fs::read_to_string(dir.join("README.md")).unwrap();
+    assert!(
+        card.contains("> **Reader-verified** by `reader` at")
+            && card.contains("it passed 12 of 12 control questions (the golden context leading to the golden answer; Wilson 95 % lower bound 0.76)"),
+        "{card}"
+    );
+    assert!(!card.contains("unreliable"), "{card}");
+    assert!(!text(&o).contains("unreliable"), "{}", text(&o));
 }

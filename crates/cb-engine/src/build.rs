@@ -450,10 +450,10 @@ impl Build<'_> {
         counts.llm.estimated_cost_usd =
             round6(price.usd(counts.llm.prompt_tokens, counts.llm.completion_tokens));
         let manifest = self.manifest(steps, source, loading, counts, out);
-        if let Some((passed, asked)) = manifest.reader.as_ref().and_then(|r| r.weak_control()) {
+        if let Some(w) = manifest.reader.as_ref().and_then(|r| r.warning()) {
             tracing::warn!(
                 recipe = %self.name,
-                "the reader passed only {passed} of {asked} control questions (the golden context leading to the golden answer): its verdicts are unreliable; choose a stronger reader (README: the reader check)"
+                "{w}; the card does not call the rows reader-verified: choose a stronger reader (README: the reader check)"
             );
         }
         Ok(manifest)
@@ -510,11 +510,13 @@ impl Build<'_> {
             reader: self
                 .reader
                 .filter(|_| steps.iter().any(|s| s.reads()))
-                .map(|r| cb_model::ReaderInfo {
-                    backend: r.config().backend.name().into(),
-                    model: r.config().model.clone(),
-                    endpoint: r.endpoint().to_owned(),
-                    checks: counts.reader_checks,
+                .map(|r| {
+                    cb_model::ReaderInfo::new(
+                        r.config().backend.name().into(),
+                        r.config().model.clone(),
+                        r.endpoint().to_owned(),
+                        counts.reader_checks,
+                    )
                 }),
         }
     }

@@ -5,7 +5,8 @@
 
 use crate::hub;
 use crate::recipe::Recipe;
-use cb_model::Manifest;
+use cb_model::manifest::ReaderTrust;
+use cb_model::{Manifest, ReaderInfo};
 use minijinja::{context, Environment};
 use serde::Serialize;
 use std::sync::OnceLock;
@@ -37,8 +38,17 @@ struct ReaderView<'a> {
     backend: &'a str,
     /// `check passed of asked`, comma-separated.
     tallies: String,
-    /// (passed, asked) of the control questions when the reader failed too many of them.
-    weak: Option<(u64, u64)>,
+    /// Whether its controls show it reliable (`cb_model::manifest::ReaderTrust`'s rule).
+    verified: bool,
+    /// Control questions asked and passed.
+    asked: u64,
+    passed: u64,
+    /// The Wilson 95 % lower bound of its control pass rate, to two places (`none`: none asked).
+    bound: String,
+    /// Fewer controls asked than the rule needs.
+    too_few: bool,
+    /// The rule in words.
+    rule: String,
 }
 
 /// One stage's row of the counts table.
@@ -51,16 +61,9 @@ struct StageView<'a> {
     reasons: String,
 }
 
-/// The card of a build of `recipe` described by its manifest `m`.
-pub fn render(recipe: &Recipe, m: &Manifest) -> String {
-    let configs = hub::configs(&m.data_files, None);
-    let title = format!("{} / {}", m.benchmark.to_uppercase(), m.domain);
-    let pretty = if m.card.pretty_name.is_empty() {
-        &title
-    } else {
-        &m.card.pretty_name
-    };
-    let reader = m.reader.as_ref().map(|r| ReaderView {
+/// What the card shows of reader `r`: its tallies and whether its controls make it trusted.
+fn reader_view(r: &ReaderInfo) -> ReaderView<'_> {
+    ReaderView {
         model: &r.model,
         endpoint: &r.endpoint,
         backend: &r.backend,
@@ -70,8 +73,28 @@ pub fn render(recipe: &Recipe, m: &Manifest) -> String {
             .map(|(check, t)| format!("{check} {} of {}", t.passed, t.asked))
             .collect::<Vec<_>>()
             .join(", "),
-        weak: r.weak_control(),
-    });
+        verified: r.trust.verified,
+        asked: r.trust.controls_asked,
+        passed: r.trust.controls_passed,
+        bound: r
+            .trust
+            .lower_bound
+            .map_or("none".to_owned(), |l| format!("{l:.2}")),
+        too_few: r.trust.controls_asked < ReaderTrust::MIN_CONTROLS,
+        rule: ReaderTrust::rule(),
+    }
+}
+
+/// The card of a build of `recipe` described by its manifest `m`.
+pub fn render(recipe: &Recipe, m: &Manifest) -> String {
+    let configs = hub::configs(&m.data_files, None);
+    let title = format!("{} / {}", m.benchmark.to_uppercase(), m.domain);
+    let pretty = if m.card.pretty_name.is_empty() {
+        &title
+    } else {
+        &m.card.pretty_name
+    };
+    let reader = m.reader.as_ref().map(reader_view);
     let stages: Vec<StageView> = m
         .stages
         .iter()
@@ -106,7 +129,7 @@ pub fn render(recipe: &Recipe, m: &Manifest) -> String {
         backend => &m.backend,
         model => &m.model,
         endpoint => &m.endpoint,
-        reader_cell => m.reader.as_ref().map_or("none (not reader-verified)".to_owned(), |r| format!("{} at {}", r.model, r.endpoint)),
+        reader_cell => m.reader.as_ref().map_or("none (not reader-verified)".to_owned(), |r| format!("{} at {}{}", r.model, r.endpoint, if r.trust.verified { "" } else { " (unreliable: not reader-verified)" })),
         seed => m.seed,
         rows => m.rows,
         rejected => m.rejected,
@@ -137,14 +160,11 @@ fn short(h: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cb_model::CheckTally;
 
-    /// A reader that failed its controls, a filter and an empty data file: every optional
-    /// part of the template shows, and no template syntax is left in the text.
-    #[test]
-    fn every_optional_part_renders() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../recipes");
-        let recipes = crate::load_recipes(&crate::Files::Dir(dir)).unwrap();
-        let r = &recipes[0];
+    /// A manifest with a filter, an empty data file and a reader that passed `passed` of
+    /// `asked` controls.
+    fn manifest(r: &Recipe, passed: u64, asked: u64) -> Manifest {
         let mut m: Manifest = serde_json::from_value(serde_json::json!({
             "tool": "conflictbench", "tool_version": "0", "benchmark": "kre", "domain": "x",
             "recipe": "r.toml", "recipe_hash": "abcdef0123456789", "description": "d",
@@ -154,21 +174,47 @@ mod tests {
             "llm": {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0,
                     "estimated_cost_usd": 0.0, "price_per_million": [0.0, 0.0]},
             "data_files": [{"config": "rejects", "path": "rejects.jsonl",
-                            "split": "validation", "rows": 0, "bytes": 0}],
-            "reader": {"backend": "openai", "model": "rm", "endpoint": "http://r",
-                       "checks": {"control": {"asked": 10, "passed": 1}}}
+                            "split": "validation", "rows": 0, "bytes": 0}]
         }))
         .unwrap();
+        let checks = [("control".to_owned(), CheckTally { asked, passed })].into();
+        m.reader = Some(ReaderInfo::new(
+            "openai".into(),
+            "rm".into(),
+            "http://r".into(),
+            checks,
+        ));
         m.card = hub::complete(&r.card, &r.format);
-        let card = render(r, &m);
-        for part in [
-            "> **Reader-verified** by `rm` at `http://r` (openai)",
-            "Checks passed: control 1 of 10.\n\n> **Warning: an unreliable reader.** It passed only 1 of 10",
-            "\nNo config for `rejects.jsonl`: no rows",
-            "\nFiltered out, by reason:\n\n- too_short: 3\n\n## Files\n\n",
+        m
+    }
+
+    /// A reader that failed its controls, one asked too few, one that passed them; a filter
+    /// and an empty data file: every optional part of the template shows, and no template
+    /// syntax is left in the text.
+    #[test]
+    fn every_optional_part_renders() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../recipes");
+        let recipes = crate::load_recipes(&crate::Files::Dir(dir)).unwrap();
+        let r = &recipes[0];
+        let unreliable = render(r, &manifest(r, 1, 10));
+        let too_few = render(r, &manifest(r, 3, 3));
+        let verified = render(r, &manifest(r, 12, 12));
+        for (card, part) in [
+            (&unreliable, "> **Not reader-verified: an unreliable reader.** `rm` at `http://r` (openai) read the rows back, but it passed only 1 of 10 control questions (the golden context leading to the golden answer; Wilson 95 % lower bound 0.02), and the card calls rows reader-verified only with at least 10 controls asked and the lower bound of the Wilson 95 % interval of their pass rate at least 0.70."),
+            (&unreliable, "Checks passed: control 1 of 10. Rebuild with a stronger reader."),
+            (&unreliable, "| reader | rm at http://r (unreliable: not reader-verified) |"),
+            (&too_few, "but it was asked only 3 control questions (the golden context leading to the golden answer) and passed 3: too few to measure a reader, and"),
+            (&verified, "> **Reader-verified** by `rm` at `http://r` (openai)"),
+            (&verified, "Checks passed: control 12 of 12. The reader is trusted on its controls: it passed 12 of 12 control questions (the golden context leading to the golden answer; Wilson 95 % lower bound 0.76)"),
+            (&verified, "| reader | rm at http://r |"),
+            (&unreliable, "\nNo config for `rejects.jsonl`: no rows"),
+            (&unreliable, "\nFiltered out, by reason:\n\n- too_short: 3\n\n## Files\n\n"),
         ] {
             assert!(card.contains(part), "{part:?} not in\n{card}");
         }
-        assert!(!card.contains("{{") && !card.contains("{%"));
+        assert!(!unreliable.contains("Reader-verified") && !too_few.contains("Reader-verified"));
+        for card in [&unreliable, &too_few, &verified] {
+            assert!(!card.contains("{{") && !card.contains("{%"));
+        }
     }
 }

@@ -7,6 +7,8 @@
 //!   longest when several are named); "None" when none is.
 //! - [`memory_reader`]: the option a table of known answers gives for the question, whatever
 //!   the context says.
+//! - [`table_reader`]: the option a table gives for the context shown (a reader that reads
+//!   every context as its author meant it), whatever the order of the options.
 
 use crate::{responder, ChatRequest, Reply, Responder};
 use std::collections::HashMap;
@@ -92,6 +94,21 @@ pub fn memory_reader(known: HashMap<String, usize>) -> Responder {
     responder(move |req: &ChatRequest| {
         let reply = parse(req.last_user())
             .and_then(|q| known.get(&q.question).map(|i| letter(*i)))
+            .unwrap_or_else(|| "None".to_owned());
+        Reply::Content(reply)
+    })
+}
+
+/// A reader that reads well: `known` maps a context to the text of the option it leads to;
+/// the reply is that option's letter in the order shown, "None" for a context not in the
+/// table or an option not shown.
+pub fn table_reader(known: HashMap<String, String>) -> Responder {
+    responder(move |req: &ChatRequest| {
+        let reply = parse(req.last_user())
+            .and_then(|q| {
+                let want = known.get(&q.context)?;
+                q.options.iter().position(|o| o == want).map(letter)
+            })
             .unwrap_or_else(|| "None".to_owned());
         Reply::Content(reply)
     })

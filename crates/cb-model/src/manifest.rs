@@ -64,8 +64,9 @@ pub struct Manifest {
     pub reader: Option<ReaderInfo>,
 }
 
-/// The reader model that verified a build's rows, and how its checks went.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// The reader model that read a build's rows back, how its checks went, and whether its
+/// verdicts can be trusted ([`ReaderTrust`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReaderInfo {
     pub backend: String,
     pub model: String,
@@ -74,6 +75,10 @@ pub struct ReaderInfo {
     /// passed, over every row that reached the reader (kept or rejected).
     #[serde(default)]
     pub checks: BTreeMap<String, CheckTally>,
+    /// The reliability rule applied to the `control` tally: whether the rows may be called
+    /// reader-verified.
+    #[serde(default)]
+    pub trust: ReaderTrust,
 }
 
 /// How many rows a reader check was asked for, and how many it passed.
@@ -84,17 +89,123 @@ pub struct CheckTally {
 }
 
 impl ReaderInfo {
-    /// Controls (the golden context must lead to the golden answer) a reader must pass for
-    /// its verdicts to mean something; below it the card and the log warn.
-    pub const MIN_CONTROL_SHARE: f64 = 0.5;
-
-    /// `(passed, asked)` of the control when it was asked of at least five rows and the
-    /// reader passed under [`Self::MIN_CONTROL_SHARE`] of them.
-    pub fn weak_control(&self) -> Option<(u64, u64)> {
-        let c = self.checks.get("control")?;
-        (c.asked >= 5 && (c.passed as f64) < Self::MIN_CONTROL_SHARE * c.asked as f64)
-            .then_some((c.passed, c.asked))
+    /// The reader `model` at `endpoint` with its check tallies; its trust is measured from
+    /// the `control` tally.
+    pub fn new(
+        backend: String,
+        model: String,
+        endpoint: String,
+        checks: BTreeMap<String, CheckTally>,
+    ) -> Self {
+        let trust = ReaderTrust::of(checks.get("control").copied().unwrap_or_default());
+        ReaderInfo {
+            backend,
+            model,
+            endpoint,
+            checks,
+            trust,
+        }
     }
+
+    /// The log's and the card's sentence when the reader's verdicts cannot be trusted.
+    pub fn warning(&self) -> Option<String> {
+        (!self.trust.verified).then(|| format!("the reader {} {}", self.model, self.trust.why()))
+    }
+}
+
+/// Whether a reader's verdicts can be trusted, measured on its controls (the golden context
+/// must lead to the golden answer: a question that a reader who reads the context should not
+/// miss, and that a reader who guesses, or always picks the same letter or the answer a
+/// wrong context names, fails).
+///
+/// The rule, in one place: a reader is trusted (its rows are "reader-verified") when it was
+/// asked at least [`Self::MIN_CONTROLS`] controls and the lower bound of the Wilson score
+/// interval at 95 % ([`Self::Z`]) of its control pass rate is at least
+/// [`Self::MIN_PASS_RATE`]: with 95 % confidence it reads at least 70 % of golden contexts
+/// right. A perfect reader needs 9 controls to reach that bound (8 of 8 gives 0.68), and the
+/// rule asks for 10; 12 of 12 gives 0.76, 11 of 12 0.65 (not trusted), 80 of 100 0.71,
+/// 78 of 100 0.69 (not trusted).
+/// The Wilson interval (not the normal one) because it stays inside [0, 1] and keeps its
+/// coverage at small counts and at rates near 1, which is where readers are judged.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReaderTrust {
+    pub controls_asked: u64,
+    pub controls_passed: u64,
+    /// The lower bound of the Wilson 95 % interval of the control pass rate, to 4 places;
+    /// `None` when no control was asked.
+    pub lower_bound: Option<f64>,
+    /// Whether the rule above holds.
+    pub verified: bool,
+}
+
+impl ReaderTrust {
+    /// The fewest controls that can show a reader is reliable.
+    pub const MIN_CONTROLS: u64 = 10;
+    /// The least lower bound of the control pass rate's interval.
+    pub const MIN_PASS_RATE: f64 = 0.7;
+    /// The normal quantile of a two-sided 95 % interval.
+    pub const Z: f64 = 1.959_963_984_540_054;
+
+    /// The rule applied to a control tally.
+    pub fn of(control: CheckTally) -> Self {
+        let lower = wilson_lower(control.passed, control.asked, Self::Z);
+        ReaderTrust {
+            controls_asked: control.asked,
+            controls_passed: control.passed,
+            lower_bound: lower.map(|l| (l * 1e4).round() / 1e4),
+            verified: control.asked >= Self::MIN_CONTROLS
+                && lower.is_some_and(|l| l >= Self::MIN_PASS_RATE),
+        }
+    }
+
+    /// The rule in words, with its constants.
+    pub fn rule() -> String {
+        format!(
+            "at least {} controls asked and the lower bound of the Wilson 95 % interval of their pass rate at least {:.2}",
+            Self::MIN_CONTROLS,
+            Self::MIN_PASS_RATE
+        )
+    }
+
+    /// Why a reader is or is not trusted, with its figures (follows the reader's name).
+    pub fn why(&self) -> String {
+        let (p, n) = (self.controls_passed, self.controls_asked);
+        let bound = self.lower_bound.map_or(String::new(), |l| {
+            format!(", Wilson 95 % lower bound {l:.2}")
+        });
+        if self.verified {
+            format!(
+                "passed {p} of {n} control questions{bound}: reliable (the rule: {})",
+                Self::rule()
+            )
+        } else if n < Self::MIN_CONTROLS {
+            format!(
+                "is unreliable: it was asked only {n} control questions (the golden context leading to the golden answer) and passed {p}{bound}; at least {} are needed to measure a reader, so its verdicts are not trusted (the rule: {})",
+                Self::MIN_CONTROLS,
+                Self::rule()
+            )
+        } else {
+            format!(
+                "is unreliable: it passed only {p} of {n} control questions (the golden context leading to the golden answer){bound}, under {:.2}, so its verdicts are not trusted (the rule: {})",
+                Self::MIN_PASS_RATE,
+                Self::rule()
+            )
+        }
+    }
+}
+
+/// The lower bound of the Wilson score interval of a pass rate, `passed` of `asked`, at the
+/// normal quantile `z`; `None` when nothing was asked.
+pub fn wilson_lower(passed: u64, asked: u64, z: f64) -> Option<f64> {
+    if asked == 0 {
+        return None;
+    }
+    let n = asked as f64;
+    let p = passed.min(asked) as f64 / n;
+    let z2 = z * z;
+    let centre = p + z2 / (2.0 * n);
+    let half = z * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
+    Some(((centre - half) / (1.0 + z2 / n)).max(0.0))
 }
 
 /// A source file read by the build.
@@ -113,4 +224,79 @@ pub struct LlmTotals {
     pub completion_tokens: u64,
     pub estimated_cost_usd: f64,
     pub price_per_million: [f64; 2],
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn trust(passed: u64, asked: u64) -> ReaderTrust {
+        ReaderTrust::of(CheckTally { asked, passed })
+    }
+
+    #[test]
+    fn the_wilson_bound_matches_its_closed_form() {
+        // n / (n + z^2) when every control passed; 0 when none did.
+        let z2 = ReaderTrust::Z * ReaderTrust::Z;
+        let all = wilson_lower(12, 12, ReaderTrust::Z).unwrap();
+        assert!((all - 12.0 / (12.0 + z2)).abs() < 1e-12);
+        assert!(wilson_lower(0, 12, ReaderTrust::Z).unwrap() < 1e-12);
+        assert_eq!(trust(0, 12).lower_bound, Some(0.0));
+        assert_eq!(wilson_lower(0, 0, ReaderTrust::Z), None);
+        // 80 of 100: 0.7112 (computed by hand from the formula).
+        assert_eq!(trust(80, 100).lower_bound, Some(0.7112));
+    }
+
+    #[test]
+    fn a_reader_is_trusted_only_with_enough_controls_passed() {
+        assert!(trust(12, 12).verified);
+        assert!(trust(10, 10).verified);
+        assert!(trust(80, 100).verified);
+        assert!(!trust(11, 12).verified, "bound 0.65");
+        assert!(!trust(78, 100).verified, "bound 0.69");
+        assert!(
+            !trust(9, 9).verified,
+            "bound 0.70 but fewer than 10 controls"
+        );
+        assert!(!trust(0, 0).verified);
+        assert!(!trust(1, 10).verified);
+    }
+
+    #[test]
+    fn the_warning_names_the_reader_and_its_figures() {
+        let mut checks = BTreeMap::new();
+        checks.insert(
+            "control".to_owned(),
+            CheckTally {
+                asked: 12,
+                passed: 0,
+            },
+        );
+        let r = ReaderInfo::new("openai".into(), "m".into(), "http://e".into(), checks);
+        let w = r.warning().unwrap();
+        assert!(
+            w.starts_with("the reader m is unreliable: it passed only 0 of 12 control"),
+            "{w}"
+        );
+        assert!(w.contains("lower bound 0.00"), "{w}");
+        let none = ReaderInfo::new("openai".into(), "m".into(), "e".into(), BTreeMap::new());
+        assert!(none
+            .warning()
+            .unwrap()
+            .contains("asked only 0 control questions"));
+        let mut good = BTreeMap::new();
+        good.insert(
+            "control".to_owned(),
+            CheckTally {
+                asked: 12,
+                passed: 12,
+            },
+        );
+        let r = ReaderInfo::new("openai".into(), "m".into(), "e".into(), good);
+        assert_eq!(r.warning(), None);
+        assert!(r
+            .trust
+            .why()
+            .contains("passed 12 of 12 control questions, Wilson 95 % lower bound 0.76: reliable"));
+    }
 }

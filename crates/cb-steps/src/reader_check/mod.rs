@@ -15,6 +15,13 @@
 //!   `qa_na_sentence` (a non-answer edit leaves the original answer: else the sample is
 //!   discarded, as the paper does), `control` (the paragraph leads to the original answer).
 //!
+//! The control is asked of every row the reader judges, also of rows that failed an
+//! earlier check (the other checks stop at the first failure that rejects the row): the
+//! build measures the reader's reliability on it (`cb_model::manifest::ReaderTrust`) before
+//! its verdicts are trusted. A row is judged as before: it stands when it passes its checks
+//! and (with `control = "reject"`) its control; a rejected row's reason is its first failed
+//! check in the order above.
+//!
 //! Each check asks `votes` times: first with the options in the row's order, then in seeded
 //! orders (`item_rng(seed, recipe, item, "reader-CHECK-V")`); more than half of the votes
 //! must pick the intended option. Every question goes through [`cb_step::choice`] (the same
@@ -60,7 +67,7 @@ pub const PARAMS: &[Param] = &[
         key: "control",
         ty: ParamType::Text,
         default: "\"reject\"",
-        meaning: "The golden context's check: \"reject\" a row that fails it, \"record\" it only, or \"off\".",
+        meaning: "The golden context's check, asked of every row read (it measures the reader): \"reject\" a row that fails it, \"record\" it only, or \"off\" (the reader is then never trusted: not reader-verified).",
     },
     Param {
         key: "answer_set",
@@ -213,6 +220,8 @@ struct Planned {
     context: Option<String>,
     expected: usize,
     reject: Option<&'static str>,
+    /// Asked even after an earlier check failed (the control: it measures the reader).
+    always: bool,
 }
 
 impl Planned {
@@ -227,6 +236,16 @@ impl Planned {
             context: Some(context.to_owned()),
             expected,
             reject,
+            always: false,
+        }
+    }
+
+    /// The control: the golden context (the paragraph) must lead to the golden (original)
+    /// answer; asked of every row.
+    fn control(context: &str, expected: usize, reject: Option<&'static str>) -> Self {
+        Planned {
+            always: true,
+            ..Planned::new("control", context, expected, reject)
         }
     }
 }
@@ -274,8 +293,7 @@ impl ReaderCheck {
             disagrees,
         )];
         if self.control != Control::Off {
-            checks.push(Planned::new(
-                "control",
+            checks.push(Planned::control(
                 item.require(fields::GOLDEN_CONTEXT)?,
                 gold,
                 self.control_reject(),
@@ -287,6 +305,7 @@ impl ReaderCheck {
                 context: None,
                 expected: gold,
                 reject: None,
+                always: false,
             });
         }
         Ok((choices, checks))
@@ -327,8 +346,7 @@ impl ReaderCheck {
             checks.push(Planned::new("qa_na_sentence", context, original, disagrees));
         }
         if self.control != Control::Off {
-            checks.push(Planned::new(
-                "control",
+            checks.push(Planned::control(
                 item.require(fields::PARAGRAPH)?,
                 original,
                 self.control_reject(),
@@ -377,8 +395,9 @@ impl ReaderCheck {
         }
     }
 
-    /// Asks the planned checks in turn, up to the first that rejects the item (its reason
-    /// and verdict come back with the verdicts); every call made goes to `calls`.
+    /// Asks the planned checks in turn, up to the first that rejects the item and then the
+    /// checks asked always (the control); the first failure's reason and verdict come back
+    /// with the verdicts; every call made goes to `calls`.
     async fn ask_planned(
         &self,
         asker: Asker<'_>,
@@ -387,7 +406,11 @@ impl ReaderCheck {
         calls: &mut Vec<cb_step::CallRecord>,
     ) -> Result<(Vec<Verdict>, Option<(&'static str, Verdict)>), StepFailure> {
         let mut verdicts = Vec::new();
+        let mut first_failure = None;
         for p in planned {
+            if first_failure.is_some() && !p.always {
+                continue;
+            }
             let check = Check {
                 name: p.name,
                 context: p.context.as_deref(),
@@ -408,13 +431,12 @@ impl ReaderCheck {
                 _ if reveals => Some("answer_set_reveals"),
                 _ => None,
             };
-            if let Some(reason) = failed {
-                verdicts.push(v.clone());
-                return Ok((verdicts, Some((reason, v))));
+            if let (Some(reason), None) = (failed, &first_failure) {
+                first_failure = Some((reason, v.clone()));
             }
             verdicts.push(v);
         }
-        Ok((verdicts, None))
+        Ok((verdicts, first_failure))
     }
 
     /// The reject of an item whose check `v` failed for `reason`.

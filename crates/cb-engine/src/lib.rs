@@ -22,7 +22,7 @@ pub mod output;
 pub mod recipe;
 pub mod source;
 
-pub use build::{build_recipe, BuildOptions, BuildOutcome};
+pub use build::{build_recipe, build_recipes, BuildOptions, BuildOutcome, RecipeJob};
 pub use cb_llm::{NoProgress, Progress};
 pub use cb_step::Files;
 pub use cb_step::{CallRecord, Item, StepModels};

@@ -2,7 +2,9 @@
 //! misses the cache has its input line and journal row written to the spool file when it is
 //! queued, so a round holds only keys, sizes and offsets, and its input files and journal
 //! rows are streamed from the spool one request at a time instead of being assembled in
-//! memory. The spool is a folder of its own under the system's temporary folder (the Batch
+//! memory. A request takes three lines: its input line and its serialized request as they
+//! are (each one line of JSON, copied without being parsed again), then its key and
+//! template as a small JSON object. The spool is a folder of its own under the system's temporary folder (the Batch
 //! API's upload files are written there too), removed when the layer is dropped.
 
 use crate::cache::RequestRow;
@@ -20,14 +22,12 @@ pub(crate) struct Spooled {
     pub(crate) line_bytes: usize,
 }
 
-/// One spooled request: its input line and what the journal records of it.
+/// What the journal records of a spooled request besides the request itself.
 #[derive(serde::Serialize, serde::Deserialize)]
-struct Record {
+struct Meta {
     key: String,
-    line: String,
     template: String,
     template_hash: String,
-    request: String,
 }
 
 /// The spool of one transport in rounds.
@@ -70,15 +70,13 @@ impl Spool {
     /// Appends a call's input line (`line`) and journal row under `key`; returns where.
     pub(crate) fn push(&self, key: &str, line: &str, call: &Call) -> Result<Spooled, LlmError> {
         let row = RequestRow::of(key, call)?;
-        let record = Record {
+        let meta = Meta {
             key: row.key,
-            line: line.to_owned(),
             template: row.template,
             template_hash: row.template_hash,
-            request: row.request,
         };
-        let mut text = serde_json::to_string(&record).map_err(|e| self.failed(e))?;
-        text.push('\n');
+        let meta = serde_json::to_string(&meta).map_err(|e| self.failed(e))?;
+        let text = format!("{line}\n{}\n{meta}\n", row.request);
         let mut writer = self.writer.lock().expect("spool lock");
         if writer.is_none() {
             std::fs::create_dir_all(&self.dir).map_err(|e| self.failed(e))?;
@@ -114,8 +112,8 @@ impl Spool {
         let mut out = BufWriter::new(File::create(&part).map_err(|e| io(&part, e))?);
         let mut reader = self.reader()?;
         for s in items {
-            let r = reader.read(*s).map_err(|e| self.failed(e))?;
-            out.write_all(r.line.as_bytes())
+            let line = reader.line(*s).map_err(|e| self.failed(e))?;
+            out.write_all(line.as_bytes())
                 .and_then(|()| out.write_all(b"\n"))
                 .map_err(|e| io(&part, e))?;
         }
@@ -131,14 +129,7 @@ impl Spool {
         items: Vec<Spooled>,
     ) -> Result<impl Iterator<Item = Result<RequestRow, String>> + Send + 'static, LlmError> {
         let mut reader = self.reader()?;
-        Ok(items.into_iter().map(move |s| {
-            reader.read(s).map(|r| RequestRow {
-                key: r.key,
-                template: r.template,
-                template_hash: r.template_hash,
-                request: r.request,
-            })
-        }))
+        Ok(items.into_iter().map(move |s| reader.row(s)))
     }
 }
 
@@ -157,14 +148,37 @@ struct SpoolReader {
 }
 
 impl SpoolReader {
-    fn read(&mut self, s: Spooled) -> Result<Record, String> {
+    /// The next line from where the file stands, without its newline.
+    fn next_line(&mut self) -> Result<&str, String> {
         self.text.clear();
         self.file
-            .seek(SeekFrom::Start(s.at))
-            .and_then(|_| self.file.read_line(&mut self.text))
+            .read_line(&mut self.text)
             .map_err(|e| e.to_string())?;
-        serde_json::from_str(&self.text)
-            .map_err(|e| format!("a spooled request is unreadable: {e}"))
+        Ok(self.text.strip_suffix('\n').unwrap_or(&self.text))
+    }
+
+    /// The input line of the request spooled at `s`.
+    fn line(&mut self, s: Spooled) -> Result<&str, String> {
+        self.file
+            .seek(SeekFrom::Start(s.at))
+            .map_err(|e| e.to_string())?;
+        self.next_line()
+    }
+
+    /// The journal row of the request spooled at `s`.
+    fn row(&mut self, s: Spooled) -> Result<RequestRow, String> {
+        self.file
+            .seek(SeekFrom::Start(s.at + s.line_bytes as u64))
+            .map_err(|e| e.to_string())?;
+        let request = self.next_line()?.to_owned();
+        let meta: Meta = serde_json::from_str(self.next_line()?)
+            .map_err(|e| format!("a spooled request is unreadable: {e}"))?;
+        Ok(RequestRow {
+            key: meta.key,
+            template: meta.template,
+            template_hash: meta.template_hash,
+            request,
+        })
     }
 }
 

@@ -294,3 +294,48 @@ fn agreement_of_three_sheets() {
     let t = common::text(&o);
     assert!(t.contains("bad.csv") && t.contains("line 2"), "{t}");
 }
+
+/// Without `--sample`, the page keeps at most 100 failing rows a check (a seeded sample past
+/// that, said on the page) while the JSON and the summary count and list every row.
+#[test]
+fn the_page_samples_a_checks_failing_rows_past_100_and_the_json_keeps_them_all() {
+    let d = tempfile::tempdir().unwrap();
+    let rows: Vec<Value> = (0..250)
+        .map(|i| {
+            json!({
+                "question": format!("Where is book {i} kept?"), "answer": "A",
+                "negative_answer": "oven", "candidate": "B",
+                // Every golden context is short (under 4 words): 250 failing rows.
+                " golden_context": format!("bookshelf {i}"),
+                "negative_context": format!("Book {i} is kept in the oven, away from damp."),
+                "choices": ["bookshelf", "oven", "river"]
+            })
+        })
+        .collect();
+    let file = d.path().join("cose.json");
+    std::fs::write(&file, serde_json::to_string(&rows).unwrap()).unwrap();
+    let (html, report) = (d.path().join("a.html"), d.path().join("a.json"));
+    let o = cli(&[
+        "audit",
+        file.to_str().unwrap(),
+        "--html",
+        html.to_str().unwrap(),
+        "--json",
+        report.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", common::text(&o));
+    assert!(stdout(&o).contains("250/250"), "{}", stdout(&o));
+    let findings = common::read_json(&report)["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["check"] == "kre_golden_context_short")
+        .count();
+    assert_eq!(findings, 250);
+    let page = std::fs::read_to_string(&html).unwrap();
+    let cards = page.matches("class=\"cb-row\"").count();
+    assert!((100..250).contains(&cards), "{cards}");
+    assert!(page.contains("kre_golden_context_short (250)"));
+    assert!(page.contains("a seeded sample of 100"));
+    assert!(stdout(&o).contains(&format!("({cards} rows shown)")));
+}

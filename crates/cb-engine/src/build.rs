@@ -128,55 +128,6 @@ pub async fn build_recipes(
     done.into_iter().flatten().collect()
 }
 
-/// One recipe of a build of several ([`build_recipes`]): the recipe, its options (its named
-/// models differ from recipe to recipe) and the layers its steps and its reader call.
-pub struct RecipeJob<'a> {
-    pub recipe: &'a Recipe,
-    pub opts: &'a BuildOptions,
-    pub llm: &'a Llm,
-    pub reader: Option<&'a Llm>,
-}
-
-/// Builds several recipes at once, overlapped, each as [`build_recipe`] does (its own source
-/// passes, window of items and output files): while one recipe runs its last items (the end of
-/// its resample chains), the others keep the model busy, so a build of several recipes does not
-/// drain between them. Layers that share one limiter keep the build's concurrency and rates
-/// across its recipes. Gives each job's outcome, in the jobs' order; a failed recipe writes
-/// nothing and the others go on.
-pub async fn build_recipes(
-    jobs: &[RecipeJob<'_>],
-    progress: &dyn Progress,
-) -> Vec<Result<BuildOutcome, EngineError>> {
-    use std::future::Future;
-    use std::pin::Pin;
-    use std::task::Poll;
-    type Building<'f> = Pin<Box<dyn Future<Output = Result<BuildOutcome, EngineError>> + 'f>>;
-    let mut building: Vec<Building<'_>> = jobs
-        .iter()
-        .map(|j| {
-            Box::pin(build_recipe(j.recipe, j.opts, j.llm, j.reader, progress)) as Building<'_>
-        })
-        .collect();
-    let mut done: Vec<Option<Result<BuildOutcome, EngineError>>> =
-        jobs.iter().map(|_| None).collect();
-    std::future::poll_fn(|cx| {
-        for (f, d) in building.iter_mut().zip(done.iter_mut()) {
-            if d.is_none() {
-                if let Poll::Ready(r) = f.as_mut().poll(cx) {
-                    *d = Some(r);
-                }
-            }
-        }
-        if done.iter().all(Option::is_some) {
-            Poll::Ready(())
-        } else {
-            Poll::Pending
-        }
-    })
-    .await;
-    done.into_iter().flatten().collect()
-}
-
 /// One recipe's build: what its stages share.
 struct Build<'a> {
     recipe: &'a Recipe,
@@ -548,10 +499,10 @@ impl Build<'_> {
         counts.llm.estimated_cost_usd =
             round6(price.usd(counts.llm.prompt_tokens, counts.llm.completion_tokens));
         let manifest = self.manifest(steps, source, loading, counts, out);
-        if let Some((passed, asked)) = manifest.reader.as_ref().and_then(|r| r.weak_control()) {
+        if let Some(w) = manifest.reader.as_ref().and_then(|r| r.warning()) {
             tracing::warn!(
                 recipe = %self.name,
-                "the reader passed only {passed} of {asked} control questions (the golden context leading to the golden answer): its verdicts are unreliable; choose a stronger reader (README: the reader check)"
+                "{w}; the card does not call the rows reader-verified: choose a stronger reader (README: the reader check)"
             );
         }
         Ok(manifest)
@@ -608,11 +559,13 @@ impl Build<'_> {
             reader: self
                 .reader
                 .filter(|_| steps.iter().any(|s| s.reads()))
-                .map(|r| cb_model::ReaderInfo {
-                    backend: r.config().backend.name().into(),
-                    model: r.config().model.clone(),
-                    endpoint: r.endpoint().to_owned(),
-                    checks: counts.reader_checks,
+                .map(|r| {
+                    cb_model::ReaderInfo::new(
+                        r.config().backend.name().into(),
+                        r.config().model.clone(),
+                        r.endpoint().to_owned(),
+                        counts.reader_checks,
+                    )
                 }),
         }
     }

@@ -207,3 +207,121 @@ async fn an_unknown_model_name_is_refused_naming_file_line_and_the_known_names()
         );
     }
 }
+
+/// `--batch-dir` with named models: each model writes its own files (one model a file), the
+/// waiting message names each file's model, and once every round is answered the build is
+/// byte for byte the online build with the same models.
+#[tokio::test(flavor = "multi_thread")]
+async fn batch_files_hold_one_model_each_and_end_as_the_online_build() {
+    let mock = MockServer::start(cb_mock::stand_in::model()).await;
+    let base = mock.base_url();
+    let dir = tempfile::tempdir().unwrap();
+    let models = dir.path().join("models.toml");
+    std::fs::write(
+        &models,
+        format!(
+            "[models.cheap]\nbase_url = \"{base}\"\nmodel = \"cheap-m\"\n[models.strong]\nbase_url = \"{base}\"\nmodel = \"strong-m\"\n"
+        ),
+    )
+    .unwrap();
+    let raw = repo().join("raw").display().to_string();
+    let models_s = models.display().to_string();
+    let args = |out: &Path| -> Vec<String> {
+        [
+            "kre",
+            "--domains",
+            "squad",
+            "--raw",
+            &raw,
+            "--out",
+            &out.display().to_string(),
+            "--backend",
+            "openai",
+            "--base-url",
+            &base,
+            "--model",
+            "m",
+            "--models",
+            &models_s,
+            "--model-for",
+            "distractors=cheap",
+            "--model-for",
+            "negative_context=strong",
+            "--reader",
+            "strong",
+            "--limit",
+            "6",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+    let run = |a: Vec<String>| async move {
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        build(&a, &[]).await
+    };
+    let online_out = dir.path().join("online");
+    let o = run(args(&online_out)).await;
+    assert!(o.status.success(), "{}", text(&o));
+
+    let (files_out, folder) = (dir.path().join("files"), dir.path().join("batches"));
+    let mut files_args = args(&files_out);
+    files_args.extend(["--batch-dir".to_owned(), folder.display().to_string()]);
+    let mut said = String::new();
+    for round in 0.. {
+        assert!(round < 10, "no end after {round} rounds");
+        let o = run(files_args.clone()).await;
+        match o.status.code() {
+            Some(0) => break,
+            Some(4) => said.push_str(&text(&o)),
+            other => panic!("the build exited {other:?}: {}", text(&o)),
+        }
+        let answered = tokio::process::Command::new(env!("CARGO_BIN_EXE_conflictbench"))
+            .args(["batches", "run-dir"])
+            .arg(&folder)
+            .args(["--base-url", &base])
+            .env_remove("OPENAI_API_KEY")
+            .output()
+            .await
+            .unwrap();
+        assert!(answered.status.success(), "{}", text(&answered));
+    }
+    let mut models_of_files = std::collections::BTreeSet::new();
+    for e in std::fs::read_dir(&folder).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        if !(name.starts_with("requests-") && name.ends_with(".jsonl")) || name.contains(".output")
+        {
+            continue;
+        }
+        let models: std::collections::BTreeSet<String> = read_jsonl(&p)
+            .iter()
+            .map(|l| l["body"]["model"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(models.len(), 1, "{name} holds one model: {models:?}");
+        models_of_files.extend(models);
+    }
+    assert_eq!(
+        models_of_files,
+        ["cheap-m", "strong-m"].map(String::from).into(),
+        "each model wrote its own files"
+    );
+    assert!(
+        said.contains("model cheap-m") && said.contains("model strong-m"),
+        "{said}"
+    );
+    let (got, want) = (
+        snapshot(&files_out.join("kre/squad")),
+        snapshot(&online_out.join("kre/squad")),
+    );
+    assert_eq!(
+        got.keys().collect::<Vec<_>>(),
+        want.keys().collect::<Vec<_>>()
+    );
+    for (name, bytes) in &want {
+        assert!(
+            got[name] == *bytes,
+            "{name} differs from the online build's"
+        );
+    }
+}

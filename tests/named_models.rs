@@ -142,6 +142,19 @@ async fn each_step_calls_its_named_model_and_a_switch_asks_again_only_that_step(
         "the line names each model's calls: {said}"
     );
     let distractor_calls = c["distractors"];
+    // Each call's model is in the row's lineage: the named one, or none for the build's own.
+    let rows = read_jsonl(&out.join("kre/squad/squad.jsonl"));
+    assert!(!rows.is_empty());
+    for r in &rows {
+        for call in r["lineage"].as_array().unwrap() {
+            let want = match call["step"].as_str().unwrap() {
+                "distractors" => Some("cheap"),
+                "negative_context" => Some("strong"),
+                _ => None,
+            };
+            assert_eq!(call["model"].as_str(), want, "{call}");
+        }
+    }
 
     // distractors on "strong": asked again there, nothing of it on "cheap"; the stand-in
     // answers both the same, so what follows (same prompts, same model) comes from the cache.

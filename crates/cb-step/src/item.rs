@@ -18,6 +18,9 @@ pub struct CallRecord {
     pub prompt_tokens: u64,
     #[serde(skip)]
     pub completion_tokens: u64,
+    /// The named model (`--models`) the call went to; absent: the build's own model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 /// An item: mapped fields plus what the steps add, and the calls made for it.

@@ -202,6 +202,7 @@ async fn ask_vote(
         attempt: v + 1,
         prompt_tokens: c.prompt_tokens,
         completion_tokens: c.completion_tokens,
+        model: None,
     };
     let x = choice::extract(&c.text, &shown);
     Ok((x.choice.map(|i| order[i]), x.how, record))

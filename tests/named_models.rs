@@ -338,3 +338,65 @@ async fn batch_files_hold_one_model_each_and_end_as_the_online_build() {
         );
     }
 }
+
+/// A named model reached through a pool of endpoints (`[[models.NAME.endpoint]]`): its
+/// step's calls are spread over the pool's endpoints and reach no other.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_named_model_can_be_a_pool() {
+    let (default, a, b) = (
+        MockServer::start(cb_mock::stand_in::model()).await,
+        MockServer::start(cb_mock::stand_in::model()).await,
+        MockServer::start(cb_mock::stand_in::model()).await,
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let models = dir.path().join("models.toml");
+    std::fs::write(
+        &models,
+        format!(
+            "[models.fleet]\nmodel = \"fleet-m\"\n[[models.fleet.endpoint]]\nurl = \"{}\"\nconcurrency = 1\n[[models.fleet.endpoint]]\nurl = \"{}\"\nconcurrency = 1\n",
+            a.base_url(),
+            b.base_url()
+        ),
+    )
+    .unwrap();
+    let (raw, out) = (
+        repo().join("raw").display().to_string(),
+        dir.path().join("out").display().to_string(),
+    );
+    let base = default.base_url();
+    let args = [
+        "kre",
+        "--domains",
+        "squad",
+        "--raw",
+        &raw,
+        "--out",
+        &out,
+        "--backend",
+        "openai",
+        "--base-url",
+        &base,
+        "--model",
+        "m",
+        "--models",
+        models.to_str().unwrap(),
+        "--model-for",
+        "distractors=fleet",
+        "--reader",
+        "none",
+        "--limit",
+        "6",
+    ];
+    let o = build(&args, &[]).await;
+    assert!(o.status.success(), "{}", text(&o));
+    let (sa, sb, sd) = (steps(&a), steps(&b), steps(&default));
+    for s in [&sa, &sb] {
+        assert!(
+            s.get("distractors").is_some_and(|n| *n > 0),
+            "both endpoints answer: {s:?}"
+        );
+        assert_eq!(s.len(), 1, "the pool answers the distractors only: {s:?}");
+    }
+    assert!(!sd.contains_key("distractors"), "{sd:?}");
+    assert!(sd.get("negative_context").is_some_and(|n| *n > 0), "{sd:?}");
+}

@@ -1,7 +1,8 @@
 //! The reader check end to end: a reader model answers each row's question from the
 //! generated context alone, in a build (`reader_check`) and in the audit (`audit --reader-…`),
 //! with mock readers whose picks follow from the rows in closed form: one that always answers
-//! "A", one that follows the context, one that answers from memory.
+//! "A", one that follows the context, one that answers from memory; and several named
+//! readers at once (`readers = [...]`), their agreement counted.
 
 mod common;
 
@@ -9,8 +10,8 @@ use cb_mock::reader_script::{context_follower, follow_context, memory_reader, ta
 use cb_mock::{fixed, responder, MockServer, Reply, Responder};
 use common::*;
 use serde_json::Value;
-use std::collections::{BTreeSet, HashMap};
-use std::path::Path;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
 
 /// The released rows of `../shared/data/kre/<domain>.json`.
 fn released(data: &Path, domain: &str) -> Vec<Value> {
@@ -647,4 +648,312 @@ async fn a_reader_that_reads_well_passes_its_controls_and_the_rows_are_reader_ve
     );
     assert!(!card.contains("unreliable"), "{card}");
     assert!(!text(&o).contains("unreliable"), "{}", text(&o));
+}
+
+// Several readers (issue 31 item 5): a reader check that names two named models
+// (`readers = ["a", "b"]`) asks each every check of every row; with `agree = "all"` a row
+// stands only when both let it; the manifest and the card give each reader's figures and
+// Cohen's kappa of their verdicts, which is absent with one reader. The readers are mocks
+// that read each context as meant except on known rows, where they take the negative
+// context for the golden answer.
+
+/// The bundled e-CARE recipe with its reader check reading with `readers` (TOML list
+/// items) and `agree`, alone in a folder under `dir`.
+fn recipes_with_readers(dir: &Path, readers: &str, agree: Option<&str>) -> PathBuf {
+    let text = std::fs::read_to_string(repo().join("recipes/kre-ecare.toml")).unwrap();
+    let agree = agree.map_or(String::new(), |a| format!("agree = \"{a}\"\n"));
+    let edited = text.replacen(
+        "kind = \"reader_check\"\n",
+        &format!("kind = \"reader_check\"\nreaders = [{readers}]\n{agree}"),
+        1,
+    );
+    assert_ne!(edited, text);
+    let folder = dir.join("recipes");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(folder.join("kre-ecare.toml"), edited).unwrap();
+    folder
+}
+
+/// The unread rows of the bundled e-CARE sample (12), in source order.
+async fn unread_ecare(dir: &Path) -> Vec<Value> {
+    let raw = repo().join("raw").display().to_string();
+    let out = dir.display().to_string();
+    let o = build(
+        &["kre", "--domains", "ecare", "--raw", &raw, "--out", &out],
+        &[],
+    )
+    .await;
+    assert!(o.status.success(), "{}", text(&o));
+    let rows = read_jsonl(&dir.join("kre/ecare/ecare.jsonl"));
+    assert_eq!(rows.len(), 12);
+    rows
+}
+
+fn option_text(r: &Value, field: &str) -> String {
+    let i = (r[field].as_str().unwrap().as_bytes()[0] - b'A') as usize;
+    r["choices"][i].as_str().unwrap().to_owned()
+}
+
+/// A reader that reads every context as meant, except the negative contexts of the rows at
+/// `misread`, which it takes for the golden answer (so it refuses those rows).
+async fn misreading_reader(rows: &[Value], misread: &[usize]) -> MockServer {
+    let mut known = HashMap::new();
+    for (i, r) in rows.iter().enumerate() {
+        let negative = if misread.contains(&i) {
+            "answer"
+        } else {
+            "candidate"
+        };
+        let ctx = |f: &str| r[f].as_str().unwrap().trim().to_owned();
+        known.insert(ctx("negative_context"), option_text(r, negative));
+        known.insert(ctx("golden_context"), option_text(r, "answer"));
+    }
+    MockServer::start(table_reader(known)).await
+}
+
+/// `--models FILE` naming the readers `a` and `b`.
+fn models_file(dir: &Path, a: &MockServer, b: &MockServer) -> PathBuf {
+    let path = dir.join("models.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "[models.a]\nbase_url = \"{}\"\nmodel = \"reader-a\"\n\n[models.b]\nbase_url = \"{}\"\nmodel = \"reader-b\"\n",
+            a.base_url(),
+            b.base_url()
+        ),
+    )
+    .unwrap();
+    path
+}
+
+/// Builds the e-CARE sample with `recipes`, `--models models`, into `out`: its folder.
+async fn build_read(recipes: &Path, models: &Path, out: &Path) -> (PathBuf, String) {
+    let raw = repo().join("raw").display().to_string();
+    let (out_s, models_s) = (out.display().to_string(), models.display().to_string());
+    let args = [
+        "kre",
+        "--domains",
+        "ecare",
+        "--raw",
+        &raw,
+        "--out",
+        &out_s,
+        "--models",
+        &models_s,
+    ];
+    let o = build_with(recipes, &args, &[]).await;
+    assert!(o.status.success(), "{}", text(&o));
+    (out.join("kre/ecare"), text(&o))
+}
+
+/// Cohen's kappa of a 2x2 table (both stand, first only, second only, neither).
+fn kappa(t: [f64; 4]) -> f64 {
+    let n: f64 = t.iter().sum();
+    let p_o = (t[0] + t[3]) / n;
+    let (a, b) = ((t[0] + t[1]) / n, (t[0] + t[2]) / n);
+    let p_e = a * b + (1.0 - a) * (1.0 - b);
+    (p_o - p_e) / (1.0 - p_e)
+}
+
+/// The 2x2 table of the readers' verdicts, from what the build recorded: a kept row's
+/// `reader.panel` (each reader's `stands`), a refused row's reject (the first reader that
+/// refused it, and how many let it stand).
+fn recorded_table(dir: &Path) -> [f64; 4] {
+    let mut t = [0.0; 4];
+    let cell = |a: bool, b: bool| match (a, b) {
+        (true, true) => 0,
+        (true, false) => 1,
+        (false, true) => 2,
+        (false, false) => 3,
+    };
+    for r in read_jsonl(&dir.join("ecare.jsonl")) {
+        let panel = r["reader"]["panel"].as_array().unwrap();
+        assert_eq!(panel.len(), 2);
+        // Every reader was asked the negative check and the control.
+        for p in panel {
+            let checks: Vec<&str> = p["checks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c["check"].as_str().unwrap())
+                .collect();
+            assert_eq!(checks, ["negative", "control"]);
+        }
+        let stands = |i: usize| panel[i]["stands"].as_bool().unwrap();
+        t[cell(stands(0), stands(1))] += 1.0;
+    }
+    for r in read_jsonl(&dir.join("rejects.jsonl")) {
+        let detail = r["detail"].as_str().unwrap();
+        assert_eq!(r["reason"], "reader_disagrees", "{r}");
+        let first_refused = detail.contains("(reader reader-a;");
+        let both_refused = detail.contains("0 of 2 readers let the row stand");
+        t[match (first_refused, both_refused) {
+            (_, true) => 3,
+            (true, false) => 2,
+            (false, false) => 1,
+        }] += 1.0;
+    }
+    t
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_readers_that_disagree_on_known_rows_keep_only_the_rows_both_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows = unread_ecare(&dir.path().join("plain")).await;
+    // a refuses rows 1 and 3, b rows 3, 5 and 8: both let 8 stand, a only 2 (5, 8), b only
+    // 1 (1), neither 1 (3).
+    let (a, b) = (
+        misreading_reader(&rows, &[1, 3]).await,
+        misreading_reader(&rows, &[3, 5, 8]).await,
+    );
+    let models = models_file(dir.path(), &a, &b);
+    let recipes = recipes_with_readers(dir.path(), "\"a\", \"b\"", Some("all"));
+    let (out, log) = build_read(&recipes, &models, &dir.path().join("out")).await;
+    let kept: BTreeSet<String> = read_jsonl(&out.join("ecare.jsonl"))
+        .iter()
+        .map(|r| r["source_id"].as_str().unwrap().to_owned())
+        .collect();
+    let want: BTreeSet<String> = rows
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| ![1, 3, 5, 8].contains(i))
+        .map(|(_, r)| r["source_id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(kept, want);
+    // Each reader was asked both checks of every row, one vote each.
+    assert_eq!((a.request_count(), b.request_count()), (24, 24));
+    // The manifest: each reader's figures, and their agreement.
+    let m = read_json(&out.join("manifest.json"));
+    let r = &m["reader"];
+    assert_eq!(r["model"], "reader-a");
+    let panel = r["panel"].as_array().unwrap();
+    let figures: Vec<(&str, &Value, &Value)> = panel
+        .iter()
+        .map(|p| {
+            (
+                p["model"].as_str().unwrap(),
+                &p["rows"],
+                &p["checks"]["negative"],
+            )
+        })
+        .collect();
+    assert_eq!(
+        figures,
+        [
+            (
+                "reader-a",
+                &serde_json::json!({"asked": 12, "passed": 10}),
+                &serde_json::json!({"asked": 12, "passed": 10})
+            ),
+            (
+                "reader-b",
+                &serde_json::json!({"asked": 12, "passed": 9}),
+                &serde_json::json!({"asked": 12, "passed": 9})
+            ),
+        ]
+    );
+    for p in panel {
+        assert_eq!(p["trust"]["verified"], true, "12 of 12 controls: {p}");
+    }
+    let agreement = r["agreement"].as_array().unwrap();
+    assert_eq!(agreement.len(), 1);
+    let g = &agreement[0];
+    assert_eq!(
+        (
+            &g["both_stand"],
+            &g["first_only"],
+            &g["second_only"],
+            &g["neither"],
+            &g["rows"]
+        ),
+        (
+            &Value::from(8),
+            &Value::from(2),
+            &Value::from(1),
+            &Value::from(1),
+            &Value::from(12)
+        )
+    );
+    // Kappa is the one computed from the recorded verdicts: p_o = 0.75, p_e = 2/3, 0.25.
+    let table = recorded_table(&out);
+    assert_eq!(table, [8.0, 2.0, 1.0, 1.0]);
+    let want_kappa = (kappa(table) * 1e4).round() / 1e4;
+    assert_eq!(g["kappa"].as_f64().unwrap(), want_kappa);
+    assert_eq!(want_kappa, 0.25);
+    // The card gives each reader's pass rate and the kappa.
+    let card = std::fs::read_to_string(out.join("README.md")).unwrap();
+    for part in [
+        "> **Reader-verified** by 2 readers (openai)",
+        "- `reader-a` at `",
+        "let 10 of 12 rows stand; checks passed: control 12 of 12, negative 10 of 12; 12 of 12 controls (Wilson 95 % lower bound 0.76): trusted.",
+        "let 9 of 12 rows stand;",
+        "- Agreement of `reader-a` and `reader-b` on 12 rows: both let 8 stand, only the first 2, only the second 1, neither 1; Cohen's kappa 0.2500.",
+    ] {
+        assert!(card.contains(part), "{part:?} not in\n{card}");
+    }
+    assert!(!log.contains("unreliable"), "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_one_named_reader_the_manifest_has_no_kappa() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows = unread_ecare(&dir.path().join("plain")).await;
+    let (a, b) = (
+        misreading_reader(&rows, &[1, 3]).await,
+        misreading_reader(&rows, &[]).await,
+    );
+    let models = models_file(dir.path(), &a, &b);
+    let recipes = recipes_with_readers(dir.path(), "\"a\"", None);
+    let (out, _) = build_read(&recipes, &models, &dir.path().join("out")).await;
+    assert_eq!(b.request_count(), 0, "b is named in --models only");
+    let m = read_json(&out.join("manifest.json"));
+    let r = m["reader"].as_object().unwrap();
+    assert_eq!(r["model"], "reader-a");
+    for absent in ["agreement", "panel", "rows"] {
+        assert!(!r.contains_key(absent), "{absent} in {r:?}");
+    }
+    assert_eq!(m["rows"], 10);
+    let kept = read_jsonl(&out.join("ecare.jsonl"));
+    assert!(kept.iter().all(|r| r["reader"].get("panel").is_none()));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unknown_reader_name_and_a_bad_agree_are_refused_at_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (
+        MockServer::start(cb_mock::fixed("A")).await,
+        MockServer::start(cb_mock::fixed("A")).await,
+    );
+    let models = models_file(dir.path(), &a, &b);
+    let raw = repo().join("raw").display().to_string();
+    let out = dir.path().join("out").display().to_string();
+    let models_s = models.display().to_string();
+    let args = [
+        "kre",
+        "--domains",
+        "ecare",
+        "--raw",
+        &raw,
+        "--out",
+        &out,
+        "--models",
+        &models_s,
+    ];
+    let mut refused = BTreeMap::new();
+    for (readers, agree) in [("\"a\", \"c\"", None), ("\"a\", \"b\"", Some("most"))] {
+        let sub = dir.path().join(format!("r{}", refused.len()));
+        let recipes = recipes_with_readers(&sub, readers, agree);
+        let o = build_with(&recipes, &args, &[]).await;
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+        refused.insert(readers, text(&o));
+    }
+    let unknown = &refused["\"a\", \"c\""];
+    assert!(
+        unknown.contains("kre-ecare.toml:")
+            && unknown.contains("model `c` is not a named model (known: a, b)"),
+        "{unknown}"
+    );
+    let agree = &refused["\"a\", \"b\""];
+    assert!(agree.contains("unknown `agree = \"most\"`"), "{agree}");
+    assert_eq!(a.request_count() + b.request_count(), 0);
 }

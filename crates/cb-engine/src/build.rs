@@ -7,7 +7,7 @@ use crate::{EngineError, Item};
 use cb_llm::Llm;
 use cb_llm::Progress;
 use cb_model::manifest::LlmTotals;
-use cb_model::{CheckTally, Manifest, Reject, StageCounts};
+use cb_model::{Manifest, Reject, StageCounts};
 use cb_step::{Corpus, Indexer, Registry, Step, StepCtx, StepFailure};
 use minijinja::Environment;
 use std::collections::BTreeMap;
@@ -213,24 +213,17 @@ struct Counts {
     steps: Vec<StageCounts>,
     /// Calls and tokens of the items' model calls (the price is set by the accounting).
     llm: LlmTotals,
-    /// Per reader check: how many rows it was asked for and how many it passed.
-    reader_checks: BTreeMap<String, CheckTally>,
+    /// Per reader check: how many rows it was asked for and how many it passed; with several
+    /// readers, each one's and their agreement.
+    readers: cb_model::manifest::ReaderTally,
 }
 
 impl Ran {
     /// Takes in one item that ended: its reader verdicts, its calls, the steps it entered and
     /// the one that rejected it. Gives what is to be written in its place.
     fn add(&mut self, steps: &[Box<dyn Step>], item: Item, ended: Ended) -> Done {
-        if let Some(r) = item
-            .fields
-            .get(cb_step::READER_FIELD)
-            .and_then(|v| serde_json::from_value::<cb_step::choice::ReaderRecord>(v.clone()).ok())
-        {
-            for v in r.checks {
-                let t = self.counts.reader_checks.entry(v.check).or_default();
-                t.asked += 1;
-                t.passed += u64::from(v.passed);
-            }
+        if let Some(r) = item.fields.get(cb_step::READER_FIELD) {
+            self.counts.readers.add(r);
         }
         for c in &item.calls {
             self.counts.llm.calls += 1;
@@ -407,7 +400,7 @@ impl Build<'_> {
                     })
                     .collect(),
                 llm: LlmTotals::default(),
-                reader_checks: BTreeMap::new(),
+                readers: Default::default(),
             },
             loading: Default::default(),
             fatal: None,
@@ -556,17 +549,18 @@ impl Build<'_> {
             files: out.paths().collect(),
             data_files: out.data_files(&card.split),
             card,
-            reader: self
-                .reader
-                .filter(|_| steps.iter().any(|s| s.reads()))
-                .map(|r| {
-                    cb_model::ReaderInfo::new(
-                        r.config().backend.name().into(),
-                        r.config().model.clone(),
-                        r.endpoint().to_owned(),
-                        counts.reader_checks,
-                    )
-                }),
+            reader: counts.readers.info(
+                self.reader
+                    .filter(|_| steps.iter().any(|s| s.reads()))
+                    .map(|r| {
+                        let c = r.config();
+                        (
+                            c.backend.name().into(),
+                            c.model.clone(),
+                            r.endpoint().to_owned(),
+                        )
+                    }),
+            ),
         }
     }
 

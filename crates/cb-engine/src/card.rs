@@ -49,6 +49,25 @@ struct ReaderView<'a> {
     too_few: bool,
     /// The rule in words.
     rule: String,
+    /// In a panel's entry: the rows it judged and let stand.
+    judged: u64,
+    stood: u64,
+    /// With several readers: each one, and each pair's agreement.
+    panel: Vec<ReaderView<'a>>,
+    agreement: Vec<AgreementView<'a>>,
+}
+
+/// The agreement of two readers.
+#[derive(Serialize)]
+struct AgreementView<'a> {
+    readers: &'a [String; 2],
+    rows: u64,
+    both_stand: u64,
+    first_only: u64,
+    second_only: u64,
+    neither: u64,
+    /// To four places, or why there is none.
+    kappa: String,
 }
 
 /// One stage's row of the counts table.
@@ -73,7 +92,7 @@ fn reader_view(r: &ReaderInfo) -> ReaderView<'_> {
             .map(|(check, t)| format!("{check} {} of {}", t.passed, t.asked))
             .collect::<Vec<_>>()
             .join(", "),
-        verified: r.trust.verified,
+        verified: r.verified(),
         asked: r.trust.controls_asked,
         passed: r.trust.controls_passed,
         bound: r
@@ -82,6 +101,25 @@ fn reader_view(r: &ReaderInfo) -> ReaderView<'_> {
             .map_or("none".to_owned(), |l| format!("{l:.2}")),
         too_few: r.trust.controls_asked < ReaderTrust::MIN_CONTROLS,
         rule: ReaderTrust::rule(),
+        judged: r.rows.map_or(0, |t| t.asked),
+        stood: r.rows.map_or(0, |t| t.passed),
+        panel: r.panel.iter().map(reader_view).collect(),
+        agreement: r
+            .agreement
+            .iter()
+            .map(|a| AgreementView {
+                readers: &a.readers,
+                rows: a.rows,
+                both_stand: a.both_stand,
+                first_only: a.first_only,
+                second_only: a.second_only,
+                neither: a.neither,
+                kappa: a.kappa.map_or_else(
+                    || "undefined (one verdict for every row)".to_owned(),
+                    |k| format!("{k:.4}"),
+                ),
+            })
+            .collect(),
     }
 }
 
@@ -129,7 +167,7 @@ pub fn render(recipe: &Recipe, m: &Manifest) -> String {
         backend => &m.backend,
         model => &m.model,
         endpoint => &m.endpoint,
-        reader_cell => m.reader.as_ref().map_or("none (not reader-verified)".to_owned(), |r| format!("{} at {}{}", r.model, r.endpoint, if r.trust.verified { "" } else { " (unreliable: not reader-verified)" })),
+        reader_cell => m.reader.as_ref().map_or("none (not reader-verified)".to_owned(), reader_cell),
         seed => m.seed,
         rows => m.rows,
         rejected => m.rejected,
@@ -151,6 +189,25 @@ pub fn render(recipe: &Recipe, m: &Manifest) -> String {
         .get_template("card.md")
         .and_then(|t| t.render(ctx))
         .expect("the card template renders every manifest")
+}
+
+/// The reader's cell of the table: who read (each reader of a panel), and whether trusted.
+fn reader_cell(r: &ReaderInfo) -> String {
+    let who = if r.panel.is_empty() {
+        format!("{} at {}", r.model, r.endpoint)
+    } else {
+        r.panel
+            .iter()
+            .map(|p| format!("{} at {}", p.model, p.endpoint))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let trusted = if r.verified() {
+        ""
+    } else {
+        " (unreliable: not reader-verified)"
+    };
+    format!("{who}{trusted}")
 }
 
 fn short(h: &str) -> &str {

@@ -156,18 +156,24 @@ impl Recipe {
 }
 
 impl Recipe {
-    /// Checks that every step's `model` names one of the `known` named models; the error
-    /// names the file, the line, the step and the names known.
+    /// Checks that every step's `model` (and a reader check's `readers`) names one of the
+    /// `known` named models; the error names the file, the line, the step and the names known.
     pub fn check_models(&self, known: &[&str]) -> Result<(), EngineError> {
         for (i, spec) in self.steps.iter().enumerate() {
-            let Some(model) = &spec.model else { continue };
-            if known.contains(&model.as_str()) {
+            // A step's `model`, and the named readers of a reader check (`readers`).
+            let readers = spec.strs("readers").unwrap_or_default();
+            let mut named = spec
+                .model
+                .iter()
+                .map(|m| ("model", m))
+                .chain(readers.iter().map(|r| ("readers", r)));
+            let Some((key, model)) = named.find(|(_, m)| !known.contains(&m.as_str())) else {
                 continue;
-            }
+            };
             let line = self
                 .step_lines
                 .get(i)
-                .map(|(header, keys)| keys.get("model").unwrap_or(header))
+                .map(|(header, keys)| keys.get(key).unwrap_or(header))
                 .map_or(String::new(), |l| format!(":{l}"));
             let names = if known.is_empty() {
                 "none: no --models file names any".to_owned()

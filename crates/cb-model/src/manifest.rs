@@ -79,6 +79,51 @@ pub struct ReaderInfo {
     /// reader-verified.
     #[serde(default)]
     pub trust: ReaderTrust,
+    /// In a reader's entry of `panel`: the rows it judged (`asked`) and let stand (`passed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rows: Option<CheckTally>,
+    /// With several readers (a reader check's `readers`; the fields above are then the first
+    /// one's): every reader, in the recipe's order. Empty (and not written) with one reader.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub panel: Vec<ReaderInfo>,
+    /// With several readers: the agreement of each pair on the rows both judged.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agreement: Vec<Agreement>,
+}
+
+/// How far two readers agree on which rows stand: the 2x2 table of their verdicts on the
+/// rows both judged, and Cohen's kappa over it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Agreement {
+    /// The two readers' models, in the recipe's order.
+    pub readers: [String; 2],
+    pub rows: u64,
+    pub both_stand: u64,
+    pub first_only: u64,
+    pub second_only: u64,
+    pub neither: u64,
+    /// Cohen's kappa, to 4 places; `None` when chance agreement is 1 (both readers gave one
+    /// same verdict to every row) or no row was judged by both.
+    pub kappa: Option<f64>,
+}
+
+impl Agreement {
+    /// Cohen's kappa of a 2x2 table: `(p_o - p_e) / (1 - p_e)`, `p_o` the share of rows on
+    /// which the readers agree, `p_e` the agreement expected from each reader's own share of
+    /// standing rows.
+    pub fn kappa_of(both: u64, first_only: u64, second_only: u64, neither: u64) -> Option<f64> {
+        let n = (both + first_only + second_only + neither) as f64;
+        if n == 0.0 {
+            return None;
+        }
+        let p_o = (both + neither) as f64 / n;
+        let (a, b) = (
+            (both + first_only) as f64 / n,
+            (both + second_only) as f64 / n,
+        );
+        let p_e = a * b + (1.0 - a) * (1.0 - b);
+        (p_e < 1.0).then(|| (p_o - p_e) / (1.0 - p_e))
+    }
 }
 
 /// How many rows a reader check was asked for, and how many it passed.
@@ -104,12 +149,168 @@ impl ReaderInfo {
             endpoint,
             checks,
             trust,
+            rows: None,
+            panel: Vec::new(),
+            agreement: Vec::new(),
         }
     }
 
-    /// The log's and the card's sentence when the reader's verdicts cannot be trusted.
+    /// Whether every reader (one, or each of a panel) is trusted.
+    pub fn verified(&self) -> bool {
+        if self.panel.is_empty() {
+            self.trust.verified
+        } else {
+            self.panel.iter().all(|r| r.trust.verified)
+        }
+    }
+
+    /// The log's and the card's sentence when a reader's verdicts cannot be trusted (with a
+    /// panel: each such reader's, joined by "; ").
     pub fn warning(&self) -> Option<String> {
-        (!self.trust.verified).then(|| format!("the reader {} {}", self.model, self.trust.why()))
+        let one = |r: &ReaderInfo| {
+            (!r.trust.verified).then(|| format!("the reader {} {}", r.model, r.trust.why()))
+        };
+        if self.panel.is_empty() {
+            return one(self);
+        }
+        let all: Vec<String> = self.panel.iter().filter_map(one).collect();
+        (!all.is_empty()).then(|| all.join("; "))
+    }
+}
+
+/// What the build counts of its readers, row by row, from each row's `reader` column (see
+/// `cb_step::choice::ReaderRecord`): per check asked and passed, and with several readers
+/// each one's checks, rows judged and let stand, and each pair's agreement table.
+#[derive(Debug, Clone, Default)]
+pub struct ReaderTally {
+    /// The model and endpoint of the first row's (first) reader.
+    who: Option<(String, String)>,
+    checks: BTreeMap<String, CheckTally>,
+    panel: Vec<PanelTally>,
+    /// Per pair of panel positions `(i, j)`, `i < j`: both stand, `i` only, `j` only, neither.
+    pairs: BTreeMap<(usize, usize), [u64; 4]>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct PanelTally {
+    model: String,
+    endpoint: String,
+    checks: BTreeMap<String, CheckTally>,
+    rows: CheckTally,
+}
+
+/// The parts of a row's `reader` column the tally reads.
+#[derive(Deserialize)]
+struct RowReader {
+    model: String,
+    endpoint: String,
+    checks: Vec<RowVerdict>,
+    #[serde(default)]
+    panel: Vec<RowPanel>,
+}
+
+#[derive(Deserialize)]
+struct RowVerdict {
+    check: String,
+    passed: bool,
+}
+
+#[derive(Deserialize)]
+struct RowPanel {
+    model: String,
+    endpoint: String,
+    stands: bool,
+    checks: Vec<RowVerdict>,
+}
+
+fn count(tallies: &mut BTreeMap<String, CheckTally>, verdicts: &[RowVerdict]) {
+    for v in verdicts {
+        let t = tallies.entry(v.check.clone()).or_default();
+        t.asked += 1;
+        t.passed += u64::from(v.passed);
+    }
+}
+
+impl ReaderTally {
+    /// Counts one row's `reader` column (`null`, or anything else that is not a reader
+    /// record, counts nothing).
+    pub fn add(&mut self, reader: &serde_json::Value) {
+        let Ok(r) = RowReader::deserialize(reader) else {
+            return;
+        };
+        self.who
+            .get_or_insert_with(|| (r.model.clone(), r.endpoint.clone()));
+        count(&mut self.checks, &r.checks);
+        for (i, p) in r.panel.iter().enumerate() {
+            if self.panel.len() <= i {
+                self.panel.push(PanelTally {
+                    model: p.model.clone(),
+                    endpoint: p.endpoint.clone(),
+                    ..PanelTally::default()
+                });
+            }
+            let t = &mut self.panel[i];
+            count(&mut t.checks, &p.checks);
+            t.rows.asked += 1;
+            t.rows.passed += u64::from(p.stands);
+            for (j, q) in r.panel.iter().enumerate().skip(i + 1) {
+                let cell = match (p.stands, q.stands) {
+                    (true, true) => 0,
+                    (true, false) => 1,
+                    (false, true) => 2,
+                    (false, false) => 3,
+                };
+                self.pairs.entry((i, j)).or_default()[cell] += 1;
+            }
+        }
+    }
+
+    /// The manifest's `reader`, `reader` being the build's (backend, model, endpoint; `None`
+    /// when it has none): with several readers, the panel (the first reader on top); else
+    /// the reader the rows name (a named reader of the step), else the build's, with the
+    /// checks counted; `None` when nobody read. A named reader's backend is the build
+    /// reader's, else `openai`.
+    pub fn info(self, reader: Option<(String, String, String)>) -> Option<ReaderInfo> {
+        if self.panel.is_empty() {
+            let (backend, model, endpoint) = match (self.who, reader) {
+                (Some((model, endpoint)), r) => (
+                    r.map_or_else(|| "openai".to_owned(), |r| r.0),
+                    model,
+                    endpoint,
+                ),
+                (None, r) => r?,
+            };
+            return Some(ReaderInfo::new(backend, model, endpoint, self.checks));
+        }
+        let backend = reader.map_or_else(|| "openai".to_owned(), |r| r.0);
+        let panel: Vec<ReaderInfo> = self
+            .panel
+            .into_iter()
+            .map(|p| ReaderInfo {
+                rows: Some(p.rows),
+                ..ReaderInfo::new(backend.clone(), p.model, p.endpoint, p.checks)
+            })
+            .collect();
+        let agreement = self
+            .pairs
+            .iter()
+            .map(|(&(i, j), &[both, first, second, neither])| Agreement {
+                readers: [panel[i].model.clone(), panel[j].model.clone()],
+                rows: both + first + second + neither,
+                both_stand: both,
+                first_only: first,
+                second_only: second,
+                neither,
+                kappa: Agreement::kappa_of(both, first, second, neither)
+                    .map(|k| (k * 1e4).round() / 1e4),
+            })
+            .collect();
+        Some(ReaderInfo {
+            rows: None,
+            panel: panel.clone(),
+            agreement,
+            ..panel[0].clone()
+        })
     }
 }
 
@@ -298,5 +499,97 @@ mod tests {
             .trust
             .why()
             .contains("passed 12 of 12 control questions, Wilson 95 % lower bound 0.76: reliable"));
+    }
+}
+
+#[cfg(test)]
+mod panel_tests {
+    use super::*;
+    use serde_json::json;
+
+    fn row(stands: [bool; 2]) -> serde_json::Value {
+        let member = |m: &str, s: bool| {
+            json!({"model": m, "endpoint": "e", "stands": s,
+                   "checks": [{"check": "negative", "passed": s}, {"check": "control", "passed": true}]})
+        };
+        json!({"model": "a", "endpoint": "e", "votes": 1,
+               "checks": [{"check": "negative", "passed": stands[0]}, {"check": "control", "passed": true}],
+               "panel": [member("a", stands[0]), member("b", stands[1])]})
+    }
+
+    #[test]
+    fn cohens_kappa_by_hand() {
+        // 20 rows: both 8, a only 2, b only 4, neither 6. p_o = 0.7; a stands 0.5, b 0.6;
+        // p_e = 0.5 * 0.6 + 0.5 * 0.4 = 0.5; kappa = 0.2 / 0.5 = 0.4.
+        let k = Agreement::kappa_of(8, 2, 4, 6).unwrap();
+        assert!((k - 0.4).abs() < 1e-12, "{k}");
+        assert_eq!(
+            Agreement::kappa_of(5, 0, 0, 0),
+            None,
+            "one verdict for every row"
+        );
+        assert_eq!(Agreement::kappa_of(0, 0, 0, 0), None);
+        assert_eq!(Agreement::kappa_of(3, 0, 0, 2), Some(1.0));
+    }
+
+    #[test]
+    fn a_panel_is_counted_per_reader_and_per_pair() {
+        let mut t = ReaderTally::default();
+        for s in [
+            [true, true],
+            [true, false],
+            [false, false],
+            [false, true],
+            [true, true],
+        ] {
+            t.add(&row(s));
+        }
+        t.add(&serde_json::Value::Null);
+        let info = t.info(None).unwrap();
+        assert_eq!(
+            (info.model.as_str(), info.backend.as_str()),
+            ("a", "openai")
+        );
+        assert_eq!(info.panel.len(), 2);
+        assert_eq!(
+            info.panel[0].rows,
+            Some(CheckTally {
+                asked: 5,
+                passed: 3
+            })
+        );
+        assert_eq!(
+            info.panel[1].rows,
+            Some(CheckTally {
+                asked: 5,
+                passed: 3
+            })
+        );
+        assert_eq!(
+            info.panel[1].checks["negative"],
+            CheckTally {
+                asked: 5,
+                passed: 3
+            }
+        );
+        let a = &info.agreement[0];
+        assert_eq!(a.readers, ["a".to_owned(), "b".to_owned()]);
+        assert_eq!(
+            (a.both_stand, a.first_only, a.second_only, a.neither),
+            (2, 1, 1, 1)
+        );
+        // p_o = 0.6, p_e = 0.6 * 0.6 + 0.4 * 0.4 = 0.52, kappa = 0.08 / 0.48.
+        assert_eq!(a.kappa, Some(0.1667));
+        assert!(!info.verified(), "five controls are too few");
+        // One reader: no panel, no agreement, nothing more written.
+        let mut one = ReaderTally::default();
+        one.add(&json!({"model": "a", "endpoint": "e", "votes": 1,
+                         "checks": [{"check": "control", "passed": true}]}));
+        let info = one
+            .info(Some(("openai".into(), "a".into(), "e".into())))
+            .unwrap();
+        let text = serde_json::to_string(&info).unwrap();
+        assert!(!text.contains("panel") && !text.contains("agreement") && !text.contains("rows"));
+        assert_eq!(ReaderTally::default().info(None), None);
     }
 }

@@ -309,6 +309,20 @@ pub struct ReaderRecord {
     pub endpoint: String,
     pub votes: u32,
     pub checks: Vec<Verdict>,
+    /// With several readers (`readers = [...]`; the fields above are then the first one's):
+    /// every reader, in the recipe's order, with its verdicts and whether it let the row
+    /// stand. Empty (and not written) with one reader.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub panel: Vec<PanelRecord>,
+}
+
+/// One reader of several: who, whether its checks let the row stand, and its verdicts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PanelRecord {
+    pub model: String,
+    pub endpoint: String,
+    pub stands: bool,
+    pub checks: Vec<Verdict>,
 }
 
 #[cfg(test)]

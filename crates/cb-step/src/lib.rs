@@ -120,9 +120,13 @@ pub struct StepCtx<'a> {
 }
 
 /// The named models of a recipe's steps: step name -> the model's name and its layer. A step
-/// without one calls the build's default model ([`StepCtx::llm`]).
+/// without one calls the build's default model ([`StepCtx::llm`]). Beside them, the named
+/// readers of a reader check that names several (`readers = [...]`), in the recipe's order.
 #[derive(Debug, Clone, Default)]
-pub struct StepModels(std::collections::BTreeMap<String, (String, cb_llm::Llm)>);
+pub struct StepModels(
+    std::collections::BTreeMap<String, (String, cb_llm::Llm)>,
+    std::collections::BTreeMap<String, Vec<(String, cb_llm::Llm)>>,
+);
 
 impl StepModels {
     /// Step `step` calls the model named `name` through `llm`.
@@ -138,6 +142,16 @@ impl StepModels {
     /// Every step with a named model, in step-name order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str, &cb_llm::Llm)> {
         self.0.iter().map(|(s, (n, l))| (s.as_str(), n.as_str(), l))
+    }
+
+    /// Step `step` reads with the named models `readers` (name and layer, in order).
+    pub fn insert_readers(&mut self, step: &str, readers: Vec<(String, cb_llm::Llm)>) {
+        self.1.insert(step.to_owned(), readers);
+    }
+
+    /// The named readers of step `step` (empty when it names none).
+    pub fn readers(&self, step: &str) -> &[(String, cb_llm::Llm)] {
+        self.1.get(step).map_or(&[], Vec::as_slice)
     }
 }
 

@@ -12,6 +12,8 @@ pub enum ParamType {
     Integer,
     /// An integer or a float.
     Number,
+    /// A list of strings (`readers = ["a", "b"]`).
+    TextList,
 }
 
 impl ParamType {
@@ -21,6 +23,7 @@ impl ParamType {
             Self::Bool => "true or false",
             Self::Integer => "an integer",
             Self::Number => "a number",
+            Self::TextList => "a list of strings",
         }
     }
 
@@ -30,6 +33,9 @@ impl ParamType {
             Self::Bool => v.is_bool(),
             Self::Integer => v.is_integer(),
             Self::Number => v.is_integer() || v.is_float(),
+            Self::TextList => v
+                .as_array()
+                .is_some_and(|a| a.iter().all(toml::Value::is_str)),
         }
     }
 }

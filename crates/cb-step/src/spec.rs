@@ -49,4 +49,18 @@ impl StepSpec {
     pub fn int(&self, key: &str) -> Option<i64> {
         self.params.get(key).and_then(toml::Value::as_integer)
     }
+
+    /// A list-of-strings parameter (its strings; other items left out: the parameter check
+    /// refuses them first).
+    pub fn strs(&self, key: &str) -> Option<Vec<String>> {
+        self.params
+            .get(key)
+            .and_then(toml::Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(toml::Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+    }
 }

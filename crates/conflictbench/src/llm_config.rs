@@ -445,7 +445,34 @@ impl LlmSetup {
             };
             models.insert(step.name(), name, llm);
         }
+        self.step_readers(recipe, writer, &mut models)?;
         Ok(models)
+    }
+
+    /// The named readers of `recipe`'s reader checks (`readers = [...]`), each a layer beside
+    /// `writer` (its answers in the run's cache file, its spending in the run's budget); none
+    /// with `--reader none`.
+    fn step_readers(
+        &self,
+        recipe: &cb_engine::Recipe,
+        writer: &Llm,
+        models: &mut cb_engine::StepModels,
+    ) -> anyhow::Result<()> {
+        if matches!(self.reader, ReaderSetting::Nobody) {
+            return Ok(());
+        }
+        for step in &recipe.steps {
+            let Some(names) = step.strs("readers") else {
+                continue;
+            };
+            let mut readers = Vec::new();
+            for name in names {
+                let llm = writer.sibling(self.named_model_config(&name)?)?;
+                readers.push((name, llm));
+            }
+            models.insert_readers(step.name(), readers);
+        }
+        Ok(())
     }
 
     /// The reader of a build whose model layer is `writer` (configured by `config`): `None`

@@ -28,6 +28,13 @@
 //! prompts, requests and letter extraction as `conflictbench eval`), so reader calls are
 //! ordinary cached calls: resume, batch, pool, budget and dry runs cover them.
 //!
+//! Several readers: `readers = ["a", "b"]` names models of `--models`; each is asked every
+//! check of every row (as above), and `agree` says which rows stand: `"all"` (every reader
+//! lets it stand) or `"majority"` (more than half do). The row's `reader` column holds the
+//! first reader's verdicts and, under `panel`, every reader's with whether it let the row
+//! stand; a refused row's reject is the first refusing reader's, naming it. The build
+//! counts each reader and the agreement of each pair (`cb_model::manifest::ReaderTally`).
+//!
 //! Without a reader (an offline build, or `--reader none`) the step passes every row and the
 //! build says it is not reader-verified.
 
@@ -39,7 +46,10 @@ pub use cb_step::choice::Verdict;
 
 use crate::prelude::*;
 use cb_model::{letter_index, negative_option};
-use cb_step::choice::ReaderRecord;
+use cb_step::choice::{PanelRecord, ReaderRecord};
+
+/// One reader's verdicts on a row, and its first failure (reason and verdict), if any.
+type Judged = (Vec<Verdict>, Option<(&'static str, Verdict)>);
 use cb_step::{fields, Prompt};
 use serde_json::Value;
 
@@ -92,6 +102,18 @@ pub const PARAMS: &[Param] = &[
         ty: ParamType::Integer,
         default: "32",
         meaning: "Longest answer, in tokens.",
+    },
+    Param {
+        key: "readers",
+        ty: ParamType::TextList,
+        default: "the build's reader",
+        meaning: "Several readers, named models of --models, each asked every check of every row.",
+    },
+    Param {
+        key: "agree",
+        ty: ParamType::Text,
+        default: "\"all\"",
+        meaning: "With several readers, which rows stand: \"all\" (every reader lets it stand) or \"majority\" (more than half do).",
     },
 ];
 
@@ -165,9 +187,12 @@ pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepErro
     let prompt = spec
         .str("prompt")
         .unwrap_or_else(|| default_prompt.to_owned());
+    let (readers, agree) = panel_of(spec).map_err(bad)?;
     Ok(Box::new(ReaderCheck {
         name: spec.name().to_owned(),
         mode,
+        readers,
+        agree,
         control,
         max_answer_set_share: max_share,
         reader: ReaderSpec {
@@ -188,10 +213,41 @@ pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepErro
     }))
 }
 
+/// The readers a recipe names (`readers`) and how their verdicts combine (`agree`).
+fn panel_of(spec: &StepSpec) -> Result<(Vec<String>, Agree), String> {
+    let readers = spec.strs("readers").unwrap_or_default();
+    let mut seen = std::collections::BTreeSet::new();
+    if let Some(twice) = readers.iter().find(|r| !seen.insert(r.as_str())) {
+        return Err(format!("`readers` names {twice:?} twice"));
+    }
+    let agree = match spec.str("agree").as_deref() {
+        _ if spec.str("agree").is_some() && readers.is_empty() => {
+            return Err("`agree` needs `readers` (several named readers)".into())
+        }
+        None | Some("all") => Agree::All,
+        Some("majority") => Agree::Majority,
+        Some(other) => {
+            return Err(format!(
+                "unknown `agree = {other:?}`; known: \"all\", \"majority\""
+            ))
+        }
+    };
+    Ok((readers, agree))
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
     Kre,
     Recall,
+}
+
+/// Which rows stand when several readers judge them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Agree {
+    /// Every reader lets the row stand.
+    All,
+    /// More than half of the readers do (with two, both).
+    Majority,
 }
 
 /// What a failing control does.
@@ -209,6 +265,9 @@ enum Control {
 pub struct ReaderCheck {
     name: String,
     mode: Mode,
+    /// The named readers (`readers`); empty: the build's reader.
+    readers: Vec<String>,
+    agree: Agree,
     control: Control,
     max_answer_set_share: Option<f64>,
     reader: ReaderSpec,
@@ -355,11 +414,26 @@ impl ReaderCheck {
         Ok((options, checks))
     }
 
+    /// The readers of this step: its named readers (when the recipe names them and the run
+    /// reads), else the build's reader, else none.
+    fn readers_of<'a>(&self, ctx: &'a StepCtx<'_>) -> Vec<&'a cb_llm::Llm> {
+        if self.readers.is_empty() {
+            ctx.reader.into_iter().collect()
+        } else {
+            ctx.models
+                .readers(&self.name)
+                .iter()
+                .map(|(_, l)| l)
+                .collect()
+        }
+    }
+
     async fn apply(&self, item: &mut Item, ctx: &StepCtx<'_>) -> Result<(), StepFailure> {
-        let Some(reader) = ctx.reader else {
+        let readers = self.readers_of(ctx);
+        if readers.is_empty() {
             item.set(fields::READER, Value::Null);
             return Ok(());
-        };
+        }
         let (choices, planned) = self.plan(item)?;
         let question = item.require(fields::QUESTION)?.to_owned();
         let q = Question {
@@ -367,32 +441,91 @@ impl ReaderCheck {
             question: &question,
             choices: &choices,
         };
-        let asker = Asker {
-            reader,
-            spec: &self.reader,
-            env: ctx.env,
-            seed: ctx.seed,
-            scope: ctx.recipe,
-            step: &self.name,
-        };
-        let mut calls = Vec::new();
-        let asked = self.ask_planned(asker, q, &planned, &mut calls).await;
-        item.calls.append(&mut calls);
-        let (verdicts, failed) = asked?;
-        let record = ReaderRecord {
-            model: reader.config().model.clone(),
-            endpoint: reader.endpoint().to_owned(),
-            votes: self.reader.votes,
-            checks: verdicts,
-        };
+        let mut judged = Vec::new();
+        for reader in &readers {
+            let asker = Asker {
+                reader,
+                spec: &self.reader,
+                env: ctx.env,
+                seed: ctx.seed,
+                scope: ctx.recipe,
+                step: &self.name,
+            };
+            let mut calls = Vec::new();
+            let asked = self.ask_planned(asker, q, &planned, &mut calls).await;
+            item.calls.append(&mut calls);
+            judged.push(asked?);
+        }
+        let record = self.record(&readers, &judged);
         item.set(
             fields::READER,
             serde_json::to_value(&record).expect("a reader record serialises"),
         );
-        match failed {
-            None => Ok(()),
-            Some((reason, v)) => Err(self.rejection(reason, &v, &choices)),
+        self.judge(&readers, judged, &choices)
+    }
+
+    /// The row's `reader` column: the first reader's verdicts, and with several readers each
+    /// one's.
+    fn record(&self, readers: &[&cb_llm::Llm], judged: &[Judged]) -> ReaderRecord {
+        let panel = if readers.len() > 1 {
+            readers
+                .iter()
+                .zip(judged)
+                .map(|(r, (verdicts, failed))| PanelRecord {
+                    model: r.config().model.clone(),
+                    endpoint: r.endpoint().to_owned(),
+                    stands: failed.is_none(),
+                    checks: verdicts.clone(),
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        ReaderRecord {
+            model: readers[0].config().model.clone(),
+            endpoint: readers[0].endpoint().to_owned(),
+            votes: self.reader.votes,
+            checks: judged[0].0.clone(),
+            panel,
         }
+    }
+
+    /// Whether the row stands by its readers' verdicts (one reader: its own; several: as
+    /// `agree` says); a refused row's reject is the first failing reader's.
+    fn judge(
+        &self,
+        readers: &[&cb_llm::Llm],
+        judged: Vec<Judged>,
+        choices: &[String],
+    ) -> Result<(), StepFailure> {
+        let standing = judged.iter().filter(|(_, f)| f.is_none()).count();
+        let n = judged.len();
+        let stands = match self.agree {
+            Agree::All => standing == n,
+            Agree::Majority => 2 * standing > n,
+        };
+        if stands {
+            return Ok(());
+        }
+        let (i, (reason, v)) = judged
+            .into_iter()
+            .enumerate()
+            .find_map(|(i, (_, f))| f.map(|f| (i, f)))
+            .expect("a refused row has a failing reader");
+        let mut reject = self.rejection(reason, &v, choices);
+        if n > 1 {
+            if let StepFailure::Reject { detail, .. } = &mut reject {
+                let rule = match self.agree {
+                    Agree::All => "all",
+                    Agree::Majority => "majority",
+                };
+                *detail = format!(
+                    "{detail} (reader {}; {standing} of {n} readers let the row stand, agree = \"{rule}\")",
+                    readers[i].config().model
+                );
+            }
+        }
+        Err(reject)
     }
 
     /// Asks the planned checks in turn, up to the first that rejects the item and then the

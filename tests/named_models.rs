@@ -120,6 +120,18 @@ async fn each_step_calls_its_named_model_and_a_switch_asks_again_only_that_step(
         }
     };
 
+    // A dry run estimates each model apart and calls nobody.
+    let o = run(&["--dry-run"]).await;
+    assert!(o.status.success(), "{}", text(&o));
+    let said = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        said.contains("; cheap: ") && said.contains("; strong: ") && said.contains("to make"),
+        "{said}"
+    );
+    for m in [&default, &cheap, &strong] {
+        assert!(m.journal().is_empty(), "a dry run calls nobody");
+    }
+
     let o = run(&[]).await;
     assert!(o.status.success(), "{}", text(&o));
     assert!(

@@ -25,6 +25,7 @@ pub mod paraphrase;
 pub mod pick_negative;
 pub mod qa;
 pub mod reader_check;
+pub mod reasons;
 pub mod reading;
 pub mod recall;
 

@@ -892,6 +892,50 @@ async fn two_readers_that_disagree_on_known_rows_keep_only_the_rows_both_pass() 
         assert!(card.contains(part), "{part:?} not in\n{card}");
     }
     assert!(!log.contains("unreliable"), "{log}");
+    // The audit of the build reports them too, from its manifest.
+    let json = dir.path().join("audit.json");
+    let o = audit(&[out.to_str().unwrap(), "--json", json.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let report = read_json(&json);
+    let build = &report["readers"][0];
+    assert!(build["manifest"]
+        .as_str()
+        .unwrap()
+        .ends_with("manifest.json"));
+    let rates: Vec<(&str, &Value, bool)> = build["readers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["model"].as_str().unwrap(),
+                &r["rows"],
+                r["trusted"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rates,
+        [
+            (
+                "reader-a",
+                &serde_json::json!({"asked": 12, "passed": 10}),
+                true
+            ),
+            (
+                "reader-b",
+                &serde_json::json!({"asked": 12, "passed": 9}),
+                true
+            ),
+        ]
+    );
+    assert_eq!(build["agreement"][0]["kappa"].as_f64().unwrap(), want_kappa);
+    let summary = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        summary.contains("reader-a and reader-b on 12 rows: both let 8 stand, only the first 2, only the second 1, neither 1; Cohen's kappa 0.2500")
+            && summary.contains("let 9 of 12 rows stand; checks passed control 12/12, negative 9/12; controls 12/12 (Wilson 95 % lower bound 0.76): trusted"),
+        "{summary}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -19,6 +19,7 @@ pub mod diff;
 pub mod findings;
 pub mod html;
 pub mod load;
+pub mod readers;
 pub mod sample;
 pub mod sheet;
 
@@ -189,6 +190,9 @@ pub struct Report {
     /// appendix A.4 (and how many answers named no level).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub ratings: BTreeMap<String, usize>,
+    /// The readers of the audited builds, from their manifests ([`readers`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub readers: Vec<readers::BuildReaders>,
 }
 
 /// One audited row as the report keeps it for every row: what the sample and the reader
@@ -243,7 +247,9 @@ pub fn audit_paths(paths: &[PathBuf]) -> Result<Report, AuditError> {
         });
         a.sources.push(Source::File(path, kind));
     }
-    Ok(a.finish(found.skipped))
+    let mut report = a.finish(found.skipped);
+    report.readers = readers::of_files(&report.files)?;
+    Ok(report)
 }
 
 /// Audits rows already read, grouped by file: `(file, kind, rows)`.
@@ -373,6 +379,7 @@ impl Auditor {
             sources: self.sources,
             reader: BTreeMap::new(),
             ratings: BTreeMap::new(),
+            readers: Vec::new(),
         }
     }
 }
@@ -701,6 +708,7 @@ impl Report {
                 .collect();
             let _ = writeln!(s, "reader ratings (KRE A.4): {}", levels.join(", "));
         }
+        s.push_str(&readers::summary(&self.readers));
         let errors = self.failing(Severity::Error);
         let _ = write!(
             s,

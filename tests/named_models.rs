@@ -154,6 +154,7 @@ async fn each_step_calls_its_named_model_and_a_switch_asks_again_only_that_step(
         "the line names each model's calls: {said}"
     );
     let distractor_calls = c["distractors"];
+    models_are_recorded(&out.join("kre/squad"), &c, &s);
     // Each call's model is in the row's lineage: the named one, or none for the build's own.
     let rows = read_jsonl(&out.join("kre/squad/squad.jsonl"));
     assert!(!rows.is_empty());
@@ -161,7 +162,7 @@ async fn each_step_calls_its_named_model_and_a_switch_asks_again_only_that_step(
         for call in r["lineage"].as_array().unwrap() {
             let want = match call["step"].as_str().unwrap() {
                 "distractors" => Some("cheap"),
-                "negative_context" => Some("strong"),
+                "negative_context" | "reader_check" => Some("strong"),
                 _ => None,
             };
             assert_eq!(call["model"].as_str(), want, "{call}");
@@ -183,6 +184,96 @@ async fn each_step_calls_its_named_model_and_a_switch_asks_again_only_that_step(
         "every distractors call is asked again of the new model: {s:?}"
     );
     assert_eq!(s.len(), 1, "nothing else is asked again: {s:?}");
+}
+
+/// The manifest and the card of the build in `dir` list each model with its steps, calls,
+/// tokens and cost; each named model's calls are those its mock received (`cheap`,
+/// `strong`: the journals' counts by step, a first run with an empty cache), and the totals
+/// are their sum.
+fn models_are_recorded(
+    dir: &Path,
+    cheap: &std::collections::BTreeMap<&str, usize>,
+    strong: &std::collections::BTreeMap<&str, usize>,
+) {
+    let m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    let models = m["models"].as_array().expect("a models list");
+    let text = m.to_string();
+    assert!(!text.contains("sk-") && !text.contains("api_key"), "{text}");
+    let entry = |name: Option<&str>| {
+        models
+            .iter()
+            .find(|e| e["name"].as_str() == name)
+            .unwrap_or_else(|| panic!("{name:?} not in {models:?}"))
+    };
+    let (own, c, s) = (entry(None), entry(Some("cheap")), entry(Some("strong")));
+    assert_eq!(models.len(), 3, "{models:?}");
+    assert_eq!(models[0], *own, "the build's own model comes first");
+    assert_eq!(
+        (own["model"].as_str(), own["calls"].as_u64()),
+        (Some("m"), Some(0))
+    );
+    assert_eq!(own["steps"], serde_json::json!([]), "no step calls it");
+    assert_eq!(c["model"], "cheap-m");
+    assert_eq!(c["steps"], serde_json::json!(["distractors"]));
+    assert_eq!(s["model"], "strong-m");
+    assert_eq!(
+        s["steps"],
+        serde_json::json!(["negative_context", "reader_check"])
+    );
+    let calls = |t: &std::collections::BTreeMap<&str, usize>| t.values().sum::<usize>() as u64;
+    assert_eq!(c["calls"].as_u64(), Some(calls(cheap)), "{c}");
+    assert_eq!(s["calls"].as_u64(), Some(calls(strong)), "{s}");
+    assert!(c["endpoint"]
+        .as_str()
+        .unwrap()
+        .starts_with("http://127.0.0.1:"));
+    assert_ne!(c["endpoint"], s["endpoint"]);
+    // The strong model's price (1 and 2 dollars a million tokens) gives its cost.
+    let (pt, ct) = (
+        s["prompt_tokens"].as_u64().unwrap(),
+        s["completion_tokens"].as_u64().unwrap(),
+    );
+    assert!(pt > 0 && ct > 0, "{s}");
+    assert_eq!(s["price_per_million"], serde_json::json!([1.0, 2.0]));
+    let cost = ((pt as f64 + 2.0 * ct as f64) / 1e6 * 1e6).round() / 1e6;
+    assert_eq!(s["estimated_cost_usd"].as_f64(), Some(cost));
+    assert!(cost > 0.0);
+    // The totals are the sum.
+    let sum = |k: &str| models.iter().map(|e| e[k].as_u64().unwrap()).sum::<u64>();
+    for k in ["calls", "prompt_tokens", "completion_tokens"] {
+        assert_eq!(m["llm"][k].as_u64(), Some(sum(k)), "{k}");
+    }
+    let usd: f64 = models
+        .iter()
+        .map(|e| e["estimated_cost_usd"].as_f64().unwrap())
+        .sum();
+    assert!((m["llm"]["estimated_cost_usd"].as_f64().unwrap() - usd).abs() < 1e-9);
+    // The card's table: a row a model, with its steps, calls and cost.
+    let card = std::fs::read_to_string(dir.join("README.md")).unwrap();
+    for (e, label, steps) in [
+        (c, "`cheap`", "distractors"),
+        (s, "`strong`", "negative_context, reader_check"),
+        (own, "the build's own (`--model`)", "none"),
+    ] {
+        let row = format!(
+            "| {} | {label} | {} | {steps} | {} | {} | {} | ${:.4} |",
+            e["model"].as_str().unwrap(),
+            e["endpoint"].as_str().unwrap(),
+            e["calls"],
+            e["prompt_tokens"],
+            e["completion_tokens"],
+            e["estimated_cost_usd"].as_f64().unwrap()
+        );
+        assert!(card.contains(&row), "{row} not in\n{card}");
+    }
+    // What this run sent and found cached, per named model, is in runs.jsonl only.
+    assert!(!text.contains("cache_hits") && !text.contains("upstream_calls"));
+    let runs = read_jsonl(&dir.join("runs.jsonl"));
+    let last = runs.last().unwrap();
+    let run = &last["models"]["cheap"];
+    assert_eq!(run["calls"].as_u64(), Some(calls(cheap)), "{last}");
+    assert_eq!(run["cache_hits"].as_u64(), Some(0), "{last}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

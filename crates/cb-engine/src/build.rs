@@ -216,6 +216,8 @@ struct Counts {
     /// Per reader check: how many rows it was asked for and how many it passed; with several
     /// readers, each one's and their agreement.
     readers: cb_model::manifest::ReaderTally,
+    /// The calls by named model and step (the manifest's `models`).
+    models: crate::per_model::CallTally,
 }
 
 impl Ran {
@@ -229,6 +231,7 @@ impl Ran {
             self.counts.llm.calls += 1;
             self.counts.llm.prompt_tokens += c.prompt_tokens;
             self.counts.llm.completion_tokens += c.completion_tokens;
+            self.counts.models.add(c);
         }
         let reached = match &ended {
             Ok(()) => steps.len(),
@@ -401,6 +404,7 @@ impl Build<'_> {
                     .collect(),
                 llm: LlmTotals::default(),
                 readers: Default::default(),
+                models: Default::default(),
             },
             loading: Default::default(),
             fatal: None,
@@ -491,7 +495,12 @@ impl Build<'_> {
         counts.llm.price_per_million = [price.input_per_million, price.output_per_million];
         counts.llm.estimated_cost_usd =
             round6(price.usd(counts.llm.prompt_tokens, counts.llm.completion_tokens));
-        let manifest = self.manifest(steps, source, loading, counts, out);
+        let mut manifest = self.manifest(steps, source, loading, counts, out);
+        if !manifest.models.is_empty() {
+            // Each model at its own price.
+            let each = manifest.models.iter().map(|m| m.totals.estimated_cost_usd);
+            manifest.llm.estimated_cost_usd = round6(each.sum());
+        }
         if let Some(w) = manifest.reader.as_ref().and_then(|r| r.warning()) {
             tracing::warn!(
                 recipe = %self.name,
@@ -545,6 +554,7 @@ impl Build<'_> {
             filtered,
             rows: out.rows(),
             rejected: out.rejected(),
+            models: self.layers().uses(steps, &counts.models),
             llm: counts.llm,
             files: out.paths().collect(),
             data_files: out.data_files(&card.split),
@@ -569,7 +579,7 @@ impl Build<'_> {
     /// run). Gives `e` back.
     fn stopped(&self, e: EngineError) -> EngineError {
         if self.opts.write {
-            if let Err(w) = record_run(&self.dir, self.llm, Some(&e.to_string())) {
+            if let Err(w) = record_run(&self.dir, &self.layers(), Some(&e.to_string())) {
                 tracing::warn!(error = %w, "cannot record the stopped run");
             }
         }
@@ -585,10 +595,19 @@ impl Build<'_> {
         }
         let card = crate::card::render(self.recipe, manifest);
         out.commit(&card, manifest)?;
-        record_run(&self.dir, self.llm, None)?;
+        record_run(&self.dir, &self.layers(), None)?;
         static BENCHMARK_CARD: std::sync::Mutex<()> = std::sync::Mutex::new(());
         let _one_at_a_time = BENCHMARK_CARD.lock().unwrap_or_else(|e| e.into_inner());
         crate::hub::write_benchmark_card(&self.opts.out, &self.recipe.benchmark)
+    }
+
+    /// The build's layers: its own, its reader's and its named models'.
+    fn layers(&self) -> crate::per_model::Layers<'_> {
+        crate::per_model::Layers {
+            llm: self.llm,
+            reader: self.reader,
+            named: &self.opts.models,
+        }
     }
 
     /// The build's outcome, said to the progress display.
@@ -619,12 +638,22 @@ pub fn record_stopped(
         return Ok(());
     }
     let dir = opts.out.join(&recipe.benchmark).join(&recipe.domain);
-    record_run(&dir, llm, Some(why))
+    let layers = crate::per_model::Layers {
+        llm,
+        reader: None,
+        named: &opts.models,
+    };
+    record_run(&dir, &layers, Some(why))
 }
 
 /// Appends this run's line to `runs.jsonl`: when, the backend, the LLM layer's counters (what
 /// was spent), and for a run that stopped early, why.
-fn record_run(dir: &Path, llm: &Llm, stopped: Option<&str>) -> Result<(), EngineError> {
+fn record_run(
+    dir: &Path,
+    layers: &crate::per_model::Layers<'_>,
+    stopped: Option<&str>,
+) -> Result<(), EngineError> {
+    let llm = layers.llm;
     let mut run = serde_json::json!({
         "unix_time": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()),
         "backend": llm.config().backend.name(),
@@ -632,6 +661,9 @@ fn record_run(dir: &Path, llm: &Llm, stopped: Option<&str>) -> Result<(), Engine
         "structured": llm.structured_form(),
         "llm": llm.stats(),
     });
+    if let Some(models) = layers.run_counters() {
+        run["models"] = models;
+    }
     if let Some(why) = stopped {
         run["stopped"] = serde_json::Value::String(why.to_owned());
     }

@@ -175,6 +175,7 @@ pub fn render(recipe: &Recipe, m: &Manifest) -> String {
         prompt_tokens => m.llm.prompt_tokens,
         completion_tokens => m.llm.completion_tokens,
         cost => format!("{:.4}", m.llm.estimated_cost_usd),
+        models => model_views(m),
         inputs => m.inputs.iter().map(|i| context! { path => &i.path, source => &i.source, sha256 => short(&i.sha256) }).collect::<Vec<_>>(),
         prompts => m.prompts.iter().map(|(name, hash)| context! { name, hash => short(hash) }).collect::<Vec<_>>(),
         stages,
@@ -189,6 +190,34 @@ pub fn render(recipe: &Recipe, m: &Manifest) -> String {
         .get_template("card.md")
         .and_then(|t| t.render(ctx))
         .expect("the card template renders every manifest")
+}
+
+/// The rows of the per-model table (none without named models): the build's own model
+/// (the first entry) and an unnamed reader have no name and say what they are.
+fn model_views(m: &Manifest) -> Vec<minijinja::Value> {
+    m.models
+        .iter()
+        .enumerate()
+        .map(|(i, u)| {
+            let name = match (&u.name, i) {
+                (Some(n), _) => format!("`{n}`"),
+                (None, 0) => "the build's own (`--model`)".to_owned(),
+                (None, _) => "the reader (`--reader-model`)".to_owned(),
+            };
+            let steps = if u.steps.is_empty() {
+                "none".to_owned()
+            } else {
+                u.steps.join(", ")
+            };
+            let t = &u.totals;
+            context! {
+                model => &u.model, name, endpoint => &u.endpoint, steps,
+                calls => t.calls, prompt_tokens => t.prompt_tokens,
+                completion_tokens => t.completion_tokens,
+                cost => format!("{:.4}", t.estimated_cost_usd),
+            }
+        })
+        .collect()
 }
 
 /// The reader's cell of the table: who read (each reader of a panel), and whether trusted.
@@ -273,5 +302,49 @@ mod tests {
         for card in [&unreliable, &too_few, &verified] {
             assert!(!card.contains("{{") && !card.contains("{%"));
         }
+    }
+
+    /// With named models the card has a table of them after the build's; without, none.
+    #[test]
+    fn named_models_get_a_row_each() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../recipes");
+        let recipes = crate::load_recipes(&crate::Files::Dir(dir)).unwrap();
+        let r = &recipes[0];
+        let mut m = manifest(r, 12, 12);
+        let plain = render(r, &m);
+        assert!(!plain.contains("The models (named"), "{plain}");
+        let totals = |calls, cost| cb_model::manifest::LlmTotals {
+            calls,
+            prompt_tokens: 10 * calls,
+            completion_tokens: calls,
+            estimated_cost_usd: cost,
+            price_per_million: [1.0, 2.0],
+        };
+        let one =
+            |name: Option<&str>, model: &str, steps: &[&str], t| cb_model::manifest::ModelUse {
+                name: name.map(str::to_owned),
+                backend: "openai".into(),
+                model: model.into(),
+                endpoint: "http://e".into(),
+                steps: steps.iter().map(|s| s.to_string()).collect(),
+                totals: t,
+            };
+        m.models = vec![
+            one(None, "m", &[], totals(0, 0.0)),
+            one(
+                Some("strong"),
+                "s-m",
+                &["negative_context", "reader_check"],
+                totals(7, 0.00012),
+            ),
+        ];
+        let card = render(r, &m);
+        for row in [
+            "| m | the build's own (`--model`) | http://e | none | 0 | 0 | 0 | $0.0000 |\n",
+            "| s-m | `strong` | http://e | negative_context, reader_check | 7 | 70 | 7 | $0.0001 |\n\nInputs:",
+        ] {
+            assert!(card.contains(row), "{row:?} not in\n{card}");
+        }
+        assert!(!card.contains("{{") && !card.contains("{%"));
     }
 }

@@ -19,6 +19,7 @@ pub mod format;
 pub mod hub;
 pub mod join;
 pub mod output;
+mod per_model;
 pub mod recipe;
 pub mod source;
 

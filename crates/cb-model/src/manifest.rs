@@ -52,6 +52,11 @@ pub struct Manifest {
     pub rows: u64,
     pub rejected: u64,
     pub llm: LlmTotals,
+    /// With named models (`--models`): each model the build used, the build's own first,
+    /// with the steps that call it and its share of `llm` (which stays the sum). Empty (and
+    /// not written) without named models.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub models: Vec<ModelUse>,
     pub files: Vec<String>,
     /// The Hub metadata of the dataset card.
     #[serde(default)]
@@ -425,6 +430,25 @@ pub struct LlmTotals {
     pub completion_tokens: u64,
     pub estimated_cost_usd: f64,
     pub price_per_million: [f64; 2],
+}
+
+/// One model of a build with named models, and what its calls came to. Like [`LlmTotals`],
+/// every call behind the rows counts (served upstream or from the cache); what this run
+/// sent and found cached is in `runs.jsonl`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModelUse {
+    /// Its name in the models file; absent for the build's own model (`--base-url`,
+    /// `--model`) and for a reader named by `--reader-base-url`/`--reader-model`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    pub backend: String,
+    pub model: String,
+    /// The endpoint's identity (scheme, host, port and path; never a key).
+    pub endpoint: String,
+    /// The recipe's steps that call it, in recipe order.
+    pub steps: Vec<String>,
+    #[serde(flatten)]
+    pub totals: LlmTotals,
 }
 
 #[cfg(test)]

@@ -126,6 +126,7 @@ pub struct StepCtx<'a> {
 pub struct StepModels(
     std::collections::BTreeMap<String, (String, cb_llm::Llm)>,
     std::collections::BTreeMap<String, Vec<(String, cb_llm::Llm)>>,
+    Option<String>,
 );
 
 impl StepModels {
@@ -152,6 +153,26 @@ impl StepModels {
     /// The named readers of step `step` (empty when it names none).
     pub fn readers(&self, step: &str) -> &[(String, cb_llm::Llm)] {
         self.1.get(step).map_or(&[], Vec::as_slice)
+    }
+
+    /// Every named reader of every reader check: its name and layer.
+    pub fn iter_readers(&self) -> impl Iterator<Item = (&str, &cb_llm::Llm)> {
+        self.1.values().flatten().map(|(n, l)| (n.as_str(), l))
+    }
+
+    /// The build's reader ([`StepCtx::reader`]) is the named model `name` (`--reader NAME`).
+    pub fn set_reader_name(&mut self, name: &str) {
+        self.2 = Some(name.to_owned());
+    }
+
+    /// The name of the build's reader when it is a named model.
+    pub fn reader_name(&self) -> Option<&str> {
+        self.2.as_deref()
+    }
+
+    /// Whether the build names any model (a step's, a reader check's or the reader).
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty() && self.1.is_empty() && self.2.is_none()
     }
 }
 

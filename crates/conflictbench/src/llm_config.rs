@@ -446,6 +446,9 @@ impl LlmSetup {
             models.insert(step.name(), name, llm);
         }
         self.step_readers(recipe, writer, &mut models)?;
+        if let ReaderSetting::Model(name) = &self.reader {
+            models.set_reader_name(name);
+        }
         Ok(models)
     }
 

@@ -428,6 +428,19 @@ impl ReaderCheck {
         }
     }
 
+    /// The named model of this step's `k`th reader (the lineage names it); `None` for the
+    /// build's own model or an unnamed reader.
+    fn reader_name(&self, ctx: &StepCtx<'_>, k: usize) -> Option<String> {
+        if self.readers.is_empty() {
+            ctx.models.reader_name().map(str::to_owned)
+        } else {
+            ctx.models
+                .readers(&self.name)
+                .get(k)
+                .map(|(n, _)| n.clone())
+        }
+    }
+
     async fn apply(&self, item: &mut Item, ctx: &StepCtx<'_>) -> Result<(), StepFailure> {
         let readers = self.readers_of(ctx);
         if readers.is_empty() {
@@ -442,7 +455,7 @@ impl ReaderCheck {
             choices: &choices,
         };
         let mut judged = Vec::new();
-        for reader in &readers {
+        for (k, reader) in readers.iter().enumerate() {
             let asker = Asker {
                 reader,
                 spec: &self.reader,
@@ -453,6 +466,10 @@ impl ReaderCheck {
             };
             let mut calls = Vec::new();
             let asked = self.ask_planned(asker, q, &planned, &mut calls).await;
+            let name = self.reader_name(ctx, k);
+            for c in &mut calls {
+                c.model.clone_from(&name);
+            }
             item.calls.append(&mut calls);
             judged.push(asked?);
         }

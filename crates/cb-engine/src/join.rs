@@ -10,8 +10,8 @@
 //! size (a CoS-E explanation as parsed fields took about 900). A lookup reads the record's
 //! text back and parses it.
 
+use crate::inputs::{input_file, resolve, SourceOptions};
 use crate::recipe::{toml_to_json, SourceSpec};
-use crate::source::{input_file, resolve, SourceOptions};
 use crate::EngineError;
 use cb_model::manifest::InputFile;
 use cb_model::SourceRecord;

@@ -17,6 +17,7 @@ pub mod card;
 pub mod error;
 pub mod format;
 pub mod hub;
+mod inputs;
 pub mod join;
 pub mod output;
 mod per_model;

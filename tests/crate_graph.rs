@@ -1,0 +1,490 @@
+//! The map cannot drift: the crate graph that ARCHITECTURE.md draws is the one Cargo builds,
+//! and the absences it states hold.
+//!
+//! - Every workspace crate's direct dependencies on other workspace crates, normal and dev, are
+//!   exactly the ones listed in ARCHITECTURE.md's "Crate graph" section (read from `cargo
+//!   metadata`, nothing to keep in step by hand but that section).
+//! - cb-engine reaches no cb-steps through normal dependencies (the engine names no step), and
+//!   cb-steps no cb-engine at all.
+//! - Only cb-llm and cb-mock depend on an HTTP or OpenAI client or server crate.
+//! - Only the CLI depends on clap, indicatif or tracing-subscriber.
+//! - Inside each crate, the modules do not import each other in a circle (read from the `use`
+//!   and `crate::` paths of the sources, tests left out).
+
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The direct workspace dependencies of one crate: (normal, dev).
+type Edges = BTreeMap<String, (BTreeSet<String>, BTreeSet<String>)>;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Workspace packages as `cargo metadata` reports them: name -> (manifest dir, deps json).
+fn metadata() -> Vec<Value> {
+    let out = Command::new(env!("CARGO"))
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
+        .current_dir(root())
+        .output()
+        .expect("cargo metadata runs");
+    assert!(
+        out.status.success(),
+        "cargo metadata failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("cargo metadata prints JSON");
+    v["packages"].as_array().expect("packages").clone()
+}
+
+fn dep_names(pkg: &Value, kind: Option<&str>) -> BTreeSet<String> {
+    pkg["dependencies"]
+        .as_array()
+        .expect("dependencies")
+        .iter()
+        .filter(|d| d["kind"].as_str() == kind)
+        .map(|d| d["name"].as_str().expect("name").to_string())
+        .collect()
+}
+
+/// Each workspace crate's direct dependencies on workspace crates, from Cargo.
+fn cargo_edges(pkgs: &[Value]) -> Edges {
+    let members: BTreeSet<String> = pkgs
+        .iter()
+        .map(|p| p["name"].as_str().expect("name").to_string())
+        .collect();
+    pkgs.iter()
+        .map(|p| {
+            let keep = |s: BTreeSet<String>| -> BTreeSet<String> {
+                s.into_iter().filter(|d| members.contains(d)).collect()
+            };
+            (
+                p["name"].as_str().expect("name").to_string(),
+                (keep(dep_names(p, None)), keep(dep_names(p, Some("dev")))),
+            )
+        })
+        .collect()
+}
+
+/// The graph ARCHITECTURE.md states: in its "## Crate graph" section, one line a crate,
+/// `` `crate` -> a, b (dev: c, d) `` (`-> nothing` for none).
+fn documented_edges() -> Edges {
+    let text = std::fs::read_to_string(root().join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
+    let section = text
+        .split("\n## ")
+        .find(|s| s.starts_with("Crate graph"))
+        .expect("ARCHITECTURE.md has a '## Crate graph' section");
+    let list = |s: &str| -> BTreeSet<String> {
+        s.split(',')
+            .map(|x| x.trim().trim_matches('`').to_string())
+            .filter(|x| !x.is_empty() && x != "nothing")
+            .collect()
+    };
+    let mut edges = Edges::new();
+    for line in section.lines() {
+        let Some(rest) = line.trim().strip_prefix("- `") else {
+            continue;
+        };
+        let Some((name, deps)) = rest.split_once("` ->") else {
+            continue;
+        };
+        let (normal, dev) = match deps.split_once("(dev:") {
+            Some((n, d)) => (n, d.trim_end().trim_end_matches(')')),
+            None => (deps, ""),
+        };
+        edges.insert(name.to_string(), (list(normal), list(dev)));
+    }
+    edges
+}
+
+#[test]
+fn architecture_md_draws_the_crate_graph_cargo_builds() {
+    let actual = cargo_edges(&metadata());
+    let drawn = documented_edges();
+    let show = |e: &Edges| {
+        e.iter()
+            .map(|(k, (n, d))| {
+                let join = |s: &BTreeSet<String>| s.iter().cloned().collect::<Vec<_>>().join(", ");
+                let n = if n.is_empty() {
+                    "nothing".to_string()
+                } else {
+                    join(n)
+                };
+                if d.is_empty() {
+                    format!("- `{k}` -> {n}")
+                } else {
+                    format!("- `{k}` -> {n} (dev: {})", join(d))
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(
+        show(&drawn),
+        show(&actual),
+        "ARCHITECTURE.md's crate graph (left) differs from Cargo's (right); \
+         the right-hand lines are what the section should say"
+    );
+}
+
+/// Every crate `from` reaches through normal dependencies, itself included.
+fn normal_closure(edges: &Edges, from: &str) -> BTreeSet<String> {
+    let mut seen = BTreeSet::new();
+    let mut todo = vec![from.to_string()];
+    while let Some(c) = todo.pop() {
+        if seen.insert(c.clone()) {
+            todo.extend(edges.get(&c).map(|e| e.0.clone()).unwrap_or_default());
+        }
+    }
+    seen
+}
+
+#[test]
+fn the_engine_names_no_step_and_the_steps_no_engine() {
+    let edges = cargo_edges(&metadata());
+    assert!(
+        !normal_closure(&edges, "cb-engine").contains("cb-steps"),
+        "cb-engine reaches cb-steps through normal dependencies"
+    );
+    let (normal, dev) = &edges["cb-steps"];
+    assert!(
+        !normal_closure(&edges, "cb-steps").contains("cb-engine") && !dev.contains("cb-engine"),
+        "cb-steps depends on cb-engine (normal: {normal:?}, dev: {dev:?})"
+    );
+}
+
+/// Workspace crates that depend (normal or dev) on any of `crates`.
+fn users_of(pkgs: &[Value], crates: &[&str]) -> BTreeSet<String> {
+    pkgs.iter()
+        .filter(|p| {
+            let deps = dep_names(p, None)
+                .into_iter()
+                .chain(dep_names(p, Some("dev")))
+                .chain(dep_names(p, Some("build")));
+            deps.into_iter().any(|d| crates.contains(&d.as_str()))
+        })
+        .map(|p| p["name"].as_str().expect("name").to_string())
+        .collect()
+}
+
+#[test]
+fn only_the_llm_layer_and_the_mock_speak_http() {
+    let http = [
+        "reqwest",
+        "hyper",
+        "hyper-util",
+        "axum",
+        "async-openai",
+        "tower-http",
+        "ureq",
+        "http",
+    ];
+    let users = users_of(&metadata(), &http);
+    let allowed: BTreeSet<String> = ["cb-llm", "cb-mock"].map(String::from).into();
+    assert!(
+        users.is_subset(&allowed),
+        "crates speaking HTTP beside cb-llm and cb-mock: {:?}",
+        users.difference(&allowed).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn only_the_cli_knows_clap_progress_bars_and_the_log_subscriber() {
+    let users = users_of(&metadata(), &["clap", "indicatif", "tracing-subscriber"]);
+    assert_eq!(users, BTreeSet::from(["conflictbench".to_string()]));
+}
+
+/// The module a source file defines, as a path below the crate root (`[]` for the root).
+fn module_of(src: &Path, file: &Path) -> Vec<String> {
+    let rel = file.strip_prefix(src).expect("file under src");
+    let mut parts: Vec<String> = rel
+        .iter()
+        .map(|p| p.to_string_lossy().trim_end_matches(".rs").to_string())
+        .collect();
+    if matches!(
+        parts.last().map(String::as_str),
+        Some("mod" | "lib" | "main")
+    ) {
+        parts.pop();
+    }
+    parts
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("read src") {
+        let path = entry.expect("entry").path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The code of a file without its test modules and comments.
+fn code_of(text: &str) -> String {
+    let mut code = String::new();
+    let mut skip_depth: Option<usize> = None;
+    let mut depth = 0usize;
+    let mut cfg_test = false;
+    for line in text.lines() {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("//") {
+            continue;
+        }
+        if trimmed.starts_with("#[cfg(test)]") {
+            cfg_test = true;
+            continue;
+        }
+        if cfg_test && skip_depth.is_none() && trimmed.starts_with("mod ") && trimmed.ends_with('{')
+        {
+            skip_depth = Some(depth);
+        }
+        cfg_test = false;
+        depth += line.matches('{').count();
+        depth = depth.saturating_sub(line.matches('}').count());
+        if let Some(d) = skip_depth {
+            if depth <= d {
+                skip_depth = None;
+            }
+            continue;
+        }
+        code.push_str(line);
+        code.push('\n');
+    }
+    code
+}
+
+/// The crate paths a piece of code names: `crate::a::b` and `use crate::{a::{b, c}, d}`
+/// expanded, each as its segments after `crate`; `super::` paths are resolved against
+/// `module`.
+fn named_paths(code: &str, module: &[String]) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    let bytes: Vec<char> = code.chars().collect();
+    let text: String = bytes.iter().collect();
+    let mut i = 0;
+    while i < bytes.len() {
+        let rest: String = bytes[i..bytes.len().min(i + 7)].iter().collect();
+        let boundary = i == 0 || !(bytes[i - 1].is_alphanumeric() || bytes[i - 1] == '_');
+        let (prefix, skip): (Vec<String>, usize) = if boundary && rest.starts_with("crate::") {
+            (Vec::new(), 7)
+        } else if boundary && rest.starts_with("super::") {
+            let mut base = module.to_vec();
+            let mut k = i;
+            while text[k..].starts_with("super::") {
+                base.pop();
+                k += 7;
+            }
+            (base, k - i)
+        } else {
+            i += 1;
+            continue;
+        };
+        let (tree, used) = path_tree(&bytes[i + skip..]);
+        for p in tree {
+            let mut full = prefix.clone();
+            full.extend(p);
+            out.push(full);
+        }
+        i += skip + used.max(1);
+    }
+    out
+}
+
+/// Reads a path tree (`a::b`, `a::{b, c::d}`, `{a, b}`) from the start of `s`: the
+/// expanded paths and the characters read.
+fn path_tree(s: &[char]) -> (Vec<Vec<String>>, usize) {
+    let mut i = 0;
+    let mut segs = Vec::new();
+    loop {
+        while i < s.len() && s[i].is_whitespace() {
+            i += 1;
+        }
+        if i < s.len() && s[i] == '{' {
+            i += 1;
+            let mut all = Vec::new();
+            loop {
+                let (sub, used) = path_tree(&s[i..]);
+                i += used;
+                for p in sub {
+                    let mut full = segs.clone();
+                    full.extend(p);
+                    all.push(full);
+                }
+                while i < s.len() && (s[i].is_whitespace() || s[i] == ',') {
+                    i += 1;
+                }
+                if i >= s.len() || s[i] == '}' {
+                    return (all, i + 1);
+                }
+            }
+        }
+        let start = i;
+        while i < s.len() && (s[i].is_alphanumeric() || s[i] == '_') {
+            i += 1;
+        }
+        if i == start {
+            return (vec![segs], i);
+        }
+        segs.push(s[start..i].iter().collect());
+        if s[i..].starts_with(&[':', ':']) {
+            i += 2;
+        } else {
+            return (vec![segs], i);
+        }
+    }
+}
+
+/// Names the crate root re-exports from a module (`pub use a::b::{C, D};` -> C, D => a::b).
+fn root_reexports(
+    root_code: &str,
+    modules: &BTreeSet<Vec<String>>,
+) -> BTreeMap<String, Vec<String>> {
+    let mut map = BTreeMap::new();
+    for stmt in root_code.split(';') {
+        let Some(pos) = stmt.find("pub use ") else {
+            continue;
+        };
+        let chars: Vec<char> = stmt[pos + 8..].chars().collect();
+        for path in path_tree(&chars).0 {
+            let Some(name) = path.last() else { continue };
+            if let Some(m) = longest_module(&path[..path.len() - 1], modules) {
+                if !m.is_empty() {
+                    map.insert(name.clone(), m);
+                }
+            }
+        }
+    }
+    map
+}
+
+fn longest_module(path: &[String], modules: &BTreeSet<Vec<String>>) -> Option<Vec<String>> {
+    (0..=path.len())
+        .rev()
+        .map(|n| path[..n].to_vec())
+        .find(|p| modules.contains(p))
+}
+
+/// The first circle among the top-level modules of the crate whose sources are in `src`, if
+/// any: an import edge runs from the module that names a path to the top-level module that
+/// path lies in (names the root re-exports count as their module's).
+fn module_circle(src: &Path) -> Option<Vec<String>> {
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    let codes: Vec<(Vec<String>, String)> = files
+        .iter()
+        .map(|f| {
+            let text = std::fs::read_to_string(f).expect("read source");
+            (module_of(src, f), code_of(&text))
+        })
+        .collect();
+    let modules: BTreeSet<Vec<String>> = codes.iter().map(|(m, _)| m.clone()).collect();
+    let root_code = codes
+        .iter()
+        .find(|(m, _)| m.is_empty())
+        .map(|(_, c)| c.as_str())
+        .unwrap_or("");
+    let reexports = root_reexports(root_code, &modules);
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (module, code) in &codes {
+        let Some(from) = module.first() else { continue };
+        for path in named_paths(code, module) {
+            let target = match longest_module(&path, &modules) {
+                Some(m) if !m.is_empty() => m,
+                _ => match path.first().and_then(|n| reexports.get(n)) {
+                    Some(m) => m.clone(),
+                    None => continue,
+                },
+            };
+            if &target[0] != from {
+                graph
+                    .entry(from.clone())
+                    .or_default()
+                    .insert(target[0].clone());
+            }
+        }
+    }
+    find_cycle(&graph)
+}
+
+fn find_cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        n: &str,
+        graph: &BTreeMap<String, BTreeSet<String>>,
+        stack: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(pos) = stack.iter().position(|s| s == n) {
+            let mut c = stack[pos..].to_vec();
+            c.push(n.to_string());
+            return Some(c);
+        }
+        if done.contains(n) {
+            return None;
+        }
+        stack.push(n.to_string());
+        for m in graph.get(n).into_iter().flatten() {
+            if let Some(c) = visit(m, graph, stack, done) {
+                return Some(c);
+            }
+        }
+        stack.pop();
+        done.insert(n.to_string());
+        None
+    }
+    let mut done = BTreeSet::new();
+    graph
+        .keys()
+        .find_map(|n| visit(n, graph, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn no_crate_imports_its_own_modules_in_a_circle() {
+    let mut circles = Vec::new();
+    for pkg in metadata() {
+        let manifest = PathBuf::from(pkg["manifest_path"].as_str().expect("manifest_path"));
+        let src = manifest.parent().expect("crate dir").join("src");
+        if let Some(c) = module_circle(&src) {
+            circles.push(format!(
+                "{}: {}",
+                pkg["name"].as_str().unwrap_or("?"),
+                c.join(" -> ")
+            ));
+        }
+    }
+    assert!(
+        circles.is_empty(),
+        "import circles:\n{}",
+        circles.join("\n")
+    );
+}
+
+#[test]
+fn the_circle_finder_sees_a_circle_through_a_reexport_and_a_use_tree() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src = dir.path();
+    std::fs::write(src.join("lib.rs"), "mod a;\nmod b;\npub use b::Thing;\n").expect("write");
+    std::fs::write(src.join("a.rs"), "use crate::Thing;\npub fn f() {}\n").expect("write");
+    std::fs::write(
+        src.join("b.rs"),
+        "use crate::{x::y, a::{f}};\npub struct Thing;\n#[cfg(test)]\nmod tests {\n}\n",
+    )
+    .expect("write");
+    let c = module_circle(src).expect("a circle");
+    assert_eq!(c, ["a", "b", "a"]);
+    // Without b's import of a, no circle; a test module's imports do not count.
+    std::fs::write(
+        src.join("b.rs"),
+        "pub struct Thing;\n#[cfg(test)]\nmod tests {\n    use crate::a::f;\n}\n",
+    )
+    .expect("write");
+    assert_eq!(module_circle(src), None);
+}

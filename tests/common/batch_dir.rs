@@ -87,6 +87,7 @@ where
                 assert!(said.contains("waiting for answers"), "{said}");
                 assert!(said.contains("batches run-dir"), "{said}");
                 assert!(said.contains("vllm.entrypoints.openai.run_batch"), "{said}");
+                assert!(said.contains("scripts/ray-batch.py"), "{said}");
                 assert!(exits.len() < max_runs, "no end after {exits:?}");
                 answer().await;
             }

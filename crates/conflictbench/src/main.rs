@@ -251,7 +251,8 @@ fn waiting_for(dir: &Path, recipes: &[String]) -> anyhow::Result<Stopped> {
     m.push_str(&format!(
         "Answer each file into the file beside it named .output.jsonl instead of .jsonl, for example\n  \
          conflictbench batches run-dir {dir} --base-url URL\n  \
-         python -m vllm.entrypoints.openai.run_batch -i {input} -o {output} --model {model}\n\
+         python -m vllm.entrypoints.openai.run_batch -i {input} -o {output} --model {model}\n  \
+         python scripts/ray-batch.py {dir} --base-url URL   (Ray Data; --model-source M on GPUs)\n\
          then run this command again: it imports the answers and goes on (see README, \"Batch files\").",
         dir = dir.display(),
         input = first.display(),

@@ -25,8 +25,8 @@ pub mod paraphrase;
 pub mod pick_negative;
 pub mod qa;
 pub mod reader_check;
-pub mod reasons;
 pub mod reading;
+pub mod reasons;
 pub mod recall;
 
 use cb_step::params::{Param, MODEL_PARAMS};

@@ -501,11 +501,18 @@ impl Build<'_> {
             let each = manifest.models.iter().map(|m| m.totals.estimated_cost_usd);
             manifest.llm.estimated_cost_usd = round6(each.sum());
         }
-        if let Some(w) = manifest.reader.as_ref().and_then(|r| r.warning()) {
-            tracing::warn!(
-                recipe = %self.name,
-                "{w}; the card does not call the rows reader-verified: choose a stronger reader (README: the reader check)"
-            );
+        if let Some(r) = manifest.reader.as_ref() {
+            if let Some(w) = r.warning() {
+                let advice = if r.read_nothing() {
+                    "see rejects.jsonl for what stopped every item before it"
+                } else {
+                    "choose a stronger reader (README: the reader check)"
+                };
+                tracing::warn!(
+                    recipe = %self.name,
+                    "{w}; the card does not call the rows reader-verified: {advice}"
+                );
+            }
         }
         Ok(manifest)
     }

@@ -233,6 +233,8 @@ fn reader_cell(r: &ReaderInfo) -> String {
     };
     let trusted = if r.verified() {
         ""
+    } else if r.read_nothing() {
+        " (read no row: not reader-verified)"
     } else {
         " (unreliable: not reader-verified)"
     };

@@ -169,6 +169,12 @@ impl ReaderInfo {
         }
     }
 
+    /// Whether no row reached the reader (nor any reader of the panel): every item was
+    /// rejected before the reader check.
+    pub fn read_nothing(&self) -> bool {
+        self.trust.controls_asked == 0 && self.panel.iter().all(|r| r.trust.controls_asked == 0)
+    }
+
     /// The log's and the card's sentence when a reader's verdicts cannot be trusted (with a
     /// panel: each such reader's, joined by "; ").
     pub fn warning(&self) -> Option<String> {
@@ -384,6 +390,8 @@ impl ReaderTrust {
                 "passed {p} of {n} control questions{bound}: reliable (the rule: {})",
                 Self::rule()
             )
+        } else if n == 0 {
+            "read no row (every item was rejected before the reader check), so it was never measured and verified nothing".to_string()
         } else if n < Self::MIN_CONTROLS {
             format!(
                 "is unreliable: it was asked only {n} control questions (the golden context leading to the golden answer) and passed {p}{bound}; at least {} are needed to measure a reader, so its verdicts are not trusted (the rule: {})",
@@ -505,10 +513,24 @@ mod tests {
         );
         assert!(w.contains("lower bound 0.00"), "{w}");
         let none = ReaderInfo::new("openai".into(), "m".into(), "e".into(), BTreeMap::new());
-        assert!(none
+        assert_eq!(
+            none.warning().unwrap(),
+            "the reader m read no row (every item was rejected before the reader check), so it \
+             was never measured and verified nothing"
+        );
+        let mut few = BTreeMap::new();
+        few.insert(
+            "control".to_owned(),
+            CheckTally {
+                asked: 3,
+                passed: 3,
+            },
+        );
+        let few = ReaderInfo::new("openai".into(), "m".into(), "e".into(), few);
+        assert!(few
             .warning()
             .unwrap()
-            .contains("asked only 0 control questions"));
+            .contains("asked only 3 control questions"));
         let mut good = BTreeMap::new();
         good.insert(
             "control".to_owned(),

@@ -335,7 +335,8 @@ struct Inner {
     config: LlmConfig,
     endpoint: String,
     cache: Option<Cache>,
-    limiter: limiter::Limiter,
+    /// Concurrency, RPM, TPM and pauses: its own, or shared through [`SharedLimits`].
+    limiter: Arc<limiter::Limiter>,
     route: Route,
     /// This layer's counters (shared with a reader made by [`Llm::reader`]).
     stats: Arc<Stats>,
@@ -359,6 +360,44 @@ struct Budget {
     reserved_tokens: AtomicU64,
 }
 
+/// The limiters (concurrency, RPM, TPM, a `Retry-After` pause) of one run's layers, by a
+/// name the caller gives (a role: the writer, the reader, a named model). Layers made with
+/// the same name share one limiter, so several recipes built at once, each with layers of its
+/// own (own counters), keep the run's `--concurrency` and rates against the endpoint rather
+/// than multiply them. The first layer made under a name sets its limits.
+#[derive(Clone, Default)]
+pub struct SharedLimits {
+    by_name: Arc<std::sync::Mutex<std::collections::HashMap<String, Arc<limiter::Limiter>>>>,
+}
+
+impl std::fmt::Debug for SharedLimits {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names = self.by_name.lock().map(|m| m.len()).unwrap_or(0);
+        f.debug_struct("SharedLimits")
+            .field("names", &names)
+            .finish()
+    }
+}
+
+impl SharedLimits {
+    /// The limiter under `name`, made with `config`'s limits when there is none yet.
+    fn limiter(&self, name: &str, config: &LlmConfig) -> Arc<limiter::Limiter> {
+        let mut m = self.by_name.lock().expect("limits lock");
+        Arc::clone(
+            m.entry(name.to_owned())
+                .or_insert_with(|| Arc::new(own_limiter(config))),
+        )
+    }
+}
+
+/// A limiter of `config`'s own limits.
+fn own_limiter(config: &LlmConfig) -> limiter::Limiter {
+    limiter::Limiter::new(config.concurrency, config.rpm, config.tpm)
+}
+
+/// Where a new layer's limiter comes from: its own, or a run's [`SharedLimits`] by name.
+pub type LimitsOf<'a> = Option<(&'a SharedLimits, &'a str)>;
+
 /// What a new layer shares with the one it is made from.
 enum Shares<'a> {
     Nothing,
@@ -381,24 +420,39 @@ impl std::fmt::Debug for Llm {
 impl Llm {
     /// Opens the cache (when configured) and prepares the backend.
     pub fn new(config: LlmConfig) -> Result<Self, LlmError> {
+        Self::new_limited(config, None)
+    }
+
+    /// [`Llm::new`], with the limiter `limits` names (its own for `None`).
+    pub fn new_limited(config: LlmConfig, limits: LimitsOf<'_>) -> Result<Self, LlmError> {
         // A dry run writes nothing: it reads an existing cache, and creates none.
         let cache = match (&config.cache_path, config.backend) {
             (Some(p), BackendKind::DryRun) => Cache::open_read_only(p)?,
             (Some(p), _) => Some(Cache::open(p)?),
             (None, _) => None,
         };
-        Self::with_parts(config, cache, Shares::Nothing)
+        Self::with_parts(config, cache, Shares::Nothing, limits)
     }
 
     /// Another model reached beside this one (the reader of a build's rows): `config` names
     /// its endpoint, model and price; its answers go to this layer's cache (the same file,
     /// the same writer) and its spending counts against this layer's budget (`--max-cost`,
     /// `--max-tokens`) and counters. Limits (concurrency, RPM, TPM) are its own.
-    pub fn reader(&self, mut config: LlmConfig) -> Result<Self, LlmError> {
+    pub fn reader(&self, config: LlmConfig) -> Result<Self, LlmError> {
+        self.reader_limited(config, None)
+    }
+
+    /// [`Llm::reader`], with the limiter `limits` names (its own for `None`).
+    pub fn reader_limited(
+        &self,
+        mut config: LlmConfig,
+        limits: LimitsOf<'_>,
+    ) -> Result<Self, LlmError> {
         config.cache_path.clone_from(&self.inner.config.cache_path);
         config.max_cost_usd = self.inner.config.max_cost_usd;
         config.max_tokens = self.inner.config.max_tokens;
-        Self::with_parts(config, self.inner.cache.clone(), Shares::All(&self.inner))
+        let cache = self.inner.cache.clone();
+        Self::with_parts(config, cache, Shares::All(&self.inner), limits)
     }
 
     /// Another named model of the same run: `config` names its endpoint, model, price,
@@ -406,7 +460,16 @@ impl Llm {
     /// writer when it has the same file) and its spending counts against this layer's
     /// budget (`--max-cost`, `--max-tokens` cover every model together), while its calls are
     /// counted apart ([`Llm::stats`]).
-    pub fn sibling(&self, mut config: LlmConfig) -> Result<Self, LlmError> {
+    pub fn sibling(&self, config: LlmConfig) -> Result<Self, LlmError> {
+        self.sibling_limited(config, None)
+    }
+
+    /// [`Llm::sibling`], with the limiter `limits` names (its own for `None`).
+    pub fn sibling_limited(
+        &self,
+        mut config: LlmConfig,
+        limits: LimitsOf<'_>,
+    ) -> Result<Self, LlmError> {
         config.max_cost_usd = self.inner.config.max_cost_usd;
         config.max_tokens = self.inner.config.max_tokens;
         let cache = match (&self.inner.cache, &config.cache_path) {
@@ -417,13 +480,14 @@ impl Llm {
             (_, Some(p)) => Some(Cache::open(p)?),
             (_, None) => None,
         };
-        Self::with_parts(config, cache, Shares::Budget(&self.inner))
+        Self::with_parts(config, cache, Shares::Budget(&self.inner), limits)
     }
 
     fn with_parts(
         config: LlmConfig,
         cache: Option<Cache>,
         shares: Shares<'_>,
+        limits: LimitsOf<'_>,
     ) -> Result<Self, LlmError> {
         if config.backend == BackendKind::Replay && cache.is_none() {
             return Err(LlmError::Config(
@@ -438,7 +502,10 @@ impl Llm {
         };
         Ok(Self {
             inner: Arc::new(Inner {
-                limiter: limiter::Limiter::new(config.concurrency, config.rpm, config.tpm),
+                limiter: match limits {
+                    Some((shared, name)) => shared.limiter(name, &config),
+                    None => Arc::new(own_limiter(&config)),
+                },
                 endpoint,
                 cache,
                 route,

@@ -94,6 +94,9 @@ pub struct LlmSetup {
     named: BTreeMap<String, ModelSpec>,
     /// `--model-for STEP=NAME`: step name -> model name.
     model_for: BTreeMap<String, String>,
+    /// One limiter a model for the whole run (the writer, the reader, each named model),
+    /// whatever the recipes built at once.
+    limits: cb_llm::SharedLimits,
 }
 
 impl LlmSetup {
@@ -229,11 +232,17 @@ impl LlmSetup {
             reader: ReaderSetting::Writer,
             named: BTreeMap::new(),
             model_for: BTreeMap::new(),
+            limits: cb_llm::SharedLimits::default(),
         }
     }
 
     /// The backend asked for, or the default: `openai` with a base URL, a pool or batch
     /// files, else `offline`.
+    /// The run's limiters, one a model, shared by the layers of every recipe.
+    pub fn limits(&self) -> &cb_llm::SharedLimits {
+        &self.limits
+    }
+
     pub fn backend(&self) -> Backend {
         self.backend
     }
@@ -438,7 +447,8 @@ impl LlmSetup {
             let llm = match layers.get(name) {
                 Some(l) => l.clone(),
                 None => {
-                    let l = writer.sibling(self.named_config(name)?)?;
+                    let limits = Some((&self.limits, &*format!("model:{name}")));
+                    let l = writer.sibling_limited(self.named_config(name)?, limits)?;
                     layers.insert(name, l.clone());
                     l
                 }
@@ -470,7 +480,8 @@ impl LlmSetup {
             };
             let mut readers = Vec::new();
             for name in names {
-                let llm = writer.sibling(self.named_model_config(&name)?)?;
+                let limits = Some((&self.limits, &*format!("model:{name}")));
+                let llm = writer.sibling_limited(self.named_model_config(&name)?, limits)?;
                 readers.push((name, llm));
             }
             models.insert_readers(step.name(), readers);
@@ -511,10 +522,11 @@ impl LlmSetup {
             ReaderSetting::Named { base_url, model } => (base_url, model),
             ReaderSetting::Model(name) => {
                 let c = self.named_model_config(&name)?;
+                let limits = Some((&self.limits, &*format!("model:{name}")));
                 let llm = if offline {
-                    Llm::new(c)
+                    Llm::new_limited(c, limits)
                 } else {
-                    writer.reader(c)
+                    writer.reader_limited(c, limits)
                 };
                 return Ok(Some(llm.map_err(anyhow::Error::new)?));
             }
@@ -551,11 +563,12 @@ impl LlmSetup {
         } else if config.backend == BackendKind::Replay {
             c.backend = BackendKind::Replay;
         }
+        let limits = Some((&self.limits, "reader"));
         let llm = if offline {
             c.cache_path = Some(self.cache.clone());
-            Llm::new(c)
+            Llm::new_limited(c, limits)
         } else {
-            writer.reader(c)
+            writer.reader_limited(c, limits)
         };
         Ok(Some(llm.map_err(anyhow::Error::new)?))
     }

@@ -26,7 +26,7 @@ mod structured_arg;
 use anyhow::Context;
 use cb_engine::recipe::select;
 use cb_engine::source::SourceOptions;
-use cb_engine::{build_recipe, BuildOptions, EngineError, Progress};
+use cb_engine::{build_recipes, BuildOptions, EngineError, Progress, RecipeJob};
 use cb_llm::Llm;
 use clap::{Args, Parser, Subcommand};
 use llm_config::LlmSetup;
@@ -443,30 +443,9 @@ async fn build(args: BuildArgs) -> anyhow::Result<()> {
         reporter: progress::Bars::new(!args.no_progress && !setup.dry_run()),
         setup,
     };
-    let mut dry_totals = DryTotals::default();
-    let mut signals = Signals::new();
-    // --batch-dir: recipes whose requests wait in batch files (the others still build).
-    let mut waiting = Vec::new();
-    for recipe in selected {
-        let Some(built) = run.recipe(recipe, &mut signals).await? else {
-            waiting.push(recipe.name());
-            continue;
-        };
-        if run.setup.dry_run() {
-            println_out(&dry_totals.add(&built, run.setup.batch_api()));
-        } else {
-            println_out(&built.line());
-        }
-    }
-    if let Some(dir) = run.setup.batch_dir() {
-        if !waiting.is_empty() {
-            return Err(anyhow::Error::new(waiting_for(dir, &waiting)?));
-        }
-    }
-    if run.setup.dry_run() {
-        println_out(&dry_totals.line());
-    }
-    Ok(())
+    let prepared = run.prepare(&selected)?;
+    let outcomes = run.build_all(&prepared).await?;
+    run.say(prepared, outcomes)
 }
 
 /// What every recipe of a `build` is built with.
@@ -474,6 +453,16 @@ struct BuildRun {
     setup: LlmSetup,
     opts: BuildOptions,
     reporter: progress::Bars,
+}
+
+/// One recipe of a build, with the layers it is built with.
+struct Job<'r> {
+    recipe: &'r cb_engine::Recipe,
+    config: cb_llm::LlmConfig,
+    llm: Llm,
+    reader: Option<Llm>,
+    /// Its options, with its steps' named models.
+    opts: BuildOptions,
 }
 
 /// A recipe built, with the layers that built it.
@@ -486,15 +475,119 @@ struct Built {
     models: cb_engine::StepModels,
 }
 
+impl Job<'_> {
+    fn built(self, outcome: cb_engine::BuildOutcome) -> Built {
+        Built {
+            outcome,
+            config: self.config,
+            llm: self.llm,
+            reader: self.reader,
+            models: self.opts.models,
+        }
+    }
+
+    /// Its layers: its writer, its reader and its named models.
+    fn layers(&self) -> impl Iterator<Item = &Llm> {
+        let named = self.opts.models.iter().map(|(_, _, l)| l);
+        std::iter::once(&self.llm)
+            .chain(self.reader.as_ref())
+            .chain(named)
+    }
+}
+
+/// The engine's progress hooks, passed on to the bars, with the recipes finished so far (a
+/// signal records the others as stopped).
+struct Finishing<'a> {
+    bars: &'a progress::Bars,
+    done: std::sync::Mutex<std::collections::BTreeSet<String>>,
+}
+
+impl Progress for Finishing<'_> {
+    fn start(&self, recipe: &str, total: u64) {
+        self.bars.start(recipe, total);
+    }
+    fn item_done(&self, recipe: &str, llm: &cb_llm::StatsSnapshot) {
+        self.bars.item_done(recipe, llm);
+    }
+    fn finish(&self, recipe: &str, rows: u64, rejected: u64) {
+        self.done
+            .lock()
+            .expect("finished lock")
+            .insert(recipe.to_owned());
+        self.bars.finish(recipe, rows, rejected);
+    }
+}
+
 impl BuildRun {
-    /// Builds one recipe with its own layers (a replay's endpoint and reader come from the
-    /// recipe's previous manifest). `None`: its requests wait in batch files. A signal stops
-    /// the build with [`Stopped`].
-    async fn recipe(
+    /// Says each recipe's outcome, in the selection's order: its line (or its dry-run
+    /// estimate), then the run's error: the first recipe that failed, else the recipes whose
+    /// requests wait in batch files.
+    fn say(
         &self,
-        recipe: &cb_engine::Recipe,
-        signals: &mut Signals,
-    ) -> anyhow::Result<Option<Built>> {
+        prepared: Vec<Job<'_>>,
+        outcomes: Vec<Result<cb_engine::BuildOutcome, EngineError>>,
+    ) -> anyhow::Result<()> {
+        let mut dry_totals = DryTotals::default();
+        // --batch-dir: recipes whose requests wait in batch files (the others still build).
+        let mut waiting = Vec::new();
+        // The first recipe (in the selection's order) that failed gives the run's error, once
+        // every built recipe has said its line.
+        let mut failed = None;
+        for (job, outcome) in prepared.into_iter().zip(outcomes) {
+            let outcome = match outcome {
+                Ok(o) => o,
+                Err(EngineError::Llm(cb_llm::LlmError::Waiting(_))) => {
+                    self.reporter.finish(&job.recipe.name(), 0, 0);
+                    waiting.push(job.recipe.name());
+                    continue;
+                }
+                Err(e) => {
+                    failed.get_or_insert(e);
+                    continue;
+                }
+            };
+            let built = job.built(outcome);
+            if self.setup.dry_run() {
+                println_out(&dry_totals.add(&built, self.setup.batch_api()));
+            } else {
+                println_out(&built.line());
+            }
+        }
+        if let Some(e) = failed {
+            return Err(e.into());
+        }
+        if let Some(dir) = self.setup.batch_dir() {
+            if !waiting.is_empty() {
+                return Err(anyhow::Error::new(waiting_for(dir, &waiting)?));
+            }
+        }
+        if self.setup.dry_run() {
+            println_out(&dry_totals.line());
+        }
+        Ok(())
+    }
+
+    /// Every recipe's layers, made before the first one builds. The recipes' layers are each
+    /// their own (own counters: each recipe's line and `runs.jsonl` say what it spent), made
+    /// beside the first recipe's writer: one cache writer and one budget for the run, and one
+    /// limiter a model ([`cb_llm::SharedLimits`]), so recipes built at once keep
+    /// `--concurrency` and the rates against the endpoint.
+    fn prepare<'r>(&self, selected: &[&'r cb_engine::Recipe]) -> anyhow::Result<Vec<Job<'r>>> {
+        let mut jobs: Vec<Job<'r>> = Vec::new();
+        for recipe in selected {
+            let job = self.job(recipe, jobs.first().map(|j| &j.llm))?;
+            jobs.push(job);
+        }
+        Ok(jobs)
+    }
+
+    /// One recipe's layers (a replay's endpoint and reader come from the recipe's previous
+    /// manifest); `first`: the first recipe's writer, which the others are made beside.
+    fn job<'r>(
+        &self,
+        recipe: &'r cb_engine::Recipe,
+        first: Option<&Llm>,
+    ) -> anyhow::Result<Job<'r>> {
         let manifest = || -> Option<cb_model::Manifest> {
             let p = self
                 .opts
@@ -506,7 +599,12 @@ impl BuildRun {
         };
         let previous = || manifest().and_then(|m| (!m.offline).then_some((m.endpoint, m.model)));
         let config = self.setup.writer(previous, &recipe.name())?;
-        let llm = Llm::new(config.clone()).context("cannot set up the LLM layer")?;
+        let limits = Some((self.setup.limits(), "writer"));
+        let llm = match first {
+            None => Llm::new_limited(config.clone(), limits),
+            Some(f) => f.sibling_limited(config.clone(), limits),
+        }
+        .context("cannot set up the LLM layer")?;
         let replayed = match config.backend {
             cb_llm::BackendKind::Replay => manifest(),
             _ => None,
@@ -516,6 +614,35 @@ impl BuildRun {
             models: self.setup.step_models(recipe, &llm)?,
             ..self.opts.clone()
         };
+        Ok(Job {
+            recipe,
+            config,
+            llm,
+            reader,
+            opts,
+        })
+    }
+
+    /// Builds every recipe at once ([`cb_engine::build_recipes`]): each one's outcome, in
+    /// order. A signal stops the build with [`Stopped`].
+    async fn build_all(
+        &self,
+        jobs: &[Job<'_>],
+    ) -> anyhow::Result<Vec<Result<cb_engine::BuildOutcome, EngineError>>> {
+        let engine_jobs: Vec<RecipeJob<'_>> = jobs
+            .iter()
+            .map(|j| RecipeJob {
+                recipe: j.recipe,
+                opts: &j.opts,
+                llm: &j.llm,
+                reader: j.reader.as_ref(),
+            })
+            .collect();
+        let progress = Finishing {
+            bars: &self.reporter,
+            done: Default::default(),
+        };
+        let mut signals = Signals::new();
         // A signal drops the build future: its tasks stop, and every answer already handed
         // out is committed to the cache (the writer commits before it answers), so a re-run
         // resumes without paying for any of them again.
@@ -524,53 +651,47 @@ impl BuildRun {
         // and never received.
         let stop_on_signal = async {
             let s = signals.next().await;
-            let named = opts.models.iter().map(|(_, _, l)| l);
-            for l in std::iter::once(&llm).chain(reader.as_ref()).chain(named) {
+            for l in jobs.iter().flat_map(Job::layers) {
                 l.stop(&format!("the build was stopped by {}", s.0));
             }
             s
         };
-        let built = tokio::select! {
-            r = build_recipe(recipe, &opts, &llm, reader.as_ref(), &self.reporter) => r,
-            s = stop_on_signal => return Err(self.stopped(recipe, &llm, s)),
-        };
-        let outcome = match built {
-            Err(EngineError::Llm(cb_llm::LlmError::Waiting(_))) => {
-                self.reporter.finish(&recipe.name(), 0, 0);
-                return Ok(None);
+        tokio::select! {
+            r = build_recipes(&engine_jobs, &progress) => Ok(r),
+            s = stop_on_signal => {
+                let done = progress.done.lock().expect("finished lock").clone();
+                let left: Vec<&Job<'_>> =
+                    jobs.iter().filter(|j| !done.contains(&j.recipe.name())).collect();
+                Err(self.stopped(&left, s))
             }
-            r => r?,
-        };
-        Ok(Some(Built {
-            outcome,
-            config,
-            llm,
-            reader,
-            models: opts.models,
-        }))
+        }
     }
 
-    /// The error of a build stopped by `signal` while building `recipe`: what was kept and
-    /// how to resume (the run is recorded as stopped).
-    fn stopped(
-        &self,
-        recipe: &cb_engine::Recipe,
-        llm: &Llm,
-        (signal, code): (&str, u8),
-    ) -> anyhow::Error {
-        let name = recipe.name();
-        self.reporter.finish(&name, 0, 0);
+    /// The error of a build stopped by `signal` while building the recipes `left`: what was
+    /// kept and how to resume (each one's run is recorded as stopped).
+    fn stopped(&self, left: &[&Job<'_>], (signal, code): (&str, u8)) -> anyhow::Error {
         let why = format!("stopped by {signal}");
-        if let Err(w) = cb_engine::build::record_stopped(recipe, &self.opts, llm, &why) {
-            tracing::warn!(error = %w, "cannot record the stopped run");
+        let (mut calls, mut hits, mut usd) = (0, 0, 0.0);
+        for job in left {
+            self.reporter.finish(&job.recipe.name(), 0, 0);
+            let opts = &job.opts;
+            if let Err(w) = cb_engine::build::record_stopped(job.recipe, opts, &job.llm, &why) {
+                tracing::warn!(error = %w, "cannot record the stopped run");
+            }
+            let stats = job.llm.stats();
+            (calls, hits, usd) = (
+                calls + stats.upstream_calls,
+                hits + stats.cache_hits,
+                usd + stats.spent_usd,
+            );
         }
-        let stats = llm.stats();
+        let names: Vec<String> = left.iter().map(|j| j.recipe.name()).collect();
+        let name = names.join(", ");
         let message = if self.setup.dry_run() {
             format!("{why} during the dry run of {name}: nothing was written")
         } else {
             format!(
-                "{why} while building {name}: the answers received so far are cached ({} calls sent, {} cache hits, ${:.4}); run the same command again to resume",
-                stats.upstream_calls, stats.cache_hits, stats.spent_usd
+                "{why} while building {name}: the answers received so far are cached ({calls} calls sent, {hits} cache hits, ${usd:.4}); run the same command again to resume",
             )
         };
         anyhow::Error::new(Stopped { code, message })

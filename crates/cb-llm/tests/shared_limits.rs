@@ -1,0 +1,98 @@
+//! Layers made under one name of a run's [`SharedLimits`] (the recipes of one build, built at
+//! once) keep one `--concurrency` against the endpoint together; layers with limiters of their
+//! own each have theirs.
+
+use cb_llm::{BackendKind, Call, ChatRequest, Llm, LlmConfig, Message, SharedLimits};
+use std::time::Duration;
+
+fn call(layer: usize, i: usize) -> Call {
+    Call {
+        request: ChatRequest {
+            messages: vec![Message::user(format!("layer {layer} question {i}"))],
+            temperature: 0.0,
+            top_p: None,
+            max_tokens: 100,
+            seed: None,
+            response_schema: None,
+        },
+        template: "t.md".into(),
+        template_hash: "h".into(),
+        item: format!("item-{layer}-{i}"),
+        offline: "offline answer".into(),
+    }
+}
+
+const LATENCY: Duration = Duration::from_millis(150);
+
+/// The most requests the mock had in flight at once (each from its arrival for a latency),
+/// after the two layers `make` gives sent 6 calls each at once, at `--concurrency 2` each.
+async fn most_in_flight(make: impl Fn(LlmConfig) -> (Llm, Llm)) -> usize {
+    let mock = cb_mock::MockServer::start(cb_mock::responder(|_| cb_mock::Reply::ContentWith {
+        content: "fine".into(),
+        finish_reason: "stop".into(),
+        usage: Some((10, 10)),
+    }))
+    .await;
+    mock.set_latency(LATENCY);
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = LlmConfig::offline();
+    c.backend = BackendKind::Openai;
+    c.base_url = mock.base_url();
+    c.model = "m".into();
+    c.cache_path = Some(dir.path().join("c.sqlite"));
+    c.concurrency = 2;
+    let (first, second) = make(c);
+    let mut tasks = Vec::new();
+    for (n, llm) in [first, second].into_iter().enumerate() {
+        for i in 0..6 {
+            let llm = llm.clone();
+            tasks.push(tokio::spawn(async move { llm.complete(&call(n, i)).await }));
+        }
+    }
+    for t in tasks {
+        assert!(!t.await.unwrap().unwrap().cached);
+    }
+    let at: Vec<_> = mock.journal().iter().map(|e| e.at).collect();
+    assert_eq!(at.len(), 12);
+    at.iter()
+        .map(|&t| at.iter().filter(|&&a| a <= t && t < a + LATENCY).count())
+        .max()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn layers_under_one_name_share_one_concurrency() {
+    let limits = SharedLimits::default();
+    let most = most_in_flight(|c| {
+        let first = Llm::new_limited(c.clone(), Some((&limits, "writer"))).unwrap();
+        let second = first.sibling_limited(c, Some((&limits, "writer"))).unwrap();
+        (first, second)
+    })
+    .await;
+    assert_eq!(
+        most, 2,
+        "two layers under one name keep --concurrency 2 together"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn layers_with_limiters_of_their_own_each_have_their_concurrency() {
+    let limits = SharedLimits::default();
+    let most = most_in_flight(|c| {
+        let first = Llm::new_limited(c.clone(), Some((&limits, "writer"))).unwrap();
+        // Another name: a limiter of its own.
+        let second = first
+            .sibling_limited(c, Some((&limits, "model:x")))
+            .unwrap();
+        (first, second)
+    })
+    .await;
+    assert_eq!(most, 4, "two limiters of 2 each");
+    let most = most_in_flight(|c| {
+        let first = Llm::new(c.clone()).unwrap();
+        let second = first.sibling(c).unwrap();
+        (first, second)
+    })
+    .await;
+    assert_eq!(most, 4, "two limiters of 2 each");
+}

@@ -380,8 +380,8 @@ impl Build<'_> {
 
     /// Run: the second pass over the source, every item through the steps, concurrently, at
     /// most as many at once as the LLM layer's transport keeps busy
-    /// ([`cb_llm::LlmConfig::items_in_flight`]: twice its calls in flight, or every item for
-    /// a batch round), each finished row and reject written in source order as soon as those
+    /// ([`cb_llm::LlmConfig::items_in_flight`]: four times its calls in flight, or every item
+    /// for a batch round), each finished row and reject written in source order as soon as those
     /// before it are ([`Window`]). Counts as items end: the steps' counts, the LLM totals and
     /// the reader's check tallies. A fatal failure stops reading, cancels the items still
     /// running and is handed to the accounting.

@@ -181,14 +181,16 @@ impl LlmConfig {
         )
     }
 
-    /// Items a build keeps in flight for this configuration: twice the calls it may have in
-    /// flight (a pool's are its endpoints' together), or with `--batch` and `--batch-dir` all
-    /// of them, since a round holds every item waiting on the model.
+    /// Items a build keeps in flight for this configuration: four times the calls it may have
+    /// in flight (a pool's are its endpoints' together), so that items held back by a long
+    /// resample chain ahead of them (rows are written in source order) still leave work for
+    /// every slot; or with `--batch` and `--batch-dir` all of them, since a round holds every
+    /// item waiting on the model.
     pub fn items_in_flight(&self) -> usize {
         if self.transport.in_rounds() && self.backend == BackendKind::Openai {
             1 << 30
         } else {
-            self.concurrency.max(1).saturating_mul(2)
+            self.concurrency.max(1).saturating_mul(4)
         }
     }
 

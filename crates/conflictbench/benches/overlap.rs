@@ -3,8 +3,9 @@
 //! reply, read from the mock's journal.
 //!
 //! `cargo bench -p conflictbench --bench overlap` writes a source of `OVERLAP_ITEMS` records a
-//! domain (default 700): copies of the `../shared/data` samples, each copy's ids made distinct
-//! (`-copyN`), cut to that many by `--limit`. It then builds the four domains in one
+//! domain (default 700): copies of the `../shared/data` samples, each copy's ids and question
+//! (or premise) made distinct (`-copyN`, so no two items share a prompt and a cache answer),
+//! cut to that many by `--limit`. It then builds the four domains in one
 //! `conflictbench build kre` with `--concurrency OVERLAP_CONCURRENCY` (default 256) against a
 //! fresh mock answering after `OVERLAP_LATENCY_MS` (default 500), and from the journal (each
 //! entry's arrival; its reply goes out a latency later) gives the mean fraction of the slots
@@ -42,9 +43,9 @@ fn copied(s: &str, n: usize) -> String {
     }
 }
 
-/// Writes `copies` copies of the JSONL file `from` to `to`, the string field `id` of each
-/// copy made distinct.
-fn copy_jsonl(from: &Path, to: &Path, id: &str, copies: usize) {
+/// Writes `copies` copies of the JSONL file `from` to `to`, the string fields `id` and `text`
+/// (when given) of each copy made distinct, so that no copy's prompts are another's.
+fn copy_jsonl(from: &Path, to: &Path, (id, field): (&str, Option<&str>), copies: usize) {
     let text = std::fs::read_to_string(from).unwrap();
     let mut out = String::new();
     for n in 0..copies {
@@ -52,6 +53,10 @@ fn copy_jsonl(from: &Path, to: &Path, id: &str, copies: usize) {
             let mut v: Value = serde_json::from_str(line).unwrap();
             let old = v[id].as_str().unwrap().to_owned();
             v[id] = Value::String(copied(&old, n));
+            if let Some(t) = field {
+                let old = v[t].as_str().unwrap().to_owned();
+                v[t] = Value::String(copied(&old, n));
+            }
             out.push_str(&v.to_string());
             out.push('\n');
         }
@@ -61,7 +66,7 @@ fn copy_jsonl(from: &Path, to: &Path, id: &str, copies: usize) {
 }
 
 /// Writes `copies` copies of the SQuAD v2.0 file `from` to `to`: every article repeated, its
-/// questions' ids made distinct.
+/// questions' ids and texts made distinct.
 fn copy_squad(from: &Path, to: &Path, copies: usize) {
     let doc: Value = serde_json::from_slice(&std::fs::read(from).unwrap()).unwrap();
     let mut data = Vec::new();
@@ -72,6 +77,8 @@ fn copy_squad(from: &Path, to: &Path, copies: usize) {
                 for q in p["qas"].as_array_mut().unwrap() {
                     let old = q["id"].as_str().unwrap().to_owned();
                     q["id"] = Value::String(copied(&old, n));
+                    let old = q["question"].as_str().unwrap().to_owned();
+                    q["question"] = Value::String(copied(&old, n));
                 }
             }
             data.push(a);
@@ -89,14 +96,25 @@ fn write_sources(shared: &Path, raw: &Path, items: usize) {
     let csqa = "commonsenseqa/dev_rand_split.v1.11.hf-layout.jsonl";
     let cose = "cos_e/cose_dev_v1.11.jsonl";
     let n = copies(lines(&shared.join(csqa)));
-    copy_jsonl(&shared.join(csqa), &raw.join(csqa), "id", n);
-    copy_jsonl(&shared.join(cose), &raw.join(cose), "id", n);
+    copy_jsonl(
+        &shared.join(csqa),
+        &raw.join(csqa),
+        ("id", Some("question")),
+        n,
+    );
+    copy_jsonl(&shared.join(cose), &raw.join(cose), ("id", None), n);
     let ecare = "ecare/dev_full.jsonl";
     let n = copies(lines(&shared.join(ecare)));
-    copy_jsonl(&shared.join(ecare), &raw.join(ecare), "index", n);
+    copy_jsonl(
+        &shared.join(ecare),
+        &raw.join(ecare),
+        ("index", Some("premise")),
+        n,
+    );
     let musique = shared.join("musique/musique_ans_v1.0_train.sample.jsonl");
     let to = raw.join("musique/musique_ans_v1.0_dev.jsonl");
-    copy_jsonl(&musique, &to, "id", copies(lines(&musique)));
+    let n = copies(lines(&musique));
+    copy_jsonl(&musique, &to, ("id", Some("question")), n);
     let squad = shared.join("squad_v2/dev-v2.0.normans.json");
     let doc: Value = serde_json::from_slice(&std::fs::read(&squad).unwrap()).unwrap();
     let questions: usize = doc["data"]
@@ -149,14 +167,10 @@ fn trace(at: &[Instant], latency: Duration, slots: usize) {
     eprintln!("in flight every 250 ms (% of the slots):{line}");
 }
 
-/// One `build kre` of the four domains by `bin` against a fresh mock: the busy fraction, the
-/// calls, the window (s) and the whole wall time (s).
-fn measure(rt: &tokio::runtime::Runtime, bin: &Path, raw: &Path, items: usize) -> String {
-    let latency = Duration::from_millis(env_or("OVERLAP_LATENCY_MS", 500));
+/// `bin`'s `build kre --domains DOMAINS` of `raw` into `out` against the mock at `base`.
+fn kre(bin: &Path, domains: &str, (raw, out): (&Path, &Path), base: &str) -> Command {
     let slots: usize = env_or("OVERLAP_CONCURRENCY", 256);
-    let mock = rt.block_on(MockServer::start(cb_mock::stand_in::model()));
-    mock.set_latency(latency);
-    let out = tempfile::tempdir().unwrap();
+    let items: usize = env_or("OVERLAP_ITEMS", 700);
     let mut cmd = Command::new(bin);
     for var in [
         "OPENAI_BASE_URL",
@@ -166,39 +180,67 @@ fn measure(rt: &tokio::runtime::Runtime, bin: &Path, raw: &Path, items: usize) -
     ] {
         cmd.env_remove(var);
     }
-    cmd.args([
-        "build",
-        "kre",
-        "--domains",
-        "cose,ecare,squad,musique",
-        "--raw",
-    ])
-    .arg(raw)
-    .arg("--out")
-    .arg(out.path())
-    .arg("--recipes")
-    .arg(repo().join("recipes"))
-    .arg("--prompts")
-    .arg(repo().join("prompts"))
-    .args(["--no-progress", "--limit", &items.to_string()])
-    .args(["--concurrency", &slots.to_string()])
-    .args([
-        "--backend",
-        "openai",
-        "--model",
-        "m",
-        "--base-url",
-        &mock.base_url(),
-    ]);
-    let t = Instant::now();
+    cmd.args(["build", "kre", "--domains", domains, "--raw"])
+        .arg(raw)
+        .arg("--out")
+        .arg(out)
+        .arg("--recipes")
+        .arg(repo().join("recipes"))
+        .arg("--prompts")
+        .arg(repo().join("prompts"))
+        .args(["--no-progress", "--limit", &items.to_string()])
+        .args(["--concurrency", &slots.to_string()])
+        .args(["--backend", "openai", "--model", "m", "--base-url", base]);
+    cmd
+}
+
+fn run(mut cmd: Command) {
     let o = cmd.output().unwrap();
-    let wall = t.elapsed().as_secs_f64();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+const DOMAINS: &str = "cose,ecare,squad,musique";
+
+/// One `build kre` of the four domains by `bin` against a fresh mock, said as the busy
+/// fraction, the calls, the window and the whole wall time; with the mock.
+fn measure(
+    rt: &tokio::runtime::Runtime,
+    bin: &Path,
+    raw: &Path,
+    out: &Path,
+) -> (String, MockServer) {
+    let latency = Duration::from_millis(env_or("OVERLAP_LATENCY_MS", 500));
+    let slots: usize = env_or("OVERLAP_CONCURRENCY", 256);
+    let mock = rt.block_on(MockServer::start(cb_mock::stand_in::model()));
+    mock.set_latency(latency);
+    let t = Instant::now();
+    run(kre(bin, DOMAINS, (raw, out), &mock.base_url()));
+    let wall = t.elapsed().as_secs_f64();
     let (fraction, calls, window) = busy(&mock.journal(), latency, slots);
-    format!(
+    let said = format!(
         "{:.1} % of {slots} slots busy ({calls} calls, window {window:.1} s, wall {wall:.1} s)",
         fraction * 100.0
-    )
+    );
+    (said, mock)
+}
+
+/// `bin` builds each domain alone, one after another, against `mock` (no latency) into
+/// `alone`: the files must be those of the build of all four at once in `out`.
+fn same_as_alone(bin: &Path, raw: &Path, (out, alone): (&Path, &Path), mock: &MockServer) {
+    mock.set_latency(Duration::ZERO);
+    for domain in DOMAINS.split(',') {
+        run(kre(bin, domain, (raw, alone), &mock.base_url()));
+    }
+    let diff = Command::new("diff")
+        .args(["-r", "-x", "runs.jsonl", "-x", "llm-cache.sqlite*"])
+        .args([out, alone])
+        .output()
+        .unwrap();
+    assert!(
+        diff.status.success(),
+        "the recipes built at once differ from each built alone:\n{}",
+        String::from_utf8_lossy(&diff.stdout)
+    );
 }
 
 fn main() {
@@ -215,16 +257,27 @@ fn main() {
         return;
     }
     let items: usize = env_or("OVERLAP_ITEMS", 700);
-    let raw = tempfile::tempdir().unwrap();
-    write_sources(&shared, raw.path(), items);
+    // OVERLAP_KEEP=DIR keeps the sources (DIR/raw) and the builds (DIR/before, DIR/after,
+    // DIR/alone).
+    let tmp = tempfile::tempdir().unwrap();
+    let keep = std::env::var_os("OVERLAP_KEEP").map(PathBuf::from);
+    let dir = keep.as_deref().unwrap_or(tmp.path());
+    for sub in ["raw", "before", "after", "alone"] {
+        let _ = std::fs::remove_dir_all(dir.join(sub));
+    }
+    let raw = dir.join("raw");
+    write_sources(&shared, &raw, items);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .unwrap();
     if let Some(before) = std::env::var_os("OVERLAP_BEFORE") {
-        let m = measure(&rt, Path::new(&before), raw.path(), items);
+        let (m, _) = measure(&rt, Path::new(&before), &raw, &dir.join("before"));
         println!("before ({}): {m}", Path::new(&before).display());
     }
     let this = Path::new(env!("CARGO_BIN_EXE_conflictbench"));
-    println!("this build: {}", measure(&rt, this, raw.path(), items));
+    let (m, mock) = measure(&rt, this, &raw, &dir.join("after"));
+    println!("this build: {m}");
+    same_as_alone(this, &raw, (&dir.join("after"), &dir.join("alone")), &mock);
+    println!("this build: the same files as each domain built alone");
 }

@@ -302,7 +302,8 @@ enum Route {
     DryRun,
     /// One request to `base_url` per call.
     Online(http::OpenAiHttp),
-    Pool(pool::Pool),
+    /// Shared by the layers made under one name of a run's [`SharedLimits`].
+    Pool(Arc<pool::Pool>),
     /// The Batch API: calls wait for a round.
     BatchApi(Arc<rounds::Rounds<batch::ApiRounds>>),
     /// Batch files: calls wait for a round.
@@ -311,8 +312,13 @@ enum Route {
 
 impl Route {
     /// The running form of `config`'s transport; each transport creates its tables in
-    /// `cache`.
-    fn new(config: &LlmConfig, cache: Option<&Cache>) -> Result<Self, LlmError> {
+    /// `cache`. A pool's replicas (their limits and breakers) are those `limits` names, when
+    /// it names some: the recipes of one build share their endpoints' concurrency.
+    fn new(
+        config: &LlmConfig,
+        cache: Option<&Cache>,
+        limits: LimitsOf<'_>,
+    ) -> Result<Self, LlmError> {
         Ok(match (config.backend, &config.transport) {
             (BackendKind::Offline, _) => Route::Offline,
             (BackendKind::Replay, _) => Route::Replay,
@@ -321,7 +327,11 @@ impl Route {
                 Route::Online(http::OpenAiHttp::new(config)?)
             }
             (BackendKind::Openai, Transport::Pool(p)) => {
-                Route::Pool(pool::Pool::new(config, p, cache)?)
+                let make = || pool::Pool::new(config, p, cache).map(Arc::new);
+                Route::Pool(match limits {
+                    Some((shared, name)) => shared.pool(name, make)?,
+                    None => make()?,
+                })
             }
             (BackendKind::Openai, Transport::BatchApi(o)) => Route::BatchApi(rounds::Rounds::new(
                 batch::ApiRounds::new(config, o, cache)?,
@@ -362,14 +372,17 @@ struct Budget {
     reserved_tokens: AtomicU64,
 }
 
-/// The limiters (concurrency, RPM, TPM, a `Retry-After` pause) of one run's layers, by a
-/// name the caller gives (a role: the writer, the reader, a named model). Layers made with
-/// the same name share one limiter, so several recipes built at once, each with layers of its
+/// The limiters (concurrency, RPM, TPM, a `Retry-After` pause) of one run's layers, and their
+/// endpoint pools (each replica's limiter and breaker), by a name the caller gives (a role:
+/// the writer, the reader, a named model). Layers made with the same name share one limiter
+/// (one pool), so several recipes built at once, each with layers of its
 /// own (own counters), keep the run's `--concurrency` and rates against the endpoint rather
 /// than multiply them. The first layer made under a name sets its limits.
 #[derive(Clone, Default)]
 pub struct SharedLimits {
     by_name: Arc<std::sync::Mutex<std::collections::HashMap<String, Arc<limiter::Limiter>>>>,
+    /// Endpoint pools by name: their replicas' limiters and breakers.
+    pools: Arc<std::sync::Mutex<std::collections::HashMap<String, Arc<pool::Pool>>>>,
 }
 
 impl std::fmt::Debug for SharedLimits {
@@ -389,6 +402,21 @@ impl SharedLimits {
             m.entry(name.to_owned())
                 .or_insert_with(|| Arc::new(own_limiter(config))),
         )
+    }
+
+    /// The pool under `name`, made by `make` when there is none yet.
+    fn pool(
+        &self,
+        name: &str,
+        make: impl FnOnce() -> Result<Arc<pool::Pool>, LlmError>,
+    ) -> Result<Arc<pool::Pool>, LlmError> {
+        let mut m = self.pools.lock().expect("pools lock");
+        if let Some(p) = m.get(name) {
+            return Ok(Arc::clone(p));
+        }
+        let p = make()?;
+        m.insert(name.to_owned(), Arc::clone(&p));
+        Ok(p)
     }
 }
 
@@ -496,7 +524,7 @@ impl Llm {
                 "the replay backend needs a cache file".into(),
             ));
         }
-        let route = Route::new(&config, cache.as_ref())?;
+        let route = Route::new(&config, cache.as_ref(), limits)?;
         let endpoint = match (config.backend, &config.transport) {
             (BackendKind::Offline, _) => "offline".to_string(),
             (_, Transport::Pool(p)) => format!("pool:{}", p.name),

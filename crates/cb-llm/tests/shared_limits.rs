@@ -2,7 +2,10 @@
 //! once) keep one `--concurrency` against the endpoint together; layers with limiters of their
 //! own each have theirs.
 
-use cb_llm::{BackendKind, Call, ChatRequest, Llm, LlmConfig, Message, SharedLimits};
+use cb_llm::{
+    BackendKind, Call, ChatRequest, EndpointSpec, Llm, LlmConfig, Message, PoolConfig,
+    SharedLimits, Transport,
+};
 use std::time::Duration;
 
 fn call(layer: usize, i: usize) -> Call {
@@ -25,8 +28,9 @@ fn call(layer: usize, i: usize) -> Call {
 const LATENCY: Duration = Duration::from_millis(150);
 
 /// The most requests the mock had in flight at once (each from its arrival for a latency),
-/// after the two layers `make` gives sent 6 calls each at once, at `--concurrency 2` each.
-async fn most_in_flight(make: impl Fn(LlmConfig) -> (Llm, Llm)) -> usize {
+/// after the two layers `make` gives sent 6 calls each at once, at `--concurrency 2` each
+/// (`pool`: through a pool of the one endpoint at concurrency 2).
+async fn most_in_flight(pool: bool, make: impl Fn(LlmConfig) -> (Llm, Llm)) -> usize {
     let mock = cb_mock::MockServer::start(cb_mock::responder(|_| cb_mock::Reply::ContentWith {
         content: "fine".into(),
         finish_reason: "stop".into(),
@@ -41,6 +45,20 @@ async fn most_in_flight(make: impl Fn(LlmConfig) -> (Llm, Llm)) -> usize {
     c.model = "m".into();
     c.cache_path = Some(dir.path().join("c.sqlite"));
     c.concurrency = 2;
+    if pool {
+        // One endpoint of concurrency 2, reached through a pool.
+        c.transport = Transport::Pool(PoolConfig {
+            name: "p".into(),
+            endpoints: vec![EndpointSpec {
+                base_url: mock.base_url(),
+                concurrency: 2,
+                rpm: None,
+                tpm: None,
+            }],
+            open_after: 3,
+            cooldown: Duration::from_secs(2),
+        });
+    }
     let (first, second) = make(c);
     let mut tasks = Vec::new();
     for (n, llm) in [first, second].into_iter().enumerate() {
@@ -63,7 +81,7 @@ async fn most_in_flight(make: impl Fn(LlmConfig) -> (Llm, Llm)) -> usize {
 #[tokio::test(flavor = "multi_thread")]
 async fn layers_under_one_name_share_one_concurrency() {
     let limits = SharedLimits::default();
-    let most = most_in_flight(|c| {
+    let most = most_in_flight(false, |c| {
         let first = Llm::new_limited(c.clone(), Some((&limits, "writer"))).unwrap();
         let second = first.sibling_limited(c, Some((&limits, "writer"))).unwrap();
         (first, second)
@@ -78,7 +96,7 @@ async fn layers_under_one_name_share_one_concurrency() {
 #[tokio::test(flavor = "multi_thread")]
 async fn layers_with_limiters_of_their_own_each_have_their_concurrency() {
     let limits = SharedLimits::default();
-    let most = most_in_flight(|c| {
+    let most = most_in_flight(false, |c| {
         let first = Llm::new_limited(c.clone(), Some((&limits, "writer"))).unwrap();
         // Another name: a limiter of its own.
         let second = first
@@ -88,11 +106,33 @@ async fn layers_with_limiters_of_their_own_each_have_their_concurrency() {
     })
     .await;
     assert_eq!(most, 4, "two limiters of 2 each");
-    let most = most_in_flight(|c| {
+    let most = most_in_flight(false, |c| {
         let first = Llm::new(c.clone()).unwrap();
         let second = first.sibling(c).unwrap();
         (first, second)
     })
     .await;
     assert_eq!(most, 4, "two limiters of 2 each");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn layers_under_one_name_share_one_pool() {
+    let limits = SharedLimits::default();
+    let most = most_in_flight(true, |c| {
+        let first = Llm::new_limited(c.clone(), Some((&limits, "writer"))).unwrap();
+        let second = first.sibling_limited(c, Some((&limits, "writer"))).unwrap();
+        (first, second)
+    })
+    .await;
+    assert_eq!(
+        most, 2,
+        "one pool: its endpoint's concurrency 2 for both layers"
+    );
+    let most = most_in_flight(true, |c| {
+        let first = Llm::new(c.clone()).unwrap();
+        let second = first.sibling(c).unwrap();
+        (first, second)
+    })
+    .await;
+    assert_eq!(most, 4, "a pool each");
 }

@@ -2,7 +2,8 @@
 //! low-level arguments to its high-level ones): [`LlmSetup`] holds the backend, the settings
 //! every layer shares (limits, retries, budget, cache, structured output), the default model
 //! with its transport (online, an endpoint pool, the Batch API, batch files) and the reader.
-//! Every command takes its LLM layers from here: `build` a writer per recipe and its reader,
+//! Every command takes its LLM layers from here: `build` a writer per recipe and its reader
+//! (the recipes, built at once, share one limiter and one pool a model: [`LlmSetup::limits`]),
 //! `eval` the model under test, `audit` and `batches` their one endpoint
 //! ([`reader_config`], [`api_key`]).
 

@@ -279,8 +279,8 @@ impl std::fmt::Display for Stopped {
 }
 impl std::error::Error for Stopped {}
 
-/// SIGINT and SIGTERM, caught from the moment a build starts its work until it ends (a
-/// signal between two recipes stops the next one at once).
+/// SIGINT and SIGTERM, caught from the moment a build starts its work until it ends (its
+/// recipes are built at once: a signal stops every one not yet finished).
 struct Signals {
     #[cfg(unix)]
     int: Option<tokio::signal::unix::Signal>,

@@ -2,7 +2,8 @@
 
 use cb_engine::Progress;
 use cb_llm::StatsSnapshot;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::sync::Mutex;
 use std::time::Instant;
@@ -14,17 +15,20 @@ pub fn colour_on_stderr() -> bool {
     std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
-/// One bar per recipe: items, calls/s, cache hits, tokens, cost, ETA.
+/// One bar per recipe (the recipes of a build run at once, each bar on its own line): items,
+/// calls/s, cache hits, tokens, cost, ETA.
 pub struct Bars {
     enabled: bool,
-    bar: Mutex<Option<(ProgressBar, Instant)>>,
+    multi: MultiProgress,
+    bars: Mutex<HashMap<String, (ProgressBar, Instant)>>,
 }
 
 impl Bars {
     pub fn new(enabled: bool) -> Self {
         Self {
             enabled,
-            bar: Mutex::new(None),
+            multi: MultiProgress::with_draw_target(ProgressDrawTarget::stderr()),
+            bars: Mutex::new(HashMap::new()),
         }
     }
 }
@@ -34,7 +38,7 @@ impl Progress for Bars {
         if !self.enabled {
             return;
         }
-        let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+        let bar = self.multi.add(ProgressBar::new(total));
         bar.set_style(
             ProgressStyle::with_template(
                 "{prefix:>14} [{bar:30}] {pos}/{len} items {msg} ETA {eta}",
@@ -43,11 +47,14 @@ impl Progress for Bars {
             .progress_chars("=> "),
         );
         bar.set_prefix(recipe.to_owned());
-        *self.bar.lock().expect("bar lock") = Some((bar, Instant::now()));
+        self.bars
+            .lock()
+            .expect("bar lock")
+            .insert(recipe.to_owned(), (bar, Instant::now()));
     }
 
-    fn item_done(&self, _recipe: &str, s: &StatsSnapshot) {
-        if let Some((bar, t0)) = self.bar.lock().expect("bar lock").as_ref() {
+    fn item_done(&self, recipe: &str, s: &StatsSnapshot) {
+        if let Some((bar, t0)) = self.bars.lock().expect("bar lock").get(recipe) {
             bar.inc(1);
             let secs = t0.elapsed().as_secs_f64().max(1e-3);
             bar.set_message(format!(
@@ -60,9 +67,10 @@ impl Progress for Bars {
         }
     }
 
-    fn finish(&self, _recipe: &str, _rows: u64, _rejected: u64) {
-        if let Some((bar, _)) = self.bar.lock().expect("bar lock").take() {
+    fn finish(&self, recipe: &str, _rows: u64, _rejected: u64) {
+        if let Some((bar, _)) = self.bars.lock().expect("bar lock").remove(recipe) {
             bar.finish_and_clear();
+            self.multi.remove(&bar);
         }
     }
 }

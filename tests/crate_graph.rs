@@ -488,3 +488,78 @@ fn the_circle_finder_sees_a_circle_through_a_reexport_and_a_use_tree() {
     .expect("write");
     assert_eq!(module_circle(src), None);
 }
+
+/// The functions of a source file longer than `max` lines, from `fn` to its closing brace
+/// (rustfmt's layout: the brace at the `fn`'s indentation), test modules left out: `(name,
+/// first line, lines)`.
+fn long_functions(text: &str, max: usize) -> Vec<(String, usize, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let end = lines
+        .iter()
+        .position(|l| l.starts_with("#[cfg(test)]"))
+        .unwrap_or(lines.len());
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let mut out = Vec::new();
+    for (i, line) in lines[..end].iter().enumerate() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let Some(at) = words.iter().position(|w| *w == "fn") else {
+            continue;
+        };
+        let before_ok = words[..at].iter().all(|w| {
+            matches!(*w, "pub" | "async" | "const" | "unsafe" | "extern") || w.starts_with("pub(")
+        });
+        if !before_ok || line.trim_start().starts_with("//") {
+            continue;
+        }
+        let name: String = words
+            .get(at + 1)
+            .map(|w| {
+                w.chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect()
+            })
+            .unwrap_or_default();
+        let close = " ".repeat(indent(line)) + "}";
+        if let Some(j) = lines[i + 1..end]
+            .iter()
+            .position(|l| l.starts_with(&close) && indent(l) == indent(line))
+        {
+            let n = j + 2;
+            if n > max {
+                out.push((name, i + 1, n));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn no_function_runs_over_80_lines() {
+    let mut long = Vec::new();
+    for pkg in metadata() {
+        let manifest = PathBuf::from(pkg["manifest_path"].as_str().expect("manifest_path"));
+        let mut files = Vec::new();
+        rust_files(
+            &manifest.parent().expect("crate dir").join("src"),
+            &mut files,
+        );
+        for f in files {
+            let text = std::fs::read_to_string(&f).expect("read source");
+            for (name, line, n) in long_functions(&text, 80) {
+                long.push(format!("{}:{line}: fn {name} is {n} lines", f.display()));
+            }
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "functions over 80 lines:\n{}",
+        long.join("\n")
+    );
+}
+
+#[test]
+fn the_length_counter_counts_from_fn_to_its_brace() {
+    let body = "    x();\n".repeat(78);
+    let text = format!("pub async fn ok() {{\n{body}}}\n\nfn long() {{\n{body}    y();\n}}\n");
+    assert_eq!(long_functions(&text, 80), [("long".to_string(), 82, 81)]);
+}

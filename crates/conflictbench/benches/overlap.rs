@@ -17,22 +17,14 @@
 //! Under `cargo test --all-targets` the binary only prints that it was skipped.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod common;
+
 use cb_mock::{JournalEntry, MockServer};
+use common::{clean, env_or, repo};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn env_or<T: std::str::FromStr>(var: &str, default: T) -> T {
-    std::env::var(var)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 /// `s` with `-copyN` appended for copy `n` > 0 (copy 0 keeps the original).
 fn copied(s: &str, n: usize) -> String {
@@ -171,15 +163,7 @@ fn trace(at: &[Instant], latency: Duration, slots: usize) {
 fn kre(bin: &Path, domains: &str, (raw, out): (&Path, &Path), base: &str) -> Command {
     let slots: usize = env_or("OVERLAP_CONCURRENCY", 256);
     let items: usize = env_or("OVERLAP_ITEMS", 700);
-    let mut cmd = Command::new(bin);
-    for var in [
-        "OPENAI_BASE_URL",
-        "OPENAI_API_KEY",
-        "RUST_LOG",
-        "CONFLICTBENCH_LOG",
-    ] {
-        cmd.env_remove(var);
-    }
+    let mut cmd = clean(bin);
     cmd.args(["build", "kre", "--domains", domains, "--raw"])
         .arg(raw)
         .arg("--out")

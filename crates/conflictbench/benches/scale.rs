@@ -34,7 +34,10 @@
 //! Under `cargo test --all-targets` the binary only prints that it was skipped.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod common;
+
 use cb_mock::MockServer;
+use common::{clean, env_or, repo};
 use serde_json::{json, Value};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -45,10 +48,6 @@ use std::time::{Duration, Instant};
 const WAITING: i32 = 4;
 /// The most `--batch-dir` rounds a build may take before the bench gives up on it.
 const MAX_ROUNDS: usize = 50;
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 /// A small seeded generator (xorshift64*).
 struct Rng(u64);
@@ -369,16 +368,7 @@ fn run_sampled(mut cmd: Command) -> (Option<i32>, String, u64) {
 
 /// The binary with none of the caller's endpoint, key or log settings.
 fn binary() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_conflictbench"));
-    for var in [
-        "OPENAI_BASE_URL",
-        "OPENAI_API_KEY",
-        "RUST_LOG",
-        "CONFLICTBENCH_LOG",
-    ] {
-        cmd.env_remove(var);
-    }
-    cmd
+    clean(Path::new(env!("CARGO_BIN_EXE_conflictbench")))
 }
 
 /// `conflictbench build RECIPE --domains DOMAIN` of `raw` into `out`, the repository's
@@ -540,13 +530,6 @@ fn sizes(var: &str, default: &str, quick: &str) -> Vec<usize> {
         .split(',')
         .filter_map(|s| s.trim().parse().ok())
         .collect()
-}
-
-fn env_or<T: std::str::FromStr>(var: &str, default: T) -> T {
-    std::env::var(var)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
 }
 
 fn row(r: &Run) -> String {

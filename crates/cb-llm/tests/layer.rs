@@ -1,22 +1,11 @@
 //! The LLM layer against the mock server: cache commits, the cost budget, replay misses.
 
-use cb_llm::{BackendKind, Call, ChatRequest, Llm, LlmConfig, LlmError, Message, Price};
+use cb_llm::{BackendKind, Call, Llm, LlmConfig, LlmError, Price};
+
+mod common;
 
 fn call(i: usize) -> Call {
-    Call {
-        request: ChatRequest {
-            messages: vec![Message::user(format!("question {i}"))],
-            temperature: 0.0,
-            top_p: None,
-            max_tokens: 1000,
-            seed: None,
-            response_schema: None,
-        },
-        template: "t.md".into(),
-        template_hash: "h".into(),
-        item: format!("item-{i}"),
-        offline: "offline answer".into(),
-    }
+    common::question(format!("question {i}"), format!("item-{i}"))
 }
 
 fn config(base: &str, cache: &std::path::Path) -> LlmConfig {

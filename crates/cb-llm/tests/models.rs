@@ -1,23 +1,12 @@
 //! Named models of one run (issue 31): a layer made with `Llm::sibling` reaches its own
 //! endpoint, keeps its own counters and shares the run's cache file and budget.
 
-use cb_llm::{BackendKind, Call, ChatRequest, Llm, LlmConfig, LlmError, Message, Price};
+use cb_llm::{BackendKind, Call, Llm, LlmConfig, LlmError, Price};
+
+mod common;
 
 fn call(i: usize) -> Call {
-    Call {
-        request: ChatRequest {
-            messages: vec![Message::user(format!("question {i}"))],
-            temperature: 0.0,
-            top_p: None,
-            max_tokens: 1000,
-            seed: None,
-            response_schema: None,
-        },
-        template: "t.md".into(),
-        template_hash: "h".into(),
-        item: format!("item-{i}"),
-        offline: "offline answer".into(),
-    }
+    common::question(format!("question {i}"), format!("item-{i}"))
 }
 
 fn config(base: &str, model: &str, cache: &std::path::Path) -> LlmConfig {

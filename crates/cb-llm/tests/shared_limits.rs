@@ -3,26 +3,17 @@
 //! own each have theirs.
 
 use cb_llm::{
-    BackendKind, Call, ChatRequest, EndpointSpec, Llm, LlmConfig, Message, PoolConfig,
-    SharedLimits, Transport,
+    BackendKind, Call, EndpointSpec, Llm, LlmConfig, PoolConfig, SharedLimits, Transport,
 };
 use std::time::Duration;
 
+mod common;
+
 fn call(layer: usize, i: usize) -> Call {
-    Call {
-        request: ChatRequest {
-            messages: vec![Message::user(format!("layer {layer} question {i}"))],
-            temperature: 0.0,
-            top_p: None,
-            max_tokens: 100,
-            seed: None,
-            response_schema: None,
-        },
-        template: "t.md".into(),
-        template_hash: "h".into(),
-        item: format!("item-{layer}-{i}"),
-        offline: "offline answer".into(),
-    }
+    common::question(
+        format!("layer {layer} question {i}"),
+        format!("item-{layer}-{i}"),
+    )
 }
 
 const LATENCY: Duration = Duration::from_millis(150);

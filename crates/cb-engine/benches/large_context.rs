@@ -142,14 +142,13 @@ fn child(dir: &Path) {
         seed: cb_engine::build::DEFAULT_SEED,
         write: true,
         steps: cb_steps::STEPS,
-        models: Default::default(),
     };
-    let llm = Llm::new(LlmConfig::offline()).unwrap();
+    let routes = cb_engine::Routes::new(Llm::new(LlmConfig::offline()).unwrap());
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let rss_before = status_kb("VmRSS:");
     let start = Instant::now();
     let outcome = runtime
-        .block_on(build_recipe(recipe, &opts, &llm, None, &NoProgress))
+        .block_on(build_recipe(recipe, &opts, &routes, &NoProgress))
         .unwrap();
     let build_s = start.elapsed().as_secs_f64();
     let hwm = status_kb("VmHWM:");

@@ -4,11 +4,12 @@ use crate::output::{append_line, Outputs};
 use crate::recipe::Recipe;
 use crate::source::{Entry, Source, SourceOptions};
 use crate::{EngineError, Item};
+use cb_llm::pricing::round_usd;
 use cb_llm::Llm;
 use cb_llm::Progress;
 use cb_model::manifest::LlmTotals;
 use cb_model::{Manifest, Reject, StageCounts};
-use cb_step::{Corpus, Indexer, Registry, Step, StepCtx, StepFailure};
+use cb_step::{Corpus, Indexer, Registry, Routes, Step, StepCtx, StepFailure, Who};
 use minijinja::Environment;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -30,8 +31,6 @@ pub struct BuildOptions {
     pub write: bool,
     /// The step kinds recipes may name (the steps crate's table).
     pub steps: Registry,
-    /// The recipe's steps that call a named model (`--models`); the others call `llm`.
-    pub models: cb_step::StepModels,
 }
 
 /// What a recipe build produced.
@@ -44,14 +43,13 @@ pub struct BuildOutcome {
     pub manifest: Manifest,
 }
 
-/// Builds one recipe: reads, runs the steps, writes the outputs. `reader` answers the
-/// recipe's reader checks (`None`: nobody reads, and the manifest and card say the rows are
-/// not reader-verified).
+/// Builds one recipe: reads, runs the steps, writes the outputs. `routes` says who answers
+/// each step and reads each reader check (nobody reads: the manifest and card say the rows
+/// are not reader-verified).
 pub async fn build_recipe(
     recipe: &Recipe,
     opts: &BuildOptions,
-    llm: &Llm,
-    reader: Option<&Llm>,
+    routes: &Routes,
     progress: &dyn Progress,
 ) -> Result<BuildOutcome, EngineError> {
     let b = Build {
@@ -59,8 +57,8 @@ pub async fn build_recipe(
         dir: opts.out.join(&recipe.benchmark).join(&recipe.domain),
         recipe,
         opts,
-        llm,
-        reader,
+        routes,
+        llm: routes.writer(),
         progress,
     };
     let steps = b.prepare()?;
@@ -79,13 +77,12 @@ pub async fn build_recipe(
     Ok(b.finish(manifest))
 }
 
-/// One recipe of a build of several ([`build_recipes`]): the recipe, its options (its named
-/// models differ from recipe to recipe) and the layers its steps and its reader call.
+/// One recipe of a build of several ([`build_recipes`]): the recipe, its options and its
+/// routing table (its named models differ from recipe to recipe).
 pub struct RecipeJob<'a> {
     pub recipe: &'a Recipe,
     pub opts: &'a BuildOptions,
-    pub llm: &'a Llm,
-    pub reader: Option<&'a Llm>,
+    pub routes: &'a Routes,
 }
 
 /// Builds several recipes at once, overlapped, each as [`build_recipe`] does (its own source
@@ -104,9 +101,7 @@ pub async fn build_recipes(
     type Building<'f> = Pin<Box<dyn Future<Output = Result<BuildOutcome, EngineError>> + 'f>>;
     let mut building: Vec<Building<'_>> = jobs
         .iter()
-        .map(|j| {
-            Box::pin(build_recipe(j.recipe, j.opts, j.llm, j.reader, progress)) as Building<'_>
-        })
+        .map(|j| Box::pin(build_recipe(j.recipe, j.opts, j.routes, progress)) as Building<'_>)
         .collect();
     let mut done: Vec<Option<Result<BuildOutcome, EngineError>>> =
         jobs.iter().map(|_| None).collect();
@@ -132,8 +127,9 @@ pub async fn build_recipes(
 struct Build<'a> {
     recipe: &'a Recipe,
     opts: &'a BuildOptions,
+    routes: &'a Routes,
+    /// The writer ([`Routes::writer`]).
     llm: &'a Llm,
-    reader: Option<&'a Llm>,
     progress: &'a dyn Progress,
     /// The recipe's name (`benchmark-domain`).
     name: String,
@@ -147,14 +143,11 @@ type Ended = Result<(), (usize, StepFailure)>;
 /// What the steps see of one build: the steps themselves, the models, and the corpus.
 struct Runner {
     steps: Vec<Box<dyn Step>>,
-    llm: Llm,
-    reader: Option<Llm>,
+    routes: Routes,
     env: Environment<'static>,
     seed: u64,
     recipe: String,
     corpus: Corpus,
-    /// The steps that call a named model.
-    models: cb_step::StepModels,
     /// Set by a fatal failure: the items still running end as cancelled.
     stop: AtomicBool,
 }
@@ -163,13 +156,11 @@ impl Runner {
     /// Runs one item through the steps in recipe order, up to the first that does not pass it.
     async fn process(&self, mut item: Item) -> (Item, Ended) {
         let ctx = StepCtx {
-            llm: &self.llm,
-            reader: self.reader.as_ref(),
+            routes: &self.routes,
             env: &self.env,
             seed: self.seed,
             recipe: &self.recipe,
             corpus: &self.corpus,
-            models: &self.models,
         };
         for (i, step) in self.steps.iter().enumerate() {
             if self.stop.load(Ordering::Relaxed) {
@@ -328,10 +319,7 @@ impl Build<'_> {
         self.recipe.check_steps(&self.opts.steps)?;
         let steps = self
             .recipe
-            .steps
-            .iter()
-            .map(|s| self.opts.steps.build(s, &self.opts.prompts))
-            .collect::<Result<Vec<_>, _>>()?;
+            .load_steps(&self.opts.steps, &self.opts.prompts)?;
         if self.opts.write {
             crate::output::remove_stale_temp_files(&self.dir)?;
         }
@@ -361,13 +349,11 @@ impl Build<'_> {
     fn runner(&self, steps: Vec<Box<dyn Step>>, corpus: Corpus) -> Runner {
         Runner {
             steps,
-            llm: self.llm.clone(),
-            reader: self.reader.cloned(),
+            routes: self.routes.clone(),
             env: cb_step::template::environment(),
             seed: self.opts.seed,
             recipe: self.name.clone(),
             corpus,
-            models: self.opts.models.clone(),
             stop: AtomicBool::new(false),
         }
     }
@@ -430,9 +416,14 @@ impl Build<'_> {
                 }
                 continue;
             };
-            let (slot, (item, ended)) =
-                joined.map_err(|e| EngineError::Config(format!("a build task failed: {e}")))?;
-            self.progress.item_done(&self.name, &self.llm.stats());
+            let (slot, (item, ended)) = joined.map_err(|e| {
+                let how = if e.is_panic() { "panicked" } else { "was cancelled" };
+                EngineError::Lost(format!(
+                    "{}: a task building one of its items {how}; nothing was written for the recipe ({e})",
+                    self.name
+                ))
+            })?;
+            self.progress.item_done(&self.name, &self.routes.total());
             let done = ran.add(&runner.steps, item, ended);
             w.drained |= ran.fatal.is_some();
             w.ready.insert(slot, done);
@@ -494,14 +485,15 @@ impl Build<'_> {
         let price = &self.llm.config().price;
         counts.llm.price_per_million = [price.input_per_million, price.output_per_million];
         counts.llm.estimated_cost_usd =
-            round6(price.usd(counts.llm.prompt_tokens, counts.llm.completion_tokens));
+            round_usd(price.usd(counts.llm.prompt_tokens, counts.llm.completion_tokens));
         let mut manifest = self.manifest(steps, source, loading, counts, out);
         if !manifest.models.is_empty() {
             // Each model at its own price.
             let each = manifest.models.iter().map(|m| m.totals.estimated_cost_usd);
-            manifest.llm.estimated_cost_usd = round6(each.sum());
+            manifest.llm.estimated_cost_usd = round_usd(each.sum());
         }
-        if let Some(r) = manifest.reader.as_ref() {
+        // A dry run asked no reader anything: it warns of nothing they said.
+        if let Some(r) = manifest.reader.as_ref().filter(|_| self.opts.write) {
             if let Some(w) = r.warning() {
                 let advice = if r.read_nothing() {
                     "see rejects.jsonl for what stopped every item before it"
@@ -540,12 +532,7 @@ impl Build<'_> {
             recipe_hash: recipe.hash.clone(),
             recipe_from: recipe.origin.clone(),
             description: recipe.description.clone(),
-            // A replay re-reads the answers of an `openai` build; its manifest is that build's.
-            // The run's own mode is in `runs.jsonl`.
-            backend: match cfg.backend {
-                cb_llm::BackendKind::Replay => cb_llm::BackendKind::Openai.name().into(),
-                b => b.name().into(),
-            },
+            backend: cfg.backend.recorded_name().into(),
             offline: matches!(cfg.backend, cb_llm::BackendKind::Offline),
             model: cfg.model.clone(),
             endpoint: self.llm.endpoint().to_owned(),
@@ -561,13 +548,14 @@ impl Build<'_> {
             filtered,
             rows: out.rows(),
             rejected: out.rejected(),
-            models: self.layers().uses(steps, &counts.models),
+            models: crate::per_model::uses(self.routes, steps, &counts.models),
             llm: counts.llm,
             files: out.paths().collect(),
             data_files: out.data_files(&card.split),
             card,
             reader: counts.readers.info(
-                self.reader
+                self.routes
+                    .reader()
                     .filter(|_| steps.iter().any(|s| s.reads()))
                     .map(|r| {
                         let c = r.config();
@@ -586,7 +574,7 @@ impl Build<'_> {
     /// run). Gives `e` back.
     fn stopped(&self, e: EngineError) -> EngineError {
         if self.opts.write {
-            if let Err(w) = record_run(&self.dir, &self.layers(), Some(&e.to_string())) {
+            if let Err(w) = record_run(&self.dir, self.routes, Some(&e.to_string())) {
                 tracing::warn!(error = %w, "cannot record the stopped run");
             }
         }
@@ -602,19 +590,10 @@ impl Build<'_> {
         }
         let card = crate::card::render(self.recipe, manifest);
         out.commit(&card, manifest)?;
-        record_run(&self.dir, &self.layers(), None)?;
+        record_run(&self.dir, self.routes, None)?;
         static BENCHMARK_CARD: std::sync::Mutex<()> = std::sync::Mutex::new(());
         let _one_at_a_time = BENCHMARK_CARD.lock().unwrap_or_else(|e| e.into_inner());
         crate::hub::write_benchmark_card(&self.opts.out, &self.recipe.benchmark)
-    }
-
-    /// The build's layers: its own, its reader's and its named models'.
-    fn layers(&self) -> crate::per_model::Layers<'_> {
-        crate::per_model::Layers {
-            llm: self.llm,
-            reader: self.reader,
-            named: &self.opts.models,
-        }
     }
 
     /// The build's outcome, said to the progress display.
@@ -638,29 +617,21 @@ impl Build<'_> {
 pub fn record_stopped(
     recipe: &Recipe,
     opts: &BuildOptions,
-    llm: &Llm,
+    routes: &Routes,
     why: &str,
 ) -> Result<(), EngineError> {
     if !opts.write {
         return Ok(());
     }
     let dir = opts.out.join(&recipe.benchmark).join(&recipe.domain);
-    let layers = crate::per_model::Layers {
-        llm,
-        reader: None,
-        named: &opts.models,
-    };
-    record_run(&dir, &layers, Some(why))
+    record_run(&dir, routes, Some(why))
 }
 
-/// Appends this run's line to `runs.jsonl`: when, the backend, the LLM layer's counters (what
-/// was spent), and for a run that stopped early, why.
-fn record_run(
-    dir: &Path,
-    layers: &crate::per_model::Layers<'_>,
-    stopped: Option<&str>,
-) -> Result<(), EngineError> {
-    let llm = layers.llm;
+/// Appends this run's line to `runs.jsonl`: when, the backend, the writer's counters (what
+/// was spent), an unnamed reader's and each named model's, and for a run that stopped early,
+/// why.
+fn record_run(dir: &Path, routes: &Routes, stopped: Option<&str>) -> Result<(), EngineError> {
+    let llm = routes.writer();
     let mut run = serde_json::json!({
         "unix_time": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()),
         "backend": llm.config().backend.name(),
@@ -668,7 +639,10 @@ fn record_run(
         "structured": llm.structured_form(),
         "llm": llm.stats(),
     });
-    if let Some(models) = layers.run_counters() {
+    if let Some(reader) = routes.figures().get(&Who::Reader) {
+        run["reader"] = serde_json::to_value(reader).unwrap_or_default();
+    }
+    if let Some(models) = crate::per_model::run_counters(routes) {
         run["models"] = models;
     }
     if let Some(why) = stopped {
@@ -707,8 +681,4 @@ fn endpoint_never_answered(
         llm.endpoint(),
         reasons.join(", ")
     ))))
-}
-
-fn round6(x: f64) -> f64 {
-    (x * 1e6).round() / 1e6
 }

@@ -17,6 +17,10 @@ pub enum EngineError {
     /// endpoint unusable). Transparent: its message is printed once.
     #[error(transparent)]
     Llm(#[from] cb_llm::LlmError),
+    /// A task of the build ended without its item (it panicked, or was dropped): the CLI
+    /// exits with code 1 naming what was lost, never the configuration code.
+    #[error("{0}")]
+    Lost(String),
     #[error("cannot write {path}: {source}")]
     Write {
         path: PathBuf,

@@ -27,6 +27,6 @@ pub mod source;
 pub use build::{build_recipe, build_recipes, BuildOptions, BuildOutcome, RecipeJob};
 pub use cb_llm::{NoProgress, Progress};
 pub use cb_step::Files;
-pub use cb_step::{CallRecord, Item, StepModels};
+pub use cb_step::{CallRecord, Item, Routes, Step, Who};
 pub use error::EngineError;
 pub use recipe::{load_recipes, Recipe};

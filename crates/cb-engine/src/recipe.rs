@@ -128,14 +128,7 @@ impl Recipe {
     pub fn check_steps(&self, steps: &cb_step::Registry) -> Result<(), EngineError> {
         let mut have: BTreeSet<&str> = self.fields.keys().map(String::as_str).collect();
         for (i, spec) in self.steps.iter().enumerate() {
-            let lines = self.step_lines.get(i);
-            let at = |key: Option<&str>| {
-                let line = lines
-                    .and_then(|(_, keys)| key.and_then(|k| keys.get(k)))
-                    .or(lines.map(|(header, _)| header))
-                    .map_or(String::new(), |l| format!(":{l}"));
-                format!("{}{line}: step {} ({})", self.located, i + 1, spec.name())
-            };
+            let at = |key: Option<&str>| self.step_at(i, key);
             let fields = steps
                 .check(spec)
                 .and_then(|()| steps.fields(spec))
@@ -156,6 +149,48 @@ impl Recipe {
 }
 
 impl Recipe {
+    /// Where step `i` (0-based) of the recipe is, for messages: the file, the line of `key`
+    /// in its entry (else of its header), the step's number and name.
+    pub fn step_at(&self, i: usize, key: Option<&str>) -> String {
+        let lines = self.step_lines.get(i);
+        let line = lines
+            .and_then(|(_, keys)| key.and_then(|k| keys.get(k)))
+            .or(lines.map(|(header, _)| header))
+            .map_or(String::new(), |l| format!(":{l}"));
+        let name = self.steps.get(i).map_or("?", |s| s.name());
+        format!("{}{line}: step {} ({name})", self.located, i + 1)
+    }
+
+    /// Builds every step of the (checked) recipe with its prompts: what a step's constructor
+    /// refuses (`votes = 0`, an unknown `agree`, a reader named twice, a missing prompt) is a
+    /// configuration error naming the file, the line of the key it concerns and the step.
+    pub fn load_steps(
+        &self,
+        registry: &cb_step::Registry,
+        prompts: &Files,
+    ) -> Result<Vec<Box<dyn cb_step::Step>>, EngineError> {
+        self.steps
+            .iter()
+            .enumerate()
+            .map(|(i, spec)| {
+                registry.build(spec, prompts).map_err(|e| match e {
+                    cb_step::StepError::Config(m) => {
+                        let own = format!("step {}: ", spec.name());
+                        let m = m.strip_prefix(&own).unwrap_or(&m).to_owned();
+                        let keys = self.step_lines.get(i).map(|(_, k)| k);
+                        let key =
+                            keys.and_then(|k| k.keys().find(|k| m.contains(&format!("`{k}"))));
+                        EngineError::Config(format!(
+                            "{}: {m}",
+                            self.step_at(i, key.map(String::as_str))
+                        ))
+                    }
+                    other => other.into(),
+                })
+            })
+            .collect()
+    }
+
     /// Checks that every step's `model` (and a reader check's `readers`) names one of the
     /// `known` named models; the error names the file, the line, the step and the names known.
     pub fn check_models(&self, known: &[&str]) -> Result<(), EngineError> {
@@ -170,21 +205,14 @@ impl Recipe {
             let Some((key, model)) = named.find(|(_, m)| !known.contains(&m.as_str())) else {
                 continue;
             };
-            let line = self
-                .step_lines
-                .get(i)
-                .map(|(header, keys)| keys.get(key).unwrap_or(header))
-                .map_or(String::new(), |l| format!(":{l}"));
             let names = if known.is_empty() {
                 "none: no --models file names any".to_owned()
             } else {
                 known.join(", ")
             };
             return Err(EngineError::Config(format!(
-                "{}{line}: step {} ({}): model `{model}` is not a named model (known: {names})",
-                self.located,
-                i + 1,
-                spec.name()
+                "{}: model `{model}` is not a named model (known: {names})",
+                self.step_at(i, Some(key))
             )));
         }
         Ok(())

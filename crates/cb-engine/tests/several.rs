@@ -41,7 +41,6 @@ fn options(out: &Path) -> BuildOptions {
         seed: cb_engine::build::DEFAULT_SEED,
         write: true,
         steps: cb_steps::STEPS,
-        models: Default::default(),
     }
 }
 
@@ -50,15 +49,13 @@ async fn recipes_built_together_write_what_each_writes_alone() {
     let recipes = load_recipes(&cb_engine::Files::Dir(repo().join("recipes"))).unwrap();
     let selected = select(&recipes, "all", &[]).unwrap();
     assert!(selected.len() >= 4, "{}", selected.len());
-    let llm = Llm::new(LlmConfig::offline()).unwrap();
+    let routes = cb_engine::Routes::new(Llm::new(LlmConfig::offline()).unwrap());
     let (alone, together) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
 
     let opts = options(alone.path());
     let mut rows = Vec::new();
     for r in &selected {
-        let o = build_recipe(r, &opts, &llm, None, &NoProgress)
-            .await
-            .unwrap();
+        let o = build_recipe(r, &opts, &routes, &NoProgress).await.unwrap();
         rows.push((o.recipe, o.rows));
     }
 
@@ -68,8 +65,7 @@ async fn recipes_built_together_write_what_each_writes_alone() {
         .map(|r| RecipeJob {
             recipe: r,
             opts: &opts,
-            llm: &llm,
-            reader: None,
+            routes: &routes,
         })
         .collect();
     let outcomes = build_recipes(&jobs, &NoProgress).await;

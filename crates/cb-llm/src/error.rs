@@ -60,6 +60,10 @@ pub enum LlmError {
     Waiting(String),
     #[error("{0}")]
     Config(String),
+    /// A task of the layer ended without its answer (a batch driver that panicked or was
+    /// dropped): a failure of the run, not of its configuration.
+    #[error("lost: {0}")]
+    Lost(String),
 }
 
 impl LlmError {
@@ -96,6 +100,7 @@ impl LlmError {
                 | Self::Endpoint(_)
                 | Self::FormRefused(_)
                 | Self::Waiting(_)
+                | Self::Lost(_)
         )
     }
 
@@ -132,6 +137,7 @@ impl LlmError {
             Self::Cache(_) => "cache".into(),
             Self::Config(_) => "config".into(),
             Self::Waiting(_) => "waiting".into(),
+            Self::Lost(_) => "lost".into(),
         }
     }
 

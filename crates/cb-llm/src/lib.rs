@@ -24,6 +24,7 @@ mod pool;
 pub mod pricing;
 pub mod progress;
 mod request;
+mod roster;
 mod rounds;
 mod send;
 mod spool;
@@ -42,6 +43,7 @@ pub use progress::{NoProgress, Progress};
 pub use request::{
     cache_key, cache_key_as, endpoint_identity, Call, ChatRequest, Message, CACHE_FORMAT,
 };
+pub use roster::{Role, Roster};
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -87,6 +89,15 @@ impl BackendKind {
             Self::Offline => "offline",
             Self::Replay => "replay",
             Self::DryRun => "dry-run",
+        }
+    }
+
+    /// The backend a manifest records: a replay re-reads the answers of an `openai` build,
+    /// so its manifest is that build's (the run's own mode is in `runs.jsonl`).
+    pub fn recorded_name(self) -> &'static str {
+        match self {
+            Self::Replay => Self::Openai.name(),
+            b => b.name(),
         }
     }
 }
@@ -302,7 +313,7 @@ enum Route {
     DryRun,
     /// One request to `base_url` per call.
     Online(http::OpenAiHttp),
-    /// Shared by the layers made under one name of a run's [`SharedLimits`].
+    /// Shared by the layers of one role of a run's [`Roster`].
     Pool(Arc<pool::Pool>),
     /// The Batch API: calls wait for a round.
     BatchApi(Arc<rounds::Rounds<batch::ApiRounds>>),
@@ -312,12 +323,12 @@ enum Route {
 
 impl Route {
     /// The running form of `config`'s transport; each transport creates its tables in
-    /// `cache`. A pool's replicas (their limits and breakers) are those `limits` names, when
-    /// it names some: the recipes of one build share their endpoints' concurrency.
+    /// `cache`. A pool is the one given (the roster's, shared by the role's layers), else
+    /// one of its own.
     fn new(
         config: &LlmConfig,
         cache: Option<&Cache>,
-        limits: LimitsOf<'_>,
+        pool: Option<Arc<pool::Pool>>,
     ) -> Result<Self, LlmError> {
         Ok(match (config.backend, &config.transport) {
             (BackendKind::Offline, _) => Route::Offline,
@@ -326,13 +337,10 @@ impl Route {
             (BackendKind::Openai, Transport::Online) => {
                 Route::Online(http::OpenAiHttp::new(config)?)
             }
-            (BackendKind::Openai, Transport::Pool(p)) => {
-                let make = || pool::Pool::new(config, p, cache).map(Arc::new);
-                Route::Pool(match limits {
-                    Some((shared, name)) => shared.pool(name, make)?,
-                    None => make()?,
-                })
-            }
+            (BackendKind::Openai, Transport::Pool(p)) => Route::Pool(match pool {
+                Some(pool) => pool,
+                None => Arc::new(pool::Pool::new(config, p, cache)?),
+            }),
             (BackendKind::Openai, Transport::BatchApi(o)) => Route::BatchApi(rounds::Rounds::new(
                 batch::ApiRounds::new(config, o, cache)?,
             )),
@@ -347,12 +355,12 @@ struct Inner {
     config: LlmConfig,
     endpoint: String,
     cache: Option<Cache>,
-    /// Concurrency, RPM, TPM and pauses: its own, or shared through [`SharedLimits`].
+    /// Concurrency, RPM, TPM and pauses: its role's in the run's [`Roster`].
     limiter: Arc<limiter::Limiter>,
     route: Route,
-    /// This layer's counters (shared with a reader made by [`Llm::reader`]).
+    /// This layer's own counters.
     stats: Arc<Stats>,
-    /// The run's one budget, shared by every layer made from this one.
+    /// The run's one budget, shared by every layer of its [`Roster`].
     budget: Arc<Budget>,
     /// The structured-output form found out (auto mode).
     form: structured::FormState,
@@ -362,7 +370,7 @@ struct Inner {
 
 /// What the layers of one run spend together, against `--max-cost` and `--max-tokens`.
 #[derive(Default)]
-struct Budget {
+pub(crate) struct Budget {
     /// Cost of the upstream calls so far, in micro-dollars.
     spent_micro_usd: AtomicU64,
     /// Tokens of the upstream calls so far.
@@ -372,69 +380,9 @@ struct Budget {
     reserved_tokens: AtomicU64,
 }
 
-/// The limiters (concurrency, RPM, TPM, a `Retry-After` pause) of one run's layers, and their
-/// endpoint pools (each replica's limiter and breaker), by a name the caller gives (a role:
-/// the writer, the reader, a named model). Layers made with the same name share one limiter
-/// (one pool), so several recipes built at once, each with layers of its
-/// own (own counters), keep the run's `--concurrency` and rates against the endpoint rather
-/// than multiply them. The first layer made under a name sets its limits.
-#[derive(Clone, Default)]
-pub struct SharedLimits {
-    by_name: Arc<std::sync::Mutex<std::collections::HashMap<String, Arc<limiter::Limiter>>>>,
-    /// Endpoint pools by name: their replicas' limiters and breakers.
-    pools: Arc<std::sync::Mutex<std::collections::HashMap<String, Arc<pool::Pool>>>>,
-}
-
-impl std::fmt::Debug for SharedLimits {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let names = self.by_name.lock().map(|m| m.len()).unwrap_or(0);
-        f.debug_struct("SharedLimits")
-            .field("names", &names)
-            .finish()
-    }
-}
-
-impl SharedLimits {
-    /// The limiter under `name`, made with `config`'s limits when there is none yet.
-    fn limiter(&self, name: &str, config: &LlmConfig) -> Arc<limiter::Limiter> {
-        let mut m = self.by_name.lock().expect("limits lock");
-        Arc::clone(
-            m.entry(name.to_owned())
-                .or_insert_with(|| Arc::new(own_limiter(config))),
-        )
-    }
-
-    /// The pool under `name`, made by `make` when there is none yet.
-    fn pool(
-        &self,
-        name: &str,
-        make: impl FnOnce() -> Result<Arc<pool::Pool>, LlmError>,
-    ) -> Result<Arc<pool::Pool>, LlmError> {
-        let mut m = self.pools.lock().expect("pools lock");
-        if let Some(p) = m.get(name) {
-            return Ok(Arc::clone(p));
-        }
-        let p = make()?;
-        m.insert(name.to_owned(), Arc::clone(&p));
-        Ok(p)
-    }
-}
-
 /// A limiter of `config`'s own limits.
-fn own_limiter(config: &LlmConfig) -> limiter::Limiter {
+pub(crate) fn own_limiter(config: &LlmConfig) -> limiter::Limiter {
     limiter::Limiter::new(config.concurrency, config.rpm, config.tpm)
-}
-
-/// Where a new layer's limiter comes from: its own, or a run's [`SharedLimits`] by name.
-pub type LimitsOf<'a> = Option<(&'a SharedLimits, &'a str)>;
-
-/// What a new layer shares with the one it is made from.
-enum Shares<'a> {
-    Nothing,
-    /// Counters and budget (a reader).
-    All(&'a Inner),
-    /// The budget only (another named model).
-    Budget(&'a Inner),
 }
 
 impl std::fmt::Debug for Llm {
@@ -448,110 +396,43 @@ impl std::fmt::Debug for Llm {
 }
 
 impl Llm {
-    /// Opens the cache (when configured) and prepares the backend.
+    /// A layer of its own: a one-layer [`Roster`] (its cache, its budget, its limiter).
+    /// The layers of a run with several models come from one roster instead.
     pub fn new(config: LlmConfig) -> Result<Self, LlmError> {
-        Self::new_limited(config, None)
+        Roster::new(config.max_cost_usd, config.max_tokens).layer(&Role::Writer, config)
     }
 
-    /// [`Llm::new`], with the limiter `limits` names (its own for `None`).
-    pub fn new_limited(config: LlmConfig, limits: LimitsOf<'_>) -> Result<Self, LlmError> {
-        // A dry run writes nothing: it reads an existing cache, and creates none.
-        let cache = match (&config.cache_path, config.backend) {
-            (Some(p), BackendKind::DryRun) => Cache::open_read_only(p)?,
-            (Some(p), _) => Some(Cache::open(p)?),
-            (None, _) => None,
-        };
-        Self::with_parts(config, cache, Shares::Nothing, limits)
-    }
-
-    /// Another model reached beside this one (the reader of a build's rows): `config` names
-    /// its endpoint, model and price; its answers go to this layer's cache (the same file,
-    /// the same writer) and its spending counts against this layer's budget (`--max-cost`,
-    /// `--max-tokens`) and counters. Limits (concurrency, RPM, TPM) are its own.
-    pub fn reader(&self, config: LlmConfig) -> Result<Self, LlmError> {
-        self.reader_limited(config, None)
-    }
-
-    /// [`Llm::reader`], with the limiter `limits` names (its own for `None`).
-    pub fn reader_limited(
-        &self,
-        mut config: LlmConfig,
-        limits: LimitsOf<'_>,
-    ) -> Result<Self, LlmError> {
-        config.cache_path.clone_from(&self.inner.config.cache_path);
-        config.max_cost_usd = self.inner.config.max_cost_usd;
-        config.max_tokens = self.inner.config.max_tokens;
-        let cache = self.inner.cache.clone();
-        Self::with_parts(config, cache, Shares::All(&self.inner), limits)
-    }
-
-    /// Another named model of the same run: `config` names its endpoint, model, price,
-    /// limits and transport; its answers go to the run's cache file (this layer's cache and
-    /// writer when it has the same file) and its spending counts against this layer's
-    /// budget (`--max-cost`, `--max-tokens` cover every model together), while its calls are
-    /// counted apart ([`Llm::stats`]).
-    pub fn sibling(&self, config: LlmConfig) -> Result<Self, LlmError> {
-        self.sibling_limited(config, None)
-    }
-
-    /// [`Llm::sibling`], with the limiter `limits` names (its own for `None`).
-    pub fn sibling_limited(
-        &self,
-        mut config: LlmConfig,
-        limits: LimitsOf<'_>,
-    ) -> Result<Self, LlmError> {
-        config.max_cost_usd = self.inner.config.max_cost_usd;
-        config.max_tokens = self.inner.config.max_tokens;
-        let cache = match (&self.inner.cache, &config.cache_path) {
-            (Some(c), Some(p)) if self.inner.config.cache_path.as_ref() == Some(p) => {
-                Some(c.clone())
-            }
-            (_, Some(p)) if config.backend == BackendKind::DryRun => Cache::open_read_only(p)?,
-            (_, Some(p)) => Some(Cache::open(p)?),
-            (_, None) => None,
-        };
-        Self::with_parts(config, cache, Shares::Budget(&self.inner), limits)
-    }
-
-    fn with_parts(
+    /// A layer of `config` on the parts its [`Roster`] gives it.
+    fn assemble(
         config: LlmConfig,
         cache: Option<Cache>,
-        shares: Shares<'_>,
-        limits: LimitsOf<'_>,
-    ) -> Result<Self, LlmError> {
-        if config.backend == BackendKind::Replay && cache.is_none() {
-            return Err(LlmError::Config(
-                "the replay backend needs a cache file".into(),
-            ));
-        }
-        let route = Route::new(&config, cache.as_ref(), limits)?;
+        route: Route,
+        limiter: Arc<limiter::Limiter>,
+        budget: Arc<Budget>,
+    ) -> Self {
         let endpoint = match (config.backend, &config.transport) {
             (BackendKind::Offline, _) => "offline".to_string(),
             (_, Transport::Pool(p)) => format!("pool:{}", p.name),
             _ => endpoint_identity(&config.base_url),
         };
-        Ok(Self {
+        Self {
             inner: Arc::new(Inner {
-                limiter: match limits {
-                    Some((shared, name)) => shared.limiter(name, &config),
-                    None => Arc::new(own_limiter(&config)),
-                },
+                limiter,
                 endpoint,
                 cache,
                 route,
                 config,
-                stats: match shares {
-                    Shares::All(s) => Arc::clone(&s.stats),
-                    _ => Arc::default(),
-                },
-                budget: match shares {
-                    Shares::All(s) | Shares::Budget(s) => Arc::clone(&s.budget),
-                    Shares::Nothing => Arc::default(),
-                },
+                stats: Arc::default(),
+                budget,
                 form: Default::default(),
                 dead: Default::default(),
             }),
-        })
+        }
+    }
+
+    /// Whether `other` is this very layer (a clone of it), not just one of the same model.
+    pub fn same_layer(&self, other: &Llm) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
     }
 
     /// Stops the layer: every call not yet sent fails at once with `why` (as for an unusable

@@ -28,6 +28,11 @@ impl Price {
     }
 }
 
+/// A cost as manifests record it: rounded to the micro-dollar (the one rounding rule).
+pub fn round_usd(usd: f64) -> f64 {
+    (usd * 1e6).round() / 1e6
+}
+
 /// Built-in list prices (USD per million tokens) of common models; a model not listed costs
 /// 0 unless the user sets `--price-input` / `--price-output`. Longest matching prefix wins,
 /// so dated snapshots (`gpt-4o-mini-2024-07-18`) find their family.

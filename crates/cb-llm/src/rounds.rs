@@ -201,9 +201,13 @@ impl Llm {
             let (llm, rounds) = (self.clone(), Arc::clone(rounds));
             tokio::spawn(async move { llm.drive(&rounds).await });
         }
-        let answer = rx
-            .await
-            .map_err(|_| LlmError::Config("the batch driver stopped".into()))??;
+        let answer = rx.await.map_err(|_| {
+            LlmError::Lost(format!(
+                "the batch driver of {} ended before answering item {}",
+                self.endpoint(),
+                call.item
+            ))
+        })??;
         self.count_tokens(&answer);
         Ok(answer.into_completion(key, false))
     }

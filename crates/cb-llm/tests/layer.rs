@@ -1,6 +1,6 @@
 //! The LLM layer against the mock server: cache commits, the cost budget, replay misses.
 
-use cb_llm::{BackendKind, Call, Llm, LlmConfig, LlmError, Price};
+use cb_llm::{BackendKind, Call, Llm, LlmConfig, LlmError, Price, Role, Roster};
 
 mod common;
 
@@ -76,11 +76,14 @@ async fn a_reader_on_another_endpoint_shares_the_cache_file_and_the_budget() {
         output_per_million: 1.0,
     };
     c.max_cost_usd = Some(0.0025);
-    let writer = Llm::new(c.clone()).unwrap();
-    let mut rc = config(&reader_mock.base_url(), std::path::Path::new("ignored"));
+    let roster = Roster::new(c.max_cost_usd, c.max_tokens);
+    let writer = roster.layer(&Role::Writer, c.clone()).unwrap();
+    let mut rc = config(&reader_mock.base_url(), &cache);
     rc.model = "reader".into();
     rc.price = c.price;
-    let reader = writer.reader(rc).unwrap();
+    // The roster's budget is the run's, whatever the reader's configuration says.
+    rc.max_cost_usd = None;
+    let reader = roster.layer(&Role::Reader, rc).unwrap();
     // One writer call and one reader call spend $0.002 of the one budget: the third call
     // could overrun it, whichever layer makes it.
     writer.complete(&call(0)).await.unwrap();
@@ -93,7 +96,16 @@ async fn a_reader_on_another_endpoint_shares_the_cache_file_and_the_budget() {
         writer.complete(&call(2)).await,
         Err(LlmError::Budget(_))
     ));
-    assert_eq!(writer.stats().upstream_calls, 2, "one set of counters");
+    assert_eq!(
+        (writer.stats().upstream_calls, reader.stats().upstream_calls),
+        (1, 1),
+        "counters of their own"
+    );
+    assert!(
+        (roster.spent().0 - 0.002).abs() < 1e-9,
+        "{:?}",
+        roster.spent()
+    );
     assert_eq!(
         (writer_mock.request_count(), reader_mock.request_count()),
         (1, 1)
@@ -101,12 +113,12 @@ async fn a_reader_on_another_endpoint_shares_the_cache_file_and_the_budget() {
     // The reader's answer is in the writer's cache file, under the reader's endpoint and
     // model: a new run answers it from there.
     drop((writer, reader));
-    let writer = Llm::new(c).unwrap();
-    let mut rc = config(&reader_mock.base_url(), std::path::Path::new("ignored"));
+    let roster = Roster::new(c.max_cost_usd, c.max_tokens);
+    let _writer = roster.layer(&Role::Writer, c).unwrap();
+    let mut rc = config(&reader_mock.base_url(), &cache);
     rc.model = "reader".into();
-    let reader = writer.reader(rc).unwrap();
+    let reader = roster.layer(&Role::Reader, rc).unwrap();
     assert!(reader.complete(&call(1)).await.unwrap().cached);
-    assert!(!cache.with_file_name("ignored").exists());
 }
 
 #[tokio::test(flavor = "multi_thread")]

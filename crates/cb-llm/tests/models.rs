@@ -1,7 +1,7 @@
-//! Named models of one run (issue 31): a layer made with `Llm::sibling` reaches its own
+//! Named models of one run (issue 31): a layer the roster makes for another role reaches its own
 //! endpoint, keeps its own counters and shares the run's cache file and budget.
 
-use cb_llm::{BackendKind, Call, Llm, LlmConfig, LlmError, Price};
+use cb_llm::{BackendKind, Call, LlmConfig, LlmError, Price, Role, Roster};
 
 mod common;
 
@@ -32,7 +32,7 @@ fn mock() -> cb_mock::Responder {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_sibling_reaches_its_own_endpoint_counts_apart_and_shares_the_budget() {
+async fn another_role_reaches_its_own_endpoint_counts_apart_and_shares_the_budget() {
     let (cheap, strong) = (
         cb_mock::MockServer::start(mock()).await,
         cb_mock::MockServer::start(mock()).await,
@@ -42,9 +42,13 @@ async fn a_sibling_reaches_its_own_endpoint_counts_apart_and_shares_the_budget()
     let mut c = config(&cheap.base_url(), "cheap-model", &cache);
     // Three calls' worth: the fourth, on either model, could overrun it.
     c.max_cost_usd = Some(0.0035);
-    let writer = Llm::new(c).unwrap();
-    let other = writer
-        .sibling(config(&strong.base_url(), "strong-model", &cache))
+    let roster = Roster::new(c.max_cost_usd, c.max_tokens);
+    let writer = roster.layer(&Role::Writer, c).unwrap();
+    let other = roster
+        .layer(
+            &Role::Named("strong".into()),
+            config(&strong.base_url(), "strong-model", &cache),
+        )
         .unwrap();
     writer.complete(&call(0)).await.unwrap();
     other.complete(&call(1)).await.unwrap();

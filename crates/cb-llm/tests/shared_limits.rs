@@ -1,9 +1,9 @@
-//! Layers made under one name of a run's [`SharedLimits`] (the recipes of one build, built at
-//! once) keep one `--concurrency` against the endpoint together; layers with limiters of their
-//! own each have theirs.
+//! Layers a run's [`Roster`] makes for one role (the recipes of one build, built at once)
+//! keep one `--concurrency` against the endpoint together; layers of other roles, or of
+//! another roster, each have theirs; `stop_all` stops every layer the roster made.
 
 use cb_llm::{
-    BackendKind, Call, EndpointSpec, Llm, LlmConfig, PoolConfig, SharedLimits, Transport,
+    BackendKind, Call, EndpointSpec, Llm, LlmConfig, PoolConfig, Role, Roster, Transport,
 };
 use std::time::Duration;
 
@@ -71,10 +71,10 @@ async fn most_in_flight(pool: bool, make: impl Fn(LlmConfig) -> (Llm, Llm)) -> u
 
 #[tokio::test(flavor = "multi_thread")]
 async fn layers_under_one_name_share_one_concurrency() {
-    let limits = SharedLimits::default();
+    let roster = Roster::new(None, None);
     let most = most_in_flight(false, |c| {
-        let first = Llm::new_limited(c.clone(), Some((&limits, "writer"))).unwrap();
-        let second = first.sibling_limited(c, Some((&limits, "writer"))).unwrap();
+        let first = roster.layer(&Role::Writer, c.clone()).unwrap();
+        let second = roster.layer(&Role::Writer, c).unwrap();
         (first, second)
     })
     .await;
@@ -86,20 +86,19 @@ async fn layers_under_one_name_share_one_concurrency() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn layers_with_limiters_of_their_own_each_have_their_concurrency() {
-    let limits = SharedLimits::default();
+    let roster = Roster::new(None, None);
     let most = most_in_flight(false, |c| {
-        let first = Llm::new_limited(c.clone(), Some((&limits, "writer"))).unwrap();
+        let first = roster.layer(&Role::Writer, c.clone()).unwrap();
         // Another name: a limiter of its own.
-        let second = first
-            .sibling_limited(c, Some((&limits, "model:x")))
-            .unwrap();
+        let second = roster.layer(&Role::Named("x".into()), c).unwrap();
         (first, second)
     })
     .await;
     assert_eq!(most, 4, "two limiters of 2 each");
     let most = most_in_flight(false, |c| {
+        // Two rosters (two runs): nothing shared.
         let first = Llm::new(c.clone()).unwrap();
-        let second = first.sibling(c).unwrap();
+        let second = Llm::new(c).unwrap();
         (first, second)
     })
     .await;
@@ -108,10 +107,10 @@ async fn layers_with_limiters_of_their_own_each_have_their_concurrency() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn layers_under_one_name_share_one_pool() {
-    let limits = SharedLimits::default();
+    let roster = Roster::new(None, None);
     let most = most_in_flight(true, |c| {
-        let first = Llm::new_limited(c.clone(), Some((&limits, "writer"))).unwrap();
-        let second = first.sibling_limited(c, Some((&limits, "writer"))).unwrap();
+        let first = roster.layer(&Role::Writer, c.clone()).unwrap();
+        let second = roster.layer(&Role::Writer, c).unwrap();
         (first, second)
     })
     .await;
@@ -120,10 +119,40 @@ async fn layers_under_one_name_share_one_pool() {
         "one pool: its endpoint's concurrency 2 for both layers"
     );
     let most = most_in_flight(true, |c| {
+        // Two rosters (two runs): nothing shared.
         let first = Llm::new(c.clone()).unwrap();
-        let second = first.sibling(c).unwrap();
+        let second = Llm::new(c).unwrap();
         (first, second)
     })
     .await;
     assert_eq!(most, 4, "a pool each");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn stop_all_stops_every_layer_of_every_role_and_those_made_after() {
+    let mock = cb_mock::MockServer::start(cb_mock::fixed("A")).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = LlmConfig::offline();
+    c.backend = BackendKind::Openai;
+    c.base_url = mock.base_url();
+    c.model = "m".into();
+    c.cache_path = Some(dir.path().join("c.sqlite"));
+    c.max_retries = 0;
+    let roster = Roster::new(None, None);
+    let roles = [Role::Writer, Role::Reader, Role::Named("x".into())];
+    let layers: Vec<Llm> = roles
+        .iter()
+        .map(|r| roster.layer(r, c.clone()).unwrap())
+        .collect();
+    let stopped = roster.stop_all("stopped by SIGINT");
+    assert_eq!(stopped, roles.to_vec());
+    let late = roster.layer(&Role::Named("y".into()), c).unwrap();
+    for (i, l) in layers.iter().chain([&late]).enumerate() {
+        let e = l
+            .complete(&common::question(format!("q{i}"), format!("i{i}")))
+            .await
+            .unwrap_err();
+        assert!(e.to_string().contains("SIGINT"), "{e}");
+    }
+    assert_eq!(mock.request_count(), 0, "a stopped layer sends nothing");
 }

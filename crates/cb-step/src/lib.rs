@@ -22,6 +22,7 @@ pub mod files;
 pub mod item;
 pub mod params;
 pub mod prompt;
+pub mod routes;
 pub mod schema;
 pub mod spec;
 pub mod template;
@@ -34,6 +35,7 @@ pub use corpus::{view, Corpus, Indexer, Peer, View, ViewSpec};
 pub use files::Files;
 pub use item::{CallRecord, Item};
 pub use prompt::Prompt;
+pub use routes::{Routes, Who};
 pub use spec::StepSpec;
 
 use std::future::Future;
@@ -105,81 +107,20 @@ impl StepFailure {
 
 /// What a step run needs besides the item.
 pub struct StepCtx<'a> {
-    pub llm: &'a cb_llm::Llm,
-    /// The model that reads the finished rows back (`reader_check`); `None`: nobody reads,
-    /// and the build says it is not reader-verified.
-    pub reader: Option<&'a cb_llm::Llm>,
+    /// Who answers each step and reads each reader check (decided when the recipe loaded).
+    pub routes: &'a Routes,
     pub env: &'a minijinja::Environment<'static>,
     pub seed: u64,
     pub recipe: &'a str,
     /// The views of the whole build the steps declared ([`Step::views`]), for offline rules
     /// that draw from the other items.
     pub corpus: &'a Corpus,
-    /// The steps that call a named model other than `llm` (issue 31).
-    pub models: &'a StepModels,
-}
-
-/// The named models of a recipe's steps: step name -> the model's name and its layer. A step
-/// without one calls the build's default model ([`StepCtx::llm`]). Beside them, the named
-/// readers of a reader check that names several (`readers = [...]`), in the recipe's order.
-#[derive(Debug, Clone, Default)]
-pub struct StepModels(
-    std::collections::BTreeMap<String, (String, cb_llm::Llm)>,
-    std::collections::BTreeMap<String, Vec<(String, cb_llm::Llm)>>,
-    Option<String>,
-);
-
-impl StepModels {
-    /// Step `step` calls the model named `name` through `llm`.
-    pub fn insert(&mut self, step: &str, name: &str, llm: cb_llm::Llm) {
-        self.0.insert(step.to_owned(), (name.to_owned(), llm));
-    }
-
-    /// The model step `step` calls, when it is a named one: its name and layer.
-    pub fn get(&self, step: &str) -> Option<(&str, &cb_llm::Llm)> {
-        self.0.get(step).map(|(n, l)| (n.as_str(), l))
-    }
-
-    /// Every step with a named model, in step-name order.
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &str, &cb_llm::Llm)> {
-        self.0.iter().map(|(s, (n, l))| (s.as_str(), n.as_str(), l))
-    }
-
-    /// Step `step` reads with the named models `readers` (name and layer, in order).
-    pub fn insert_readers(&mut self, step: &str, readers: Vec<(String, cb_llm::Llm)>) {
-        self.1.insert(step.to_owned(), readers);
-    }
-
-    /// The named readers of step `step` (empty when it names none).
-    pub fn readers(&self, step: &str) -> &[(String, cb_llm::Llm)] {
-        self.1.get(step).map_or(&[], Vec::as_slice)
-    }
-
-    /// Every named reader of every reader check: its name and layer.
-    pub fn iter_readers(&self) -> impl Iterator<Item = (&str, &cb_llm::Llm)> {
-        self.1.values().flatten().map(|(n, l)| (n.as_str(), l))
-    }
-
-    /// The build's reader ([`StepCtx::reader`]) is the named model `name` (`--reader NAME`).
-    pub fn set_reader_name(&mut self, name: &str) {
-        self.2 = Some(name.to_owned());
-    }
-
-    /// The name of the build's reader when it is a named model.
-    pub fn reader_name(&self) -> Option<&str> {
-        self.2.as_deref()
-    }
-
-    /// Whether the build names any model (a step's, a reader check's or the reader).
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty() && self.1.is_empty() && self.2.is_none()
-    }
 }
 
 impl StepCtx<'_> {
-    /// The layer the calls of step `step` go to: its named model's, else the default.
+    /// The layer the calls of step `step` go to ([`Routes::llm_for`]).
     pub fn llm_for(&self, step: &str) -> &cb_llm::Llm {
-        self.models.get(step).map_or(self.llm, |(_, l)| l)
+        self.routes.llm_for(step)
     }
 
     /// Whether a step must work out its rule-based answer: the offline backend answers with
@@ -188,7 +129,7 @@ impl StepCtx<'_> {
     /// with the square of the input (`benches/scale.rs`).
     pub fn needs_rule_answer(&self) -> bool {
         matches!(
-            self.llm.config().backend,
+            self.routes.writer().config().backend,
             cb_llm::BackendKind::Offline | cb_llm::BackendKind::DryRun
         )
     }

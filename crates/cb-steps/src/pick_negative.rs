@@ -97,14 +97,13 @@ mod missing_field {
         let llm = cb_llm::Llm::new(cb_llm::LlmConfig::offline()).unwrap();
         let env = minijinja::Environment::new();
         let corpus = cb_step::Corpus::default();
+        let routes = cb_step::Routes::new(llm);
         let ctx = StepCtx {
-            llm: &llm,
-            reader: None,
+            routes: &routes,
             env: &env,
             seed: 1,
             recipe: "t",
             corpus: &corpus,
-            models: &Default::default(),
         };
         let mut item = Item {
             index: 0,

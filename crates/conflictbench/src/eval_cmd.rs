@@ -177,7 +177,7 @@ async fn run_eval(args: RunArgs) -> anyhow::Result<()> {
     } else {
         args.data.clone()
     };
-    setup.preflight()?;
+    setup.preflight(&[])?;
     let config = setup.writer(|| None, &format!("the {bench} evaluation"))?;
     let created = Created::before(config.cache_path.as_deref());
     let result = evaluate(&args, config, data, &out).await;

@@ -3,15 +3,18 @@
 //! every layer shares (limits, retries, budget, cache, structured output), the default model
 //! with its transport (online, an endpoint pool, the Batch API, batch files) and the reader.
 //! Every command takes its LLM layers from here: `build` a writer per recipe and its reader
-//! (the recipes, built at once, share one limiter and one pool a model: [`LlmSetup::limits`]),
+//! (every layer of the run comes from one roster, [`LlmSetup::roster`]: one budget, one cache
+//! writer, one limiter and one pool a model; each recipe's routes: [`LlmSetup::routes`]),
 //! `eval` the model under test, `audit` and `batches` their one endpoint
 //! ([`reader_config`], [`api_key`]).
 
 use crate::config_err;
 use crate::llm_args::{Backend, BatchFlags, LlmArgs, ModelFlags, PoolFlags, ReaderArgs};
+use anyhow::Context;
+use cb_engine::{Recipe, Routes, Who};
 use cb_llm::{
     pricing, ApiKey, BackendKind, BatchOptions, FilesOptions, Llm, LlmConfig, NamedBy, PoolConfig,
-    Price, Structured, Transport,
+    Price, Role, Roster, Structured, Transport,
 };
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -95,9 +98,11 @@ pub struct LlmSetup {
     named: BTreeMap<String, ModelSpec>,
     /// `--model-for STEP=NAME`: step name -> model name.
     model_for: BTreeMap<String, String>,
-    /// One limiter a model for the whole run (the writer, the reader, each named model),
-    /// whatever the recipes built at once.
-    limits: cb_llm::SharedLimits,
+    /// The setting that names the reader, when one does (`--reader`, `--reader-base-url`,
+    /// the pool file's reader keys), for the errors that refuse it beside a recipe's panel.
+    reader_by: Option<String>,
+    /// Every layer of the run: one cache writer, one budget, one limiter a model.
+    roster: Roster,
 }
 
 impl LlmSetup {
@@ -131,6 +136,19 @@ impl LlmSetup {
                 })
                 .collect();
         }
+        setup.reader_by = match (
+            &reader.reader,
+            &reader.reader_base_url,
+            &reader.reader_model,
+        ) {
+            (Some(r), _, _) if r != "none" => Some(format!("--reader {r}")),
+            (Some(_), _, _) => None,
+            (None, None, None) => pool_reader
+                .0
+                .is_some()
+                .then(|| "the pool file's reader keys".to_owned()),
+            (None, _, _) => Some("--reader-base-url/--reader-model".to_owned()),
+        };
         setup.reader = reader_setting(reader, pool_reader, &setup.known())?;
         for spec in &models.model_for {
             let (step, name) = spec
@@ -142,7 +160,11 @@ impl LlmSetup {
                     setup.known_list()
                 )));
             }
-            setup.model_for.insert(step.to_owned(), name.to_owned());
+            if let Some(first) = setup.model_for.insert(step.to_owned(), name.to_owned()) {
+                return Err(config_err(format!(
+                    "--model-for {step}={first} and --model-for {spec}: a step has one model; give it once"
+                )));
+            }
         }
         Ok(setup)
     }
@@ -233,15 +255,14 @@ impl LlmSetup {
             reader: ReaderSetting::Writer,
             named: BTreeMap::new(),
             model_for: BTreeMap::new(),
-            limits: cb_llm::SharedLimits::default(),
+            reader_by: None,
+            roster: Roster::new(llm.max_cost, llm.max_tokens),
         }
     }
 
-    /// The backend asked for, or the default: `openai` with a base URL, a pool or batch
-    /// files, else `offline`.
-    /// The run's limiters, one a model, shared by the layers of every recipe.
-    pub fn limits(&self) -> &cb_llm::SharedLimits {
-        &self.limits
+    /// Every layer of the run ([`Roster::stop_all`] stops them all).
+    pub fn roster(&self) -> &Roster {
+        &self.roster
     }
 
     pub fn backend(&self) -> Backend {
@@ -268,7 +289,8 @@ impl LlmSetup {
 
     /// Checks every endpoint of the run before any work (`--base-url`, a pool's): a base URL
     /// that cannot be parsed, or a public host with no API key, is a configuration error.
-    pub fn preflight(&self) -> anyhow::Result<()> {
+    pub fn preflight(&self, recipes: &[&Recipe]) -> anyhow::Result<()> {
+        self.preflight_readers(recipes)?;
         if self.backend == Backend::Offline {
             return Ok(());
         }
@@ -282,6 +304,43 @@ impl LlmSetup {
             crate::preflight::check_endpoint("--base-url", url, calls)?;
         }
         for spec in self.named.values() {
+            let pool = match &spec.carrier {
+                Carrier::Pool(p) => p.endpoints.iter().map(|e| e.base_url.as_str()).collect(),
+                _ => Vec::new(),
+            };
+            for url in spec.base_url.iter().map(String::as_str).chain(pool) {
+                crate::preflight::check_endpoint(&spec.named_by.base_url, url, calls)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The endpoints of the build's readers (`--reader-base-url`, `--reader NAME`, the
+    /// recipes' panels), checked whatever the writer's backend: an offline build's readers
+    /// call their models too.
+    fn preflight_readers(&self, recipes: &[&Recipe]) -> anyhow::Result<()> {
+        let calls = !self.dry_run && self.backend != Backend::Replay;
+        let mut names: Vec<String> = match &self.reader {
+            ReaderSetting::Nobody => return Ok(()),
+            ReaderSetting::Named {
+                base_url: Some(u), ..
+            } => {
+                crate::preflight::check_endpoint("--reader-base-url", u, calls)?;
+                Vec::new()
+            }
+            ReaderSetting::Model(n) => vec![n.clone()],
+            _ => Vec::new(),
+        };
+        names.extend(
+            recipes
+                .iter()
+                .flat_map(|r| &r.steps)
+                .flat_map(|s| s.strs("readers").unwrap_or_default()),
+        );
+        for name in names {
+            let Some(spec) = self.named.get(&name) else {
+                continue;
+            };
             let pool = match &spec.carrier {
                 Carrier::Pool(p) => p.endpoints.iter().map(|e| e.base_url.as_str()).collect(),
                 _ => Vec::new(),
@@ -374,17 +433,6 @@ impl LlmSetup {
         Ok(c)
     }
 
-    /// The configuration of the named model `name` (one of `--models`) for a step: offline
-    /// in an offline build.
-    fn named_config(&self, name: &str) -> anyhow::Result<LlmConfig> {
-        if self.backend == Backend::Offline {
-            let mut c = self.shared.clone();
-            apply_carrier(&mut c, &Carrier::Online)?;
-            return Ok(c);
-        }
-        self.named_model_config(name)
-    }
-
     /// The configuration of the named model `name`, whatever the run's backend (a reader
     /// reads with its model in an offline build too).
     fn named_model_config(&self, name: &str) -> anyhow::Result<LlmConfig> {
@@ -402,22 +450,32 @@ impl LlmSetup {
         self.model_config(spec, (base_url, model))
     }
 
-    /// Checks the selected recipes' steps against the named models before any work: a step
-    /// naming an unknown model is refused with its file, line and the names known, and so is
-    /// a `--model-for` naming a step no selected recipe has.
-    pub fn check_recipes(&self, recipes: &[&cb_engine::Recipe]) -> anyhow::Result<()> {
+    /// Checks the selected recipes against the flags and the named models in one pass,
+    /// before any work and before any file or cache is made: each named model is known; a
+    /// step with a named model calls a model (not a rule step such as `pick_negative`), is
+    /// not a reader check (readers are named by `--reader` or `readers = [...]`) and is in a
+    /// build that calls models (an offline build would drop it); a recipe's panel is the
+    /// only setting that names its readers; each `--model-for` names a step of the
+    /// selection. `steps` are each recipe's steps, built ([`Recipe::load_steps`]).
+    pub fn check_recipes(
+        &self,
+        recipes: &[(&Recipe, Vec<Box<dyn cb_engine::Step>>)],
+    ) -> anyhow::Result<()> {
         let known = self.known();
-        for r in recipes {
+        for (r, steps) in recipes {
             r.check_models(&known)?;
+            for (i, (spec, step)) in r.steps.iter().zip(steps).enumerate() {
+                self.check_step(r, i, (spec, step.as_ref()))?;
+            }
         }
         for step in self.model_for.keys() {
             if !recipes
                 .iter()
-                .any(|r| r.steps.iter().any(|s| s.name() == step))
+                .any(|(r, _)| r.steps.iter().any(|s| s.name() == step))
             {
                 let names: std::collections::BTreeSet<&str> = recipes
                     .iter()
-                    .flat_map(|r| r.steps.iter().map(|s| s.name()))
+                    .flat_map(|(r, _)| r.steps.iter().map(|s| s.name()))
                     .collect();
                 return Err(config_err(format!(
                     "--model-for {step}=...: no step `{step}` in the selected recipes (their steps: {})",
@@ -428,81 +486,112 @@ impl LlmSetup {
         Ok(())
     }
 
-    /// The named models of `recipe`'s steps (`--model-for`, else the step's `model`), each a
-    /// layer beside `writer` (one per model: the run's cache file and budget, its own
-    /// counters and limits).
-    pub fn step_models(
+    /// The routing rules of step `i` of `recipe` (see [`LlmSetup::check_recipes`]).
+    fn check_step(
         &self,
-        recipe: &cb_engine::Recipe,
-        writer: &Llm,
-    ) -> anyhow::Result<cb_engine::StepModels> {
-        let mut layers: BTreeMap<&str, Llm> = BTreeMap::new();
-        let mut models = cb_engine::StepModels::default();
-        for step in &recipe.steps {
-            let name = self
-                .model_for
-                .get(step.name())
-                .or(step.model.as_ref())
-                .map(String::as_str);
-            let Some(name) = name else { continue };
-            let llm = match layers.get(name) {
-                Some(l) => l.clone(),
-                None => {
-                    let limits = Some((&self.limits, &*format!("model:{name}")));
-                    let l = writer.sibling_limited(self.named_config(name)?, limits)?;
-                    layers.insert(name, l.clone());
-                    l
-                }
-            };
-            models.insert(step.name(), name, llm);
-        }
-        self.step_readers(recipe, writer, &mut models)?;
-        if let ReaderSetting::Model(name) = &self.reader {
-            models.set_reader_name(name);
-        }
-        Ok(models)
-    }
-
-    /// The named readers of `recipe`'s reader checks (`readers = [...]`), each a layer beside
-    /// `writer` (its answers in the run's cache file, its spending in the run's budget); none
-    /// with `--reader none`.
-    fn step_readers(
-        &self,
-        recipe: &cb_engine::Recipe,
-        writer: &Llm,
-        models: &mut cb_engine::StepModels,
+        recipe: &Recipe,
+        i: usize,
+        (spec, step): (&cb_engine::recipe::StepSpec, &dyn cb_engine::Step),
     ) -> anyhow::Result<()> {
-        if matches!(self.reader, ReaderSetting::Nobody) {
-            return Ok(());
-        }
-        for step in &recipe.steps {
-            let Some(names) = step.strs("readers") else {
-                continue;
-            };
-            let mut readers = Vec::new();
-            for name in names {
-                let limits = Some((&self.limits, &*format!("model:{name}")));
-                let llm = writer.sibling_limited(self.named_model_config(&name)?, limits)?;
-                readers.push((name, llm));
+        let named = match (self.model_for.get(step.name()), &spec.model) {
+            (Some(n), _) => Some((format!("--model-for {}={n}", step.name()), n)),
+            (None, Some(m)) => Some((recipe.step_at(i, Some("model")), m)),
+            (None, None) => None,
+        };
+        if let Some((at, name)) = named {
+            if step.reads() {
+                return Err(config_err(format!(
+                    "{at}: a reader check is not routed by a step's model: name its reader with --reader {name}, or its panel with `readers = [\"{name}\"]` in the recipe"
+                )));
             }
-            models.insert_readers(step.name(), readers);
+            if step.prompts().is_empty() {
+                return Err(config_err(format!(
+                    "{at}: step {} calls no model (its answer is worked out by rule), so model `{name}` would answer nothing: remove it",
+                    step.name()
+                )));
+            }
+            if self.backend == Backend::Offline {
+                return Err(config_err(format!(
+                    "{at}: model `{name}` would be dropped: this build runs offline (no --base-url); give --base-url (or --backend openai) to build with models, or remove the named model"
+                )));
+            }
+        }
+        if step.reads() && spec.strs("readers").is_some() {
+            if let Some(by) = &self.reader_by {
+                return Err(config_err(format!(
+                    "{}: the recipe's panel (`readers`) and {by} both name the readers: keep one (the panel, or drop `readers` from the recipe)",
+                    recipe.step_at(i, Some("readers"))
+                )));
+            }
         }
         Ok(())
     }
 
-    /// The reader of a build whose model layer is `writer` (configured by `config`): `None`
-    /// for `--reader none` and for an offline build without a reader named; the writer
-    /// itself when the settings name its own endpoint and model or none; else a layer for the
-    /// named model that shares the writer's cache file and budget (an offline writer has no
-    /// cache: the reader then opens the run's cache file). A replay without reader flags
-    /// reads as the build it replays did (`replayed`: that build's manifest, when there is
-    /// one).
-    pub fn reader(
+    /// The routing table of `recipe`: its writer (a replay's endpoint and reader come from
+    /// the recipe's previous manifest, `manifest`), its reader, its steps' named models
+    /// (`--model-for`, else the step's `model`) and its panels, each a layer of the run's
+    /// roster (its cache, its budget, its model's limiter; counters of its own). Gives the
+    /// writer's configuration beside it.
+    pub fn routes(
         &self,
-        writer: &Llm,
+        recipe: &Recipe,
+        manifest: &dyn Fn() -> Option<cb_model::Manifest>,
+    ) -> anyhow::Result<(LlmConfig, Routes)> {
+        let previous = || manifest().and_then(|m| (!m.offline).then_some((m.endpoint, m.model)));
+        let config = self.writer(previous, &recipe.name())?;
+        let writer = self
+            .roster
+            .layer(&Role::Writer, config.clone())
+            .context("cannot set up the LLM layer")?;
+        let mut routes = Routes::new(writer);
+        let replayed = match config.backend {
+            BackendKind::Replay => manifest(),
+            _ => None,
+        };
+        if let Some((who, llm)) = self.reader(&routes, &config, replayed.as_ref())? {
+            routes.set_reader(who, llm);
+        }
+        let mut layers: BTreeMap<String, Llm> = BTreeMap::new();
+        let mut named = |name: &str| -> anyhow::Result<Llm> {
+            if let Some(l) = layers.get(name) {
+                return Ok(l.clone());
+            }
+            let l = self.roster.layer(
+                &Role::Named(name.to_owned()),
+                self.named_model_config(name)?,
+            )?;
+            layers.insert(name.to_owned(), l.clone());
+            Ok(l)
+        };
+        for step in &recipe.steps {
+            let name = self.model_for.get(step.name()).or(step.model.as_ref());
+            if let Some(name) = name {
+                routes.set_step(step.name(), name, named(name)?);
+            }
+            let panel = step.strs("readers").unwrap_or_default();
+            if !panel.is_empty() && !matches!(self.reader, ReaderSetting::Nobody) {
+                let layers = panel
+                    .into_iter()
+                    .map(|n| named(&n).map(|l| (n, l)))
+                    .collect::<anyhow::Result<Vec<_>>>()?;
+                routes.set_panel(step.name(), layers);
+            }
+        }
+        Ok((config, routes))
+    }
+
+    /// The reader of a build whose writer is `routes`' (configured by `config`), and who it
+    /// answers as: `None` for `--reader none` and for an offline build without a reader
+    /// named; the writer itself when the settings name its own endpoint and model or none;
+    /// else a layer of the run's roster (`Role::Reader`, or the named model's role). A
+    /// replay without reader flags reads as the build it replays did (`replayed`: that
+    /// build's manifest, when there is one).
+    fn reader(
+        &self,
+        routes: &Routes,
         config: &LlmConfig,
         replayed: Option<&cb_model::Manifest>,
-    ) -> anyhow::Result<Option<Llm>> {
+    ) -> anyhow::Result<Option<(Who, Llm)>> {
         let offline = config.backend == BackendKind::Offline;
         let mut setting = self.reader.clone();
         if let (ReaderSetting::Writer, BackendKind::Replay, Some(m)) =
@@ -522,36 +611,30 @@ impl LlmSetup {
             ReaderSetting::Writer => (None, None),
             ReaderSetting::Named { base_url, model } => (base_url, model),
             ReaderSetting::Model(name) => {
-                let c = self.named_model_config(&name)?;
-                let limits = Some((&self.limits, &*format!("model:{name}")));
-                let llm = if offline {
-                    Llm::new_limited(c, limits)
-                } else {
-                    writer.reader_limited(c, limits)
-                };
-                return Ok(Some(llm.map_err(anyhow::Error::new)?));
+                let role = Role::Named(name.clone());
+                let llm = self.roster.layer(&role, self.named_model_config(&name)?)?;
+                return Ok(Some((Who::Named(name), llm)));
             }
         };
-        let base_url = match (base_url, offline) {
-            (Some(u), _) => u,
-            (None, false) => config.base_url.clone(),
-            (None, true) => {
+        let (base_url, model) = match (base_url, model, offline) {
+            (Some(u), Some(m), _) => (u, m),
+            (u, m, false) => (
+                u.unwrap_or_else(|| config.base_url.clone()),
+                m.unwrap_or_else(|| config.model.clone()),
+            ),
+            (None, _, true) => {
                 return Err(config_err(
                     "an offline build reads with a model only when --reader-base-url names its endpoint",
                 ))
             }
-        };
-        let model = match (model, offline) {
-            (Some(m), _) => m,
-            (None, false) => config.model.clone(),
-            (None, true) => {
+            (Some(_), None, true) => {
                 return Err(config_err(
                     "an offline build reads with a model only when --reader-model names it",
                 ))
             }
         };
         if !offline && base_url == config.base_url && model == config.model {
-            return Ok(Some(writer.clone()));
+            return Ok(Some((Who::Build, routes.writer().clone())));
         }
         crate::preflight::check_endpoint(
             "--reader-base-url",
@@ -559,19 +642,13 @@ impl LlmSetup {
             !self.dry_run && config.backend != BackendKind::Replay,
         )?;
         let mut c = reader_config(config.clone(), base_url, model);
+        c.cache_path = Some(self.cache.clone());
         if self.dry_run {
             c.backend = BackendKind::DryRun;
         } else if config.backend == BackendKind::Replay {
             c.backend = BackendKind::Replay;
         }
-        let limits = Some((&self.limits, "reader"));
-        let llm = if offline {
-            c.cache_path = Some(self.cache.clone());
-            Llm::new_limited(c, limits)
-        } else {
-            writer.reader_limited(c, limits)
-        };
-        Ok(Some(llm.map_err(anyhow::Error::new)?))
+        Ok(Some((Who::Reader, self.roster.layer(&Role::Reader, c)?)))
     }
 }
 

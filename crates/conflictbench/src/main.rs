@@ -27,7 +27,7 @@ use anyhow::Context;
 use cb_engine::recipe::select;
 use cb_engine::source::SourceOptions;
 use cb_engine::{build_recipes, BuildOptions, EngineError, Progress, RecipeJob};
-use cb_llm::Llm;
+use cb_engine::{Routes, Who};
 use clap::{Args, Parser, Subcommand};
 use llm_config::LlmSetup;
 use std::path::{Path, PathBuf};
@@ -412,17 +412,20 @@ async fn build(args: BuildArgs) -> anyhow::Result<()> {
     )?;
     let (_, recipes) = assets::recipes(args.recipes.as_deref())?;
     let selected = select(&recipes, &args.benchmark, &args.domains)?;
-    // Every selected recipe's steps are checked before the first one builds.
+    let prompts = assets::prompt_files(args.prompts.as_deref())?;
+    // Every selected recipe's steps are checked and built, and every route decided, before
+    // the first one builds and before any file or cache is made.
+    let mut built = Vec::new();
     for r in &selected {
         r.check_steps(&cb_steps::STEPS)?;
+        built.push((*r, r.load_steps(&cb_steps::STEPS, &prompts)?));
     }
-    setup.check_recipes(&selected)?;
-    let prompts = assets::prompt_files(args.prompts.as_deref())?;
+    setup.check_recipes(&built)?;
     let inputs = build_args::inputs(&args.inputs, &selected)?;
     if args.llm.concurrency == 0 {
         return Err(config_err("--concurrency must be at least 1"));
     }
-    setup.preflight()?;
+    setup.preflight(&selected)?;
     let run = BuildRun {
         opts: BuildOptions {
             sources: SourceOptions {
@@ -438,7 +441,6 @@ async fn build(args: BuildArgs) -> anyhow::Result<()> {
             seed: args.seed,
             write: !setup.dry_run(),
             steps: cb_steps::STEPS,
-            models: Default::default(),
         },
         reporter: progress::Bars::new(!args.no_progress && !setup.dry_run()),
         setup,
@@ -455,43 +457,24 @@ struct BuildRun {
     reporter: progress::Bars,
 }
 
-/// One recipe of a build, with the layers it is built with.
+/// One recipe of a build, with its routing table (who answers what).
 struct Job<'r> {
     recipe: &'r cb_engine::Recipe,
-    config: cb_llm::LlmConfig,
-    llm: Llm,
-    reader: Option<Llm>,
-    /// Its options, with its steps' named models.
-    opts: BuildOptions,
+    routes: Routes,
 }
 
-/// A recipe built, with the layers that built it.
+/// A recipe built, with the routes that built it.
 struct Built {
     outcome: cb_engine::BuildOutcome,
-    config: cb_llm::LlmConfig,
-    llm: Llm,
-    reader: Option<Llm>,
-    /// The steps' named models.
-    models: cb_engine::StepModels,
+    routes: Routes,
 }
 
 impl Job<'_> {
     fn built(self, outcome: cb_engine::BuildOutcome) -> Built {
         Built {
             outcome,
-            config: self.config,
-            llm: self.llm,
-            reader: self.reader,
-            models: self.opts.models,
+            routes: self.routes,
         }
-    }
-
-    /// Its layers: its writer, its reader and its named models.
-    fn layers(&self) -> impl Iterator<Item = &Llm> {
-        let named = self.opts.models.iter().map(|(_, _, l)| l);
-        std::iter::once(&self.llm)
-            .chain(self.reader.as_ref())
-            .chain(named)
     }
 }
 
@@ -567,27 +550,18 @@ impl BuildRun {
         Ok(())
     }
 
-    /// Every recipe's layers, made before the first one builds. The recipes' layers are each
-    /// their own (own counters: each recipe's line and `runs.jsonl` say what it spent), made
-    /// beside the first recipe's writer: one cache writer and one budget for the run, and one
-    /// limiter a model ([`cb_llm::SharedLimits`]), so recipes built at once keep
-    /// `--concurrency` and the rates against the endpoint.
+    /// Every recipe's routes, made before the first one builds. The recipes' layers are each
+    /// their own (own counters: each recipe's line and `runs.jsonl` say what it spent), all
+    /// of the run's one roster: one cache writer and one budget for the whole command, and
+    /// one limiter a model, so recipes built at once keep `--concurrency` and the rates
+    /// against the endpoint.
     fn prepare<'r>(&self, selected: &[&'r cb_engine::Recipe]) -> anyhow::Result<Vec<Job<'r>>> {
-        let mut jobs: Vec<Job<'r>> = Vec::new();
-        for recipe in selected {
-            let job = self.job(recipe, jobs.first().map(|j| &j.llm))?;
-            jobs.push(job);
-        }
-        Ok(jobs)
+        selected.iter().map(|r| self.job(r)).collect()
     }
 
-    /// One recipe's layers (a replay's endpoint and reader come from the recipe's previous
-    /// manifest); `first`: the first recipe's writer, which the others are made beside.
-    fn job<'r>(
-        &self,
-        recipe: &'r cb_engine::Recipe,
-        first: Option<&Llm>,
-    ) -> anyhow::Result<Job<'r>> {
+    /// One recipe's routes (a replay's endpoint and reader come from the recipe's previous
+    /// manifest).
+    fn job<'r>(&self, recipe: &'r cb_engine::Recipe) -> anyhow::Result<Job<'r>> {
         let manifest = || -> Option<cb_model::Manifest> {
             let p = self
                 .opts
@@ -597,30 +571,8 @@ impl BuildRun {
                 .join("manifest.json");
             serde_json::from_slice(&std::fs::read(p).ok()?).ok()
         };
-        let previous = || manifest().and_then(|m| (!m.offline).then_some((m.endpoint, m.model)));
-        let config = self.setup.writer(previous, &recipe.name())?;
-        let limits = Some((self.setup.limits(), "writer"));
-        let llm = match first {
-            None => Llm::new_limited(config.clone(), limits),
-            Some(f) => f.sibling_limited(config.clone(), limits),
-        }
-        .context("cannot set up the LLM layer")?;
-        let replayed = match config.backend {
-            cb_llm::BackendKind::Replay => manifest(),
-            _ => None,
-        };
-        let reader = self.setup.reader(&llm, &config, replayed.as_ref())?;
-        let opts = BuildOptions {
-            models: self.setup.step_models(recipe, &llm)?,
-            ..self.opts.clone()
-        };
-        Ok(Job {
-            recipe,
-            config,
-            llm,
-            reader,
-            opts,
-        })
+        let (_, routes) = self.setup.routes(recipe, &manifest)?;
+        Ok(Job { recipe, routes })
     }
 
     /// Builds every recipe at once ([`cb_engine::build_recipes`]): each one's outcome, in
@@ -633,9 +585,8 @@ impl BuildRun {
             .iter()
             .map(|j| RecipeJob {
                 recipe: j.recipe,
-                opts: &j.opts,
-                llm: &j.llm,
-                reader: j.reader.as_ref(),
+                opts: &self.opts,
+                routes: &j.routes,
             })
             .collect();
         let progress = Finishing {
@@ -649,36 +600,46 @@ impl BuildRun {
         // On a signal the layers stop sending before the build is dropped: its tasks run on
         // other threads until then, and a call they sent in that moment would be paid for
         // and never received.
+        // The roster stops every layer it ever made: writers, readers, named models, panels,
+        // of every recipe.
         let stop_on_signal = async {
             let s = signals.next().await;
-            for l in jobs.iter().flat_map(Job::layers) {
-                l.stop(&format!("the build was stopped by {}", s.0));
-            }
-            s
+            let roles = self
+                .setup
+                .roster()
+                .stop_all(&format!("the build was stopped by {}", s.0));
+            let roles: Vec<String> = roles.iter().map(ToString::to_string).collect();
+            tracing::info!("{}: stopped {}", s.0, roles.join(", "));
+            (s, roles)
         };
         tokio::select! {
             r = build_recipes(&engine_jobs, &progress) => Ok(r),
-            s = stop_on_signal => {
+            (s, roles) = stop_on_signal => {
                 let done = progress.done.lock().expect("finished lock").clone();
                 let left: Vec<&Job<'_>> =
                     jobs.iter().filter(|j| !done.contains(&j.recipe.name())).collect();
-                Err(self.stopped(&left, s))
+                Err(self.stopped(&left, s, &roles))
             }
         }
     }
 
     /// The error of a build stopped by `signal` while building the recipes `left`: what was
     /// kept and how to resume (each one's run is recorded as stopped).
-    fn stopped(&self, left: &[&Job<'_>], (signal, code): (&str, u8)) -> anyhow::Error {
+    fn stopped(
+        &self,
+        left: &[&Job<'_>],
+        (signal, code): (&str, u8),
+        roles: &[String],
+    ) -> anyhow::Error {
         let why = format!("stopped by {signal}");
         let (mut calls, mut hits, mut usd) = (0, 0, 0.0);
         for job in left {
             self.reporter.finish(&job.recipe.name(), 0, 0);
-            let opts = &job.opts;
-            if let Err(w) = cb_engine::build::record_stopped(job.recipe, opts, &job.llm, &why) {
+            let (opts, routes) = (&self.opts, &job.routes);
+            if let Err(w) = cb_engine::build::record_stopped(job.recipe, opts, routes, &why) {
                 tracing::warn!(error = %w, "cannot record the stopped run");
             }
-            let stats = job.llm.stats();
+            let stats = job.routes.total();
             (calls, hits, usd) = (
                 calls + stats.upstream_calls,
                 hits + stats.cache_hits,
@@ -691,7 +652,8 @@ impl BuildRun {
             format!("{why} during the dry run of {name}: nothing was written")
         } else {
             format!(
-                "{why} while building {name}: the answers received so far are cached ({calls} calls sent, {hits} cache hits, ${usd:.4}); run the same command again to resume",
+                "{why} while building {name} (every model stopped: {}): the answers received so far are cached ({calls} calls sent, {hits} cache hits, ${usd:.4}); run the same command again to resume",
+                roles.join(", ")
             )
         };
         anyhow::Error::new(Stopped { code, message })
@@ -699,24 +661,27 @@ impl BuildRun {
 }
 
 impl Built {
-    /// The line a built recipe prints: rows, rejects, where, and what the calls cost.
+    /// The line a built recipe prints: rows, rejects, where, and what the calls cost: the
+    /// writer's, then an unnamed reader's and each named model's (the routing table's
+    /// figures, every layer counted once).
     fn line(&self) -> String {
-        let stats = self.llm.stats();
-        // An offline build's reader is a layer of its own, with its own counters (a model
-        // build's reader shares the writer's).
-        let read = match (&self.reader, self.config.backend) {
-            (Some(r), cb_llm::BackendKind::Offline) => {
-                let s = r.stats();
-                format!(
-                    "; reader: {} upstream calls, {} cache hits, ${:.4}",
-                    s.upstream_calls, s.cache_hits, s.spent_usd
-                )
-            }
-            _ => String::new(),
-        };
+        let figures = self.routes.figures();
+        let mut others = String::new();
+        for (who, s) in &figures {
+            let name = match who {
+                Who::Build => continue,
+                Who::Reader => "reader",
+                Who::Named(n) => n.as_str(),
+            };
+            others.push_str(&format!(
+                "; {name}: {} upstream calls, {} cache hits, ${:.4}",
+                s.upstream_calls, s.cache_hits, s.spent_usd
+            ));
+        }
+        let stats = figures.get(&Who::Build).copied().unwrap_or_default();
         let o = &self.outcome;
         format!(
-            "{}: {} rows, {} rejected -> {} [{} upstream calls, {} cache hits, ${:.4}{read}{}]",
+            "{}: {} rows, {} rejected -> {} [{} upstream calls, {} cache hits, ${:.4}{others}]",
             o.recipe,
             o.rows,
             o.rejected,
@@ -724,23 +689,7 @@ impl Built {
             stats.upstream_calls,
             stats.cache_hits,
             stats.spent_usd,
-            self.per_model(|name, s| format!(
-                "{name}: {} upstream calls, {} cache hits, ${:.4}",
-                s.upstream_calls, s.cache_hits, s.spent_usd
-            ))
         )
-    }
-
-    /// `; ` and what `say` says of each named model's counters, in name order (nothing
-    /// without named models).
-    fn per_model(&self, say: impl Fn(&str, &cb_llm::StatsSnapshot) -> String) -> String {
-        let mut seen = std::collections::BTreeMap::new();
-        for (_, name, llm) in self.models.iter() {
-            seen.entry(name).or_insert_with(|| llm.stats());
-        }
-        seen.iter()
-            .map(|(name, s)| format!("; {}", say(name, s)))
-            .collect()
     }
 }
 
@@ -753,41 +702,29 @@ struct DryTotals {
 }
 
 impl DryTotals {
-    /// Adds a recipe's dry run and says it in one line (`batch`: priced at the batch price).
+    /// Adds a recipe's dry run and says it in one line (`batch`: priced at the batch price):
+    /// the writer's calls, then each other model's (an unnamed reader, named models, panels),
+    /// every layer of the routing table once.
     fn add(&mut self, built: &Built, batch: bool) -> String {
-        let stats = built.llm.stats();
-        // Completion estimate: the offline answer's length stands in for the model's.
-        let cost = built.config.price.usd(stats.estimated_tokens, 0);
-        self.calls += stats.upstream_calls;
-        self.tokens += stats.estimated_tokens;
-        self.usd += cost;
-        let mut named = std::collections::BTreeMap::new();
-        for (_, name, llm) in built.models.iter() {
-            named
-                .entry(name)
-                .or_insert_with(|| (llm.stats(), llm.config().price));
-        }
-        let mut per_model = String::new();
-        for (name, (s, price)) in named {
+        let mut parts = Vec::new();
+        for (who, s) in built.routes.figures() {
+            let price = built.routes.layers_of(&who)[0].config().price;
+            // Completion estimate: the offline answer's length stands in for the model's.
             let cost = price.usd(s.estimated_tokens, 0);
             self.calls += s.upstream_calls;
             self.tokens += s.estimated_tokens;
             self.usd += cost;
-            per_model.push_str(&format!(
-                "; {name}: {} calls ({} cached, {} to make), ~{} tokens, ~${cost:.4}",
+            let said = format!(
+                "{} calls ({} cached, {} to make), ~{} tokens, ~${cost:.4}",
                 s.calls, s.cache_hits, s.upstream_calls, s.estimated_tokens
-            ));
+            );
+            parts.push(match who {
+                Who::Build => format!("{said}{}", if batch { " at the batch price" } else { "" }),
+                Who::Reader => format!("; reader: {said}"),
+                Who::Named(n) => format!("; {n}: {said}"),
+            });
         }
-        format!(
-            "{}: {} calls ({} cached, {} to make), ~{} tokens, ~${:.4}{}{per_model}",
-            built.outcome.recipe,
-            stats.calls,
-            stats.cache_hits,
-            stats.upstream_calls,
-            stats.estimated_tokens,
-            cost,
-            if batch { " at the batch price" } else { "" }
-        )
+        format!("{}: {}", built.outcome.recipe, parts.concat())
     }
 
     fn line(&self) -> String {

@@ -77,7 +77,16 @@ pub fn read(
         toml::from_str(&text).map_err(|e| format!("--models {}: {e}", path.display()))?;
     let mut out = BTreeMap::new();
     for (name, e) in file.models {
-        let at = |why: String| format!("--models {}: models.{name}: {why}", path.display());
+        let line = line_of(&text, &name).map_or(String::new(), |l| format!(":{l}"));
+        let at = |why: String| format!("--models {}{line}: models.{name}: {why}", path.display());
+        if RESERVED.contains(&name.as_str()) {
+            return Err(at(format!(
+                "`{name}` is reserved (`--reader {name}` means no reader): choose another name"
+            )));
+        }
+        if e.concurrency == Some(0) {
+            return Err(at("`concurrency = 0`: at least 1".into()));
+        }
         if name.is_empty()
             || !name
                 .chars()
@@ -89,6 +98,21 @@ pub fn read(
         out.insert(name, model);
     }
     Ok(out)
+}
+
+/// Names a model may not have: `--reader none` says that nobody reads.
+pub const RESERVED: &[&str] = &["none"];
+
+/// The line (1-based) of model `name`'s table in the file's text, if it is found.
+fn line_of(text: &str, name: &str) -> Option<usize> {
+    let heads = [format!("[models.{name}]"), format!("[models.\"{name}\"]")];
+    text.lines()
+        .position(|l| {
+            let t: String = l.chars().filter(|c| !c.is_whitespace()).collect();
+            heads.iter().any(|h| t.starts_with(h.as_str()))
+                || t.starts_with(&format!("[[models.{name}."))
+        })
+        .map(|i| i + 1)
 }
 
 fn named(

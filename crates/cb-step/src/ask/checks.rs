@@ -34,7 +34,7 @@ pub struct Guesses {
 impl Guesses {
     /// Guesses reject when nobody reads the rows back.
     pub fn for_ctx(ctx: &StepCtx<'_>) -> Self {
-        Self::new(ctx.reader.is_none())
+        Self::new(ctx.routes.reader().is_none())
     }
 
     pub fn new(reject: bool) -> Self {

@@ -85,7 +85,7 @@ pub async fn ask<T>(
             attempt,
             prompt_tokens: completion.prompt_tokens,
             completion_tokens: completion.completion_tokens,
-            model: ctx.models.get(a.step).map(|(name, _)| name.to_owned()),
+            model: ctx.routes.model_of(a.step).map(str::to_owned),
         });
         let checked = if completion.finish_reason == "length" {
             Err("truncated: the answer was cut off (finish_reason length)".to_owned())

@@ -187,11 +187,11 @@ pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepErro
     let prompt = spec
         .str("prompt")
         .unwrap_or_else(|| default_prompt.to_owned());
-    let (readers, agree) = panel_of(spec).map_err(bad)?;
+    // The panel itself is the routing table's (`Routes::readers_of`): checked here only.
+    let agree = panel_of(spec).map_err(bad)?.1;
     Ok(Box::new(ReaderCheck {
         name: spec.name().to_owned(),
         mode,
-        readers,
         agree,
         control,
         max_answer_set_share: max_share,
@@ -215,7 +215,11 @@ pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepErro
 
 /// The readers a recipe names (`readers`) and how their verdicts combine (`agree`).
 fn panel_of(spec: &StepSpec) -> Result<(Vec<String>, Agree), String> {
-    let readers = spec.strs("readers").unwrap_or_default();
+    let given = spec.strs("readers");
+    if given.as_ref().is_some_and(Vec::is_empty) {
+        return Err("`readers = []` names nobody: name models of --models, or leave `readers` out to read with the build's reader".into());
+    }
+    let readers = given.unwrap_or_default();
     let mut seen = std::collections::BTreeSet::new();
     if let Some(twice) = readers.iter().find(|r| !seen.insert(r.as_str())) {
         return Err(format!("`readers` names {twice:?} twice"));
@@ -265,8 +269,6 @@ enum Control {
 pub struct ReaderCheck {
     name: String,
     mode: Mode,
-    /// The named readers (`readers`); empty: the build's reader.
-    readers: Vec<String>,
     agree: Agree,
     control: Control,
     max_answer_set_share: Option<f64>,
@@ -414,35 +416,10 @@ impl ReaderCheck {
         Ok((options, checks))
     }
 
-    /// The readers of this step: its named readers (when the recipe names them and the run
-    /// reads), else the build's reader, else none.
-    fn readers_of<'a>(&self, ctx: &'a StepCtx<'_>) -> Vec<&'a cb_llm::Llm> {
-        if self.readers.is_empty() {
-            ctx.reader.into_iter().collect()
-        } else {
-            ctx.models
-                .readers(&self.name)
-                .iter()
-                .map(|(_, l)| l)
-                .collect()
-        }
-    }
-
-    /// The named model of this step's `k`th reader (the lineage names it); `None` for the
-    /// build's own model or an unnamed reader.
-    fn reader_name(&self, ctx: &StepCtx<'_>, k: usize) -> Option<String> {
-        if self.readers.is_empty() {
-            ctx.models.reader_name().map(str::to_owned)
-        } else {
-            ctx.models
-                .readers(&self.name)
-                .get(k)
-                .map(|(n, _)| n.clone())
-        }
-    }
-
     async fn apply(&self, item: &mut Item, ctx: &StepCtx<'_>) -> Result<(), StepFailure> {
-        let readers = self.readers_of(ctx);
+        // Who reads is the routing table's answer (the panel, else the build's reader).
+        let routed = ctx.routes.readers_of(&self.name);
+        let readers: Vec<&cb_llm::Llm> = routed.iter().map(|(_, l)| *l).collect();
         if readers.is_empty() {
             item.set(fields::READER, Value::Null);
             return Ok(());
@@ -466,7 +443,7 @@ impl ReaderCheck {
             };
             let mut calls = Vec::new();
             let asked = self.ask_planned(asker, q, &planned, &mut calls).await;
-            let name = self.reader_name(ctx, k);
+            let name = routed[k].0.map(str::to_owned);
             for c in &mut calls {
                 c.model.clone_from(&name);
             }

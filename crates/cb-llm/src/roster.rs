@@ -1,0 +1,189 @@
+//! The run-wide roster of models: every layer of one command is made here.
+//!
+//! A [`Roster`] owns what the layers of a run share: the cache (one writer a file), the one
+//! budget of the whole command (`--max-cost`, `--max-tokens`, whatever the mix of models,
+//! recipes and transports) and each model's limiter and endpoint pool, keyed by a typed
+//! [`Role`]. It hands out layers ([`Roster::layer`]), each with counters of its own, and
+//! remembers every one it made, so that [`Roster::stop_all`] stops them all (a signal).
+
+use crate::cache::Cache;
+use crate::limiter::Limiter;
+use crate::{pool, BackendKind, Budget, Llm, LlmConfig, LlmError, Route, Transport};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// What a layer answers for, in the run: the writer (the default model), the build's reader
+/// (`--reader-base-url`/`--reader-model`, or the writer's own model reading), or a named
+/// model of `--models` (a step's, a reader's or a panel's: one name, one limiter).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Role {
+    Writer,
+    Reader,
+    Named(String),
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Role::Writer => f.write_str("the writer"),
+            Role::Reader => f.write_str("the reader"),
+            Role::Named(n) => write!(f, "model {n}"),
+        }
+    }
+}
+
+/// The models of one command. Cheap to clone (`Arc` inside).
+#[derive(Clone)]
+pub struct Roster {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    max_cost_usd: Option<f64>,
+    max_tokens: Option<u64>,
+    /// The one budget of the command.
+    budget: Arc<Budget>,
+    /// The caches opened, by file: one writer a file (a dry run's are read-only).
+    caches: Mutex<HashMap<PathBuf, Option<Cache>>>,
+    /// One limiter a role: its first layer's limits.
+    limiters: Mutex<HashMap<Role, Arc<Limiter>>>,
+    /// One endpoint pool a role (its replicas' limiters and breakers).
+    pools: Mutex<HashMap<Role, Arc<pool::Pool>>>,
+    /// Every layer made, with its role, for [`Roster::stop_all`].
+    made: Mutex<Vec<(Role, Llm)>>,
+    /// Set by [`Roster::stop_all`]: a layer made later starts stopped.
+    stopped: OnceLock<String>,
+}
+
+impl std::fmt::Debug for Roster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Roster")
+            .field(
+                "layers",
+                &self.inner.made.lock().map(|m| m.len()).unwrap_or(0),
+            )
+            .finish()
+    }
+}
+
+impl Roster {
+    /// A roster whose one budget is `max_cost_usd` and `max_tokens` (each `None`: no cap).
+    pub fn new(max_cost_usd: Option<f64>, max_tokens: Option<u64>) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                max_cost_usd,
+                max_tokens,
+                budget: Arc::default(),
+                caches: Mutex::default(),
+                limiters: Mutex::default(),
+                pools: Mutex::default(),
+                made: Mutex::default(),
+                stopped: OnceLock::new(),
+            }),
+        }
+    }
+
+    /// A new layer for `role`, configured by `config` (its endpoint, model, price,
+    /// transport; its cache file): its own counters; the roster's cache for that file, the
+    /// roster's budget (whatever `config` says of one), and the limiter (and pool) of
+    /// `role`, made with `config`'s limits by the role's first layer.
+    pub fn layer(&self, role: &Role, mut config: LlmConfig) -> Result<Llm, LlmError> {
+        config.max_cost_usd = self.inner.max_cost_usd;
+        config.max_tokens = self.inner.max_tokens;
+        let cache = self.cache(&config)?;
+        if config.backend == BackendKind::Replay && cache.is_none() {
+            return Err(LlmError::Config(
+                "the replay backend needs a cache file".into(),
+            ));
+        }
+        let pool = match (config.backend, &config.transport) {
+            (BackendKind::Openai, Transport::Pool(p)) => Some(self.pool(role, || {
+                pool::Pool::new(&config, p, cache.as_ref()).map(Arc::new)
+            })?),
+            _ => None,
+        };
+        let route = Route::new(&config, cache.as_ref(), pool)?;
+        let limiter = Arc::clone(
+            self.inner
+                .limiters
+                .lock()
+                .expect("limiters lock")
+                .entry(role.clone())
+                .or_insert_with(|| Arc::new(crate::own_limiter(&config))),
+        );
+        let llm = Llm::assemble(
+            config,
+            cache,
+            route,
+            limiter,
+            Arc::clone(&self.inner.budget),
+        );
+        if let Some(why) = self.inner.stopped.get() {
+            llm.stop(why);
+        }
+        self.inner
+            .made
+            .lock()
+            .expect("made lock")
+            .push((role.clone(), llm.clone()));
+        Ok(llm)
+    }
+
+    /// Stops every layer the roster made (and any it makes later): each call not yet sent
+    /// fails at once with `why`. Says how many layers of which roles it stopped.
+    pub fn stop_all(&self, why: &str) -> Vec<Role> {
+        let _ = self.inner.stopped.set(why.to_owned());
+        let made = self.inner.made.lock().expect("made lock");
+        let mut roles = Vec::new();
+        for (role, llm) in made.iter() {
+            llm.stop(why);
+            if !roles.contains(role) {
+                roles.push(role.clone());
+            }
+        }
+        roles
+    }
+
+    /// What the whole command spent upstream so far: USD and tokens.
+    pub fn spent(&self) -> (f64, u64) {
+        let b = &self.inner.budget;
+        (
+            b.spent_micro_usd.load(std::sync::atomic::Ordering::Relaxed) as f64 / 1e6,
+            b.tokens.load(std::sync::atomic::Ordering::Relaxed),
+        )
+    }
+
+    /// The cache of `config`'s file, opened once (read-only for a dry run, which creates
+    /// none).
+    fn cache(&self, config: &LlmConfig) -> Result<Option<Cache>, LlmError> {
+        let Some(path) = &config.cache_path else {
+            return Ok(None);
+        };
+        let mut caches = self.inner.caches.lock().expect("caches lock");
+        if let Some(c) = caches.get(path) {
+            return Ok(c.clone());
+        }
+        let c = match config.backend {
+            BackendKind::DryRun => Cache::open_read_only(path)?,
+            _ => Some(Cache::open(path)?),
+        };
+        caches.insert(path.clone(), c.clone());
+        Ok(c)
+    }
+
+    /// The pool of `role`, made by `make` when there is none yet.
+    fn pool(
+        &self,
+        role: &Role,
+        make: impl FnOnce() -> Result<Arc<pool::Pool>, LlmError>,
+    ) -> Result<Arc<pool::Pool>, LlmError> {
+        let mut m = self.inner.pools.lock().expect("pools lock");
+        if let Some(p) = m.get(role) {
+            return Ok(Arc::clone(p));
+        }
+        let p = make()?;
+        m.insert(role.clone(), Arc::clone(&p));
+        Ok(p)
+    }
+}

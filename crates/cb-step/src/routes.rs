@@ -1,0 +1,193 @@
+//! One recipe's routing table, decided when the command and its recipes load: which layer
+//! answers each step, who reads each reader check, and what each model's calls came to.
+//! The steps, the reader check, the engine's accounting (build line, `runs.jsonl`, manifest,
+//! card) and the CLI's dry run and signal handler all ask it; none works routing out again.
+
+use crate::Step;
+use cb_llm::{Llm, StatsSnapshot};
+use std::collections::BTreeMap;
+
+/// Who answers a call: the build's own model (the writer), a named model of `--models`, or
+/// a reader named by `--reader-base-url`/`--reader-model` (in this order in manifests).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Who {
+    Build,
+    Named(String),
+    Reader,
+}
+
+impl Who {
+    /// The model's name, for a named one.
+    pub fn name(&self) -> Option<&str> {
+        match self {
+            Who::Named(n) => Some(n),
+            Who::Build | Who::Reader => None,
+        }
+    }
+}
+
+/// The routes of one recipe (see the module documentation). Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Routes {
+    writer: Llm,
+    /// The build's reader and who it is (`Who::Build`: the writer reads its own rows).
+    reader: Option<(Who, Llm)>,
+    /// Steps that call a named model: step -> its name and layer.
+    steps: BTreeMap<String, (String, Llm)>,
+    /// Reader checks with a panel (`readers = [...]`): step -> names and layers, in order.
+    panels: BTreeMap<String, Vec<(String, Llm)>>,
+}
+
+impl Routes {
+    /// Every call goes to `writer`, and nobody reads.
+    pub fn new(writer: Llm) -> Self {
+        Self {
+            writer,
+            reader: None,
+            steps: BTreeMap::new(),
+            panels: BTreeMap::new(),
+        }
+    }
+
+    /// The build's reader is `llm`, answering as `who`.
+    pub fn set_reader(&mut self, who: Who, llm: Llm) {
+        self.reader = Some((who, llm));
+    }
+
+    /// Step `step` calls the named model `name` through `llm`.
+    pub fn set_step(&mut self, step: &str, name: &str, llm: Llm) {
+        self.steps.insert(step.to_owned(), (name.to_owned(), llm));
+    }
+
+    /// The reader check `step` reads with the panel `readers` (names and layers, in order).
+    pub fn set_panel(&mut self, step: &str, readers: Vec<(String, Llm)>) {
+        self.panels.insert(step.to_owned(), readers);
+    }
+
+    /// The build's own model: every call no other route takes.
+    pub fn writer(&self) -> &Llm {
+        &self.writer
+    }
+
+    /// The build's reader (`None`: nobody reads, unless a reader check has a panel).
+    pub fn reader(&self) -> Option<&Llm> {
+        self.reader.as_ref().map(|(_, l)| l)
+    }
+
+    /// The layer the calls of step `step` go to: its named model's, else the writer.
+    pub fn llm_for(&self, step: &str) -> &Llm {
+        self.steps.get(step).map_or(&self.writer, |(_, l)| l)
+    }
+
+    /// The named model of step `step`, when it has one.
+    pub fn model_of(&self, step: &str) -> Option<&str> {
+        self.steps.get(step).map(|(n, _)| n.as_str())
+    }
+
+    /// Who reads for the reader check `step`: its panel, else the build's reader, else
+    /// nobody; each with its model's name when it is a named one.
+    pub fn readers_of(&self, step: &str) -> Vec<(Option<&str>, &Llm)> {
+        match self.panels.get(step) {
+            Some(panel) => panel.iter().map(|(n, l)| (Some(n.as_str()), l)).collect(),
+            None => self.reader.iter().map(|(who, l)| (who.name(), l)).collect(),
+        }
+    }
+
+    /// Whether any route goes to a named model (a step's, a panel's or the reader).
+    pub fn names_any(&self) -> bool {
+        !self.steps.is_empty()
+            || !self.panels.is_empty()
+            || matches!(self.reader, Some((Who::Named(_), _)))
+    }
+
+    /// Who answers the calls of step `s` (several for a panel; none for a rule step or a
+    /// reader check nobody reads).
+    pub fn of_step(&self, s: &dyn Step) -> Vec<Who> {
+        if s.reads() {
+            if let Some(panel) = self.panels.get(s.name()) {
+                return panel.iter().map(|(n, _)| Who::Named(n.clone())).collect();
+            }
+            return self.reader.iter().map(|(who, _)| who.clone()).collect();
+        }
+        match self.steps.get(s.name()) {
+            Some((n, _)) => vec![Who::Named(n.clone())],
+            None if !s.prompts().is_empty() => vec![Who::Build],
+            None => Vec::new(),
+        }
+    }
+
+    /// Who answers an unnamed call of a step that reads (`reads`) or not.
+    pub fn unnamed(&self, reads: bool) -> Who {
+        match &self.reader {
+            Some((Who::Reader, _)) if reads => Who::Reader,
+            _ => Who::Build,
+        }
+    }
+
+    /// Every layer of the recipe, once each, with who it answers as: the writer first.
+    pub fn layers(&self) -> Vec<(Who, &Llm)> {
+        let mut out: Vec<(Who, &Llm)> = vec![(Who::Build, &self.writer)];
+        let steps = self.steps.values().map(|(n, l)| (Who::Named(n.clone()), l));
+        let panels = self
+            .panels
+            .values()
+            .flatten()
+            .map(|(n, l)| (Who::Named(n.clone()), l));
+        let reader = self.reader.iter().map(|(w, l)| (w.clone(), l));
+        for (who, l) in steps.chain(panels).chain(reader) {
+            if !out.iter().any(|(_, seen)| seen.same_layer(l)) {
+                out.push((who, l));
+            }
+        }
+        out
+    }
+
+    /// The layers that answer as `who` (a name may have several: a step's and a panel's).
+    pub fn layers_of(&self, who: &Who) -> Vec<&Llm> {
+        self.layers()
+            .into_iter()
+            .filter(|(w, _)| w == who)
+            .map(|(_, l)| l)
+            .collect()
+    }
+
+    /// What each model's layers sent, found cached and spent in this run, by who they are.
+    pub fn figures(&self) -> BTreeMap<Who, StatsSnapshot> {
+        let mut out: BTreeMap<Who, StatsSnapshot> = BTreeMap::new();
+        for (who, l) in self.layers() {
+            let e = out.entry(who).or_default();
+            *e = add(*e, l.stats());
+        }
+        out
+    }
+
+    /// What every layer of the recipe sent, found cached and spent in this run, together.
+    pub fn total(&self) -> StatsSnapshot {
+        self.layers()
+            .into_iter()
+            .fold(StatsSnapshot::default(), |a, (_, l)| add(a, l.stats()))
+    }
+
+    /// Stops every layer of the recipe: each call not yet sent fails at once with `why`.
+    pub fn stop_all(&self, why: &str) {
+        for (_, l) in self.layers() {
+            l.stop(why);
+        }
+    }
+}
+
+/// Two layers' counters, added up.
+pub fn add(a: StatsSnapshot, s: StatsSnapshot) -> StatsSnapshot {
+    StatsSnapshot {
+        calls: a.calls + s.calls,
+        upstream_calls: a.upstream_calls + s.upstream_calls,
+        cache_hits: a.cache_hits + s.cache_hits,
+        retries: a.retries + s.retries,
+        failures: a.failures + s.failures,
+        prompt_tokens: a.prompt_tokens + s.prompt_tokens,
+        completion_tokens: a.completion_tokens + s.completion_tokens,
+        spent_usd: a.spent_usd + s.spent_usd,
+        estimated_tokens: a.estimated_tokens + s.estimated_tokens,
+        batches: a.batches + s.batches,
+    }
+}

@@ -4,7 +4,9 @@
 //! resumes; refused output lines (not JSON, another model, not an answer, a duplicate, an
 //! unknown request) are reported with their file and line, never cached, and their requests
 //! written again; a server refusing the `json_schema` form (llama-cpp-python) steps the build
-//! down to `json_object` through the files, the executor not retrying the refusals.
+//! down to `json_object` through the files, the executor not retrying the refusals; a small
+//! `--batch-window` writes the requests in rounds of that many items, in as many build runs,
+//! and ends with the same files.
 
 #[path = "common/batch_dir.rs"]
 mod batch_dir;
@@ -320,4 +322,160 @@ async fn a_request_refused_in_every_file_is_rejected_after_max_retries_across_ru
         "{reasons:?}"
     );
     assert!(!cached(out.path(), &key));
+}
+
+/// [`files_args`] with rounds of at most `window` items.
+fn windowed<'a>(s: &'a Setup, out: &'a Path, dir: &'a Path, window: &'a str) -> Vec<&'a str> {
+    let mut args = files_args(s, out, dir);
+    args.extend(["--batch-window", window]);
+    args
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_small_batch_window_takes_several_rounds_and_ends_with_the_online_files() {
+    let s = setup().await;
+    let (_o, online_files, online_calls) = online(&s).await;
+    let (out, dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let before = s.mock.request_count();
+    let args = windowed(&s, out.path(), dir.path(), "3");
+    let exits = answer_until_done(
+        || build(&args, &[]),
+        || async {
+            run_dir(&s, dir.path()).await;
+        },
+        8,
+    )
+    .await;
+    // The build reads on past a window that waits: as many build runs as with one round a
+    // step, each writing its step's requests of every item, three items' at a time.
+    assert_eq!(exits, [WAITING, WAITING, 0]);
+    assert_same(&squad_files(out.path()), &online_files);
+    let files = inputs(dir.path());
+    assert!(files.values().all(|ids| ids.len() <= 3), "{files:?}");
+    // Ten questions, two model steps: at least four rounds a step.
+    assert!(files.len() >= 8, "{:?}", files.keys());
+    // Nothing asked twice: every request in one file, answered once.
+    let ids: Vec<&String> = files.values().flatten().collect();
+    let distinct: HashSet<&String> = ids.iter().copied().collect();
+    assert_eq!(ids.len(), distinct.len(), "a request was written twice");
+    assert_eq!(ids.len(), online_calls);
+    assert_eq!(s.mock.request_count() - before, online_calls);
+    assert!(!dir.path().join("problems.log").exists());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_error_line_reaches_an_item_of_a_later_window_without_asking_again() {
+    // Every output file is imported by the round of the first window; a request of a later
+    // window answered there with a 400 ends as an online 400 does when its item comes in
+    // that run (its item is rejected, it is not written again); like an online reject it is
+    // not cached, so a later run asks it again.
+    let s = setup().await;
+    let (_o, online_files, _) = online(&s).await;
+    let (out, dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let args = windowed(&s, out.path(), dir.path(), "4");
+    let o = build(&args, &[]).await;
+    assert_eq!(o.status.code(), Some(WAITING), "{}", text(&o));
+    run_dir(&s, dir.path()).await;
+    let files = inputs(dir.path());
+    let (last, ids) = files.iter().next_back().unwrap();
+    assert!(files.len() >= 3, "{files:?}");
+    let key = ids.last().unwrap().clone();
+    let output = dir.path().join(last.replace(".jsonl", ".output.jsonl"));
+    let lines: Vec<String> = std::fs::read_to_string(&output)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut v: Value = serde_json::from_str(l).unwrap();
+            if v["custom_id"] == key.as_str() {
+                v["response"] = serde_json::json!({"status_code": 400, "body":
+                    {"error": {"message": "this prompt is refused"}}});
+            }
+            v.to_string()
+        })
+        .collect();
+    std::fs::write(&output, lines.join("\n") + "\n").unwrap();
+    let o = build(&args, &[]).await;
+    assert_eq!(o.status.code(), Some(WAITING), "{}", text(&o));
+    let files = inputs(dir.path());
+    let held = files.values().filter(|ids| ids.contains(&key)).count();
+    assert_eq!(held, 1, "the refused request was written again: {files:?}");
+    // Nine questions go on to their next step, a window at a time.
+    let next: usize = files.values().map(Vec::len).sum::<usize>() - 10;
+    assert_eq!(next, 9, "{files:?}");
+    assert!(!cached(out.path(), &key));
+    answer_until_done(
+        || build(&args, &[]),
+        || async {
+            run_dir(&s, dir.path()).await;
+        },
+        8,
+    )
+    .await;
+    assert_same(&squad_files(out.path()), &online_files);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refused_form_steps_every_window_down() {
+    // The form refusals of the files are imported by the round of the first window; the
+    // items of the later windows are asked in the form stepped down to, once each.
+    use cb_mock::structured::{emulate, StructuredServer};
+    let s = setup_with(emulate(
+        StructuredServer::LlamaCppPython,
+        cb_mock::stand_in::model(),
+    ))
+    .await;
+    let (_o, online_files, _) = online(&s).await;
+    let (out, dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let args = windowed(&s, out.path(), dir.path(), "4");
+    let o = build(&args, &[]).await;
+    assert_eq!(o.status.code(), Some(WAITING), "{}", text(&o));
+    let first: Vec<String> = inputs(dir.path()).into_values().flatten().collect();
+    assert_eq!(first.len(), 10, "every question's first request is written");
+    run_dir(&s, dir.path()).await;
+    let o = build(&args, &[]).await;
+    assert_eq!(o.status.code(), Some(WAITING), "{}", text(&o));
+    let files = inputs(dir.path());
+    let again: Vec<&String> = files.values().flatten().skip(first.len()).collect();
+    assert_eq!(
+        again.len(),
+        10,
+        "each refused request is asked once in the next form"
+    );
+    for name in files.keys().skip(3) {
+        let lines = read_jsonl(&dir.path().join(name));
+        assert!(lines
+            .iter()
+            .all(|l| l["body"]["response_format"]["type"] == "json_object"));
+    }
+    answer_until_done(
+        || build(&args, &[]),
+        || async {
+            run_dir(&s, dir.path()).await;
+        },
+        8,
+    )
+    .await;
+    assert_same(&squad_files(out.path()), &online_files);
+    assert!(!dir.path().join("problems.log").exists());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_batch_window_of_0_or_without_batches_is_refused_before_any_file() {
+    let s = setup().await;
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("batches");
+    let o = build(&windowed(&s, out.path(), &dir, "0"), &[]).await;
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("--batch-window 0"), "{}", text(&o));
+    let mut online = squad_args(&s, out.path().to_str().unwrap());
+    online.extend(["--batch-window", "100"]);
+    let o = build(&online, &[]).await;
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("--batch-window") && text(&o).contains("--batch-dir"),
+        "{}",
+        text(&o)
+    );
+    assert!(!dir.exists() && !out.path().join("kre").exists());
+    assert!(!out.path().join("llm-cache.sqlite").exists());
 }

@@ -104,6 +104,44 @@ async fn batch_build_makes_no_online_call_and_writes_what_an_online_build_writes
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_small_batch_window_submits_several_batches_and_writes_the_online_files() {
+    // Rounds of at most five items' requests: more batches, each request submitted once,
+    // the same files as online (the reader check's questions through the batches too).
+    let mock = MockServer::start(model()).await;
+    let base = mock.base_url();
+    let raw = bundled();
+    let (online, batch) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let o = build(
+        &kre_reading_args(&base, online.path().to_str().unwrap(), &raw),
+        &[],
+    )
+    .await;
+    assert!(o.status.success(), "{}", text(&o));
+    let online_calls = mock.request_count();
+
+    let mut args = kre_reading_args(&base, batch.path().to_str().unwrap(), &raw);
+    args.extend(["--batch", "--batch-poll-ms", "20", "--batch-window", "5"]);
+    let o = build(&args, &[]).await;
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(mock.request_count(), online_calls, "online calls were made");
+    assert_eq!(unique_custom_ids(&mock), online_calls);
+    let mut per_batch: BTreeMap<String, usize> = BTreeMap::new();
+    for s in mock.batch_submissions() {
+        *per_batch.entry(s.batch_id).or_default() += 1;
+    }
+    // Two recipes, each its own rounds of at most five items' calls.
+    assert!(per_batch.values().all(|&n| n <= 5), "{per_batch:?}");
+    assert!(per_batch.len() * 5 >= online_calls, "{per_batch:?}");
+    for domain in ["cose", "ecare"] {
+        let (a, b) = (
+            online.path().join("kre").join(domain),
+            batch.path().join("kre").join(domain),
+        );
+        assert_eq!(snapshot(&a), snapshot(&b), "{domain}: files differ");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_build_killed_during_its_batch_resumes_it_and_submits_each_request_once() {
     let mock = MockServer::start(model()).await;
     mock.set_batch_settings(BatchSettings {

@@ -167,7 +167,7 @@ impl Runner {
                 return (item, Err((i, StepFailure::Cancelled)));
             }
             if let Err(f) = step.run(&mut item, &ctx).await {
-                if matches!(f, StepFailure::Fatal(_)) {
+                if matches!(f, StepFailure::Fatal(_)) && !waits(&f) {
                     self.stop.store(true, Ordering::Relaxed);
                 }
                 return (item, Err((i, f)));
@@ -175,6 +175,17 @@ impl Runner {
         }
         (item, Ok(()))
     }
+}
+
+/// Whether an item ended waiting for batch files to be answered ([`cb_llm::LlmError::Waiting`]):
+/// its request is in a file, the item itself is let go (the next build run reads it again and
+/// finds its earlier answers in the cache), and the build reads on, so that one run writes
+/// the files of every item while it holds only a window of them.
+fn waits(f: &StepFailure) -> bool {
+    matches!(
+        f,
+        StepFailure::Fatal(cb_step::StepError::Llm(cb_llm::LlmError::Waiting(_)))
+    )
 }
 
 /// How an item or a loading reject ended, waiting in the reorder buffer for its turn to be
@@ -194,6 +205,9 @@ struct Ran {
     loading: (Vec<StageCounts>, BTreeMap<String, u64>),
     /// The first fatal failure of a step; it stopped the others.
     fatal: Option<EngineError>,
+    /// Items wait for answers to batch files: the build reads on, writes nothing and ends
+    /// with this error (exit code 4 from the CLI).
+    waiting: Option<EngineError>,
     /// A failure of the source or the writer; it stopped the build too.
     broken: Option<EngineError>,
 }
@@ -233,6 +247,12 @@ impl Ran {
         }
         match ended {
             Ok(()) => Done::Row(item),
+            Err((_, f)) if waits(&f) => {
+                if let StepFailure::Fatal(e) = f {
+                    self.waiting.get_or_insert(e.into());
+                }
+                Done::Nothing
+            }
             Err((_, StepFailure::Fatal(e))) => {
                 self.fatal.get_or_insert(e.into());
                 Done::Nothing
@@ -366,11 +386,13 @@ impl Build<'_> {
 
     /// Run: the second pass over the source, every item through the steps, concurrently, at
     /// most as many at once as the LLM layer's transport keeps busy
-    /// ([`cb_llm::LlmConfig::items_in_flight`]: four times its calls in flight, or every item
-    /// for a batch round), each finished row and reject written in source order as soon as those
-    /// before it are ([`Window`]). Counts as items end: the steps' counts, the LLM totals and
-    /// the reader's check tallies. A fatal failure stops reading, cancels the items still
-    /// running and is handed to the accounting.
+    /// ([`cb_llm::LlmConfig::items_in_flight`]: four times its calls in flight, or the batch
+    /// window for rounds), each finished row and reject written in source order as soon as
+    /// those before it are ([`Window`]). Counts as items end: the steps' counts, the LLM totals
+    /// and the reader's check tallies. A fatal failure stops reading, cancels the items still
+    /// running and is handed to the accounting; an item waiting on batch files is let go and
+    /// the build reads on (so one run writes the requests of the whole source, a window at a
+    /// time), then ends waiting.
     async fn run(
         &self,
         runner: &Arc<Runner>,
@@ -394,6 +416,7 @@ impl Build<'_> {
             },
             loading: Default::default(),
             fatal: None,
+            waiting: None,
             broken: None,
         };
         self.progress.start(&self.name, total);
@@ -407,7 +430,8 @@ impl Build<'_> {
                     Some(Ok(entry)) => self.admit(&mut w, runner, entry),
                 }
             }
-            if let Err(e) = w.flush(out, ran.fatal.is_some() || ran.broken.is_some()) {
+            let failing = ran.fatal.is_some() || ran.broken.is_some() || ran.waiting.is_some();
+            if let Err(e) = w.flush(out, failing) {
                 self.fail(&mut ran, &mut w, runner, e);
             }
             let Some(joined) = w.tasks.join_next().await else {
@@ -472,9 +496,11 @@ impl Build<'_> {
             mut counts,
             loading,
             fatal,
+            waiting,
             ..
         } = ran;
         if let Some(e) = fatal
+            .or(waiting)
             .or_else(|| endpoint_never_answered(&self.name, self.llm, &counts.llm, &counts.steps))
         {
             return Err(e);

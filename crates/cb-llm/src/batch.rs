@@ -38,6 +38,9 @@ pub struct BatchOptions {
     pub poll_max: Duration,
     /// A round starts when no call has been queued for this long.
     pub quiet: Duration,
+    /// The most items a build keeps waiting on rounds (`--batch-window`): a round takes at
+    /// most their calls.
+    pub window: usize,
 }
 
 impl Default for BatchOptions {
@@ -48,6 +51,7 @@ impl Default for BatchOptions {
             poll_initial: Duration::from_secs(5),
             poll_max: Duration::from_secs(60),
             quiet: Duration::from_millis(300),
+            window: crate::BATCH_WINDOW,
         }
     }
 }

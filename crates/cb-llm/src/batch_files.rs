@@ -45,6 +45,9 @@ pub struct FilesOptions {
     pub max_bytes_per_file: usize,
     /// A round starts when no call has been queued for this long.
     pub quiet: Duration,
+    /// The most items a build keeps waiting on rounds (`--batch-window`): a round writes the
+    /// calls of at most that many; the others are read again by the next build run.
+    pub window: usize,
 }
 
 impl FilesOptions {
@@ -54,6 +57,7 @@ impl FilesOptions {
             max_requests_per_file: 5_000,
             max_bytes_per_file: 190 * 1024 * 1024,
             quiet: Duration::from_millis(300),
+            window: crate::BATCH_WINDOW,
         }
     }
 }
@@ -191,26 +195,32 @@ impl Llm {
             return Ok(errors);
         }
         let prefix = journal_prefix(&opts.dir);
-        let mut held = Vec::new();
-        let live = cache.live_batches(&inner.endpoint, &inner.config.model, Some(&prefix))?;
-        for (record, keys) in live {
+        let (endpoint, model) = (inner.endpoint.as_str(), inner.config.model.as_str());
+        // Every output file that has appeared is imported, whichever windows its requests
+        // came from: the round's callers get their answers, the others find theirs in the
+        // cache when their items come, or their errors kept in the rounds.
+        for record in cache.live_files(endpoint, model, &prefix)? {
             let input = opts.dir.join(&record.file_id[prefix.len()..]);
-            let output = output_path(&input);
-            if output.is_file() {
+            if output_path(&input).is_file() {
                 let failed = self.import(cache, &record.file_id, &input, taken).await?;
                 open.retain(|k| taken.waiting(k));
                 for (key, e) in failed {
-                    if open.remove(key.as_str()) {
-                        errors.insert(key, e);
-                    }
+                    open.remove(key.as_str());
+                    errors.insert(key, e);
                 }
-            } else if input.is_file() {
-                held.extend(keys.into_iter().filter(|k| open.remove(k.as_str())));
-            } else {
+            } else if !input.is_file() {
                 // Removed by hand: its requests are written again.
                 tracing::warn!(file = %input.display(), "a batch file of the journal is gone; its requests are written again");
                 self.commit_file(cache, &record.file_id, Vec::new(), taken)
                     .await?;
+            }
+        }
+        // Requests of files still without output wait for them.
+        let mut held = Vec::new();
+        for key in open.clone() {
+            if cache.held_live(key, (endpoint, model), &prefix)? {
+                open.remove(key);
+                held.push(key.to_owned());
             }
         }
         let fresh: Vec<&str> = open.iter().copied().collect();

@@ -236,6 +236,42 @@ impl Cache {
             .collect()
     }
 
+    /// The live (not yet collected) files of one batch folder (their ids start with
+    /// `prefix`, [`FOLDER_FILES`] and the folder) for this endpoint and model, without their
+    /// keys: a waiting build has one a window of its source, so their keys together grow with
+    /// the items and are asked of one at a time ([`Cache::held_live`]).
+    pub(crate) fn live_files(
+        &self,
+        endpoint: &str,
+        model: &str,
+        prefix: &str,
+    ) -> Result<Vec<BatchRecord>, LlmError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare(&format!(
+            "{SELECT} WHERE collected = 0 AND endpoint = ?1 AND model = ?2
+             AND substr(file_id, 1, length(?3)) = ?3 ORDER BY rowid"
+        ))?;
+        let live = stmt.query_map(params![endpoint, model, prefix], record)?;
+        Ok(live.collect::<Result<_, _>>()?)
+    }
+
+    /// Whether a live file of the batch folder `prefix` names holds the request `key` (for
+    /// this endpoint and model).
+    pub(crate) fn held_live(
+        &self,
+        key: &str,
+        (endpoint, model): (&str, &str),
+        prefix: &str,
+    ) -> Result<bool, LlmError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "SELECT 1 FROM batch_requests r JOIN batches b ON b.file_id = r.file_id
+             WHERE r.key = ?1 AND b.collected = 0 AND b.endpoint = ?2 AND b.model = ?3
+             AND substr(b.file_id, 1, length(?4)) = ?4 LIMIT 1",
+        )?;
+        Ok(stmt.exists(params![key, endpoint, model, prefix])?)
+    }
+
     /// The ids of the journal's files that start with `prefix`.
     pub(crate) fn file_ids(&self, prefix: &str) -> Result<Vec<String>, LlmError> {
         let conn = self.conn();

@@ -180,7 +180,22 @@ impl Transport {
     pub fn in_rounds(&self) -> bool {
         matches!(self, Transport::BatchApi(_) | Transport::BatchFiles(_))
     }
+
+    /// The most items a build keeps waiting on rounds at once (`--batch-window`), for the
+    /// transports in rounds.
+    pub fn window(&self) -> Option<usize> {
+        match self {
+            Transport::BatchApi(o) => Some(o.window),
+            Transport::BatchFiles(o) => Some(o.window),
+            _ => None,
+        }
+    }
 }
+
+/// Items a batch round takes at most unless `--batch-window` says otherwise: one input file
+/// of batch files (`FilesOptions::max_requests_per_file`, the 5,000-line shards the batch
+/// engines are given), so a build's memory stays flat in its items.
+pub const BATCH_WINDOW: usize = 5_000;
 
 impl LlmConfig {
     /// How long to wait before retry `attempt` (from 1) after `e`: the server's
@@ -195,13 +210,13 @@ impl LlmConfig {
     /// Items a build keeps in flight for this configuration: four times the calls it may have
     /// in flight (a pool's are its endpoints' together), so that items held back by a long
     /// resample chain ahead of them (rows are written in source order) still leave work for
-    /// every slot; or with `--batch` and `--batch-dir` all of them, since a round holds every
-    /// item waiting on the model.
+    /// every slot; or with `--batch` and `--batch-dir` the batch window
+    /// ([`Transport::window`], default [`BATCH_WINDOW`]): a round takes the calls of at most
+    /// that many items, and the others wait in the source, not in memory.
     pub fn items_in_flight(&self) -> usize {
-        if self.transport.in_rounds() && self.backend == BackendKind::Openai {
-            1 << 30
-        } else {
-            self.concurrency.max(1).saturating_mul(4)
+        match self.transport.window() {
+            Some(window) if self.backend == BackendKind::Openai => window.max(1),
+            _ => self.concurrency.max(1).saturating_mul(4),
         }
     }
 

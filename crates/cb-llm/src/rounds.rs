@@ -116,6 +116,12 @@ struct Queue {
 /// A transport in rounds with the calls waiting for its next round.
 pub(crate) struct Rounds<R> {
     queue: Mutex<Queue>,
+    /// What a round learnt of requests it did not take: the error lines of an imported file
+    /// or a resumed batch for calls of items not yet in the window (a round takes only the
+    /// window's calls, a file holds those of earlier windows too). Such a call, when its item
+    /// comes, ends (or goes to the next round) with its error, as if it had been in that
+    /// round; its answers are in the cache already.
+    told: Mutex<HashMap<String, LlmError>>,
     /// The requests of the waiting calls.
     spool: Spool,
     pub(crate) transport: R,
@@ -125,6 +131,7 @@ impl<R: Round> Rounds<R> {
     pub(crate) fn new(transport: R) -> Arc<Self> {
         Arc::new(Self {
             queue: Mutex::default(),
+            told: Mutex::default(),
             spool: Spool::new(),
             transport,
         })
@@ -149,6 +156,18 @@ impl<R: Round> Rounds<R> {
                 return Some(std::mem::take(&mut q.pending));
             }
         }
+    }
+
+    /// Keeps the errors a round got for requests it did not take, for when their calls come.
+    fn tell(&self, errors: HashMap<String, LlmError>) {
+        if !errors.is_empty() {
+            self.told.lock().expect("told errors").extend(errors);
+        }
+    }
+
+    /// The error a round got for `key` before its call came, if any (once).
+    fn told(&self, key: &str) -> Option<LlmError> {
+        self.told.lock().expect("told errors").remove(key)
     }
 
     /// Puts calls back in the queue for the next round.
@@ -176,6 +195,13 @@ impl Llm {
         key: String,
         form: Form,
     ) -> Result<Completion, LlmError> {
+        if let Some(e) = rounds.told(&key) {
+            // Answered with an error in a file of an earlier window: as if it had waited in
+            // that round (a retry goes into the next one).
+            if let Some(e) = self.retry_or_end(&key, (&call.item, &mut 0), e) {
+                return Err(e);
+            }
+        }
         let (tx, rx) = oneshot::channel();
         let start_driver = {
             let mut q = rounds.queue();
@@ -214,10 +240,14 @@ impl Llm {
 
     /// Runs rounds while calls are queued; ends when the queue stays empty.
     async fn drive<R: Round>(&self, rounds: &Rounds<R>) {
-        while let Some(pending) = rounds.next_round().await {
+        while let Some(mut pending) = rounds.next_round().await {
+            self.end_told(rounds, &mut pending);
+            if pending.is_empty() {
+                continue;
+            }
             tracing::info!(requests = pending.len(), "batch round");
             let taken = Taken::new(pending);
-            let errors = match rounds.transport.run(self, &taken, &rounds.spool).await {
+            let mut errors = match rounds.transport.run(self, &taken, &rounds.spool).await {
                 Ok(e) => e,
                 Err(e) => {
                     // Credentials refused, path unknown or no connection at all: the endpoint
@@ -226,29 +256,62 @@ impl Llm {
                     taken.keys().map(|k| (k.clone(), e.clone())).collect()
                 }
             };
-            rounds.requeue(self.settle(taken, errors));
+            rounds.requeue(self.settle(taken, &mut errors));
+            rounds.tell(errors);
         }
     }
 
-    /// Hands each caller of the round still waiting its error, or puts its call in the next
-    /// round; returns those calls.
+    /// Calls queued while an earlier round learnt their error (from a file of an earlier
+    /// window): each ends with it, or stays for this round as a retry.
+    fn end_told<R: Round>(&self, rounds: &Rounds<R>, pending: &mut HashMap<String, Waiting>) {
+        let told: Vec<(String, LlmError)> = {
+            let mut told = rounds.told.lock().expect("told errors");
+            if told.is_empty() {
+                return;
+            }
+            pending
+                .keys()
+                .filter_map(|k| told.remove(k).map(|e| (k.clone(), e)))
+                .collect()
+        };
+        for (key, e) in told {
+            let Some(mut w) = pending.remove(&key) else {
+                continue;
+            };
+            match self.retry_or_end(&key, (&w.item, &mut w.rounds), e) {
+                Some(e) => {
+                    for t in w.waiters {
+                        let _ = t.send(Err(e.clone()));
+                    }
+                }
+                None => {
+                    pending.insert(key, w);
+                }
+            }
+        }
+    }
+
+    /// Hands each caller of the round still waiting its error (taken out of `errors`, which
+    /// keeps those of requests the round did not take), or puts its call in the next round;
+    /// returns those calls.
     fn settle(
         &self,
         taken: Taken,
-        mut errors: HashMap<String, LlmError>,
+        errors: &mut HashMap<String, LlmError>,
     ) -> Vec<(String, Waiting)> {
         let mut callers = taken.callers.into_inner().expect("round callers");
         let mut again = Vec::new();
         for (key, mut w) in taken.calls {
+            let e = errors.remove(&key);
             // Answered during the round.
             let Some(waiters) = callers.remove(&key) else {
                 continue;
             };
-            let e = errors.remove(&key).unwrap_or_else(|| LlmError::Batch {
+            let e = e.unwrap_or_else(|| LlmError::Batch {
                 code: "batch_missing".into(),
                 message: "no answer for this request".into(),
             });
-            match self.retry_or_end(&key, &mut w, e) {
+            match self.retry_or_end(&key, (&w.item, &mut w.rounds), e) {
                 Some(e) => {
                     for t in waiters {
                         let _ = t.send(Err(e.clone()));
@@ -263,9 +326,15 @@ impl Llm {
         again
     }
 
-    /// What becomes of a call whose round ended in `e`: `None` when it goes to the next round
-    /// (counted as a retry), else the error its callers get.
-    fn retry_or_end(&self, key: &str, w: &mut Waiting, e: LlmError) -> Option<LlmError> {
+    /// What becomes of a call (for `item`, through `rounds` rounds so far in this run) whose
+    /// round ended in `e`: `None` when it goes to the next round (counted as a retry), else the
+    /// error its callers get.
+    fn retry_or_end(
+        &self,
+        key: &str,
+        (item, rounds): (&str, &mut u32),
+        e: LlmError,
+    ) -> Option<LlmError> {
         let stats = &self.inner.stats;
         match e {
             // Not an attempt that counts: the build stops until the files are answered, or
@@ -276,11 +345,11 @@ impl Llm {
                 Some(e)
             }
             e => {
-                let attempts = self.attempts(key, w.rounds);
+                let attempts = self.attempts(key, *rounds);
                 if e.is_retryable() && attempts <= self.inner.config.max_retries {
-                    w.rounds += 1;
+                    *rounds += 1;
                     stats.retries.fetch_add(1, Ordering::Relaxed);
-                    tracing::warn!(item = %w.item, attempts, error = %e, "batch request goes to the next round");
+                    tracing::warn!(item = %item, attempts, error = %e, "batch request goes to the next round");
                     return None;
                 }
                 stats.failures.fetch_add(1, Ordering::Relaxed);

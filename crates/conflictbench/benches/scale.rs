@@ -12,7 +12,8 @@
 //! - `online`: `--base-url` the mock;
 //! - `batch`: `--batch` (input files of at most 48 MB, below the mock's request limit), the
 //!   mock's Files and Batch APIs answering at the first poll;
-//! - `files`: `--batch-dir DIR`; while the build exits with 4 ("waiting for answers"),
+//! - `files`: `--batch-dir DIR` (`--base-url` the mock, which names the endpoint and is never
+//!   called by the build); while the build exits with 4 ("waiting for answers"),
 //!   `conflictbench batches run-dir DIR --base-url` answers the shards against the mock and the
 //!   build runs again.
 //!
@@ -20,17 +21,22 @@
 //! answered, the build's own counts from `runs.jsonl` (calls sent upstream and cache hits,
 //! summed over the runs of a mode), the peak resident memory of the build child (`VmHWM` of
 //! `/proc/PID/status`, *sampled* every 10 ms while it runs, the last value read kept: a peak
-//! in the child's last milliseconds can be missed; for `files` the largest of its rounds),
-//! the cache file's size (with its WAL) and the rows written. Then, per recipe and mode, the
-//! growth from each size to the next: items, calls, time, time per call, peak memory, and the
-//! memory added per row kept.
+//! in the child's last milliseconds can be missed; for `files` the largest of its rounds, and
+//! apart the peak of its first run, which only writes files, and the largest of the later
+//! runs, which import answers and write the next files), the cache file's size (with its WAL),
+//! the rows written, and whether the output folder (`runs.jsonl` aside) is the online build's
+//! byte for byte (`=online`: when `online` ran before it for that recipe and size). Then, per
+//! recipe and mode, the growth from each size to the next: items, calls, time, time per call,
+//! peak memory, and the memory added per row kept.
 //!
 //! Settings (environment): `SCALE_KRE` and `SCALE_RECALL`, comma-separated sizes in answerable
 //! questions and in events (default `2500,10000` and `12500,50000`, a quarter and the issue's
 //! paper scale; empty skips the recipe); `SCALE_MODES` (default `offline,online,batch,files`);
 //! `SCALE_CONCURRENCY` (the build's `--concurrency`, default 16); `SCALE_SEED` (default 7);
 //! `SCALE_KEEP=DIR` keeps the sources and outputs under `DIR` (a folder per source and per
-//! run) instead of temporary folders; `BENCH_QUICK=1` for sizes `200,800` and `400,1600`.
+//! run) instead of temporary folders; `BENCH_QUICK=1` for sizes `200,800` and `400,1600`;
+//! `SCALE_BATCH_WINDOW=N` gives `batch` and `files` builds `--batch-window N`; `SCALE_BIN=PATH`
+//! measures another conflictbench binary (an earlier version, to compare with).
 //! Under `cargo test --all-targets` the binary only prints that it was skipped.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -39,7 +45,9 @@ mod common;
 use cb_mock::MockServer;
 use common::{clean, env_or, repo};
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -330,6 +338,13 @@ struct Figures {
     cache_mb: f64,
     rows: u64,
     rounds: usize,
+    /// `files`: the first build run's peak (it writes files, imports nothing) and the largest
+    /// of the later runs' (each imports answers, then writes the next files).
+    write_peak_mb: f64,
+    import_peak_mb: f64,
+    /// The output folder is the online build's, byte for byte (`None`: no online build of
+    /// this recipe and size to compare with).
+    same_as_online: Option<bool>,
 }
 
 /// `/proc/PID/status`'s `VmHWM` in kB, or `None` once the process is gone.
@@ -366,9 +381,43 @@ fn run_sampled(mut cmd: Command) -> (Option<i32>, String, u64) {
     (status.code(), stderr, peak)
 }
 
-/// The binary with none of the caller's endpoint, key or log settings.
+/// The binary (`SCALE_BIN`, else this one) with none of the caller's endpoint, key or log
+/// settings.
 fn binary() -> Command {
-    clean(Path::new(env!("CARGO_BIN_EXE_conflictbench")))
+    match std::env::var_os("SCALE_BIN") {
+        Some(bin) => clean(Path::new(&bin)),
+        None => clean(Path::new(env!("CARGO_BIN_EXE_conflictbench"))),
+    }
+}
+
+/// `--batch-window N` when `SCALE_BATCH_WINDOW` sets one.
+fn window_args() -> Vec<String> {
+    std::env::var("SCALE_BATCH_WINDOW")
+        .ok()
+        .filter(|w| !w.trim().is_empty())
+        .map(|w| vec!["--batch-window".to_owned(), w.trim().to_owned()])
+        .unwrap_or_default()
+}
+
+/// A digest of each file of a build's output folder but `runs.jsonl` (by its path in the
+/// folder), to compare the outputs of two modes.
+fn digest(dir: &Path) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.file_name().is_some_and(|n| n != "runs.jsonl") {
+                let mut h = DefaultHasher::new();
+                std::fs::read(&p).unwrap().hash(&mut h);
+                let name = p.strip_prefix(dir).unwrap().display().to_string();
+                out.insert(name, h.finish());
+            }
+        }
+    }
+    out
 }
 
 /// `conflictbench build RECIPE --domains DOMAIN` of `raw` into `out`, the repository's
@@ -391,17 +440,19 @@ fn build(recipe: Recipe, raw: &Path, out: &Path, concurrency: usize, extra: &[&s
     cmd
 }
 
-/// One build of `recipe` on `raw` in `mode` against a fresh mock.
+/// One build of `recipe` on `raw` in `mode` against `mock` (one for every mode of a recipe and
+/// size: the endpoint is in the cache keys and the manifest, so the modes' files can be the
+/// same); `online`: the digest of this recipe and size's online build, when it ran (an online
+/// build sets it).
 fn measure(
-    rt: &tokio::runtime::Runtime,
-    recipe: Recipe,
-    items: usize,
-    raw: &Path,
+    mock: &MockServer,
+    (recipe, items, raw): (Recipe, usize, &Path),
     mode: &str,
     concurrency: usize,
+    online: &mut Option<BTreeMap<String, u64>>,
 ) -> Run {
-    let mock = rt.block_on(MockServer::start(cb_mock::stand_in::model()));
     let base = mock.base_url();
+    let (requests, submissions) = (mock.request_count(), mock.batch_submissions().len());
     let (_tmp, work) = workdir(&format!("{}-{items}-{mode}", recipe.name()));
     let out = work.join("out");
     let mut f = Figures::default();
@@ -418,9 +469,11 @@ fn measure(
         "online" | "batch" => {
             let mut extra = model.to_vec();
             extra.extend(["--base-url", base.as_str()]);
+            let window = window_args();
             if mode == "batch" {
                 // Input files below the mock's 64 MiB request limit (a provider's is 200 MB).
                 extra.extend(["--batch", "--batch-poll-ms", "20", "--batch-max-mb", "48"]);
+                extra.extend(window.iter().map(String::as_str));
             }
             let (code, stderr, peak) = run_sampled(build(recipe, raw, &out, concurrency, &extra));
             assert_eq!(code, Some(0), "{mode} build failed: {stderr}");
@@ -431,13 +484,26 @@ fn measure(
         other => panic!("unknown mode {other:?} (offline, online, batch, files)"),
     }
     f.wall_s = start.elapsed().as_secs_f64();
-    let submitted = if mode == "batch" {
-        mock.batch_submissions().len() as u64
-    } else {
-        0
-    };
-    f.mock_calls = mock.request_count() as u64 + submitted;
+    let submitted = mock.batch_submissions().len() - submissions;
+    f.mock_calls = (mock.request_count() - requests + submitted) as u64;
     let dir = out.join(recipe.name()).join(recipe.domain());
+    let files = digest(&dir);
+    if mode == "online" {
+        *online = Some(files);
+    } else if let Some(o) = online.as_ref() {
+        f.same_as_online = Some(*o == files);
+        let differ: Vec<&String> = o
+            .keys()
+            .chain(files.keys())
+            .filter(|k| o.get(*k) != files.get(*k))
+            .collect();
+        if !differ.is_empty() {
+            eprintln!(
+                "scale: {} {items} {mode}: not the online build's: {differ:?}",
+                recipe.name()
+            );
+        }
+    }
     let manifest: Value =
         serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
     f.rows = manifest["rows"].as_u64().unwrap_or(0);
@@ -475,17 +541,29 @@ fn files_rounds(
 ) {
     let dir = work.join("batches");
     let dir_arg = dir.to_str().unwrap();
+    let window = window_args();
     loop {
-        let extra = [
+        // `--base-url` names the endpoint the answers come from (no call is made), so that
+        // the files can be compared with the online build's.
+        let mut extra = vec![
             "--backend",
             "openai",
             "--model",
             "m",
+            "--base-url",
+            base,
             "--batch-dir",
             dir_arg,
         ];
+        extra.extend(window.iter().map(String::as_str));
         let (code, stderr, peak) = run_sampled(build(recipe, raw, out, concurrency, &extra));
-        f.peak_mb = f.peak_mb.max(peak as f64 / 1024.0);
+        let peak = peak as f64 / 1024.0;
+        f.peak_mb = f.peak_mb.max(peak);
+        if f.rounds == 0 {
+            f.write_peak_mb = peak;
+        } else {
+            f.import_peak_mb = f.import_peak_mb.max(peak);
+        }
         f.rounds += 1;
         match code {
             Some(0) => break,
@@ -534,8 +612,20 @@ fn sizes(var: &str, default: &str, quick: &str) -> Vec<usize> {
 
 fn row(r: &Run) -> String {
     let f = r.result;
+    let files_peak = |mb: f64| {
+        if r.mode == "files" {
+            format!("{mb:.0}")
+        } else {
+            "-".to_owned()
+        }
+    };
+    let same = match f.same_as_online {
+        Some(true) => "yes",
+        Some(false) => "NO",
+        None => "-",
+    };
     format!(
-        "| {} | {} | {} | {:.1} | {} | {} | {} | {} | {:.0} | {:.1} | {} |",
+        "| {} | {} | {} | {:.1} | {} | {} | {} | {} | {:.0} | {} | {} | {:.1} | {} | {same} |",
         r.recipe.name(),
         r.mode,
         r.items,
@@ -545,6 +635,8 @@ fn row(r: &Run) -> String {
         f.cache_hits,
         f.rounds,
         f.peak_mb,
+        files_peak(f.write_peak_mb),
+        files_peak(f.import_peak_mb),
         f.cache_mb,
         f.rows
     )
@@ -562,8 +654,19 @@ fn growth(a: &Run, b: &Run) -> String {
     } else {
         "-".to_owned()
     };
+    // The peak's growth, and for `files` that of its writing run and its importing runs.
+    let times = |p: f64, q: f64| format!("x{:.2}", q / p.max(1e-9));
+    let runs = if a.mode == "files" {
+        format!(
+            "{} | {}",
+            times(x.write_peak_mb, y.write_peak_mb),
+            times(x.import_peak_mb, y.import_peak_mb)
+        )
+    } else {
+        "- | -".to_owned()
+    };
     format!(
-        "| {} | {} | {} -> {} | x{:.2} | x{:.2} | x{:.2} | {:.3} -> {:.3} | {:.0} -> {:.0} | {} | {:.1} -> {:.1} KB |",
+        "| {} | {} | {} -> {} | x{:.2} | x{:.2} | x{:.2} | {:.3} -> {:.3} | {:.0} -> {:.0} | {} | {runs} | {} | {:.1} -> {:.1} KB |",
         a.recipe.name(),
         a.mode,
         a.items,
@@ -575,6 +678,7 @@ fn growth(a: &Run, b: &Run) -> String {
         per_call(y),
         x.peak_mb,
         y.peak_mb,
+        times(x.peak_mb, y.peak_mb),
         per_row,
         x.peak_mb * 1024.0 / x.rows.max(1) as f64,
         y.peak_mb * 1024.0 / y.rows.max(1) as f64,
@@ -606,7 +710,7 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    let header = "| recipe | mode | items | wall s | mock calls | upstream | cache hits | build runs | peak MB | cache MB | rows |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|";
+    let header = "| recipe | mode | items | wall s | mock calls | upstream | cache hits | build runs | peak MB | write run MB | import runs MB | cache MB | rows | =online |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|";
     println!("{header}");
     let total = Instant::now();
     let mut runs = Vec::new();
@@ -620,8 +724,10 @@ fn main() {
                 recipe.name(),
                 t.elapsed().as_secs_f64()
             );
+            let mut online = None;
+            let mock = rt.block_on(MockServer::start(cb_mock::stand_in::model()));
             for mode in &modes {
-                let r = measure(&rt, *recipe, n, &raw, mode, concurrency);
+                let r = measure(&mock, (*recipe, n, &raw), mode, concurrency, &mut online);
                 println!("{}", row(&r));
                 runs.push(r);
             }
@@ -635,7 +741,7 @@ fn main() {
         println!("{}", row(r));
     }
     println!(
-        "\n| recipe | mode | items | items x | mock calls x | wall time x | ms per call | peak MB | peak added per row kept | peak per row |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|"
+        "\n| recipe | mode | items | items x | mock calls x | wall time x | ms per call | peak MB | peak x | write run x | import runs x | peak added per row kept | peak per row |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     );
     for (i, a) in runs.iter().enumerate() {
         let next = runs[i + 1..]

@@ -102,6 +102,12 @@ pub struct BatchFlags {
     /// Most requests in one file of --batch-dir.
     #[arg(long, default_value_t = 5_000, value_name = "N")]
     pub batch_dir_max_lines: usize,
+    /// Most items a round of --batch or --batch-dir takes at once (default 5000): the build
+    /// holds only these in memory, whatever the size of the source, at the cost of more rounds
+    /// (with --batch, one batch turnaround each); at least 1, and only with --batch or
+    /// --batch-dir.
+    #[arg(long, value_name = "N")]
+    pub batch_window: Option<usize>,
 }
 
 /// Flags of `build` for a pool of endpoints serving the same model.

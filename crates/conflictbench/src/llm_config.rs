@@ -41,6 +41,7 @@ pub enum Carrier {
         dir: PathBuf,
         max_lines: usize,
         max_bytes: usize,
+        window: usize,
     },
 }
 
@@ -695,6 +696,7 @@ fn reader_setting(
 /// The transport the batch flags and the pool choose; a pool cannot be combined with
 /// `--batch` or `--batch-dir`, nor `--batch-dir` name a file.
 fn carrier(batch: &BatchFlags, pool: Option<PoolConfig>) -> anyhow::Result<Carrier> {
+    let window = batch_window(batch)?;
     if pool.is_some() && (batch.batch || batch.batch_dir.is_some()) {
         return Err(config_err(
             "--batch or --batch-dir and an endpoint pool cannot be combined",
@@ -711,6 +713,7 @@ fn carrier(batch: &BatchFlags, pool: Option<PoolConfig>) -> anyhow::Result<Carri
             dir: dir.clone(),
             max_lines: batch.batch_dir_max_lines.max(1),
             max_bytes: batch.batch_max_mb.max(1) * 1024 * 1024,
+            window,
         });
     }
     if batch.batch {
@@ -722,6 +725,7 @@ fn carrier(batch: &BatchFlags, pool: Option<PoolConfig>) -> anyhow::Result<Carri
                 max_requests_per_file: batch.batch_max_requests.max(1),
                 max_bytes_per_file: batch.batch_max_mb.max(1) * 1024 * 1024,
                 poll_initial: Duration::from_millis(batch.batch_poll_ms.max(1)),
+                window,
                 ..BatchOptions::default()
             },
             price_factor: batch.batch_price_factor,
@@ -731,6 +735,21 @@ fn carrier(batch: &BatchFlags, pool: Option<PoolConfig>) -> anyhow::Result<Carri
         Some(p) => Carrier::Pool(p),
         None => Carrier::Online,
     })
+}
+
+/// `--batch-window`: at least 1, and only where rounds are (`--batch`, `--batch-dir`);
+/// [`cb_llm::BATCH_WINDOW`] when not given.
+fn batch_window(batch: &BatchFlags) -> anyhow::Result<usize> {
+    match batch.batch_window {
+        None => Ok(cb_llm::BATCH_WINDOW),
+        Some(0) => Err(config_err(
+            "--batch-window 0: a round must take at least 1 item",
+        )),
+        Some(_) if !batch.batch && batch.batch_dir.is_none() => Err(config_err(
+            "--batch-window sets the items a batch round takes: give it with --batch or --batch-dir",
+        )),
+        Some(n) => Ok(n),
+    }
 }
 
 /// Puts the transport into a configuration: a pool (not for the offline backend, which
@@ -755,6 +774,7 @@ fn apply_carrier(c: &mut LlmConfig, carrier: &Carrier) -> anyhow::Result<()> {
             dir,
             max_lines,
             max_bytes,
+            window,
         } => {
             // Absolute: the journal names the files by their folder.
             let dir = std::fs::create_dir_all(dir)
@@ -763,6 +783,7 @@ fn apply_carrier(c: &mut LlmConfig, carrier: &Carrier) -> anyhow::Result<()> {
             c.transport = Transport::BatchFiles(FilesOptions {
                 max_requests_per_file: *max_lines,
                 max_bytes_per_file: *max_bytes,
+                window: *window,
                 ..FilesOptions::new(dir)
             });
         }

@@ -25,6 +25,7 @@ pub mod pricing;
 pub mod progress;
 mod request;
 mod rounds;
+mod rules;
 mod send;
 mod spool;
 mod structured;

@@ -32,9 +32,19 @@ Transports:
   answer is recorded under the model the request names (vLLM's `--served-model-name`), or
   `--served-model-name`; `finish_reason` is "length" when the answer used all of `max_tokens`.
 
-Exit codes: 0 every selected file answered (or none waited), 1 a file could not be answered
-(reason on stderr; its output file is not written, run again), 2 bad arguments, a missing
-package or a malformed input file (named with its line).
+The statuses retried, what counts as a refused `response_format`, which requests the endpoint
+left unanswered and the output line's ids are read from `executor-rules.json` beside this script
+(the file the build's transports compile in): keep the two together.
+
+Every argument and every waiting input file is checked before Ray starts. An input file none of
+whose requests got an answer from the endpoint (no response, a transient status after the
+retries, credentials or model refused) is not written: run the script again once the endpoint
+answers. A file with some answers is written; the build asks its unanswered requests again.
+
+Exit codes: 0 every request of every selected file answered (or none waited), 1 requests left
+unanswered by the endpoint (how many, and which endpoint, on stderr) or a file that could not be
+answered (its output file is not written, run again), 2 bad arguments, a missing package or a
+malformed input file (named with its line).
 """
 
 import argparse
@@ -47,8 +57,31 @@ import sys
 import time
 
 INPUT = re.compile(r"^requests-(\d+)\.jsonl$")
-# Statuses an online call retries; a refused `response_format` is an answer, never retried.
-RETRY_STATUSES = {408, 409, 425, 429, 500, 502, 503, 504}
+RULES_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "executor-rules.json")
+
+
+def load_rules(path=RULES_FILE):
+    """The rules shared with the build (retries, refusals, unanswered, output ids)."""
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+RULES = load_rules()
+
+
+def retried(status):
+    """Whether a status is worth another attempt (the shared rule)."""
+    r = RULES["retry"]
+    return status >= r["from_status"] or status in r["statuses"]
+
+
+def endpoint_failed(status, text):
+    """Whether an answer with this status (0: none) and body was left unanswered by the
+    endpoint; a refused `response_format` is an answer."""
+    if status == 0:
+        return True
+    failed = retried(status) or status in RULES["endpoint_failure"]["statuses"]
+    return failed and not refuses_form(status, text)
 
 
 class InputError(Exception):
@@ -79,11 +112,15 @@ def waiting_files(folder, names):
 def read_requests(path):
     """The requests of an input file, checked: [(custom_id, body text, body)], in order."""
     out, model, seen = [], None, set()
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, start=1):
+    with open(path, "rb") as f:
+        for n, raw in enumerate(f, start=1):
+            where = f"{path}:{n}"
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise InputError(f"{where}: not UTF-8 text (is this a batch input file?)") from None
             if not line.strip():
                 continue
-            where = f"{path}:{n}"
             try:
                 req = json.loads(line)
             except ValueError as e:
@@ -115,22 +152,20 @@ def read_requests(path):
 def result_line(file_id, n, cid, status, text):
     """One output line: `status` 200 with the answer's JSON text, another status with the
     server's error text, or 0 (no answer) with the executor's message."""
-    rid = f"{file_id}-{n}"
-    line = {"id": rid, "custom_id": cid}
+    fmt = RULES["output_line"]
+    rid = fmt["id"].replace("{file}", file_id).replace("{n}", str(n))
+    request_id = fmt["request_id"].replace("{id}", rid)
     if status == 200:
-        body = json.loads(text)
-        line["response"] = {"status_code": 200, "request_id": f"{rid}-request", "body": body}
-        line["error"] = None
+        body, error = json.loads(text), None
     elif status:
         try:
-            error = json.loads(text)
+            body, error = None, json.loads(text)
         except ValueError:
-            error = text
-        line["response"] = {"status_code": status, "request_id": f"{rid}-request", "body": None}
-        line["error"] = error
+            body, error = None, text
     else:
-        line["response"] = None
-        line["error"] = {"code": "executor_error", "message": text}
+        body, error = None, {"code": fmt["no_answer_code"], "message": text}
+    response = dict(zip(fmt["response_keys"], (status, request_id, body))) if status else None
+    line = dict(zip(fmt["keys"], (rid, cid, response, error)))
     return json.dumps(line, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -150,7 +185,8 @@ def write_whole(path, lines):
 
 def refuses_form(status, text):
     """A refusal of the `response_format` form: an answer the build steps down on."""
-    return status not in (401, 403, 404, 408, 429) and "response_format" in text.lower()
+    r = RULES["form_refusal"]
+    return status not in r["never"] and r["mentions"] in text.lower()
 
 
 async def _ask(session, url, body, opts):
@@ -173,7 +209,7 @@ async def _ask(session, url, body, opts):
                         return 200, text
                     except ValueError:
                         last = f"HTTP 200 with a body that is not JSON: {text[:200]!r}"
-                elif resp.status in RETRY_STATUSES and not refuses_form(resp.status, text):
+                elif retried(resp.status) and not refuses_form(resp.status, text):
                     last = f"HTTP {resp.status}: {text[:200]}"
                     after = resp.headers.get("Retry-After", "")
                     wait = float(after) if after.replace(".", "", 1).isdigit() else None
@@ -345,9 +381,10 @@ def dataset_of(files):
 
 
 def collect(results, files):
-    """Writes each file whole as soon as all its rows are back; returns per-file error counts."""
+    """Writes each file whole as soon as all its rows are back (unless the endpoint answered
+    none of them); returns per-file (errors, unanswered) counts."""
     pending = {i: {} for i in range(len(files))}
-    errors = [0] * len(files)
+    counts = [[0, 0] for _ in files]
     for row in results.iter_rows():
         i, n = int(row["file"]), int(row["line"])
         failure = row.get("__inference_error__") or ""
@@ -355,18 +392,28 @@ def collect(results, files):
             status, text = 0, f"vLLM: {failure}"
         else:
             status, text = int(row["status"]), str(row["text"])
-        errors[i] += status != 200
+        counts[i][0] += status != 200
+        counts[i][1] += status != 200 and endpoint_failed(status, text)
         got = pending[i]
         got[n] = result_line(stem(files[i][0]), n + 1, files[i][1][n][0], status, text)
         if len(got) == len(files[i][1]):
-            path = output_path(files[i][0])
-            write_whole(path, [got[k] for k in range(len(got))])
-            say(f"wrote {path}: {len(got)} lines, {errors[i]} of them errors")
+            finish_file(files[i][0], [got[k] for k in range(len(got))], counts[i])
             del pending[i]
     if pending:
         missing = ", ".join(os.path.basename(files[i][0]) for i in pending)
         raise RuntimeError(f"the pipeline ended without every answer of {missing}")
-    return errors
+    return counts
+
+
+def finish_file(path, lines, counts):
+    """Writes the output file of `path`, unless none of its requests got an answer."""
+    errors, unanswered = counts
+    if unanswered == len(lines):
+        say(f"{path}: none of {len(lines)} requests answered: no output file written")
+        return
+    out = output_path(path)
+    write_whole(out, lines)
+    say(f"wrote {out}: {len(lines)} lines, {errors} of them errors")
 
 
 def stem(path):
@@ -398,18 +445,75 @@ def parse_args(argv):
     arg("--engine-kwargs", default="{}", help="vLLM: engine arguments as a JSON object")
     arg("--served-model-name", help="vLLM: the model the answers name (default: the request's)")
     args = p.parse_args(argv)
-    for name in ("batch_size", "concurrency", "replicas"):
-        if getattr(args, name) < 1:
-            p.error(f"--{name.replace('_', '-')} must be at least 1")
-    if args.max_retries < 0 or args.timeout <= 0:
-        p.error("--max-retries must be 0 or more and --timeout positive")
-    if not os.path.isdir(args.dir):
-        p.error(f"{args.dir} is not a folder")
-    try:
-        json.loads(args.engine_kwargs)
-    except ValueError as e:
-        p.error(f"--engine-kwargs is not JSON: {e}")
+    problem = check_args(args)
+    if problem:
+        p.error(problem)
     return args
+
+
+def check_args(args):
+    """What is wrong with the arguments (one sentence naming the flag), or None."""
+    for name in ("batch_size", "concurrency", "replicas", "tasks", "num_cpus"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            return f"--{name.replace('_', '-')} {value}: must be at least 1"
+    if args.max_retries < 0:
+        return f"--max-retries {args.max_retries}: must be 0 or more"
+    for name in ("timeout", "task_cpus"):
+        value = getattr(args, name)
+        if not math.isfinite(value) or value <= 0:
+            return f"--{name.replace('_', '-')} {value}: must be a positive number of " + (
+                "seconds" if name == "timeout" else "CPUs"
+            )
+    if args.base_url is not None:
+        problem = check_base_url(args.base_url)
+        if problem:
+            return problem
+    if not os.path.isdir(args.dir):
+        return f"{args.dir} is not a folder"
+    try:
+        kwargs = json.loads(args.engine_kwargs)
+    except ValueError as e:
+        return f"--engine-kwargs is not JSON: {e}"
+    if not isinstance(kwargs, dict):
+        return f"--engine-kwargs {args.engine_kwargs}: must be a JSON object of engine arguments"
+    return None
+
+
+def check_base_url(url):
+    """A base URL must be an absolute http(s) URL with a host, as the build requires."""
+    from urllib.parse import urlsplit
+
+    hint = "write it as http://HOST:PORT/v1 (a local server) or https://... (a hosted API)"
+    if "://" not in url:
+        return f"--base-url {url!r} has no scheme: {hint}"
+    try:
+        parts = urlsplit(url.strip())
+        parts.port  # a port that is not a number raises here
+    except ValueError as e:
+        return f"--base-url {url!r} is not a URL ({e}): {hint}"
+    if parts.scheme not in ("http", "https"):
+        return f"--base-url {url!r}: the scheme must be http:// or https://, not {parts.scheme}:"
+    if not parts.hostname:
+        return f"--base-url {url!r} has no host"
+    return None
+
+
+def missing_packages(args):
+    """Imports what the chosen path needs before Ray starts; the error names the extra."""
+    try:
+        import ray  # noqa: F401
+        import ray.data  # noqa: F401
+
+        if args.base_url:
+            import aiohttp  # noqa: F401
+        else:
+            import ray.data.llm  # noqa: F401
+    except ImportError as e:
+        need = "'ray[data]' aiohttp" if args.base_url else "'ray[llm]'"
+        path = "the HTTP path" if args.base_url else "the vLLM path (--model-source)"
+        return f"{path} needs {need} in {sys.executable} ({e}): pip install {need}"
+    return None
 
 
 def main(argv):
@@ -424,12 +528,12 @@ def main(argv):
         say(f"no input file waits in {args.dir}{which}")
         return 0
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no report leaves the machine
-    try:
-        import ray
-        import ray.data
-    except ImportError as e:
-        say(f"Ray Data is missing in {sys.executable} ({e}): pip install 'ray[data]' aiohttp")
+    missing = missing_packages(args)
+    if missing:
+        say(missing)
         return 2
+    import ray
+    import ray.data
     started = time.monotonic()
     ray.init(
         address=args.address,
@@ -448,7 +552,7 @@ def main(argv):
         else:
             with_seed = all("seed" in body for _, r in files for _, _, body in r)
             results = vllm_pipeline(ds, args, with_seed)
-        errors = collect(results, files)
+        counts = collect(results, files)
     except ImportError as e:
         say(f"the vLLM path needs ray[llm] (vllm, transformers) beside Ray: {e}")
         return 2
@@ -457,10 +561,20 @@ def main(argv):
         return 1
     finally:
         ray.shutdown()
+    errors, unanswered = sum(c[0] for c in counts), sum(c[1] for c in counts)
     say(
-        f"answered {len(files)} files, {total} requests ({sum(errors)} errors) "
+        f"answered {len(files)} files, {total} requests ({errors} errors) "
         f"in {time.monotonic() - started:.1f} s"
     )
+    if unanswered:
+        unwritten = sum(c[1] == len(r) for c, (_, r) in zip(counts, files))
+        say(
+            f"{unanswered} of {total} requests got no answer from {how} (no response, a transient "
+            f"error after {args.max_retries} retries, or credentials or model refused); "
+            f"{len(files) - unwritten} files written (the build asks their unanswered requests "
+            f"again), {unwritten} with no answer at all left waiting for another run"
+        )
+        return 1
     return 0
 
 

@@ -197,7 +197,12 @@ async fn ray_batch_refuses_a_malformed_input_file_naming_its_line() {
     let o = ray_batch(
         &python,
         dir.path(),
-        &["--base-url", "x", "--file", "requests-9.jsonl"],
+        &[
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--file",
+            "requests-9.jsonl",
+        ],
     )
     .await;
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
@@ -301,7 +306,7 @@ async fn the_loop_against_a_real_server_when_one_is_named() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_request_without_an_answer_becomes_an_error_line_not_a_stopped_run() {
+async fn a_request_without_an_answer_fails_the_run_naming_the_endpoint() {
     let Some(python) = ray_python("ray_batch") else {
         return;
     };
@@ -309,15 +314,17 @@ async fn a_request_without_an_answer_becomes_an_error_line_not_a_stopped_run() {
     let line = serde_json::json!({"custom_id": "k1", "method": "POST",
         "url": "/v1/chat/completions", "body": {"model": "m", "messages": []}});
     std::fs::write(dir.path().join("requests-00001.jsonl"), format!("{line}\n")).unwrap();
-    // Nothing listens on port 9 (discard): every attempt is refused.
-    let how = ["--base-url", "http://127.0.0.1:9/v1", "--max-retries", "1"];
+    // Nothing listens on port 9 (discard): every attempt is refused. The file got no answer
+    // at all, so it is not written (the next run of the script asks it again), and the run
+    // fails so that a scheduler does not start the import.
+    let dead = "http://127.0.0.1:9/v1";
+    let how = ["--base-url", dead, "--max-retries", "1"];
     let o = ray_batch(&python, dir.path(), &how).await;
-    assert!(o.status.success(), "{}", text(&o));
-    let lines = read_jsonl(&dir.path().join("requests-00001.output.jsonl"));
-    assert_eq!(lines.len(), 1);
-    assert_eq!(lines[0]["custom_id"], "k1");
-    assert!(lines[0]["response"].is_null(), "{}", lines[0]);
-    assert_eq!(lines[0]["error"]["code"], "executor_error");
-    let why = lines[0]["error"]["message"].as_str().unwrap();
-    assert!(why.starts_with("no answer after 2 attempts"), "{why}");
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        text(&o).contains(&format!("1 of 1 requests got no answer from HTTP {dead}")),
+        "{}",
+        text(&o)
+    );
+    assert!(outputs(dir.path()).is_empty(), "{}", text(&o));
 }

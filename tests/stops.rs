@@ -1,12 +1,20 @@
 //! Stops said out loud: a build stopped by SIGINT or SIGTERM says in one line what it kept
 //! and how to resume, records a `stopped` run and exits 130 or 143, and the re-run pays for
 //! no answer twice; an `--out` that is a file is a configuration error said once; a failed
-//! eval leaves no cache file behind.
+//! eval leaves no cache file behind; a build of several recipes at once, killed at a random
+//! point or stopped by its budget, resumes paying once and ends with an uninterrupted build's
+//! files; a source changed during a build stops it naming the file.
 
+#![allow(clippy::print_stderr)] // the random tests print their seed
+
+#[path = "common/batch_dir.rs"]
+mod batch_dir;
 mod common;
 
+use batch_dir::assert_same;
 use cb_mock::MockServer;
 use common::*;
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -300,4 +308,230 @@ async fn a_build_killed_at_any_point_leaves_the_previous_build_and_resumes_payin
         "temporary files left"
     );
     assert_counts_add_up(&dir);
+}
+
+/// Two recipes built at once (`kre --domains cose,ecare`): 24 generated CoS-E questions and the
+/// bundled e-CARE sample, in a source folder of their own.
+fn two_recipes(raw: &Path) {
+    many_questions(raw, 24);
+    std::fs::create_dir_all(raw.join("ecare")).unwrap();
+    std::fs::copy(
+        repo().join("raw/ecare/dev_full.jsonl"),
+        raw.join("ecare/dev_full.jsonl"),
+    )
+    .unwrap();
+}
+
+/// `build kre --domains cose,ecare` against `base`, three calls in flight for the two
+/// recipes, priced (so that a budget can stop it).
+fn two_recipe_args<'a>(base: &'a str, raw: &'a str, out: &'a str) -> Vec<&'a str> {
+    let mut args = openai_args("cose,ecare", base, raw, out);
+    args.extend([
+        "--concurrency",
+        "3",
+        "--price-input",
+        "1",
+        "--price-output",
+        "1",
+    ]);
+    args
+}
+
+/// The files of an uninterrupted build of [`two_recipe_args`] into `out`, and what its
+/// manifests say it cost.
+async fn uninterrupted(base: &str, raw: &str, out: &Path) -> (BTreeMap<String, Vec<u8>>, f64) {
+    let o = build(&two_recipe_args(base, raw, out.to_str().unwrap()), &[]).await;
+    assert!(o.status.success(), "{}", text(&o));
+    let cost = ["cose", "ecare"]
+        .iter()
+        .map(|d| {
+            let m = read_json(&out.join("kre").join(d).join("manifest.json"));
+            m["llm"]["estimated_cost_usd"].as_f64().unwrap()
+        })
+        .sum();
+    (snapshot(&out.join("kre")), cost)
+}
+
+/// How many times each request body (canonical JSON) came to the mock, and where it first came
+/// (its index in the journal).
+fn asked(mock: &MockServer) -> BTreeMap<String, (usize, usize)> {
+    let mut seen = BTreeMap::new();
+    for (i, e) in mock.journal().iter().enumerate() {
+        let mut key = String::new();
+        cb_mock::canonical_json(&e.body, &mut key);
+        seen.entry(key).or_insert((0, i)).0 += 1;
+    }
+    seen
+}
+
+/// The seed of a test's random choices: `CB_KILL_SEED`, else the clock; printed so that a
+/// failure can be repeated.
+fn kill_seed(test: &str) -> u64 {
+    let seed = std::env::var("CB_KILL_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+            now.unwrap().as_nanos() as u64
+        });
+    eprintln!("{test}: seed {seed} (CB_KILL_SEED={seed} repeats this run)");
+    seed
+}
+
+/// A number in `lo..hi` drawn from `seed` (splitmix64).
+fn draw(seed: u64, lo: u64, hi: u64) -> u64 {
+    let mut z = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    lo + (z ^ (z >> 31)) % (hi - lo)
+}
+
+/// A build of two recipes at once, killed (SIGKILL) after a random number of answers, then run
+/// again: the second run ends with the files of an uninterrupted build, and the only requests
+/// asked twice were among those in flight at the kill (at most the last 2 x 3 to arrive: three
+/// in flight, three more whose answers may have been on their way back), each answer the
+/// killed build had received being in the cache.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_build_of_several_recipes_killed_at_a_random_point_resumes_paying_once() {
+    let seed = kill_seed("killed_several_recipes");
+    let mock = MockServer::start(model()).await;
+    mock.set_latency(Duration::from_millis(100));
+    let (raw, want_out, out) = (
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
+    two_recipes(raw.path());
+    let (base, raw_s) = (mock.base_url(), raw.path().to_str().unwrap());
+    let (want, _) = uninterrupted(&base, raw_s, want_out.path()).await;
+    let total = mock.request_count() as u64;
+    assert!(total > 20, "{total}");
+    mock.clear_journal();
+
+    let args = two_recipe_args(&base, raw_s, out.path().to_str().unwrap());
+    let kill_after = draw(seed, 1, total - 1);
+    eprintln!("killed after {kill_after} of {total} requests");
+    let mut child = build_command(&args).spawn().unwrap();
+    let t0 = Instant::now();
+    while (mock.request_count() as u64) < kill_after {
+        assert!(t0.elapsed() < Duration::from_secs(120), "no requests came");
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    child.kill().await.unwrap();
+    let at_kill = mock.request_count();
+    let last = build(&args, &[]).await;
+    assert!(last.status.success(), "{}", text(&last));
+    assert_same(&snapshot(&out.path().join("kre")), &want);
+    let asked = asked(&mock);
+    assert_eq!(
+        asked.len() as u64,
+        total,
+        "the requests differ from the uninterrupted build's"
+    );
+    let twice = asked.values().filter(|(n, _)| *n > 1).count();
+    eprintln!("{twice} requests asked again, of those in flight at the kill");
+    for (body, (times, first)) in &asked {
+        assert!(
+            *times == 1 || (*times == 2 && first + 6 >= at_kill),
+            "asked {times} times, first as request {first} of the {at_kill} before the kill: {body}"
+        );
+    }
+}
+
+/// A build of two recipes at once stopped by its budget (`--max-cost` a third of what the whole
+/// build costs: exit 3, nothing written), run again with the same budget until it ends: it
+/// ends with the files of an uninterrupted build, and no request was asked twice.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_build_of_several_recipes_stopped_by_the_budget_resumes_paying_once() {
+    let mock = MockServer::start(model()).await;
+    mock.set_latency(Duration::from_millis(20));
+    let (raw, want_out, out) = (
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
+    two_recipes(raw.path());
+    let (base, raw_s) = (mock.base_url(), raw.path().to_str().unwrap());
+    let (want, cost) = uninterrupted(&base, raw_s, want_out.path()).await;
+    let total = mock.request_count();
+    mock.clear_journal();
+
+    let budget = format!("{:.9}", cost / 3.0);
+    let mut args = two_recipe_args(&base, raw_s, out.path().to_str().unwrap());
+    args.extend(["--max-cost", &budget]);
+    let mut exits = Vec::new();
+    while exits.last() != Some(&0) {
+        assert!(exits.len() < 8, "still stopped after {exits:?}");
+        let o = build(&args, &[]).await;
+        let code = o.status.code().unwrap_or(-1);
+        assert!(code == 0 || code == 3, "{}", text(&o));
+        if code == 3 {
+            assert!(
+                text(&o).contains("run the same command again"),
+                "{}",
+                text(&o)
+            );
+        }
+        exits.push(code);
+    }
+    eprintln!("--max-cost {budget} of {cost:.9}: exits {exits:?}");
+    assert!(exits.len() >= 3 && exits[0] == 3, "{exits:?}");
+    assert_same(&snapshot(&out.path().join("kre")), &want);
+    let asked = asked(&mock);
+    assert_eq!(asked.len(), total);
+    let twice: Vec<_> = asked.iter().filter(|(_, (n, _))| *n > 1).collect();
+    assert!(
+        twice.is_empty(),
+        "asked again after a budget stop: {twice:?}"
+    );
+}
+
+/// A source that changes while a build reads it (the CommonsenseQA file cut to half once the
+/// second pass has begun, as a copy still being written would be) stops the build with exit 1
+/// naming the file; the previous build stays as it was, and once the file holds still the same
+/// command finishes.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_source_changed_between_the_passes_stops_the_build_naming_it() {
+    const N: usize = 6;
+    let mock = MockServer::start(model()).await;
+    mock.set_latency(Duration::from_millis(150));
+    let (raw, out) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let base = mock.base_url();
+    let (raw_s, out_s) = (raw.path().to_str().unwrap(), out.path().to_str().unwrap());
+    let mut args = openai_args("cose", &base, raw_s, out_s);
+    args.extend(["--concurrency", "1"]);
+    many_questions(raw.path(), N);
+    let first = build(&args, &[]).await;
+    assert!(first.status.success(), "{}", text(&first));
+    let dir = out.path().join("kre/cose");
+    let previous = snapshot(&dir);
+
+    // Twice the questions: the first pass makes no call, so the first new answer means the
+    // second pass has begun.
+    many_questions(raw.path(), 2 * N);
+    let child = build_command(&args).spawn().unwrap();
+    let t0 = Instant::now();
+    while mock.answered() <= N as u64 {
+        assert!(t0.elapsed() < Duration::from_secs(60), "no answers came");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let primary = raw.path().join("commonsenseqa/dev_rand_split.jsonl");
+    let whole = std::fs::read_to_string(&primary).unwrap();
+    let half: String = whole.lines().take(N).map(|l| format!("{l}\n")).collect();
+    std::fs::write(&primary, half).unwrap();
+    let o = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+        .await
+        .expect("the build did not stop")
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let said = text(&o);
+    assert!(said.contains(&primary.display().to_string()), "{said}");
+    assert!(said.contains("changed during the build"), "{said}");
+    assert_eq!(snapshot(&dir), previous, "the previous build changed");
+
+    std::fs::write(&primary, whole).unwrap();
+    let again = build(&args, &[]).await;
+    assert!(again.status.success(), "{}", text(&again));
+    let rows = read_json(&dir.join("cose.json"));
+    assert_eq!(rows.as_array().unwrap().len(), 2 * N);
 }

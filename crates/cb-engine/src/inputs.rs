@@ -1,5 +1,6 @@
 //! Where a recipe's sources are: the options that say where to look ([`SourceOptions`]), the
-//! files a source spec names ([`resolve`]) and their hashes for the manifest.
+//! files a source spec names ([`resolve`]), their hashes for the manifest, and the watch that
+//! tells a file changed since it was hashed ([`Watched`]).
 
 use crate::recipe::SourceSpec;
 use crate::EngineError;
@@ -47,7 +48,98 @@ pub fn resolve(spec: &SourceSpec, opts: &SourceOptions) -> Result<Vec<PathBuf>, 
     }
 }
 
-pub(crate) fn input_file(source: &str, path: &Path) -> Result<InputFile, EngineError> {
+/// One input file as it was hashed for the manifest, watched so that every pass over it can
+/// check that it still reads those bytes: its [`Stamp`] (size, modification and change times,
+/// inode) is taken before it is hashed and compared after the hashing and at the end of each
+/// pass. A file modified within [`RACY`] of the hashing could change again within the same
+/// tick of the file system's clock and keep its stamp (same size, same time); such a file is
+/// hashed again at each check.
+#[derive(Debug, Clone)]
+pub(crate) struct Watched {
+    pub input: InputFile,
+    path: PathBuf,
+    stamp: Stamp,
+    racy: bool,
+}
+
+/// How close to the hashing a modification makes a stamp unable to tell a later change.
+const RACY: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// What the file system says of a file, enough to tell that it was written or replaced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Stamp {
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+    /// Change time and inode where the platform has them (a file replaced by a rename, or
+    /// written back with its old modification time).
+    changed: (i64, i64, u64, u64),
+}
+
+impl Stamp {
+    fn of(path: &Path) -> Result<Self, EngineError> {
+        let m = std::fs::metadata(path)
+            .map_err(|e| EngineError::Input(format!("{}: {e}", path.display())))?;
+        #[cfg(unix)]
+        let changed = {
+            use std::os::unix::fs::MetadataExt;
+            (m.ctime(), m.ctime_nsec(), m.ino(), m.dev())
+        };
+        #[cfg(not(unix))]
+        let changed = (0, 0, 0, 0);
+        Ok(Stamp {
+            len: m.len(),
+            modified: m.modified().ok(),
+            changed,
+        })
+    }
+}
+
+/// The file changed since it was hashed: the build's passes and its manifest would not speak
+/// of the same bytes.
+fn changed(path: &Path, when: &str) -> EngineError {
+    EngineError::Input(format!(
+        "{} changed {when}: the build's passes over it and the manifest's hash would not \
+         speak of the same records; nothing was written for this recipe (the previous build \
+         stays); run again once the file holds still",
+        path.display()
+    ))
+}
+
+impl Watched {
+    /// Hashes `path` (of the source `source`) for the manifest and starts watching it.
+    pub(crate) fn new(source: &str, path: &Path) -> Result<Self, EngineError> {
+        let before = Stamp::of(path)?;
+        let input = input_file(source, path)?;
+        if Stamp::of(path)? != before {
+            return Err(changed(path, "while it was hashed"));
+        }
+        let racy = before.modified.is_none_or(|t| {
+            std::time::SystemTime::now()
+                .duration_since(t)
+                .map_or(true, |age| age < RACY)
+        });
+        Ok(Watched {
+            input,
+            path: path.to_owned(),
+            stamp: before,
+            racy,
+        })
+    }
+
+    /// Whether the file still holds the bytes it held when it was hashed: same stamp, and the
+    /// same hash for a file stamped too close to its last modification.
+    pub(crate) fn check(&self) -> Result<(), EngineError> {
+        if Stamp::of(&self.path)? != self.stamp {
+            return Err(changed(&self.path, "during the build"));
+        }
+        if self.racy && input_file(&self.input.source, &self.path)?.sha256 != self.input.sha256 {
+            return Err(changed(&self.path, "during the build"));
+        }
+        Ok(())
+    }
+}
+
+fn input_file(source: &str, path: &Path) -> Result<InputFile, EngineError> {
     use sha2::{Digest, Sha256};
     use std::io::Read;
     let mut f = std::fs::File::open(path)

@@ -10,10 +10,9 @@
 //! size (a CoS-E explanation as parsed fields took about 900). A lookup reads the record's
 //! text back and parses it.
 
-use crate::inputs::{input_file, resolve, SourceOptions};
+use crate::inputs::{resolve, SourceOptions, Watched};
 use crate::recipe::{toml_to_json, SourceSpec};
 use crate::EngineError;
-use cb_model::manifest::InputFile;
 use cb_model::SourceRecord;
 use cb_readers::ReadError;
 use serde_json::{Map, Value};
@@ -85,10 +84,10 @@ pub struct Miss {
 impl Table {
     /// Reads every file of `spec` (recording them in `inputs`). A malformed record stops the
     /// build with `--strict`; otherwise it is kept to explain the lookups that needed it.
-    pub fn load(
+    pub(crate) fn load(
         spec: &SourceSpec,
         opts: &SourceOptions,
-        inputs: &mut Vec<InputFile>,
+        inputs: &mut Vec<Watched>,
     ) -> Result<Self, EngineError> {
         let mut table = Table {
             source: spec.name.clone(),
@@ -104,7 +103,7 @@ impl Table {
         };
         let ropts = toml_to_json(&spec.options);
         for path in resolve(spec, opts)? {
-            inputs.push(input_file(&spec.name, &path)?);
+            inputs.push(Watched::new(&spec.name, &path)?);
             for rec in cb_readers::open(&spec.reader, &path, &ropts)? {
                 match rec {
                     Ok(r) => {

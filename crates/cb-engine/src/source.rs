@@ -9,7 +9,7 @@
 //! pass keeps of the records it has read is [`Seen`], the ids read so far: a 16-byte hash
 //! and a place (about 40 bytes a record with the table's overhead), never the records.
 
-use crate::inputs::input_file;
+use crate::inputs::Watched;
 pub use crate::inputs::{resolve, SourceOptions};
 use crate::join::Table;
 use crate::recipe::{toml_to_json, JoinSpec, Recipe};
@@ -102,7 +102,7 @@ pub fn load(recipe: &Recipe, opts: &SourceOptions) -> Result<Loaded, EngineError
 }
 
 /// A recipe's sources, opened: the joined side tables read, the files to stream resolved
-/// and hashed.
+/// and hashed, and watched until the last pass ends.
 pub struct Source<'r> {
     recipe: &'r Recipe,
     opts: &'r SourceOptions,
@@ -111,17 +111,20 @@ pub struct Source<'r> {
     tables: Vec<(&'r JoinSpec, Table)>,
     /// The files read (the joined sources' first, then the primary source's).
     pub inputs: Vec<InputFile>,
+    /// The same files, watched: each pass ends by checking that none changed since it was
+    /// hashed.
+    watched: Vec<Watched>,
 }
 
 impl<'r> Source<'r> {
     /// Resolves the primary source's files, reads the joined side tables and hashes every
     /// input file.
     pub fn open(recipe: &'r Recipe, opts: &'r SourceOptions) -> Result<Self, EngineError> {
-        let mut inputs = Vec::new();
+        let mut watched = Vec::new();
         let files = resolve(&recipe.source, opts)?;
-        let tables = load_joins(recipe, opts, &mut inputs)?;
+        let tables = load_joins(recipe, opts, &mut watched)?;
         for path in &files {
-            inputs.push(input_file(&recipe.source.name, path)?);
+            watched.push(Watched::new(&recipe.source.name, path)?);
         }
         Ok(Source {
             recipe,
@@ -129,13 +132,14 @@ impl<'r> Source<'r> {
             env: environment(),
             files,
             tables,
-            inputs,
+            inputs: watched.iter().map(|w| w.input.clone()).collect(),
+            watched,
         })
     }
 
     /// A pass over the primary source from its first record: an iterator of [`Entry`]s in
-    /// source order (an `Err` stops the build: a fatal read error, or a malformed record
-    /// with `--strict`).
+    /// source order (an `Err` stops the build: a fatal read error, a malformed record with
+    /// `--strict`, or, after the last record, an input file that changed since it was hashed).
     pub fn pass(&self) -> Result<Pass<'_, 'r>, EngineError> {
         Ok(Pass {
             source: self,
@@ -143,7 +147,13 @@ impl<'r> Source<'r> {
             seen: Seen::default(),
             tally: Tally::new(),
             filtered: BTreeMap::new(),
+            ended: false,
         })
+    }
+
+    /// Whether every input file still holds what was hashed for the manifest.
+    pub fn unchanged(&self) -> Result<(), EngineError> {
+        self.watched.iter().try_for_each(Watched::check)
     }
 }
 
@@ -154,6 +164,8 @@ pub struct Pass<'s, 'r> {
     seen: Seen,
     tally: Tally,
     filtered: BTreeMap<String, u64>,
+    /// Whether the last record was read (and the inputs checked).
+    ended: bool,
 }
 
 type Records = std::iter::Take<cb_readers::Records>;
@@ -162,7 +174,14 @@ impl Iterator for Pass<'_, '_> {
     type Item = Result<Entry, EngineError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let (index, rec) = self.records.next()?;
+        let Some((index, rec)) = self.records.next() else {
+            // The pass read what the manifest names, or it stops the build.
+            let ended = std::mem::replace(&mut self.ended, true);
+            return (!ended)
+                .then(|| self.source.unchanged().err())
+                .flatten()
+                .map(Err);
+        };
         let src = self.source;
         let entry = match accept(rec, index, &mut self.seen, src.opts.strict) {
             Err(e) => return Some(Err(e)),
@@ -223,7 +242,7 @@ impl Seen {
 fn load_joins<'r>(
     recipe: &'r Recipe,
     opts: &SourceOptions,
-    inputs: &mut Vec<InputFile>,
+    inputs: &mut Vec<Watched>,
 ) -> Result<Vec<(&'r JoinSpec, Table)>, EngineError> {
     recipe
         .join
@@ -495,5 +514,67 @@ mod tests {
             Value::from("It rained. why?")
         );
         assert!(eval(&env, "nope", &ctx).is_err());
+    }
+
+    /// The bundled KRE CoS-E recipe over a copy of the bundled samples in a folder of its own.
+    fn cose_copy() -> (tempfile::TempDir, Recipe) {
+        let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let raw = tempfile::tempdir().unwrap();
+        for (dir, file) in [
+            ("commonsenseqa", "dev_rand_split.jsonl"),
+            ("cos_e", "cose_dev_v1.11.jsonl"),
+        ] {
+            std::fs::create_dir_all(raw.path().join(dir)).unwrap();
+            let from = repo.join("raw").join(dir).join(file);
+            std::fs::copy(from, raw.path().join(dir).join(file)).unwrap();
+        }
+        let recipe =
+            Recipe::load(&cb_step::Files::Dir(repo.join("recipes")), "kre-cose.toml").unwrap();
+        (raw, recipe)
+    }
+
+    fn pass_over(source: &Source<'_>) -> Result<usize, EngineError> {
+        source.pass()?.try_fold(0, |n, e| e.map(|_| n + 1))
+    }
+
+    #[test]
+    fn a_source_changed_between_the_passes_stops_the_second_naming_the_file() {
+        let (raw, recipe) = cose_copy();
+        let opts = SourceOptions {
+            raw: raw.path().to_owned(),
+            ..Default::default()
+        };
+        let source = Source::open(&recipe, &opts).unwrap();
+        let first = pass_over(&source).unwrap();
+        assert!(first > 2);
+        assert_eq!(pass_over(&source).unwrap(), first, "an unchanged file");
+        // Cut to half, as a copy still being written or a file replaced would be.
+        let primary = raw.path().join("commonsenseqa/dev_rand_split.jsonl");
+        let text = std::fs::read_to_string(&primary).unwrap();
+        let half: Vec<&str> = text.lines().take(first / 2).collect();
+        std::fs::write(&primary, half.join("\n") + "\n").unwrap();
+        let e = pass_over(&source).unwrap_err().to_string();
+        assert!(e.contains(&primary.display().to_string()), "{e}");
+        assert!(e.contains("changed during the build"), "{e}");
+        assert!(matches!(source.unchanged(), Err(EngineError::Input(_))));
+    }
+
+    #[test]
+    fn a_joined_source_rewritten_with_the_same_size_is_caught_by_its_hash() {
+        let (raw, recipe) = cose_copy();
+        let opts = SourceOptions {
+            raw: raw.path().to_owned(),
+            ..Default::default()
+        };
+        let source = Source::open(&recipe, &opts).unwrap();
+        // Same length, one byte different, written at once: the stamp may not tell (same
+        // size, a modification time in the same clock tick), the hash does.
+        let joined = raw.path().join("cos_e/cose_dev_v1.11.jsonl");
+        let mut bytes = std::fs::read(&joined).unwrap();
+        let at = bytes.iter().position(|b| b.is_ascii_lowercase()).unwrap();
+        bytes[at] = if bytes[at] == b'z' { b'y' } else { b'z' };
+        std::fs::write(&joined, bytes).unwrap();
+        let e = pass_over(&source).unwrap_err().to_string();
+        assert!(e.contains(&joined.display().to_string()), "{e}");
     }
 }

@@ -67,10 +67,11 @@ pub enum LlmError {
 }
 
 impl LlmError {
-    /// Worth another attempt: 429, 5xx, 408, timeouts, connection errors and malformed 200s.
+    /// Worth another attempt: the statuses of the shared rule (`scripts/executor-rules.json`:
+    /// 429, 5xx, 408), timeouts, connection errors and malformed 200s.
     pub fn is_retryable(&self) -> bool {
         match self {
-            Self::Status { status, .. } => *status == 429 || *status == 408 || *status >= 500,
+            Self::Status { status, .. } => crate::rules::RULES.retry.status(*status),
             Self::Timeout(_) | Self::Connection(_) | Self::Connect(_) | Self::Malformed { .. } => {
                 true
             }

@@ -26,6 +26,7 @@ pub mod progress;
 mod request;
 mod roster;
 mod rounds;
+mod rules;
 mod send;
 mod spool;
 mod structured;

@@ -40,11 +40,9 @@ pub(crate) fn refuses_form(e: &LlmError, probing: bool) -> bool {
     let LlmError::Status { status, body, .. } = e else {
         return false;
     };
-    if matches!(status, 401 | 403 | 404 | 408 | 429) {
-        return false;
-    }
-    body.to_ascii_lowercase().contains("response_format")
-        || (probing && matches!(status, 400 | 422))
+    crate::rules::RULES
+        .form_refusal
+        .refuses(*status, body, probing)
 }
 
 /// The probe: the prompt asks for prose, the schema for `{"ok": <boolean>}`.

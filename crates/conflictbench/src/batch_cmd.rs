@@ -52,36 +52,76 @@ struct RunDirArgs {
     timeout_s: u64,
 }
 
-async fn run_dir(a: RunDirArgs) -> anyhow::Result<()> {
+/// Refuses what cannot run before any work: a folder that is not one, a concurrency or a
+/// timeout of 0, a base URL that is not an absolute http(s) URL.
+fn check_run_dir(a: &RunDirArgs) -> anyhow::Result<()> {
     if !a.dir.is_dir() {
         return Err(crate::config_err(format!(
             "{} is not a folder (the --batch-dir of a build)",
             a.dir.display()
         )));
     }
-    crate::preflight::check_endpoint("--base-url", &a.base_url, true)?;
+    if a.concurrency == 0 {
+        return Err(crate::config_err(
+            "--concurrency 0: at least one request must be in flight",
+        ));
+    }
+    if a.timeout_s == 0 {
+        return Err(crate::config_err(
+            "--timeout-s 0: a request needs at least a second to be answered",
+        ));
+    }
+    crate::preflight::check_endpoint("--base-url", &a.base_url, true)
+}
+
+async fn run_dir(a: RunDirArgs) -> anyhow::Result<()> {
+    check_run_dir(&a)?;
     let mut c = LlmConfig::offline();
     c.backend = BackendKind::Openai;
     c.base_url = a.base_url.clone();
     c.api_key = crate::llm_config::api_key();
-    c.concurrency = a.concurrency.max(1);
+    c.concurrency = a.concurrency;
     c.max_retries = a.max_retries;
-    c.request_timeout = Duration::from_secs(a.timeout_s.max(1));
-    let report = cb_llm::run_dir(&a.dir, &c, |output, requests, errors| {
-        crate::println_out(&format!(
-            "{}: {requests} requests, {errors} without an answer",
-            output.display()
-        ));
+    c.request_timeout = Duration::from_secs(a.timeout_s);
+    let report = cb_llm::run_dir(&a.dir, &c, |f| {
+        crate::println_out(&match &f.output {
+            Some(output) => format!(
+                "{}: {} requests, {} without an answer",
+                output.display(),
+                f.requests,
+                f.errors
+            ),
+            None => format!(
+                "{}: {} requests, none answered by {}: no output file written",
+                f.input.display(),
+                f.requests,
+                a.base_url
+            ),
+        });
     })
     .await?;
-    crate::println_out(&if report.files == 0 {
-        format!("nothing to answer in {}", a.dir.display())
-    } else {
-        format!(
-            "{} files answered ({} requests, {} without an answer); run the build again to import them",
-            report.files, report.requests, report.errors
-        )
-    });
+    if report.files + report.unwritten == 0 {
+        crate::println_out(&format!("nothing to answer in {}", a.dir.display()));
+        return Ok(());
+    }
+    if report.unanswered > 0 {
+        anyhow::bail!(
+            "{} of {} requests got no answer from {} (no response, a transient error after \
+             {} retries, or credentials or model refused); {} files written (the build asks \
+             their unanswered requests again), {} with no answer at all left waiting for \
+             another run of the executor",
+            report.unanswered,
+            report.requests,
+            a.base_url,
+            a.max_retries,
+            report.files,
+            report.unwritten
+        );
+    }
+    crate::println_out(&format!(
+        "{} files answered ({} requests, {} without an answer); run the build again to import them",
+        report.files, report.requests, report.errors
+    ));
     Ok(())
 }
 

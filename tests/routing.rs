@@ -285,6 +285,11 @@ async fn the_routes_the_rules_allow_are_the_ones_the_dry_run_counts() {
         (&[], vec!["--reader", "strong"], |s| {
             s.contains("; strong: ") && !s.contains("; strong: 0 calls") && !s.contains("cheap")
         }),
+        // Too few rows to trust a reader: the dry run, which asked it nothing, says nothing
+        // of its trust.
+        (&[], vec!["--reader", "strong", "--limit", "4"], |s| {
+            s.contains("; strong: ")
+        }),
         // --model-for wins over the recipe's model; the writer keeps the other steps.
         (
             &[("negative_explanation", "model = \"cheap\"")],
@@ -322,6 +327,9 @@ async fn the_routes_the_rules_allow_are_the_ones_the_dry_run_counts() {
         assert!(o.status.success(), "{i}: {}", text(&o));
         let said = String::from_utf8_lossy(&o.stdout).into_owned();
         assert!(check(&said), "{i}: {said}");
+        // A dry run asked no reader anything: it warns of nothing they said.
+        let logged = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(!logged.contains("reader-verified"), "{i}: {logged}");
         assert!(!sub.join("out").exists(), "{i}: a dry run made files");
     }
 }

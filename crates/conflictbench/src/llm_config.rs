@@ -20,6 +20,32 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// One endpoint reached alone, outside a build (`batches run-dir`, `batches --cancel`): the
+/// openai backend at `base_url` for `model`, the key from `OPENAI_API_KEY`, everything else
+/// as [`LlmConfig::offline`] leaves it.
+pub fn endpoint_config(base_url: &str, model: &str) -> LlmConfig {
+    let mut c = LlmConfig::offline();
+    c.backend = BackendKind::Openai;
+    c.base_url = base_url.to_owned();
+    c.model = model.to_owned();
+    c.api_key = api_key();
+    c
+}
+
+/// The one layer of `audit --reader-base-url URL --reader-model M`: the reader of
+/// [`reader_config`], on a roster of its own (its cache file `cache`, no budget).
+pub fn audit_reader(
+    cache: &Path,
+    concurrency: usize,
+    (base_url, model): (&str, &str),
+) -> anyhow::Result<Llm> {
+    let mut c = LlmConfig::offline();
+    c.cache_path = Some(cache.to_path_buf());
+    c.concurrency = concurrency;
+    let c = reader_config(c, base_url.to_owned(), model.to_owned());
+    Ok(Roster::new(None, None).layer(&Role::Reader, c)?)
+}
+
 /// The API key of the run, from `OPENAI_API_KEY` (empty when unset); it lives only in memory.
 pub fn api_key() -> ApiKey {
     ApiKey::new(std::env::var("OPENAI_API_KEY").unwrap_or_default())
@@ -530,13 +556,12 @@ impl LlmSetup {
     /// The routing table of `recipe`: its writer (a replay's endpoint and reader come from
     /// the recipe's previous manifest, `manifest`), its reader, its steps' named models
     /// (`--model-for`, else the step's `model`) and its panels, each a layer of the run's
-    /// roster (its cache, its budget, its model's limiter; counters of its own). Gives the
-    /// writer's configuration beside it.
+    /// roster (its cache, its budget, its model's limiter; counters of its own).
     pub fn routes(
         &self,
         recipe: &Recipe,
         manifest: &dyn Fn() -> Option<cb_model::Manifest>,
-    ) -> anyhow::Result<(LlmConfig, Routes)> {
+    ) -> anyhow::Result<Routes> {
         let previous = || manifest().and_then(|m| (!m.offline).then_some((m.endpoint, m.model)));
         let config = self.writer(previous, &recipe.name())?;
         let writer = self
@@ -577,7 +602,7 @@ impl LlmSetup {
                 routes.set_panel(step.name(), layers);
             }
         }
-        Ok((config, routes))
+        Ok(routes)
     }
 
     /// The reader of a build whose writer is `routes`' (configured by `config`), and who it

@@ -409,6 +409,7 @@ async fn one_budget_pays_for_every_recipes_reader() {
         "spent {spent} of a budget of {budget} ({paid} reads of {reads})"
     );
     assert!(paid > 0, "{}", text(&o));
+    eprintln!("budget {budget:.6} USD: {paid} of {reads} reads paid, {spent:.6} USD spent");
 
     // Resumable: the same command without the cap pays for the rest only.
     let o = run(&mock, &out, None).await;

@@ -1,3 +1,4 @@
+#![allow(clippy::print_stderr)] // the budget test prints what it paid
 //! Routing (issue 34): who answers each call is decided once, when the command and its
 //! recipes load, by one roster. Every contradiction between flags, recipe and models file is
 //! refused before any file or cache is made, naming the file and line or the flag; one budget

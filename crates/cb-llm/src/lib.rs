@@ -37,6 +37,7 @@ pub use batch_store::BatchRecord;
 pub use cache::{Cache, CachedResponse};
 pub use error::{is_transport_reason, LlmError};
 pub use form::{Form, Structured};
+pub use limiter::Limits;
 pub use pool::{EndpointSpec, PoolConfig};
 pub use pricing::Price;
 pub use progress::{NoProgress, Progress};
@@ -378,11 +379,6 @@ pub(crate) struct Budget {
     /// Estimated cost (micro-dollars) and tokens reserved by calls in flight.
     reserved_micro_usd: AtomicU64,
     reserved_tokens: AtomicU64,
-}
-
-/// A limiter of `config`'s own limits.
-pub(crate) fn own_limiter(config: &LlmConfig) -> limiter::Limiter {
-    limiter::Limiter::new(config.concurrency, config.rpm, config.tpm)
 }
 
 impl std::fmt::Debug for Llm {

@@ -13,8 +13,8 @@ use crate::llm_args::{Backend, BatchFlags, LlmArgs, ModelFlags, PoolFlags, Reade
 use anyhow::Context;
 use cb_engine::{Recipe, Routes, Who};
 use cb_llm::{
-    pricing, ApiKey, BackendKind, BatchOptions, FilesOptions, Llm, LlmConfig, NamedBy, PoolConfig,
-    Price, Role, Roster, Structured, Transport,
+    pricing, ApiKey, BackendKind, BatchOptions, FilesOptions, Limits, Llm, LlmConfig, NamedBy,
+    PoolConfig, Price, Role, Roster, Structured, Transport,
 };
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -85,7 +85,7 @@ pub struct ModelSpec {
     /// The settings that name it, for the errors that say what to check.
     pub named_by: NamedBy,
     /// Its own concurrency, RPM and TPM, and structured-output form (else the run's).
-    pub limits: Option<(usize, Option<u32>, Option<u32>)>,
+    pub limits: Option<Limits>,
     pub structured: Option<Structured>,
 }
 
@@ -140,7 +140,11 @@ impl LlmSetup {
         models: &ModelFlags,
         out: &Path,
     ) -> anyhow::Result<Self> {
-        let limits = (llm.concurrency, llm.rpm, llm.tpm);
+        let limits = Limits {
+            concurrency: llm.concurrency,
+            rpm: llm.rpm,
+            tpm: llm.tpm,
+        };
         let breaker = (
             pool.pool_open_after,
             Duration::from_millis(pool.pool_cooldown_ms),
@@ -449,8 +453,8 @@ impl LlmSetup {
         c.api_key = api_key();
         c.cache_path = Some(self.cache.clone());
         c.named_by = spec.named_by.clone();
-        if let Some((concurrency, rpm, tpm)) = spec.limits {
-            (c.concurrency, c.rpm, c.tpm) = (concurrency, rpm, tpm);
+        if let Some(limits) = spec.limits {
+            limits.apply(&mut c);
         }
         if let Some(s) = spec.structured {
             c.structured = s;
@@ -767,7 +771,7 @@ fn apply_carrier(c: &mut LlmConfig, carrier: &Carrier) -> anyhow::Result<()> {
         Carrier::Online => {}
         Carrier::Pool(pool) => {
             if c.backend != BackendKind::Offline {
-                c.concurrency = pool.endpoints.iter().map(|e| e.concurrency).sum();
+                c.concurrency = Limits::of_pool(pool).concurrency;
                 c.transport = Transport::Pool(pool.clone());
             }
         }

@@ -1,3 +1,4 @@
+#![allow(clippy::print_stderr)] // the budget test prints what it paid
 //! Routing (issue 34): who answers each call is decided once, when the command and its
 //! recipes load, by one roster. Every contradiction between flags, recipe and models file is
 //! refused before any file or cache is made, naming the file and line or the flag; one budget
@@ -285,6 +286,11 @@ async fn the_routes_the_rules_allow_are_the_ones_the_dry_run_counts() {
         (&[], vec!["--reader", "strong"], |s| {
             s.contains("; strong: ") && !s.contains("; strong: 0 calls") && !s.contains("cheap")
         }),
+        // Too few rows to trust a reader: the dry run, which asked it nothing, says nothing
+        // of its trust.
+        (&[], vec!["--reader", "strong", "--limit", "4"], |s| {
+            s.contains("; strong: ")
+        }),
         // --model-for wins over the recipe's model; the writer keeps the other steps.
         (
             &[("negative_explanation", "model = \"cheap\"")],
@@ -322,6 +328,9 @@ async fn the_routes_the_rules_allow_are_the_ones_the_dry_run_counts() {
         assert!(o.status.success(), "{i}: {}", text(&o));
         let said = String::from_utf8_lossy(&o.stdout).into_owned();
         assert!(check(&said), "{i}: {said}");
+        // A dry run asked no reader anything: it warns of nothing they said.
+        let logged = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(!logged.contains("reader-verified"), "{i}: {logged}");
         assert!(!sub.join("out").exists(), "{i}: a dry run made files");
     }
 }
@@ -401,6 +410,7 @@ async fn one_budget_pays_for_every_recipes_reader() {
         "spent {spent} of a budget of {budget} ({paid} reads of {reads})"
     );
     assert!(paid > 0, "{}", text(&o));
+    eprintln!("budget {budget:.6} USD: {paid} of {reads} reads paid, {spent:.6} USD spent");
 
     // Resumable: the same command without the cap pays for the rest only.
     let o = run(&mock, &out, None).await;

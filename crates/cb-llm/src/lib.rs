@@ -38,6 +38,7 @@ pub use batch_store::BatchRecord;
 pub use cache::{Cache, CachedResponse};
 pub use error::{is_transport_reason, LlmError};
 pub use form::{Form, Structured};
+pub use limiter::Limits;
 pub use pool::{EndpointSpec, PoolConfig};
 pub use pricing::Price;
 pub use progress::{NoProgress, Progress};
@@ -320,9 +321,8 @@ pub struct Llm {
 
 /// Where a cache miss goes: the running form of the configuration's [`Transport`], with
 /// what each needs.
+/// The offline backend has none: it answers every call with the call's own offline answer.
 enum Route {
-    /// The offline backend: the call's own offline answer.
-    Offline,
     /// Answers only from the cache.
     Replay,
     /// Counts what would go upstream.
@@ -345,9 +345,9 @@ impl Route {
         config: &LlmConfig,
         cache: Option<&Cache>,
         pool: Option<Arc<pool::Pool>>,
-    ) -> Result<Self, LlmError> {
-        Ok(match (config.backend, &config.transport) {
-            (BackendKind::Offline, _) => Route::Offline,
+    ) -> Result<Option<Self>, LlmError> {
+        Ok(Some(match (config.backend, &config.transport) {
+            (BackendKind::Offline, _) => return Ok(None),
             (BackendKind::Replay, _) => Route::Replay,
             (BackendKind::DryRun, _) => Route::DryRun,
             (BackendKind::Openai, Transport::Online) => {
@@ -363,7 +363,7 @@ impl Route {
             (BackendKind::Openai, Transport::BatchFiles(o)) => {
                 Route::Files(rounds::Rounds::new(batch_files::FileRounds::new(o, cache)?))
             }
-        })
+        }))
     }
 }
 
@@ -373,7 +373,8 @@ struct Inner {
     cache: Option<Cache>,
     /// Concurrency, RPM, TPM and pauses: its role's in the run's [`Roster`].
     limiter: Arc<limiter::Limiter>,
-    route: Route,
+    /// `None`: the offline backend.
+    route: Option<Route>,
     /// This layer's own counters.
     stats: Arc<Stats>,
     /// The run's one budget, shared by every layer of its [`Roster`].
@@ -394,11 +395,6 @@ pub(crate) struct Budget {
     /// Estimated cost (micro-dollars) and tokens reserved by calls in flight.
     reserved_micro_usd: AtomicU64,
     reserved_tokens: AtomicU64,
-}
-
-/// A limiter of `config`'s own limits.
-pub(crate) fn own_limiter(config: &LlmConfig) -> limiter::Limiter {
-    limiter::Limiter::new(config.concurrency, config.rpm, config.tpm)
 }
 
 impl std::fmt::Debug for Llm {
@@ -422,7 +418,7 @@ impl Llm {
     fn assemble(
         config: LlmConfig,
         cache: Option<Cache>,
-        route: Route,
+        route: Option<Route>,
         limiter: Arc<limiter::Limiter>,
         budget: Arc<Budget>,
     ) -> Self {
@@ -476,13 +472,15 @@ impl Llm {
     pub fn transport(&self) -> serde_json::Value {
         let inner = &self.inner;
         match &inner.route {
-            Route::Pool(pool) => serde_json::json!({"mode": "pool", "endpoints": pool.report()}),
-            Route::Files(rounds) => serde_json::json!({
+            Some(Route::Pool(pool)) => {
+                serde_json::json!({"mode": "pool", "endpoints": pool.report()})
+            }
+            Some(Route::Files(rounds)) => serde_json::json!({
                 "mode": "files",
                 "dir": rounds.transport.dir(),
                 "files_written": inner.stats.batches.load(Ordering::Relaxed),
             }),
-            Route::BatchApi(_) => serde_json::json!({
+            Some(Route::BatchApi(_)) => serde_json::json!({
                 "mode": "batch",
                 "batches": inner.stats.batches.load(Ordering::Relaxed),
             }),
@@ -508,17 +506,17 @@ impl Llm {
     pub async fn complete(&self, call: &Call) -> Result<Completion, LlmError> {
         let inner = &self.inner;
         inner.stats.calls.fetch_add(1, Ordering::Relaxed);
-        if let Route::Offline = inner.route {
+        let Some(route) = &inner.route else {
             // No cache, no structured-output form to find out: the step's own answer.
             return Ok(self.offline_answer(call));
-        }
+        };
         loop {
             let form = self.form_for(&call.request).await?;
             let key = self.key_as(call, form);
             if let Some(hit) = self.cached(&key)? {
                 return Ok(hit);
             }
-            let result = match &inner.route {
+            let result = match route {
                 Route::Replay => Err(LlmError::ReplayMiss {
                     key,
                     template: call.template.clone(),
@@ -529,7 +527,6 @@ impl Llm {
                 Route::Pool(pool) => self.via_pool(pool, call, key, form).await,
                 Route::BatchApi(r) => self.via_rounds(r, call, key, form).await,
                 Route::Files(r) => self.via_rounds(r, call, key, form).await,
-                Route::Offline => Ok(self.offline_answer(call)),
             };
             match (result, inner.config.structured) {
                 (Err(LlmError::FormRefused(why)), Structured::Auto) => self.step_down(form, &why)?,

@@ -7,7 +7,7 @@
 //! remembers every one it made, so that [`Roster::stop_all`] stops them all (a signal).
 
 use crate::cache::Cache;
-use crate::limiter::Limiter;
+use crate::limiter::{Limiter, Limits};
 use crate::{pool, BackendKind, Budget, Llm, LlmConfig, LlmError, Route, Transport};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -110,7 +110,7 @@ impl Roster {
                 .lock()
                 .expect("limiters lock")
                 .entry(role.clone())
-                .or_insert_with(|| Arc::new(crate::own_limiter(&config))),
+                .or_insert_with(|| Arc::new(Limits::of(&config).limiter())),
         );
         let llm = Llm::assemble(
             config,

@@ -138,7 +138,7 @@ impl Llm {
             (Some(f), _) => f,
             // Only online calls to one endpoint probe: a Batch API endpoint and an endpoint
             // pool start at `json-schema` (see the module text).
-            (None, Route::Online(http)) => {
+            (None, Some(Route::Online(http))) => {
                 let (f, how) = self.probe(http).await?;
                 tracing::info!(endpoint = %endpoint, model = %model, form = f.name(), how = %how, "structured output form found out");
                 if let Some(c) = &self.inner.cache {

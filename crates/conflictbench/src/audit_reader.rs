@@ -7,7 +7,7 @@
 use crate::config_err;
 use cb_audit::{ItemKind, ReaderResult, Report};
 use cb_engine::Files;
-use cb_llm::{Llm, LlmConfig};
+use cb_llm::Llm;
 use cb_steps::reader_check::{self, ask_check, Asker, Check, Env, Question, ReaderSpec, LEVELS};
 use clap::Args;
 use std::path::PathBuf;
@@ -71,14 +71,7 @@ pub async fn read(
         return Err(config_err("--concurrency must be at least 1"));
     }
     crate::preflight::check_endpoint("--reader-base-url", base_url, true)?;
-    let mut c = LlmConfig::offline();
-    c.cache_path = Some(args.cache.clone());
-    c.concurrency = args.concurrency;
-    let llm = Llm::new(crate::llm_config::reader_config(
-        c,
-        base_url.clone(),
-        model.clone(),
-    ))?;
+    let llm = crate::llm_config::audit_reader(&args.cache, args.concurrency, (base_url, model))?;
     let files = crate::assets::prompt_files(args.prompts.as_deref())?;
     let jobs = jobs_of(report, &files, args.votes as u32)?;
     let env = Arc::new(reader_check::environment());

@@ -2,7 +2,7 @@
 //! (`build`'s `--batch` and `--batch-dir` flags are in `llm_args`.)
 
 use anyhow::Context;
-use cb_llm::{BackendKind, BatchRecord, Cache, LlmConfig};
+use cb_llm::{BatchRecord, Cache, LlmConfig};
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -76,10 +76,8 @@ fn check_run_dir(a: &RunDirArgs) -> anyhow::Result<()> {
 
 async fn run_dir(a: RunDirArgs) -> anyhow::Result<()> {
     check_run_dir(&a)?;
-    let mut c = LlmConfig::offline();
-    c.backend = BackendKind::Openai;
-    c.base_url = a.base_url.clone();
-    c.api_key = crate::llm_config::api_key();
+    // The model each request names is in its line of the file: none is set here.
+    let mut c = crate::llm_config::endpoint_config(&a.base_url, &LlmConfig::offline().model);
     c.concurrency = a.concurrency;
     c.max_retries = a.max_retries;
     c.request_timeout = Duration::from_secs(a.timeout_s);
@@ -140,11 +138,7 @@ pub async fn run(args: BatchesArgs) -> anyhow::Result<()> {
         let record = cache
             .batch(id)?
             .with_context(|| format!("no batch {id} in {}", args.cache.display()))?;
-        let mut c = LlmConfig::offline();
-        c.backend = BackendKind::Openai;
-        c.base_url = base_url.clone();
-        c.model = record.model.clone();
-        c.api_key = crate::llm_config::api_key();
+        let c = crate::llm_config::endpoint_config(base_url, &record.model);
         let r = cb_llm::cancel_batch(&cache, &c, id).await?;
         crate::println_out(&line(&r));
         return Ok(());

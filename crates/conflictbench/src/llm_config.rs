@@ -13,12 +13,38 @@ use crate::llm_args::{Backend, BatchFlags, LlmArgs, ModelFlags, PoolFlags, Reade
 use anyhow::Context;
 use cb_engine::{Recipe, Routes, Who};
 use cb_llm::{
-    pricing, ApiKey, BackendKind, BatchOptions, FilesOptions, Llm, LlmConfig, NamedBy, PoolConfig,
-    Price, Role, Roster, Structured, Transport,
+    pricing, ApiKey, BackendKind, BatchOptions, FilesOptions, Limits, Llm, LlmConfig, NamedBy,
+    PoolConfig, Price, Role, Roster, Structured, Transport,
 };
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+/// One endpoint reached alone, outside a build (`batches run-dir`, `batches --cancel`): the
+/// openai backend at `base_url` for `model`, the key from `OPENAI_API_KEY`, everything else
+/// as [`LlmConfig::offline`] leaves it.
+pub fn endpoint_config(base_url: &str, model: &str) -> LlmConfig {
+    let mut c = LlmConfig::offline();
+    c.backend = BackendKind::Openai;
+    c.base_url = base_url.to_owned();
+    c.model = model.to_owned();
+    c.api_key = api_key();
+    c
+}
+
+/// The one layer of `audit --reader-base-url URL --reader-model M`: the reader of
+/// [`reader_config`], on a roster of its own (its cache file `cache`, no budget).
+pub fn audit_reader(
+    cache: &Path,
+    concurrency: usize,
+    (base_url, model): (&str, &str),
+) -> anyhow::Result<Llm> {
+    let mut c = LlmConfig::offline();
+    c.cache_path = Some(cache.to_path_buf());
+    c.concurrency = concurrency;
+    let c = reader_config(c, base_url.to_owned(), model.to_owned());
+    Ok(Roster::new(None, None).layer(&Role::Reader, c)?)
+}
 
 /// The API key of the run, from `OPENAI_API_KEY` (empty when unset); it lives only in memory.
 pub fn api_key() -> ApiKey {
@@ -60,7 +86,7 @@ pub struct ModelSpec {
     /// The settings that name it, for the errors that say what to check.
     pub named_by: NamedBy,
     /// Its own concurrency, RPM and TPM, and structured-output form (else the run's).
-    pub limits: Option<(usize, Option<u32>, Option<u32>)>,
+    pub limits: Option<Limits>,
     pub structured: Option<Structured>,
 }
 
@@ -115,7 +141,11 @@ impl LlmSetup {
         models: &ModelFlags,
         out: &Path,
     ) -> anyhow::Result<Self> {
-        let limits = (llm.concurrency, llm.rpm, llm.tpm);
+        let limits = Limits {
+            concurrency: llm.concurrency,
+            rpm: llm.rpm,
+            tpm: llm.tpm,
+        };
         let breaker = (
             pool.pool_open_after,
             Duration::from_millis(pool.pool_cooldown_ms),
@@ -424,8 +454,8 @@ impl LlmSetup {
         c.api_key = api_key();
         c.cache_path = Some(self.cache.clone());
         c.named_by = spec.named_by.clone();
-        if let Some((concurrency, rpm, tpm)) = spec.limits {
-            (c.concurrency, c.rpm, c.tpm) = (concurrency, rpm, tpm);
+        if let Some(limits) = spec.limits {
+            limits.apply(&mut c);
         }
         if let Some(s) = spec.structured {
             c.structured = s;
@@ -531,13 +561,12 @@ impl LlmSetup {
     /// The routing table of `recipe`: its writer (a replay's endpoint and reader come from
     /// the recipe's previous manifest, `manifest`), its reader, its steps' named models
     /// (`--model-for`, else the step's `model`) and its panels, each a layer of the run's
-    /// roster (its cache, its budget, its model's limiter; counters of its own). Gives the
-    /// writer's configuration beside it.
+    /// roster (its cache, its budget, its model's limiter; counters of its own).
     pub fn routes(
         &self,
         recipe: &Recipe,
         manifest: &dyn Fn() -> Option<cb_model::Manifest>,
-    ) -> anyhow::Result<(LlmConfig, Routes)> {
+    ) -> anyhow::Result<Routes> {
         let previous = || manifest().and_then(|m| (!m.offline).then_some((m.endpoint, m.model)));
         let config = self.writer(previous, &recipe.name())?;
         let writer = self
@@ -578,7 +607,7 @@ impl LlmSetup {
                 routes.set_panel(step.name(), layers);
             }
         }
-        Ok((config, routes))
+        Ok(routes)
     }
 
     /// The reader of a build whose writer is `routes`' (configured by `config`), and who it
@@ -761,7 +790,7 @@ fn apply_carrier(c: &mut LlmConfig, carrier: &Carrier) -> anyhow::Result<()> {
         Carrier::Online => {}
         Carrier::Pool(pool) => {
             if c.backend != BackendKind::Offline {
-                c.concurrency = pool.endpoints.iter().map(|e| e.concurrency).sum();
+                c.concurrency = Limits::of_pool(pool).concurrency;
                 c.transport = Transport::Pool(pool.clone());
             }
         }

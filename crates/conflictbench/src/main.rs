@@ -571,7 +571,7 @@ impl BuildRun {
                 .join("manifest.json");
             serde_json::from_slice(&std::fs::read(p).ok()?).ok()
         };
-        let (_, routes) = self.setup.routes(recipe, &manifest)?;
+        let routes = self.setup.routes(recipe, &manifest)?;
         Ok(Job { recipe, routes })
     }
 

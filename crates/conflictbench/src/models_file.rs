@@ -23,7 +23,7 @@
 //! ```
 
 use crate::pool_file::EndpointEntry;
-use cb_llm::{Form, PoolConfig, Structured};
+use cb_llm::{Form, Limits, PoolConfig, Structured};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -58,7 +58,7 @@ pub struct NamedModel {
     pub pool: Option<PoolConfig>,
     pub model: String,
     /// Concurrency, RPM, TPM (a pool's: its endpoints' together).
-    pub limits: (usize, Option<u32>, Option<u32>),
+    pub limits: Limits,
     pub price: (Option<f64>, Option<f64>),
     pub structured: Option<Structured>,
 }
@@ -68,7 +68,7 @@ pub struct NamedModel {
 /// and the model, or the line.
 pub fn read(
     path: &Path,
-    limits: (usize, Option<u32>, Option<u32>),
+    limits: Limits,
     breaker: (u32, Duration),
 ) -> Result<BTreeMap<String, NamedModel>, String> {
     let text =
@@ -118,14 +118,10 @@ fn line_of(text: &str, name: &str) -> Option<usize> {
 fn named(
     name: &str,
     e: Entry,
-    (concurrency, rpm, tpm): (usize, Option<u32>, Option<u32>),
+    run: Limits,
     (open_after, cooldown): (u32, Duration),
 ) -> Result<NamedModel, String> {
-    let own = (
-        e.concurrency.unwrap_or(concurrency),
-        e.rpm.or(rpm),
-        e.tpm.or(tpm),
-    );
+    let own = run.under((e.concurrency, e.rpm, e.tpm));
     let pool = match (&e.base_url, e.endpoint.is_empty()) {
         (Some(_), false) => return Err("give `base_url` or `[[endpoint]]` tables, not both".into()),
         (None, true) => return Err("give `base_url` or `[[endpoint]]` tables".into()),
@@ -160,7 +156,7 @@ fn named(
         })?)),
     };
     let limits = match &pool {
-        Some(p) => (p.endpoints.iter().map(|e| e.concurrency).sum(), None, None),
+        Some(p) => Limits::of_pool(p),
         None => own,
     };
     Ok(NamedModel {
@@ -181,7 +177,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("models.toml");
         std::fs::write(&path, text).unwrap();
-        read(&path, (16, None, None), (3, Duration::from_secs(2)))
+        read(
+            &path,
+            cb_llm::Limits {
+                concurrency: 16,
+                rpm: None,
+                tpm: None,
+            },
+            (3, Duration::from_secs(2)),
+        )
     }
 
     #[test]
@@ -192,13 +196,16 @@ mod tests {
         )
         .unwrap();
         let cheap = &m["cheap"];
-        assert_eq!((cheap.model.as_str(), cheap.limits.0), ("small", 4));
+        assert_eq!(
+            (cheap.model.as_str(), cheap.limits.concurrency),
+            ("small", 4)
+        );
         assert_eq!(cheap.price, (Some(0.5), None));
         assert_eq!(cheap.structured, Some(Structured::Fixed(Form::JsonObject)));
         let strong = &m["strong"];
         let pool = strong.pool.as_ref().unwrap();
         assert_eq!((pool.name.as_str(), pool.endpoints.len()), ("strong", 2));
-        assert_eq!(strong.limits.0, 3 + 16);
+        assert_eq!(strong.limits.concurrency, 3 + 16);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! model of a models file (`models_file`) declares its pool with the same tables.
 
 use crate::llm_args::PoolFlags;
-use cb_llm::{EndpointSpec, PoolConfig};
+use cb_llm::{EndpointSpec, Limits, PoolConfig};
 use serde::Deserialize;
 use std::path::Path;
 use std::time::Duration;
@@ -31,13 +31,10 @@ pub struct EndpointEntry {
 
 impl EndpointEntry {
     /// The endpoint, its own limits or else `concurrency`, `rpm` and `tpm`.
-    pub fn spec(&self, (concurrency, rpm, tpm): (usize, Option<u32>, Option<u32>)) -> EndpointSpec {
-        EndpointSpec {
-            base_url: self.url.clone(),
-            concurrency: self.concurrency.unwrap_or(concurrency),
-            rpm: self.rpm.or(rpm),
-            tpm: self.tpm.or(tpm),
-        }
+    pub fn spec(&self, limits: Limits) -> EndpointSpec {
+        limits
+            .under((self.concurrency, self.rpm, self.tpm))
+            .endpoint(self.url.clone())
     }
 }
 
@@ -49,20 +46,12 @@ fn read_file(path: &Path) -> Result<PoolFile, String> {
 
 /// The pool the flags declare, if any, with the reader its file names; endpoints without
 /// their own limits get the global `--concurrency`, `--rpm` and `--tpm`.
-pub fn resolve(
-    flags: &PoolFlags,
-    (concurrency, rpm, tpm): (usize, Option<u32>, Option<u32>),
-) -> Result<Option<(PoolConfig, Reader)>, String> {
+pub fn resolve(flags: &PoolFlags, limits: Limits) -> Result<Option<(PoolConfig, Reader)>, String> {
     if flags.endpoints.is_empty() && flags.endpoints_file.is_none() {
         return Ok(None);
     }
     let mut reader = Reader::default();
-    let default = |url: String| EndpointSpec {
-        base_url: url,
-        concurrency,
-        rpm,
-        tpm,
-    };
+    let default = |url: String| limits.endpoint(url);
     let mut endpoints = Vec::new();
     let mut name = flags.pool_name.clone();
     if let Some(path) = &flags.endpoints_file {
@@ -72,7 +61,7 @@ pub fn resolve(
         }
         reader = (file.reader_base_url, file.reader_model);
         for e in &file.endpoint {
-            endpoints.push(e.spec((concurrency, rpm, tpm)));
+            endpoints.push(e.spec(limits));
         }
     }
     for spec in &flags.endpoints {
@@ -126,7 +115,16 @@ mod tests {
             "name = \"fleet\"\nreader_base_url = \"http://10.0.0.9:8000/v1\"\nreader_model = \"judge\"\n[[endpoint]]\nurl = \"http://10.0.0.1:8000/v1\"\nconcurrency = 4\n",
         )
         .unwrap();
-        let (pool, reader) = resolve(&flags(&file), (2, None, None)).unwrap().unwrap();
+        let (pool, reader) = resolve(
+            &flags(&file),
+            cb_llm::Limits {
+                concurrency: 2,
+                rpm: None,
+                tpm: None,
+            },
+        )
+        .unwrap()
+        .unwrap();
         assert_eq!(pool.name, "fleet");
         assert_eq!(pool.endpoints[0].concurrency, 4);
         assert_eq!(
@@ -137,14 +135,30 @@ mod tests {
             )
         );
         std::fs::write(&file, "[[endpoint]]\nurl = \"10.0.0.1:8000\"\n").unwrap();
-        let e = resolve(&flags(&file), (2, None, None)).unwrap_err();
+        let e = resolve(
+            &flags(&file),
+            cb_llm::Limits {
+                concurrency: 2,
+                rpm: None,
+                tpm: None,
+            },
+        )
+        .unwrap_err();
         assert!(e.contains("is not a URL"), "{e}");
         std::fs::write(
             &file,
             "reader_modle = \"x\"\n[[endpoint]]\nurl = \"http://h/v1\"\n",
         )
         .unwrap();
-        let e = resolve(&flags(&file), (2, None, None)).unwrap_err();
+        let e = resolve(
+            &flags(&file),
+            cb_llm::Limits {
+                concurrency: 2,
+                rpm: None,
+                tpm: None,
+            },
+        )
+        .unwrap_err();
         assert!(e.contains("reader_modle"), "{e}");
     }
 }

@@ -509,6 +509,7 @@ def missing_packages(args):
             import aiohttp  # noqa: F401
         else:
             import ray.data.llm  # noqa: F401
+            import vllm  # noqa: F401  (ray.data.llm imports it only when the engine starts)
     except ImportError as e:
         need = "'ray[data]' aiohttp" if args.base_url else "'ray[llm]'"
         path = "the HTTP path" if args.base_url else "the vLLM path (--model-source)"

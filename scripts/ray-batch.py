@@ -61,9 +61,18 @@ RULES_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "executor-
 
 
 def load_rules(path=RULES_FILE):
-    """The rules shared with the build (retries, refusals, unanswered, output ids)."""
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+    """The rules shared with the build (retries, refusals, unanswered, output ids); without
+    them the script cannot run (exit 2)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:
+        print(
+            f"ray-batch: cannot read {path} ({e}): keep the repository's "
+            "scripts/executor-rules.json beside this script",
+            file=sys.stderr,
+        )
+        sys.exit(2)
 
 
 RULES = load_rules()
@@ -509,6 +518,7 @@ def missing_packages(args):
             import aiohttp  # noqa: F401
         else:
             import ray.data.llm  # noqa: F401
+            import vllm  # noqa: F401  (ray.data.llm imports it only when the engine starts)
     except ImportError as e:
         need = "'ray[data]' aiohttp" if args.base_url else "'ray[llm]'"
         path = "the HTTP path" if args.base_url else "the vLLM path (--model-source)"

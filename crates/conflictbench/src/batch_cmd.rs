@@ -30,7 +30,9 @@ pub struct BatchesArgs {
 enum BatchesCommand {
     /// Answer the input files of a `build --batch-dir` folder that have no output file yet,
     /// against an OpenAI-compatible server, writing each output file as `vllm run_batch`
-    /// does (`requests-NNNNN.output.jsonl`): the loop tried without vLLM or Ray.
+    /// does (`requests-NNNNN.output.jsonl`): the loop tried without vLLM or Ray. Every
+    /// waiting file is checked before anything is sent (exit 2 naming FILE:LINE); requests the
+    /// endpoint left unanswered make it exit 1.
     RunDir(RunDirArgs),
 }
 
@@ -41,13 +43,13 @@ struct RunDirArgs {
     /// Base URL of the server that answers (key: OPENAI_API_KEY).
     #[arg(long, env = "OPENAI_BASE_URL")]
     base_url: String,
-    /// Requests in flight at once.
+    /// Requests in flight at once (at least 1).
     #[arg(long, default_value_t = 8)]
     concurrency: usize,
     /// Retries of a request after a 429, a 5xx, a timeout or a broken connection.
     #[arg(long, default_value_t = 5)]
     max_retries: u32,
-    /// Seconds before a request times out.
+    /// Seconds before a request times out (at least 1).
     #[arg(long, default_value_t = 300)]
     timeout_s: u64,
 }

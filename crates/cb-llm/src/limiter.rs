@@ -9,65 +9,6 @@ use std::time::Duration;
 use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio::time::Instant;
 
-/// The limits of one model against its endpoint: calls in flight, requests and tokens per
-/// minute. The one place the triple lives: flags, models and pool files and the layers all
-/// say it with this.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
-    pub concurrency: usize,
-    pub rpm: Option<u32>,
-    pub tpm: Option<u32>,
-}
-
-impl Limits {
-    /// `config`'s limits.
-    pub fn of(config: &crate::LlmConfig) -> Self {
-        Self {
-            concurrency: config.concurrency,
-            rpm: config.rpm,
-            tpm: config.tpm,
-        }
-    }
-
-    /// Puts these limits into `config`.
-    pub fn apply(self, config: &mut crate::LlmConfig) {
-        (config.concurrency, config.rpm, config.tpm) = (self.concurrency, self.rpm, self.tpm);
-    }
-
-    /// These limits where `own` (a model's or an endpoint's settings) leaves one out.
-    pub fn under(self, own: (Option<usize>, Option<u32>, Option<u32>)) -> Self {
-        Self {
-            concurrency: own.0.unwrap_or(self.concurrency),
-            rpm: own.1.or(self.rpm),
-            tpm: own.2.or(self.tpm),
-        }
-    }
-
-    /// The endpoint `base_url` with these limits.
-    pub fn endpoint(self, base_url: String) -> crate::EndpointSpec {
-        crate::EndpointSpec {
-            base_url,
-            concurrency: self.concurrency,
-            rpm: self.rpm,
-            tpm: self.tpm,
-        }
-    }
-
-    /// A pool's limits as one model's: its endpoints' concurrency together (each endpoint
-    /// keeps its own rates).
-    pub fn of_pool(pool: &crate::PoolConfig) -> Self {
-        Self {
-            concurrency: pool.endpoints.iter().map(|e| e.concurrency).sum(),
-            rpm: None,
-            tpm: None,
-        }
-    }
-
-    pub(crate) fn limiter(self) -> Limiter {
-        Limiter::new(self.concurrency, self.rpm, self.tpm)
-    }
-}
-
 pub(crate) struct Limiter {
     slots: Semaphore,
     rpm: Option<DefaultDirectRateLimiter>,

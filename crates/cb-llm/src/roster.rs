@@ -7,7 +7,8 @@
 //! remembers every one it made, so that [`Roster::stop_all`] stops them all (a signal).
 
 use crate::cache::Cache;
-use crate::limiter::{Limiter, Limits};
+use crate::limiter::Limiter;
+use crate::limits::Limits;
 use crate::{pool, BackendKind, Budget, Llm, LlmConfig, LlmError, Route, Transport};
 use std::collections::HashMap;
 use std::path::PathBuf;

@@ -16,8 +16,10 @@
 //! 4. writes the other keys as new input files of at most `max_requests_per_file` lines
 //!    (`custom_id` = cache key, `body` = the exact online body), recorded in the journal
 //!    before they are written;
-//! 5. answers every caller whose request waits with [`LlmError::Waiting`], which stops the
-//!    build (exit code 4): the same command, run again once the files are answered, goes on.
+//! 5. answers every caller whose request waits with [`LlmError::Waiting`]: the engine lets
+//!    its item go and reads on, a window of items at a time, and the build ends waiting (exit
+//!    code 4) once every item has its next request in a file or its row; the same command,
+//!    run again once the files are answered, goes on.
 //!
 //! A request that comes back without an answer from more than `max_retries` files (counted
 //! in the journal, so across runs) is rejected as an online call that runs out of retries.

@@ -9,6 +9,10 @@
 //! files that held it (the journal's count, earlier runs included) number at most
 //! `max_retries`; others become rejects.
 //!
+//! A round holds at most the calls of the build's window of items (`--batch-window`, the
+//! engine's `LlmConfig::items_in_flight`); what it learns of requests it did not take (the
+//! error lines of a file written for an earlier window) is kept for when their calls come.
+//!
 //! The caller then goes on exactly as with a cache hit: validation, a second attempt (which
 //! joins the next round), rejects. What both transports share is here too: the input file
 //! of a chunk of requests with its budget reservation, the check of result lines against

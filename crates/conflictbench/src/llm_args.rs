@@ -105,7 +105,7 @@ pub struct BatchFlags {
     /// Most items a round of --batch or --batch-dir takes at once (default 5000): the build
     /// holds only these in memory, whatever the size of the source, at the cost of more rounds
     /// (with --batch, one batch turnaround each); at least 1, and only with --batch or
-    /// --batch-dir.
+    /// --batch-dir. A dry run counts the same calls whatever the window.
     #[arg(long, value_name = "N")]
     pub batch_window: Option<usize>,
 }

@@ -18,43 +18,14 @@
 use crate::batch_api::{BatchApi, RemoteBatch};
 use crate::batch_store::{self, BatchRecord};
 use crate::cache::Cache;
+use crate::core::Core;
 use crate::http::OpenAiHttp;
 use crate::rounds::{answered_meanwhile, chunks, journal_estimate, Checked, Round, Taken};
 use crate::spool::{Spool, Spooled};
-use crate::{Llm, LlmConfig, LlmError};
+use crate::{BatchOptions, LlmConfig, LlmError};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
-
-/// How `--batch` runs.
-#[derive(Debug, Clone)]
-pub struct BatchOptions {
-    /// Most requests in one input file (OpenAI: 50,000).
-    pub max_requests_per_file: usize,
-    /// Most bytes in one input file (OpenAI: 200 MB).
-    pub max_bytes_per_file: usize,
-    /// First wait between two polls of a batch; it grows by half each poll up to `poll_max`.
-    pub poll_initial: Duration,
-    pub poll_max: Duration,
-    /// A round starts when no call has been queued for this long.
-    pub quiet: Duration,
-    /// The most items a build keeps waiting on rounds (`--batch-window`): a round takes at
-    /// most their calls.
-    pub window: usize,
-}
-
-impl Default for BatchOptions {
-    fn default() -> Self {
-        Self {
-            max_requests_per_file: 50_000,
-            max_bytes_per_file: 190 * 1024 * 1024,
-            poll_initial: Duration::from_secs(5),
-            poll_max: Duration::from_secs(60),
-            quiet: Duration::from_millis(300),
-            window: crate::BATCH_WINDOW,
-        }
-    }
-}
 
 /// The Batch API at work: its client and options.
 pub(crate) struct ApiRounds {
@@ -86,7 +57,7 @@ impl Round for ApiRounds {
 
     async fn run(
         &self,
-        llm: &Llm,
+        llm: &Core,
         taken: &Taken,
         spool: &Spool,
     ) -> Result<HashMap<String, LlmError>, LlmError> {
@@ -94,7 +65,7 @@ impl Round for ApiRounds {
     }
 }
 
-impl Llm {
+impl Core {
     /// One round: an answer (handed out as it is collected) or an error for every key taken
     /// (missing keys are retried).
     async fn api_round(
@@ -103,7 +74,7 @@ impl Llm {
         taken: &Taken,
         spool: &Spool,
     ) -> Result<HashMap<String, LlmError>, LlmError> {
-        let (inner, opts) = (&self.inner, &rounds.opts);
+        let (inner, opts) = (self, &rounds.opts);
         let cache = inner
             .cache
             .as_ref()
@@ -156,8 +127,8 @@ impl Llm {
         (cache, api, spool): (&Cache, &BatchApi<'_>, &Spool),
         chunk: &[&str],
         taken: &Taken,
-    ) -> Result<(BatchRecord, crate::Reservation<'_>), LlmError> {
-        let inner = &self.inner;
+    ) -> Result<(BatchRecord, crate::core::Reservation<'_>), LlmError> {
+        let inner = self;
         let (est_usd, reservation) = self.reserve_file(chunk, taken)?;
         let spooled: Vec<Spooled> = chunk.iter().map(|k| taken[*k].spooled).collect();
         let first = chunk[0];

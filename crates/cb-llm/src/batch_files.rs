@@ -27,42 +27,15 @@
 
 use crate::batch_store::{self, FOLDER_FILES};
 use crate::cache::Cache;
+use crate::core::Core;
 use crate::rounds::{answered_meanwhile, chunks, journal_estimate, Checked, Round, Taken};
 use crate::spool::{Spool, Spooled};
-use crate::{Llm, LlmError};
+use crate::{FilesOptions, LlmError};
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
-
-/// How `--batch-dir` runs.
-#[derive(Debug, Clone)]
-pub struct FilesOptions {
-    /// The folder of input and output files (absolute: it names the files in the journal).
-    pub dir: PathBuf,
-    /// Most requests in one input file.
-    pub max_requests_per_file: usize,
-    /// Most bytes in one input file.
-    pub max_bytes_per_file: usize,
-    /// A round starts when no call has been queued for this long.
-    pub quiet: Duration,
-    /// The most items a build keeps waiting on rounds (`--batch-window`): a round writes the
-    /// calls of at most that many; the others are read again by the next build run.
-    pub window: usize,
-}
-
-impl FilesOptions {
-    pub fn new(dir: PathBuf) -> Self {
-        Self {
-            dir,
-            max_requests_per_file: 5_000,
-            max_bytes_per_file: 190 * 1024 * 1024,
-            quiet: Duration::from_millis(300),
-            window: crate::BATCH_WINDOW,
-        }
-    }
-}
 
 /// The endpoint batch files' answers are recorded as coming from when no `--base-url` names
 /// the server that answers them.
@@ -170,7 +143,7 @@ impl Round for FileRounds {
 
     async fn run(
         &self,
-        llm: &Llm,
+        llm: &Core,
         taken: &Taken,
         spool: &Spool,
     ) -> Result<HashMap<String, LlmError>, LlmError> {
@@ -178,7 +151,7 @@ impl Round for FileRounds {
     }
 }
 
-impl Llm {
+impl Core {
     /// One round through the folder: an answer (handed out as it is imported), an error or
     /// [`LlmError::Waiting`] for every key taken.
     async fn files_round(
@@ -186,7 +159,7 @@ impl Llm {
         (taken, spool): (&Taken, &Spool),
         opts: &FilesOptions,
     ) -> Result<HashMap<String, LlmError>, LlmError> {
-        let inner = &self.inner;
+        let inner = self;
         let cache = inner
             .cache
             .as_ref()
@@ -247,7 +220,7 @@ impl Llm {
         taken: &Taken,
         (opts, prefix): (&FilesOptions, &str),
     ) -> Result<(), LlmError> {
-        let inner = &self.inner;
+        let inner = self;
         // Counted against --max-cost and --max-tokens as a Batch API file is.
         let (est_usd, _reservation) = self.reserve_file(chunk, taken)?;
         let spooled: Vec<Spooled> = chunk.iter().map(|k| taken[*k].spooled).collect();

@@ -59,3 +59,20 @@ impl Form {
         }
     }
 }
+
+/// What the layer knows of the endpoint's form (auto mode).
+#[derive(Default)]
+pub(crate) struct FormState {
+    pub(crate) known: std::sync::Mutex<Option<Form>>,
+    /// Held while the form is being found out, so one probe runs at a time.
+    pub(crate) detecting: tokio::sync::Mutex<()>,
+}
+
+impl FormState {
+    pub(crate) fn get(&self) -> Option<Form> {
+        *self.known.lock().expect("form lock")
+    }
+    pub(crate) fn set(&self, f: Form) {
+        *self.known.lock().expect("form lock") = Some(f);
+    }
+}

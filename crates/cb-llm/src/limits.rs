@@ -1,7 +1,7 @@
 //! The limits of one model against its endpoint, said once ([`Limits`]).
 
+use crate::config::{EndpointSpec, LlmConfig, PoolConfig};
 use crate::limiter::Limiter;
-use crate::pool::{EndpointSpec, PoolConfig};
 
 /// The limits of one model against its endpoint: calls in flight, requests and tokens per
 /// minute. The one place the triple lives: flags, models and pool files and the layers all
@@ -15,7 +15,7 @@ pub struct Limits {
 
 impl Limits {
     /// `config`'s limits.
-    pub fn of(config: &crate::LlmConfig) -> Self {
+    pub fn of(config: &LlmConfig) -> Self {
         Self {
             concurrency: config.concurrency,
             rpm: config.rpm,
@@ -24,7 +24,7 @@ impl Limits {
     }
 
     /// Puts these limits into `config`.
-    pub fn apply(self, config: &mut crate::LlmConfig) {
+    pub fn apply(self, config: &mut LlmConfig) {
         (config.concurrency, config.rpm, config.tpm) = (self.concurrency, self.rpm, self.tpm);
     }
 

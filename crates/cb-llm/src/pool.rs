@@ -21,55 +21,18 @@
 //! per endpoint in the run's record.
 
 use crate::cache::{Annex, Cache};
+use crate::core::Core;
 use crate::form::Form;
 use crate::http::OpenAiHttp;
 use crate::limiter::{backoff, Limiter};
 use crate::structured;
-use crate::{endpoint, endpoint_identity, Call, Completion, Llm, LlmConfig, LlmError};
+use crate::{endpoint, endpoint_identity, Call, Completion, LlmConfig, LlmError, PoolConfig};
 use serde_json::json;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
-
-/// One endpoint of a pool.
-#[derive(Debug, Clone, PartialEq)]
-pub struct EndpointSpec {
-    pub base_url: String,
-    pub concurrency: usize,
-    pub rpm: Option<u32>,
-    pub tpm: Option<u32>,
-}
-
-/// The pool's configuration.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PoolConfig {
-    /// The pool's identity in cache keys: `pool:NAME`.
-    pub name: String,
-    pub endpoints: Vec<EndpointSpec>,
-    /// Consecutive failures that pause a replica.
-    pub open_after: u32,
-    /// First pause of a failing replica (doubles on each failed probe, up to a minute).
-    pub cooldown: Duration,
-}
-
-impl PoolConfig {
-    /// What a pool must be before it is used: at least one endpoint, each a URL with a
-    /// concurrency of at least 1.
-    pub fn validate(&self) -> Result<(), String> {
-        if self.endpoints.is_empty() {
-            return Err("the endpoint pool declares no endpoint".into());
-        }
-        if let Some(e) = self.endpoints.iter().find(|e| !e.base_url.contains("://")) {
-            return Err(format!("endpoint `{}` is not a URL", e.base_url));
-        }
-        if self.endpoints.iter().any(|e| e.concurrency == 0) {
-            return Err("an endpoint's concurrency must be at least 1".into());
-        }
-        Ok(())
-    }
-}
 
 #[derive(Default)]
 struct Breaker {
@@ -320,7 +283,7 @@ struct Tries {
     never_connected: bool,
 }
 
-impl Llm {
+impl Core {
     /// Answers a cache miss on `pool`, with the body of an online call in `form`.
     pub(crate) async fn via_pool(
         &self,
@@ -329,7 +292,7 @@ impl Llm {
         key: String,
         form: Form,
     ) -> Result<Completion, LlmError> {
-        let inner = &self.inner;
+        let inner = self;
         let reservation = self.reserve_call(&call.request)?;
         let body = call.request.body_as(&inner.config.model, form);
         let mut tries = Tries {
@@ -392,7 +355,7 @@ impl Llm {
         est_tokens: u64,
         form: Form,
     ) -> Result<crate::http::Parsed, Miss> {
-        let inner = &self.inner;
+        let inner = self;
         let api_key = inner.config.api_key.expose();
         let r = &pool.replicas[i];
         let permit = r.limiter.acquire(est_tokens).await;
@@ -437,7 +400,7 @@ impl Llm {
     /// unusable when no try ever connected and no replica can take a call, else the retries
     /// exhausted (a retryable error) or `e` itself.
     fn pool_failure(&self, pool: &Pool, e: LlmError, tries: Tries) -> LlmError {
-        let inner = &self.inner;
+        let inner = self;
         inner.stats.failures.fetch_add(1, Ordering::Relaxed);
         let attempts = tries.retries + 1;
         if tries.never_connected && pool.none_usable() {

@@ -151,6 +151,18 @@ pub fn cache_key_as(endpoint: &str, model: &str, request: &ChatRequest, form: Fo
     hex::encode(h.finalize())
 }
 
+/// A model answer, with where it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Completion {
+    pub text: String,
+    pub finish_reason: String,
+    pub cache_key: String,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    /// Served from the cache (no upstream call in this run).
+    pub cached: bool,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

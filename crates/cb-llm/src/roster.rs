@@ -7,9 +7,13 @@
 //! remembers every one it made, so that [`Roster::stop_all`] stops them all (a signal).
 
 use crate::cache::Cache;
+use crate::config::{BackendKind, LlmConfig, Transport};
+use crate::core::Budget;
+use crate::error::LlmError;
+use crate::layer::{Llm, Route};
 use crate::limiter::Limiter;
 use crate::limits::Limits;
-use crate::{pool, BackendKind, Budget, Llm, LlmConfig, LlmError, Route, Transport};
+use crate::pool;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -186,5 +190,12 @@ impl Roster {
         let p = make()?;
         m.insert(role.clone(), Arc::clone(&p));
         Ok(p)
+    }
+}
+impl Llm {
+    /// A layer of its own: a one-layer [`Roster`] (its cache, its budget, its limiter).
+    /// The layers of a run with several models come from one roster instead.
+    pub fn new(config: LlmConfig) -> Result<Self, LlmError> {
+        Roster::new(config.max_cost_usd, config.max_tokens).layer(&Role::Writer, config)
     }
 }

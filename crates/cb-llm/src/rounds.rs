@@ -20,10 +20,11 @@
 
 use crate::batch_api::{input_line, parse_results};
 use crate::cache::{Cache, CachedResponse};
+use crate::core::Core;
 use crate::form::Form;
 use crate::spool::{Spool, Spooled};
 use crate::structured;
-use crate::{Call, ChatRequest, Completion, Llm, LlmError};
+use crate::{Call, ChatRequest, Completion, LlmError};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::future::Future;
 use std::sync::atomic::Ordering;
@@ -44,7 +45,7 @@ pub(crate) trait Round: Send + Sync + 'static {
     /// An `Err` ends every call of the round with it (a fatal one stops the build).
     fn run<'a>(
         &'a self,
-        llm: &'a Llm,
+        llm: &'a Core,
         taken: &'a Taken,
         spool: &'a Spool,
     ) -> impl Future<Output = Result<HashMap<String, LlmError>, LlmError>> + Send + 'a;
@@ -189,11 +190,11 @@ impl<R: Round> Rounds<R> {
     }
 }
 
-impl Llm {
+impl Core {
     /// Queues a call that missed the cache and waits for its round.
     /// `key` and the body in the input line are the ones an online call in `form` would use.
     pub(crate) async fn via_rounds<R: Round>(
-        &self,
+        self: &Arc<Self>,
         rounds: &Arc<Rounds<R>>,
         call: &Call,
         key: String,
@@ -213,7 +214,7 @@ impl Llm {
             let waiting = match q.pending.entry(key.clone()) {
                 std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
                 std::collections::hash_map::Entry::Vacant(e) => {
-                    let body = call.request.body_as(&self.inner.config.model, form);
+                    let body = call.request.body_as(&self.config.model, form);
                     let spooled = rounds.spool.push(&key, &input_line(&key, &body), call)?;
                     e.insert(Waiting {
                         item: call.item.clone(),
@@ -228,7 +229,7 @@ impl Llm {
             !std::mem::replace(&mut q.driving, true)
         };
         if start_driver {
-            let (llm, rounds) = (self.clone(), Arc::clone(rounds));
+            let (llm, rounds) = (Arc::clone(self), Arc::clone(rounds));
             tokio::spawn(async move { llm.drive(&rounds).await });
         }
         let answer = rx.await.map_err(|_| {
@@ -339,7 +340,7 @@ impl Llm {
         (item, rounds): (&str, &mut u32),
         e: LlmError,
     ) -> Option<LlmError> {
-        let stats = &self.inner.stats;
+        let stats = &self.stats;
         match e {
             // Not an attempt that counts: the build stops until the files are answered, or
             // the caller steps the form down and asks again.
@@ -350,7 +351,7 @@ impl Llm {
             }
             e => {
                 let attempts = self.attempts(key, *rounds);
-                if e.is_retryable() && attempts <= self.inner.config.max_retries {
+                if e.is_retryable() && attempts <= self.config.max_retries {
                     *rounds += 1;
                     stats.retries.fetch_add(1, Ordering::Relaxed);
                     tracing::warn!(item = %item, attempts, error = %e, "batch request goes to the next round");
@@ -375,7 +376,7 @@ impl Llm {
     /// journal that held it (earlier runs' too, so a killed or waiting build keeps counting),
     /// at least the `rounds` this run has been through.
     fn attempts(&self, key: &str, rounds: u32) -> u32 {
-        let journal = self.inner.cache.as_ref().map_or(Ok(0), |c| c.attempts(key));
+        let journal = self.cache.as_ref().map_or(Ok(0), |c| c.attempts(key));
         journal
             .unwrap_or_else(|e| {
                 tracing::warn!(error = %e, "cannot count a request's earlier batches");
@@ -391,7 +392,7 @@ impl Llm {
         &self,
         chunk: &[&str],
         taken: &Taken,
-    ) -> Result<(f64, crate::Reservation<'_>), LlmError> {
+    ) -> Result<(f64, crate::core::Reservation<'_>), LlmError> {
         let (mut micro, mut tokens) = (0u64, 0u64);
         for key in chunk {
             let (one, most) = taken[*key].cost;
@@ -418,7 +419,7 @@ impl Llm {
         (keys, estimate): (&HashSet<String>, impl Fn(&str) -> u64),
         into: &mut Checked,
     ) {
-        let asked = &self.inner.config.model;
+        let asked = &self.config.model;
         // The line that first spoke of each request.
         let mut seen: HashMap<String, usize> = HashMap::new();
         let mut refuse = |n: usize, why: String| {
@@ -498,7 +499,7 @@ impl Llm {
         let LlmError::Status { status, body, .. } = &e else {
             unreachable!("refusals are statuses")
         };
-        let said = crate::endpoint::short(body, self.inner.config.api_key.expose());
+        let said = crate::endpoint::short(body, self.config.api_key.expose());
         LlmError::FormRefused(format!("HTTP {status} in a batch result: {said}"))
     }
 
@@ -512,7 +513,7 @@ impl Llm {
         answers: Vec<(String, CachedResponse)>,
         taken: &Taken,
     ) -> Result<(), LlmError> {
-        let inner = &self.inner;
+        let inner = self;
         let s = &inner.stats;
         for (_, r) in &answers {
             s.upstream_calls.fetch_add(1, Ordering::Relaxed);

@@ -2,13 +2,14 @@
 //! and the errors that say the endpoint itself is unusable.
 
 use crate::cache::Annex;
+use crate::core::Core;
 use crate::form::Form;
 use crate::structured;
-use crate::{endpoint, http, request, ChatRequest, Llm, LlmError};
+use crate::{endpoint, http, request, ChatRequest, LlmError};
 use serde_json::Value;
 use std::sync::atomic::Ordering;
 
-impl Llm {
+impl Core {
     /// Accounts for an answer that came upstream: fills in `usage` (estimated when the
     /// server sent none) and adds its tokens and cost to the run's counters.
     pub(crate) fn account(&self, request: &ChatRequest, parsed: &mut http::Parsed) {
@@ -19,8 +20,8 @@ impl Llm {
             )
         });
         parsed.usage = Some((pt, ct));
-        let stats = &self.inner.stats;
-        let cost = self.inner.config.price.micro_usd(pt, ct);
+        let stats = &self.stats;
+        let cost = self.config.price.micro_usd(pt, ct);
         stats.prompt_tokens.fetch_add(pt, Ordering::Relaxed);
         stats.completion_tokens.fetch_add(ct, Ordering::Relaxed);
         self.spend(cost, pt + ct);
@@ -35,7 +36,7 @@ impl Llm {
         parsed: http::Parsed,
         annex: Option<Annex>,
     ) -> Result<crate::Completion, LlmError> {
-        let inner = &self.inner;
+        let inner = self;
         let (pt, ct) = parsed.usage.unwrap_or_default();
         let response = crate::CachedResponse {
             content: parsed.content,
@@ -65,7 +66,7 @@ impl Llm {
         form: Form,
         probing: bool,
     ) -> Result<http::Parsed, LlmError> {
-        let inner = &self.inner;
+        let inner = self;
         let est_tokens = request.estimated_tokens();
         let mut attempt: u32 = 0;
         let mut every_attempt_unconnected = true;
@@ -134,7 +135,7 @@ impl Llm {
     /// A round's error that says the endpoint is unusable (401/403/404 on the Files or Batch
     /// API, or no connection on any attempt) marks it dead; others are passed on.
     pub(crate) fn fatal_batch_error(&self, e: LlmError) -> LlmError {
-        let inner = &self.inner;
+        let inner = self;
         let (ep, model, key) = (
             &inner.endpoint,
             &inner.config.model,
@@ -175,6 +176,6 @@ impl Llm {
 
     /// Marks the endpoint unusable (the first reason stays) and returns the error saying so.
     pub(crate) fn endpoint_down(&self, why: String) -> LlmError {
-        LlmError::Endpoint(self.inner.dead.get_or_init(|| why).clone())
+        LlmError::Endpoint(self.dead.get_or_init(|| why).clone())
     }
 }

@@ -27,10 +27,11 @@
 //! member refusing the form on a call steps the whole pool down, remembered under
 //! `pool:NAME`, exactly as a single endpoint does.
 
+use crate::core::Core;
 use crate::form::{Form, Structured};
 use crate::http::OpenAiHttp;
 use crate::request::ChatRequest;
-use crate::{Llm, LlmError, Message, Route};
+use crate::{LlmError, Message};
 use serde_json::{json, Value};
 
 /// Whether `e` says "not this `response_format`": an error status whose body names
@@ -70,55 +71,44 @@ fn follows_probe_schema(content: &str) -> bool {
     }
 }
 
-/// What the layer knows of the endpoint's form (auto mode).
-#[derive(Default)]
-pub(crate) struct FormState {
-    known: std::sync::Mutex<Option<Form>>,
-    /// Held while the form is being found out, so one probe runs at a time.
-    detecting: tokio::sync::Mutex<()>,
-}
-
-impl FormState {
-    fn get(&self) -> Option<Form> {
-        *self.known.lock().expect("form lock")
-    }
-    fn set(&self, f: Form) {
-        *self.known.lock().expect("form lock") = Some(f);
-    }
-}
-
-impl Llm {
+impl Core {
     /// The form a call is sent in (`Off` for a call without a schema: nothing to send).
-    pub(crate) async fn form_for(&self, request: &ChatRequest) -> Result<Form, LlmError> {
+    /// `online`: the one endpoint a layer's calls go to, which a form is probed on; a layer
+    /// with another route (a pool, rounds, replay, a dry run) never probes.
+    pub(crate) async fn form_for(
+        &self,
+        request: &ChatRequest,
+        online: Option<&OpenAiHttp>,
+    ) -> Result<Form, LlmError> {
         if request.response_schema.is_none() {
             return Ok(Form::Off);
         }
-        match self.inner.config.structured {
+        match self.config.structured {
             Structured::Fixed(f) => Ok(f),
-            Structured::Auto => self.detected_form().await,
+            Structured::Auto => self.detected_form(online).await,
         }
     }
 
     /// The form a call would be sent in now, without finding out (for [`Llm::key_of`]).
     pub(crate) fn form_now(&self, request: &ChatRequest) -> Form {
-        match (&request.response_schema, self.inner.config.structured) {
+        match (&request.response_schema, self.config.structured) {
             (None, _) => Form::Off,
             (Some(_), Structured::Fixed(f)) => f,
-            (Some(_), Structured::Auto) => self.inner.form.get().unwrap_or(Form::JsonSchema),
+            (Some(_), Structured::Auto) => self.form.get().unwrap_or(Form::JsonSchema),
         }
     }
 
     /// The form in use for schema calls: fixed, remembered, found out, or (replay and dry
     /// runs, which never probe) `json-schema` when nothing is remembered.
-    pub fn structured_form(&self) -> Option<&'static str> {
-        match self.inner.config.structured {
+    pub(crate) fn structured_form(&self) -> Option<&'static str> {
+        match self.config.structured {
             Structured::Fixed(f) => Some(f.name()),
-            Structured::Auto => self.inner.form.get().map(Form::name),
+            Structured::Auto => self.form.get().map(Form::name),
         }
     }
 
-    async fn detected_form(&self) -> Result<Form, LlmError> {
-        let state = &self.inner.form;
+    async fn detected_form(&self, online: Option<&OpenAiHttp>) -> Result<Form, LlmError> {
+        let state = &self.form;
         if let Some(f) = state.get() {
             return Ok(f);
         }
@@ -126,22 +116,19 @@ impl Llm {
         if let Some(f) = state.get() {
             return Ok(f);
         }
-        let (endpoint, model) = (&self.inner.endpoint, &self.inner.config.model);
-        let remembered = match &self.inner.cache {
+        let (endpoint, model) = (&self.endpoint, &self.config.model);
+        let remembered = match &self.cache {
             Some(c) => c.capability(endpoint, model)?,
             None => None,
         };
-        let form = match (
-            remembered.as_deref().and_then(Form::parse),
-            &self.inner.route,
-        ) {
+        let form = match (remembered.as_deref().and_then(Form::parse), online) {
             (Some(f), _) => f,
             // Only online calls to one endpoint probe: a Batch API endpoint and an endpoint
             // pool start at `json-schema` (see the module text).
-            (None, Some(Route::Online(http))) => {
+            (None, Some(http)) => {
                 let (f, how) = self.probe(http).await?;
                 tracing::info!(endpoint = %endpoint, model = %model, form = f.name(), how = %how, "structured output form found out");
-                if let Some(c) = &self.inner.cache {
+                if let Some(c) = &self.cache {
                     c.put_capability(endpoint, model, f.name(), &how)?;
                 }
                 f
@@ -157,7 +144,7 @@ impl Llm {
         let request = probe_request();
         let mut notes = Vec::new();
         for form in [Form::JsonSchema, Form::JsonObject] {
-            let body = request.body_as(&self.inner.config.model, form);
+            let body = request.body_as(&self.config.model, form);
             match self
                 .send(
                     http,
@@ -189,18 +176,18 @@ impl Llm {
     /// After a real call was refused in `form` (auto mode): step down, remember, go on.
     pub(crate) fn step_down(&self, form: Form, why: &str) -> Result<(), LlmError> {
         let next = {
-            let mut known = self.inner.form.known.lock().expect("form lock");
+            let mut known = self.form.known.lock().expect("form lock");
             if *known != Some(form) {
                 return Ok(()); // another call stepped down already
             }
             *known = Some(form.next());
             form.next()
         };
-        tracing::warn!(endpoint = %self.inner.endpoint, from = form.name(), to = next.name(), "the endpoint refused a structured-output form: {why}");
-        if let Some(c) = &self.inner.cache {
+        tracing::warn!(endpoint = %self.endpoint, from = form.name(), to = next.name(), "the endpoint refused a structured-output form: {why}");
+        if let Some(c) = &self.cache {
             c.put_capability(
-                &self.inner.endpoint,
-                &self.inner.config.model,
+                &self.endpoint,
+                &self.config.model,
                 next.name(),
                 &format!("{} refused on a call: {why}", form.name()),
             )?;

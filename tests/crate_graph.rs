@@ -8,8 +8,10 @@
 //!   cb-steps no cb-engine at all.
 //! - Only cb-llm and cb-mock depend on an HTTP or OpenAI client or server crate.
 //! - Only the CLI depends on clap, indicatif or tracing-subscriber.
-//! - Inside each crate, the modules do not import each other in a circle (read from the `use`
-//!   and `crate::` paths of the sources, tests left out).
+//! - Inside each crate, the modules, the root (lib.rs or main.rs) among them, do not import
+//!   each other in a circle (read from the `use` and `crate::` paths of the sources and the
+//!   root's `mod` declarations, tests left out): the root declares and re-exports, and a module
+//!   that names something the root defines itself makes a circle with it.
 
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -244,8 +246,11 @@ fn code_of(text: &str) -> String {
             cfg_test = true;
             continue;
         }
-        if cfg_test && skip_depth.is_none() && trimmed.starts_with("mod ") && trimmed.ends_with('{')
-        {
+        let item = ["pub(crate) ", "pub(super) ", "pub "]
+            .iter()
+            .find_map(|v| trimmed.strip_prefix(v))
+            .unwrap_or(trimmed);
+        if cfg_test && skip_depth.is_none() && item.starts_with("mod ") && trimmed.ends_with('{') {
             skip_depth = Some(depth);
         }
         cfg_test = false;
@@ -343,7 +348,9 @@ fn path_tree(s: &[char]) -> (Vec<Vec<String>>, usize) {
     }
 }
 
-/// Names the crate root re-exports from a module (`pub use a::b::{C, D};` -> C, D => a::b).
+/// Names the crate root re-exports from a module (`pub use a::b::{C, D};` -> C, D => a::b;
+/// `pub use a::E as F;` -> F => a), and from another crate (`pub use other::G;` -> G => the
+/// empty path: defined outside this crate, so naming it is no edge).
 fn root_reexports(
     root_code: &str,
     modules: &BTreeSet<Vec<String>>,
@@ -354,12 +361,25 @@ fn root_reexports(
             continue;
         };
         let chars: Vec<char> = stmt[pos + 8..].chars().collect();
-        for path in path_tree(&chars).0 {
+        let (paths, used) = path_tree(&chars);
+        let alias = chars[used.min(chars.len())..]
+            .iter()
+            .collect::<String>()
+            .trim()
+            .strip_prefix("as ")
+            .map(|a| a.trim().to_string());
+        for path in paths {
             let Some(name) = path.last() else { continue };
-            if let Some(m) = longest_module(&path[..path.len() - 1], modules) {
-                if !m.is_empty() {
-                    map.insert(name.clone(), m);
-                }
+            let foreign = path.len() > 1
+                && !["crate", "self", "super"].contains(&path[0].as_str())
+                && !modules.contains(&path[..1].to_vec());
+            let target = if foreign {
+                Some(Vec::new())
+            } else {
+                longest_module(&path[..path.len() - 1], modules).filter(|m| !m.is_empty())
+            };
+            if let Some(m) = target {
+                map.insert(alias.clone().unwrap_or_else(|| name.clone()), m);
             }
         }
     }
@@ -373,9 +393,37 @@ fn longest_module(path: &[String], modules: &BTreeSet<Vec<String>>) -> Option<Ve
         .find(|p| modules.contains(p))
 }
 
-/// The first circle among the top-level modules of the crate whose sources are in `src`, if
-/// any: an import edge runs from the module that names a path to the top-level module that
-/// path lies in (names the root re-exports count as their module's).
+/// The node of the crate root in the module graph.
+const ROOT: &str = "crate";
+
+/// The modules the root declares (`mod a;`, `pub mod b;`, `pub(crate) mod c;`).
+fn declared_modules(root_code: &str) -> Vec<String> {
+    root_code
+        .lines()
+        .filter_map(|line| {
+            let mut rest = line.trim_start();
+            if let Some(r) = rest.strip_prefix("pub") {
+                rest = r.trim_start();
+                if rest.starts_with('(') {
+                    rest = rest.split_once(')')?.1.trim_start();
+                }
+            }
+            let name: String = rest
+                .strip_prefix("mod ")?
+                .trim_start()
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            (!name.is_empty()).then_some(name)
+        })
+        .collect()
+}
+
+/// The first circle among the top-level modules of the crate whose sources are in `src`, the
+/// root (lib.rs or main.rs, node `crate`) one of them, if any: an import edge runs from the
+/// module that names a path to the top-level module that path lies in (names the root
+/// re-exports count as their module's; any other name under `crate::` is the root's own), and
+/// from the root to each module it declares.
 fn module_circle(src: &Path) -> Option<Vec<String>> {
     let mut files = Vec::new();
     rust_files(src, &mut files);
@@ -394,21 +442,23 @@ fn module_circle(src: &Path) -> Option<Vec<String>> {
         .unwrap_or("");
     let reexports = root_reexports(root_code, &modules);
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    graph
+        .entry(ROOT.to_string())
+        .or_default()
+        .extend(declared_modules(root_code));
     for (module, code) in &codes {
-        let Some(from) = module.first() else { continue };
+        let from = module.first().map_or(ROOT, String::as_str);
         for path in named_paths(code, module) {
             let target = match longest_module(&path, &modules) {
-                Some(m) if !m.is_empty() => m,
+                Some(m) if !m.is_empty() => m[0].clone(),
                 _ => match path.first().and_then(|n| reexports.get(n)) {
-                    Some(m) => m.clone(),
-                    None => continue,
+                    Some(m) if m.is_empty() => continue,
+                    Some(m) => m[0].clone(),
+                    None => ROOT.to_string(),
                 },
             };
-            if &target[0] != from {
-                graph
-                    .entry(from.clone())
-                    .or_default()
-                    .insert(target[0].clone());
+            if target != from {
+                graph.entry(from.to_string()).or_default().insert(target);
             }
         }
     }
@@ -483,7 +533,62 @@ fn the_circle_finder_sees_a_circle_through_a_reexport_and_a_use_tree() {
     // Without b's import of a, no circle; a test module's imports do not count.
     std::fs::write(
         src.join("b.rs"),
-        "pub struct Thing;\n#[cfg(test)]\nmod tests {\n    use crate::a::f;\n}\n",
+        "pub struct Thing;\n#[cfg(test)]\nmod tests {\n    use crate::a::f;\n}\n\
+         #[cfg(test)]\npub(crate) mod fixtures {\n    use crate::a::f;\n}\n",
+    )
+    .expect("write");
+    assert_eq!(module_circle(src), None);
+}
+
+#[test]
+fn the_circle_finder_sees_a_circle_through_the_root() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src = dir.path();
+    // The root declares a and b and defines Own; b's Thing is only re-exported.
+    std::fs::write(
+        src.join("lib.rs"),
+        "mod a;\npub(crate) mod b;\npub use b::Thing;\npub struct Own;\n",
+    )
+    .expect("write");
+    std::fs::write(src.join("a.rs"), "use crate::Thing;\n").expect("write");
+    std::fs::write(src.join("b.rs"), "pub struct Thing;\n").expect("write");
+    assert_eq!(
+        module_circle(src),
+        None,
+        "a re-exported name is its module's"
+    );
+    // Names the root re-exports from another crate or under another name are not its own.
+    std::fs::write(
+        src.join("lib.rs"),
+        "mod a;\npub(crate) mod b;\npub use b::Thing as Alias;\npub use other::Own;\n",
+    )
+    .expect("write");
+    std::fs::write(src.join("a.rs"), "use crate::{Alias, Own};\n").expect("write");
+    assert_eq!(module_circle(src), None, "a foreign or renamed re-export");
+    std::fs::write(
+        src.join("lib.rs"),
+        "mod a;\npub(crate) mod b;\npub use b::Thing;\npub struct Own;\n",
+    )
+    .expect("write");
+    // A name the root defines itself: a -> root -> a.
+    std::fs::write(src.join("a.rs"), "use crate::{Own, Thing};\n").expect("write");
+    assert_eq!(module_circle(src).expect("a circle"), ["a", "crate", "a"]);
+    // Through a `crate::` path in code and a `super::` path of a nested module.
+    std::fs::write(src.join("a.rs"), "pub fn f() {}\n").expect("write");
+    std::fs::create_dir(src.join("b")).expect("mkdir");
+    std::fs::rename(src.join("b.rs"), src.join("b/mod.rs")).expect("move");
+    std::fs::write(src.join("b/mod.rs"), "mod c;\npub struct Thing;\n").expect("write");
+    std::fs::write(
+        src.join("b/c.rs"),
+        "fn g() -> super::super::Own { todo!() }\n",
+    )
+    .expect("write");
+    assert_eq!(module_circle(src).expect("a circle"), ["b", "crate", "b"]);
+    // The root's own paths to a child count from the root; a child naming nothing back: none.
+    std::fs::write(src.join("b/c.rs"), "fn g() {}\n").expect("write");
+    std::fs::write(
+        src.join("lib.rs"),
+        "mod a;\nmod b;\nfn h() { crate::a::f() }\n",
     )
     .expect("write");
     assert_eq!(module_circle(src), None);

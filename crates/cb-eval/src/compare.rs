@@ -575,7 +575,8 @@ fn compare_figure(
     let mean = |r: usize, idx: &[usize]| Summary::of(seeds.iter().map(|s| g(r)(*s, idx))).mean;
     let values: Vec<RunValue> = (0..runs.len())
         .map(|r| {
-            let fig = crate::figure(&f.domain, &f.task, &f.setting, metric, n, seeds, &g(r));
+            let fig =
+                crate::figures::figure(&f.domain, &f.task, &f.setting, metric, n, seeds, &g(r));
             RunValue {
                 summary: fig.summary,
                 interval: fig.interval,

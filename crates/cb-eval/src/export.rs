@@ -28,7 +28,8 @@
 //! Bytes are deterministic for the same rows, prompts and seed.
 
 use crate::source::load;
-use crate::{kre, recall, EvalError, EvalOptions, Templates};
+use crate::templates::Templates;
+use crate::{kre, recall, EvalError, EvalOptions};
 use cb_audit::FileKind;
 use cb_model::letter;
 use serde::Serialize;

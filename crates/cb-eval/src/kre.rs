@@ -4,15 +4,18 @@
 //! three few-shot configurations (all-positive, all-negative, mixed) and the two roles
 //! (dependent, intuitive). Metrics come from `cb_metrics::kre` (see `kre_tables`).
 
+use crate::options::settings;
 use crate::report::{row_sha256, Identity, Predictions};
 use crate::run::{extract_reply, run_stream, Job, Reply};
 use crate::scores::{Answer, Scores};
 use crate::source::{load, Source};
-use crate::{option_views, settings, EvalError, EvalOptions, Results, Templates};
+use crate::templates::Templates;
+use crate::{EvalError, EvalOptions, Results};
 use cb_audit::{FileKind, Payload, Row};
 use cb_llm::Llm;
 use cb_llm::Progress;
 use cb_model::{item_rng, letter, letter_index, KreRow};
+use cb_step::choice::option_views;
 use cb_step::choice::Extracted;
 use cb_step::Prompt;
 use minijinja::context;

@@ -1,9 +1,10 @@
 //! The KRE figures (per domain and pooled, per setting and seed) and the paper-style tables.
 
+use crate::figures::figures_of;
 use crate::metric::{Metric, FEW_SHOT_MEAN, KRE_SETTINGS as SETTINGS};
 use crate::report::{cell, Table};
 use crate::scores::Scores;
-use crate::{figures_of, Figure, Results};
+use crate::{Figure, Results};
 use cb_metrics::kre::style;
 
 /// The figures of every domain (the files of one domain pooled) and, with several domains,

@@ -122,7 +122,7 @@ impl Metric {
     pub fn n_items(self, scores: &Scores, seeds: &[u64]) -> usize {
         match self.subset() {
             Subset::All => scores.n,
-            subset => crate::mean_count(seeds.iter().map(|s| subset.size(scores, *s))),
+            subset => crate::scores::mean_count(seeds.iter().map(|s| subset.size(scores, *s))),
         }
     }
 

@@ -6,11 +6,13 @@
 use crate::metric::Metric;
 /// The settings, in the paper's order: original context, edited context, no context.
 pub use crate::metric::RECALL_SETTINGS as SETTINGS;
+use crate::options::settings;
 use crate::report::{cell, row_sha256, Identity, Predictions, Table};
 use crate::run::{extract_reply, run_stream, Job, Reply};
 use crate::scores::{Answer, Scores, TextScore};
 use crate::source::{load, Source};
-use crate::{option_views, settings, EvalError, EvalOptions, Results, Templates};
+use crate::templates::Templates;
+use crate::{EvalError, EvalOptions, Results};
 use cb_audit::{FileKind, Payload, Row};
 use cb_llm::Llm;
 use cb_llm::Progress;
@@ -18,6 +20,7 @@ use cb_metrics::bleu::{segment_stats, sentence_bleu};
 use cb_metrics::recall::{RCounts, TgSample};
 use cb_metrics::rouge::rouge_l;
 use cb_model::{item_rng, letter, KvItem, QaRow, TextGenRow};
+use cb_step::choice::option_views;
 use minijinja::context;
 use rand::Rng;
 use serde_json::{json, Value};
@@ -389,7 +392,9 @@ pub async fn evaluate(
     let figures = files
         .iter()
         .zip(&out.scores)
-        .flat_map(|(f, s)| crate::figures_of(&f.domain, task_of(f.kind), s, &wanted, seeds))
+        .flat_map(|(f, s)| {
+            crate::figures::figures_of(&f.domain, task_of(f.kind), s, &wanted, seeds)
+        })
         .collect();
     let prompts = [&p.qa, &p.record, &p.text];
     let data = identity.finish();

@@ -530,7 +530,7 @@ mod tests {
     #[test]
     fn page_escapes_text_and_loads_nothing() {
         let per = [[1.0, 0.0, 0.5], [1.0, 1.0, 1.0]];
-        let f = crate::figure(
+        let f = crate::figures::figure(
             "<x>",
             "qa_a",
             "edited",

@@ -228,6 +228,22 @@ impl<'a> SeedScores<'a> {
     }
 }
 
+/// The mean of per-seed counts, rounded up (a subset that some seed has is never `n = 0`):
+/// the `n` of a figure on a subset of the items that each seed draws itself (the items a
+/// model knows).
+pub(crate) fn mean_count(counts: impl Iterator<Item = usize>) -> usize {
+    let (mut sum, mut k) = (0, 0);
+    for c in counts {
+        sum += c;
+        k += 1;
+    }
+    if k == 0 {
+        0
+    } else {
+        sum.div_ceil(k)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -18,14 +18,11 @@
 pub mod bleu;
 pub mod bootstrap;
 pub mod kre;
+mod rate;
 pub mod recall;
 pub mod rouge;
 pub mod stats;
 
 pub use bootstrap::Interval;
+pub use rate::ratio;
 pub use stats::Summary;
-
-/// `num / den`, or `None` when `den` is 0.
-pub fn ratio(num: usize, den: usize) -> Option<f64> {
-    (den > 0).then(|| num as f64 / den as f64)
-}

@@ -18,7 +18,8 @@
 //! Batch requests never reach the chat journal.
 
 use crate::reply::{completion_json, json_response};
-use crate::{error_body, lock, ChatRequest, Reply, Responder, MOCK_CREATED};
+use crate::sync::lock;
+use crate::{error_body, ChatRequest, Reply, Responder, MOCK_CREATED};
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, StatusCode};

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use crate::lock;
+use crate::sync::lock;
 
 /// One chat request served, as recorded in the journal.
 #[derive(Debug, Clone, PartialEq)]

@@ -33,16 +33,10 @@ mod request;
 mod server;
 pub mod stand_in;
 pub mod structured;
+mod sync;
 
 pub use batch::{BatchSettings, Submission};
 pub use journal::{canonical_json, JournalEntry};
 pub use reply::{echo, error_body, fixed, responder, Reply, Responder, MOCK_CREATED};
 pub use request::ChatRequest;
 pub use server::{MockServer, MOCK_MODEL};
-
-use std::sync::{Mutex, MutexGuard};
-
-/// Locks a mutex, ignoring poisoning (a panicking responder must not wedge the server).
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}

@@ -14,7 +14,8 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 
-use crate::{lock, ChatRequest};
+use crate::sync::lock;
+use crate::ChatRequest;
 
 /// The fixed `created` timestamp put in every chat completion.
 pub const MOCK_CREATED: u64 = 1_700_000_000;

@@ -26,7 +26,8 @@ use crate::reply::{
     completion_json, error_body, json_response, shutting_down, tokens, DroppingBody, Reply,
     Responder, HANG_FOR,
 };
-use crate::{lock, ChatRequest, MOCK_CREATED};
+use crate::sync::lock;
+use crate::{ChatRequest, MOCK_CREATED};
 
 /// The model id listed by `GET /v1/models`.
 pub const MOCK_MODEL: &str = "mock-model";

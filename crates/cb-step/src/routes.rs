@@ -3,7 +3,6 @@
 //! The steps, the reader check, the engine's accounting (build line, `runs.jsonl`, manifest,
 //! card) and the CLI's dry run and signal handler all ask it; none works routing out again.
 
-use crate::Step;
 use cb_llm::{Llm, StatsSnapshot};
 use std::collections::BTreeMap;
 
@@ -100,18 +99,19 @@ impl Routes {
             || matches!(self.reader, Some((Who::Named(_), _)))
     }
 
-    /// Who answers the calls of step `s` (several for a panel; none for a rule step or a
-    /// reader check nobody reads).
-    pub fn of_step(&self, s: &dyn Step) -> Vec<Who> {
-        if s.reads() {
-            if let Some(panel) = self.panels.get(s.name()) {
+    /// Who answers the calls of the step named `name` (several for a panel; none for a rule
+    /// step or a reader check nobody reads): `reads` for a reader check, `calls_model` for a
+    /// step with a prompt ([`crate::Step::reads`], [`crate::Step::prompts`]).
+    pub fn of_step(&self, name: &str, reads: bool, calls_model: bool) -> Vec<Who> {
+        if reads {
+            if let Some(panel) = self.panels.get(name) {
                 return panel.iter().map(|(n, _)| Who::Named(n.clone())).collect();
             }
             return self.reader.iter().map(|(who, _)| who.clone()).collect();
         }
-        match self.steps.get(s.name()) {
+        match self.steps.get(name) {
             Some((n, _)) => vec![Who::Named(n.clone())],
-            None if !s.prompts().is_empty() => vec![Who::Build],
+            None if calls_model => vec![Who::Build],
             None => Vec::new(),
         }
     }

@@ -33,13 +33,7 @@ use cb_step::params::{Param, MODEL_PARAMS};
 use cb_step::{fields, Registry, StepFields, StepKind};
 
 /// What every step module imports from the step API.
-mod prelude {
-    pub(crate) use cb_step::params::{Param, ParamType};
-    pub(crate) use cb_step::{
-        ask, clean_text_answer, extract_json, fields, schema, Files, Guesses, Item, Model,
-        ModelBacked, ModelStep, Step, StepCtx, StepError, StepFailure, StepFuture, StepSpec,
-    };
-}
+mod prelude;
 
 /// Every step kind a recipe may name: its constructor, its parameters and the fields it
 /// reads and writes (checked along a recipe's chain before any work).

@@ -46,7 +46,7 @@ pub fn recipe_files(flag: Option<&Path>) -> Files {
 /// that does not exist is a configuration error.
 pub fn prompt_files(flag: Option<&Path>) -> anyhow::Result<Files> {
     if let Some(d) = flag.filter(|d| !d.is_dir()) {
-        return Err(crate::config_err(format!(
+        return Err(crate::config_error::config_err(format!(
             "the prompts folder {} does not exist; {LOOKUP}",
             d.display()
         )));
@@ -59,14 +59,14 @@ pub fn prompt_files(flag: Option<&Path>) -> anyhow::Result<Files> {
 pub fn recipes(flag: Option<&Path>) -> anyhow::Result<(Files, Vec<Recipe>)> {
     let files = recipe_files(flag);
     if let Some(d) = flag.filter(|d| !d.is_dir()) {
-        return Err(crate::config_err(format!(
+        return Err(crate::config_error::config_err(format!(
             "the recipes folder {} does not exist; {LOOKUP}",
             d.display()
         )));
     }
     let all = load_recipes(&files)?;
     if all.is_empty() {
-        return Err(crate::config_err(format!(
+        return Err(crate::config_error::config_err(format!(
             "no *.toml recipe in {}; {LOOKUP}",
             files.origin()
         )));
@@ -105,7 +105,7 @@ pub fn init(args: &InitArgs) -> anyhow::Result<String> {
         }
     }
     if !differ.is_empty() && !args.force {
-        return Err(crate::config_err(format!(
+        return Err(crate::config_error::config_err(format!(
             "these files exist with other content (nothing was written; --force overwrites them): {}",
             differ.join(", ")
         )));

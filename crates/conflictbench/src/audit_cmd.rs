@@ -69,7 +69,7 @@ const PAGE_ROWS_PER_CHECK: usize = 100;
 fn input_err(e: AuditError) -> anyhow::Error {
     match e {
         AuditError::Write { .. } => anyhow::Error::new(e),
-        other => crate::config_err(other.to_string()),
+        other => crate::config_error::config_err(other.to_string()),
     }
 }
 
@@ -94,7 +94,9 @@ fn out(s: &str) {
 
 pub async fn run_audit(args: AuditArgs) -> anyhow::Result<()> {
     if args.sample == Some(0) {
-        return Err(crate::config_err("--sample must be at least 1"));
+        return Err(crate::config_error::config_err(
+            "--sample must be at least 1",
+        ));
     }
     let mut report = cb_audit::audit_paths(&args.paths).map_err(input_err)?;
     let read = crate::audit_reader::read(&args.reader, args.seed, &mut report).await?;

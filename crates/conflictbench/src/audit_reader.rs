@@ -4,7 +4,7 @@
 //! (`cb_steps::reader_check::ask_check`: the eval prompts, the same letter extraction), as
 //! ordinary cached calls.
 
-use crate::config_err;
+use crate::config_error::config_err;
 use cb_audit::{ItemKind, ReaderResult, Report};
 use cb_engine::Files;
 use cb_llm::Llm;

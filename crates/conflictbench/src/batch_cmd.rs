@@ -58,18 +58,18 @@ struct RunDirArgs {
 /// timeout of 0, a base URL that is not an absolute http(s) URL.
 fn check_run_dir(a: &RunDirArgs) -> anyhow::Result<()> {
     if !a.dir.is_dir() {
-        return Err(crate::config_err(format!(
+        return Err(crate::config_error::config_err(format!(
             "{} is not a folder (the --batch-dir of a build)",
             a.dir.display()
         )));
     }
     if a.concurrency == 0 {
-        return Err(crate::config_err(
+        return Err(crate::config_error::config_err(
             "--concurrency 0: at least one request must be in flight",
         ));
     }
     if a.timeout_s == 0 {
-        return Err(crate::config_err(
+        return Err(crate::config_error::config_err(
             "--timeout-s 0: a request needs at least a second to be answered",
         ));
     }
@@ -84,7 +84,7 @@ async fn run_dir(a: RunDirArgs) -> anyhow::Result<()> {
     c.max_retries = a.max_retries;
     c.request_timeout = Duration::from_secs(a.timeout_s);
     let report = cb_llm::run_dir(&a.dir, &c, |f| {
-        crate::println_out(&match &f.output {
+        crate::stdout::println_out(&match &f.output {
             Some(output) => format!(
                 "{}: {} requests, {} without an answer",
                 output.display(),
@@ -101,7 +101,7 @@ async fn run_dir(a: RunDirArgs) -> anyhow::Result<()> {
     })
     .await?;
     if report.files + report.unwritten == 0 {
-        crate::println_out(&format!("nothing to answer in {}", a.dir.display()));
+        crate::stdout::println_out(&format!("nothing to answer in {}", a.dir.display()));
         return Ok(());
     }
     if report.unanswered > 0 {
@@ -118,7 +118,7 @@ async fn run_dir(a: RunDirArgs) -> anyhow::Result<()> {
             report.unwritten
         );
     }
-    crate::println_out(&format!(
+    crate::stdout::println_out(&format!(
         "{} files answered ({} requests, {} without an answer); run the build again to import them",
         report.files, report.requests, report.errors
     ));
@@ -142,18 +142,18 @@ pub async fn run(args: BatchesArgs) -> anyhow::Result<()> {
             .with_context(|| format!("no batch {id} in {}", args.cache.display()))?;
         let c = crate::llm_config::endpoint_config(base_url, &record.model);
         let r = cb_llm::cancel_batch(&cache, &c, id).await?;
-        crate::println_out(&line(&r));
+        crate::stdout::println_out(&line(&r));
         return Ok(());
     }
     let all = cache.batches()?;
     if !args.json {
-        crate::println_out(&format!(
+        crate::stdout::println_out(&format!(
             "{:<24} {:<24} {:<12} {:>8} {:>9} {:>7} {:>9} collected",
             "batch", "input file", "state", "requests", "completed", "failed", "est. USD"
         ));
     }
     for r in &all {
-        crate::println_out(&if args.json {
+        crate::stdout::println_out(&if args.json {
             serde_json::to_string(r)?
         } else {
             line(r)

@@ -42,12 +42,12 @@ pub fn inputs(specs: &[String], recipes: &[&Recipe]) -> anyhow::Result<BTreeMap<
         .collect();
     let mut out = BTreeMap::new();
     for spec in specs {
-        let (k, v) = spec
-            .split_once('=')
-            .ok_or_else(|| crate::config_err(format!("--input {spec}: expected SOURCE=PATH")))?;
+        let (k, v) = spec.split_once('=').ok_or_else(|| {
+            crate::config_error::config_err(format!("--input {spec}: expected SOURCE=PATH"))
+        })?;
         if !known.contains(k) {
             let names: Vec<String> = recipes.iter().map(|r| r.name()).collect();
-            return Err(crate::config_err(format!(
+            return Err(crate::config_error::config_err(format!(
                 "--input {spec}: no source `{k}` in the selected recipes ({}); their sources: {}",
                 names.join(", "),
                 known.iter().copied().collect::<Vec<_>>().join(", ")

@@ -6,9 +6,11 @@
 //! The offline backend has no model to evaluate, so it is refused (exit code 2); `--dry-run`
 //! counts the calls and writes nothing; `--backend replay` re-scores from the cache only.
 
+use crate::config_error::config_err;
 use crate::llm_args::{Backend, LlmArgs};
 use crate::llm_config::LlmSetup;
-use crate::{config_err, println_out, progress};
+use crate::progress;
+use crate::stdout::println_out;
 use anyhow::Context;
 use cb_eval::{EvalOptions, Sampling};
 use cb_llm::Llm;

@@ -1,7 +1,8 @@
 //! `conflictbench export lm-eval BUILD_DIR OUT_DIR`: a built benchmark (or KRE's released
 //! files) as lm-evaluation-harness tasks (`cb_eval::export`).
 
-use crate::{config_err, println_out};
+use crate::config_error::config_err;
+use crate::stdout::println_out;
 use anyhow::Context as _;
 use clap::{Args, Subcommand};
 use std::path::PathBuf;

@@ -8,7 +8,7 @@
 //! `eval` the model under test, `audit` and `batches` their one endpoint
 //! ([`reader_config`], [`api_key`]).
 
-use crate::config_err;
+use crate::config_error::config_err;
 use crate::llm_args::{Backend, BatchFlags, LlmArgs, ModelFlags, PoolFlags, ReaderArgs};
 use anyhow::Context;
 use cb_engine::{Recipe, Routes, Who};

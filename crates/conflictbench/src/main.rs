@@ -13,6 +13,7 @@ mod audit_cmd;
 mod audit_reader;
 mod batch_cmd;
 mod build_args;
+mod config_error;
 mod eval_cmd;
 mod export_cmd;
 mod llm_args;
@@ -21,6 +22,7 @@ mod models_file;
 mod pool_file;
 mod preflight;
 mod progress;
+mod stdout;
 mod structured_arg;
 
 use anyhow::Context;
@@ -29,9 +31,11 @@ use cb_engine::source::SourceOptions;
 use cb_engine::{build_recipes, BuildOptions, EngineError, Progress, RecipeJob};
 use cb_engine::{Routes, Who};
 use clap::{Args, Parser, Subcommand};
+use config_error::{config_err, ConfigError};
 use llm_config::LlmSetup;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use stdout::println_out;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -342,21 +346,6 @@ fn check_out(out: &std::path::Path) -> anyhow::Result<()> {
     }
 }
 
-/// An argument error (exit code 2).
-#[derive(Debug)]
-pub(crate) struct ConfigError(String);
-
-impl std::fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-impl std::error::Error for ConfigError {}
-
-pub(crate) fn config_err(m: impl Into<String>) -> anyhow::Error {
-    anyhow::Error::new(ConfigError(m.into()))
-}
-
 async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Recipes {
@@ -395,11 +384,6 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Batches(args) => batch_cmd::run(args).await,
         Command::Export(args) => export_cmd::run(args),
     }
-}
-
-#[allow(clippy::print_stdout)]
-pub(crate) fn println_out(s: &str) {
-    println!("{s}");
 }
 
 async fn build(args: BuildArgs) -> anyhow::Result<()> {

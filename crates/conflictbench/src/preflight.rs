@@ -9,10 +9,10 @@ use cb_llm::base_url::{check_base_url_of, HostKind};
 /// `--reader-base-url`, ...), which the errors name; `calls_upstream`: whether this run sends
 /// requests (not a dry run, not a replay).
 pub fn check_endpoint(flag: &str, url: &str, calls_upstream: bool) -> anyhow::Result<()> {
-    let kind = check_base_url_of(flag, url).map_err(crate::config_err)?;
+    let kind = check_base_url_of(flag, url).map_err(crate::config_error::config_err)?;
     let has_key = std::env::var("OPENAI_API_KEY").is_ok_and(|k| !k.trim().is_empty());
     if calls_upstream && kind == HostKind::Public && !has_key {
-        return Err(crate::config_err(format!(
+        return Err(crate::config_error::config_err(format!(
             "{url} is a public host and OPENAI_API_KEY is not set: export OPENAI_API_KEY=... \
              (it is read from the environment only), or point {flag} at a local server"
         )));

@@ -7,7 +7,7 @@ use crate::index::{reader_scales, Snapshot};
 use crate::pages::{render, Shared};
 use crate::ratings::{check_rater, Judgement};
 use crate::stats::{figures, Figures, ReaderSays};
-use axum::extract::{Form, Path, Query, State};
+use axum::extract::{Form, Query, State};
 use axum::http::header;
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use cb_audit::sheet::Rating;
@@ -180,8 +180,8 @@ pub fn sheet(s: &crate::state::AppState, rater: &str) -> Result<Vec<u8>, ViewErr
     Ok(out)
 }
 
-pub async fn export(State(s): Shared, Path(rater): Path<String>) -> Result<Response, ViewError> {
-    let rater = check_rater(&rater)?;
+pub async fn export(State(s): Shared, Query(q): Query<RateQuery>) -> Result<Response, ViewError> {
+    let rater = check_rater(q.rater.as_deref().unwrap_or(""))?;
     let s2 = s.clone();
     let who = rater.clone();
     let csv = blocking(move || sheet(&s2, &who)).await?;

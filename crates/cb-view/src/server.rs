@@ -142,7 +142,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/live", get(detail::live_page))
         .route("/rate", get(rate::rate_page).post(rate::rate_post))
         .route("/agreement", get(rate::agreement_page))
-        .route("/export/{rater}", get(rate::export))
+        .route("/export", get(rate::export))
         .fallback(|| async { refuse(StatusCode::NOT_FOUND, "no such page") })
         .layer(middleware::from_fn_with_state(state.clone(), guard))
         .with_state(state)

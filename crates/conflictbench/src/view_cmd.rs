@@ -161,15 +161,13 @@ pub async fn run(args: ViewArgs) -> anyhow::Result<()> {
         Some(t) => format!("http://{shown}:{port}/?token={t}"),
         None => format!("http://{shown}:{port}/"),
     };
+    // One write: nothing is printed after it, so a closed stdout cannot stop the server.
     crate::println_out(&format!(
-        "viewing {} ({} rows, {} rejects, a rating sample of {}) at {address}",
+        "viewing {} ({} rows, {} rejects, a rating sample of {}) at {address}\nratings go to {}; Ctrl-C stops",
         args.out.display(),
         snap.rows.len(),
         snap.domains.iter().map(|d| d.rejects.len()).sum::<usize>(),
-        snap.sample.len()
-    ));
-    crate::println_out(&format!(
-        "ratings go to {}; Ctrl-C stops",
+        snap.sample.len(),
         state.settings.ratings.display()
     ));
     drop(snap);

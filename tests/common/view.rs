@@ -118,6 +118,22 @@ pub fn start_viewer(args: &[&str]) -> Viewer {
         .and_then(|hp| hp.rsplit(':').next())
         .and_then(|p| p.parse().ok())
         .unwrap();
+    // The pages answer at once; wait for the audit (checks, sample) to end.
+    let query = address
+        .split_once('?')
+        .map_or(String::new(), |(_, q)| format!("?{q}"));
+    let start = std::time::Instant::now();
+    loop {
+        let (status, page) = get(port, &format!("/{query}"));
+        if status == 200 && !page.contains("cb-auditing") {
+            break;
+        }
+        assert!(
+            start.elapsed().as_secs() < 120,
+            "the audit did not end: {status} {page}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
     Viewer {
         child,
         port,

@@ -103,6 +103,8 @@ pub struct Snapshot {
     /// Reader models named in the rows' `reader` columns (the first reader, then a panel's).
     pub readers: Vec<String>,
     pub fingerprint: Fingerprint,
+    /// The audit has run (checks and the sample are known).
+    pub audited: bool,
 }
 
 /// Names, sizes and times of the files a snapshot was made from; a change makes a new one.
@@ -199,6 +201,13 @@ fn name_of(root: &Path, dir: &Path) -> String {
 impl Snapshot {
     /// Reads `root` (a folder or one file): the audit, then the offsets and verdicts.
     pub fn read(root: &Path, spec: SampleSpec) -> Result<Snapshot, ViewError> {
+        Snapshot::index(root)?.audit(spec)
+    }
+
+    /// The first reading: folders, files, each row's offset and reader verdict, the rejects
+    /// (no audit yet: no checks, no sample). A record that is not JSON is an error naming its
+    /// file and line (or record).
+    pub fn index(root: &Path) -> Result<Snapshot, ViewError> {
         let fingerprint = fingerprint(root);
         let mut s = Snapshot {
             root: root.to_path_buf(),
@@ -220,19 +229,25 @@ impl Snapshot {
             Err(cb_audit::AuditError::Input(_)) if root.is_dir() => Vec::new(),
             Err(e) => return Err(e.into()),
         };
-        if !found.is_empty() {
-            s.report = Some(cb_audit::audit_paths(&[root.to_path_buf()])?);
-        }
         for (path, kind) in found {
             s.add_file(path, kind)?;
         }
-        s.check_against_audit()?;
-        s.add_findings()?;
         for d in 0..s.domains.len() {
             s.add_rejects(d)?;
         }
-        s.add_sample(spec)?;
         Ok(s)
+    }
+
+    /// The second reading: the audit of every row (its checks), and the rating sample.
+    pub fn audit(mut self, spec: SampleSpec) -> Result<Snapshot, ViewError> {
+        if !self.files.is_empty() {
+            self.report = Some(cb_audit::audit_paths(&[self.root.clone()])?);
+        }
+        self.check_against_audit()?;
+        self.add_findings()?;
+        self.add_sample(spec)?;
+        self.audited = true;
+        Ok(self)
     }
 
     fn domain_of(&mut self, dir: &Path) -> usize {
@@ -265,8 +280,11 @@ impl Snapshot {
             });
         };
         match layout {
-            Layout::Lines => record::for_each_line(&path, |offset, line| {
-                let v: Value = serde_json::from_str(line).unwrap_or(Value::Null);
+            Layout::Lines => record::for_each_line(&path, |offset, number, line| {
+                let v: Value = serde_json::from_str(line).map_err(|e| ViewError::Record {
+                    path: path.display().to_string(),
+                    message: format!("line {number}: {e}"),
+                })?;
                 push(offset, &v);
                 Ok(())
             })?,
@@ -332,8 +350,11 @@ impl Snapshot {
             .map(|(i, r)| (r.clone(), i as u16))
             .collect();
         let mut rejects = Vec::new();
-        record::for_each_line(&path, |offset, line| {
-            let v: Value = serde_json::from_str(line).unwrap_or(Value::Null);
+        record::for_each_line(&path, |offset, number, line| {
+            let v: Value = serde_json::from_str(line).map_err(|e| ViewError::Record {
+                path: path.display().to_string(),
+                message: format!("line {number}: {e}"),
+            })?;
             let reason = v.get("reason").and_then(Value::as_str).unwrap_or("unknown");
             let next = ids.len() as u16;
             let id = *ids.entry(reason.to_owned()).or_insert(next);

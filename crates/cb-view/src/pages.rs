@@ -25,7 +25,8 @@ pub fn render(
     ctx: minijinja::Value,
 ) -> Result<Html<String>, ViewError> {
     let stale = s.stale.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    let base = context! { title, stale };
+    let auditing = !s.snapshot().audited && stale.is_none();
+    let base = context! { title, stale, auditing };
     let t = s.templates.get_template(name)?;
     Ok(Html(t.render(context! { ..ctx, ..base })?))
 }

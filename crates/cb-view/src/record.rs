@@ -32,11 +32,12 @@ fn open(path: &Path) -> Result<BufReader<std::fs::File>, ViewError> {
     Ok(BufReader::with_capacity(1 << 16, f))
 }
 
-/// Calls `each(offset, line)` for every non-empty line of a JSON-lines file.
+/// Calls `each(offset, line number, line)` for every non-empty line of a JSON-lines file.
 pub fn for_each_line(
     path: &Path,
-    mut each: impl FnMut(u64, &str) -> Result<(), ViewError>,
+    mut each: impl FnMut(u64, u64, &str) -> Result<(), ViewError>,
 ) -> Result<(), ViewError> {
+    let mut number = 0;
     let mut r = open(path)?;
     let mut line = String::new();
     let mut offset = 0u64;
@@ -46,9 +47,10 @@ pub fn for_each_line(
         if n == 0 {
             return Ok(());
         }
+        number += 1;
         let text = line.trim_start_matches('\u{feff}');
         if !text.trim().is_empty() {
-            each(offset + (line.len() - text.len()) as u64, text)?;
+            each(offset + (line.len() - text.len()) as u64, number, text)?;
         }
         offset += n as u64;
     }
@@ -162,7 +164,7 @@ mod tests {
         let p = d.path().join("a.jsonl");
         std::fs::write(&p, "{\"i\":0}\n\n{\"i\":1}\r\n{\"i\":2}").unwrap();
         let mut offs = Vec::new();
-        for_each_line(&p, |o, _| {
+        for_each_line(&p, |o, _, _| {
             offs.push(o);
             Ok(())
         })

@@ -47,10 +47,10 @@ impl std::fmt::Debug for AppState {
 }
 
 impl AppState {
-    /// Reads the viewed files once (an error here is the caller's to report) and loads the
-    /// templates.
+    /// Indexes the viewed files (an error here is the caller's to report) and loads the
+    /// templates; the audit follows in [`AppState::audit`].
     pub fn new(settings: Settings) -> Result<AppState, ViewError> {
-        let snapshot = Snapshot::read(&settings.root, settings.sample)?;
+        let snapshot = Snapshot::index(&settings.root)?;
         Ok(AppState {
             ratings: Ratings::new(&settings.ratings),
             templates: crate::templates::load()?,
@@ -67,23 +67,54 @@ impl AppState {
             .clone()
     }
 
-    /// Reads the files again when they changed since the snapshot was made.
-    pub fn refresh(&self) {
-        let current = self.snapshot();
-        if fingerprint(&self.settings.root) == current.fingerprint {
-            return;
-        }
-        match Snapshot::read(&self.settings.root, self.settings.sample) {
+    fn set(&self, s: Result<Snapshot, ViewError>) {
+        match s {
             Ok(s) => {
-                tracing::info!(rows = s.rows.len(), "read the files again");
+                tracing::info!(rows = s.rows.len(), audited = s.audited, "read the files");
                 *self.snapshot.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(s);
                 *self.stale.lock().unwrap_or_else(|e| e.into_inner()) = None;
             }
             Err(e) => {
-                tracing::warn!(error = %e, "cannot read the files again");
+                tracing::warn!(error = %e, "cannot read the files");
                 *self.stale.lock().unwrap_or_else(|e| e.into_inner()) = Some(e.to_string());
             }
         }
+    }
+
+    /// Audits the files of the current snapshot (the checks and the rating sample), unless
+    /// they changed since it was made (the next refresh reads them again).
+    pub fn audit(&self) {
+        let root = &self.settings.root;
+        let again = Snapshot::index(root).and_then(|s| {
+            if s.fingerprint != self.snapshot().fingerprint {
+                return Ok(None);
+            }
+            s.audit(self.settings.sample).map(Some)
+        });
+        match again {
+            Ok(Some(s)) if s.fingerprint == fingerprint(root) => self.set(Ok(s)),
+            Ok(_) => {}
+            Err(e) => self.set(Err(e)),
+        }
+    }
+
+    /// Reads the files again when they changed since the snapshot was made, or audits them
+    /// when they were not yet: first the index (new rows show at once), then the audit.
+    pub fn refresh(&self) {
+        let current = self.snapshot();
+        if fingerprint(&self.settings.root) == current.fingerprint {
+            let failed = self
+                .stale
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .is_some();
+            if !current.audited && !failed {
+                self.audit();
+            }
+            return;
+        }
+        self.set(Snapshot::index(&self.settings.root));
+        self.audit();
     }
 }
 
@@ -91,7 +122,6 @@ impl AppState {
 /// its finished files into place), until the server stops.
 pub async fn watch(state: Arc<AppState>) {
     loop {
-        tokio::time::sleep(state.settings.poll).await;
         let s = state.clone();
         if tokio::task::spawn_blocking(move || s.refresh())
             .await

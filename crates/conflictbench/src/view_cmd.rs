@@ -161,15 +161,15 @@ pub async fn run(args: ViewArgs) -> anyhow::Result<()> {
         Some(t) => format!("http://{shown}:{port}/?token={t}"),
         None => format!("http://{shown}:{port}/"),
     };
-    // One write: nothing is printed after it, so a closed stdout cannot stop the server.
-    crate::println_out(&format!(
-        "viewing {} ({} rows, {} rejects, a rating sample of {}) at {address}\nratings go to {}; Ctrl-C stops",
+    // Written once and any error ignored: a closed stdout must not stop the server.
+    let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), format!(
+        "viewing {} ({} rows, {} rejects; the audit runs behind) at {address}\nratings go to {}; Ctrl-C stops\n",
         args.out.display(),
         snap.rows.len(),
         snap.domains.iter().map(|d| d.rejects.len()).sum::<usize>(),
-        snap.sample.len(),
         state.settings.ratings.display()
-    ));
+    ).as_bytes());
+    let _ = std::io::Write::flush(&mut std::io::stdout());
     drop(snap);
     cb_view::server::serve(listener, Arc::new(state), stop())
         .await

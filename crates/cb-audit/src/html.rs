@@ -67,7 +67,8 @@ pub fn side_by_side_html(original: &str, edited: &str, labels: (&str, &str)) -> 
     )
 }
 
-const STYLE: &str = r#"
+/// The page's style sheet (also the viewer's, so that both mark edits alike).
+pub const STYLE: &str = r#"
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:1.5em;color:#1d1d1f;background:#fff;max-width:75em}
 h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.5em}
 table{border-collapse:collapse;font-size:.9em}th,td{border:1px solid #ccc;padding:.25em .5em;text-align:left;vertical-align:top}

@@ -33,4 +33,4 @@ pub use load::{FileKind, Payload, Row};
 /// Everything that can stop an audit or an agreement.
 pub use error::AuditError;
 pub use item::{CheckSummary, FileSummary, Finding, Item, ItemKind};
-pub use report::{audit_paths, audit_rows, FailingSample, Outline, ReaderResult, Report};
+pub use report::{audit_paths, audit_rows, item_of, FailingSample, Outline, ReaderResult, Report};

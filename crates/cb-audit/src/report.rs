@@ -308,7 +308,9 @@ fn parts_of(payload: Payload) -> Parts {
     }
 }
 
-fn item_of(row: Row, failed: Vec<(String, String)>) -> Item {
+/// The item of a row, as the page and the sheet show it, with its failing checks (code,
+/// detail).
+pub fn item_of(row: Row, failed: Vec<(String, String)>) -> Item {
     let file_name = std::path::Path::new(&row.file)
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

@@ -31,6 +31,16 @@ pub const COLUMNS: [&str; 13] = [
 
 /// Writes the sheet of `items` (read with [`crate::Report::items_at`]).
 pub fn write_sheet<W: std::io::Write>(out: W, items: &[Item]) -> Result<(), csv::Error> {
+    write_filled_sheet(out, items, |_| None)
+}
+
+/// Writes the sheet of `items` with the `rating` and `comment` that `filled` gives an item
+/// (by `item_id`; empty where it gives none): a rater's sheet as they would fill it.
+pub fn write_filled_sheet<W: std::io::Write>(
+    out: W,
+    items: &[Item],
+    filled: impl Fn(&str) -> Option<(String, String)>,
+) -> Result<(), csv::Error> {
     let mut w = csv::Writer::from_writer(out);
     w.write_record(COLUMNS)?;
     for it in items {
@@ -47,6 +57,7 @@ pub fn write_sheet<W: std::io::Write>(out: W, items: &[Item]) -> Result<(), csv:
             .map(|(c, _)| c.as_str())
             .collect::<Vec<_>>()
             .join(" ");
+        let (rating, comment) = filled(&it.item_id).unwrap_or_default();
         w.write_record([
             it.item_id.as_str(),
             &it.domain,
@@ -59,8 +70,8 @@ pub fn write_sheet<W: std::io::Write>(out: W, items: &[Item]) -> Result<(), csv:
             &it.original,
             &it.edited,
             &failed,
-            "",
-            "",
+            &rating,
+            &comment,
         ])?;
     }
     w.flush()?;

@@ -24,6 +24,7 @@ mod preflight;
 mod progress;
 mod stdout;
 mod structured_arg;
+mod view_cmd;
 
 use anyhow::Context;
 use cb_engine::recipe::select;
@@ -78,6 +79,9 @@ enum Command {
     /// Export a built benchmark for another tool: `export lm-eval BUILD_DIR OUT_DIR` writes
     /// lm-evaluation-harness tasks.
     Export(export_cmd::ExportArgs),
+    /// Serve a local page over a build: rows, rejects, lineage, live progress, and rating
+    /// the review sample beside the readers' verdicts.
+    View(Box<view_cmd::ViewArgs>),
 }
 
 #[derive(Args, Debug)]
@@ -383,6 +387,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Eval(args) => eval_cmd::run(*args).await,
         Command::Batches(args) => batch_cmd::run(args).await,
         Command::Export(args) => export_cmd::run(args),
+        Command::View(args) => view_cmd::run(*args).await,
     }
 }
 

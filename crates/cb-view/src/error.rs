@@ -1,0 +1,46 @@
+//! What can stop the viewer, or one of its pages.
+
+/// An error of the viewer: what it read, the ratings file, or a request.
+#[derive(Debug, thiserror::Error)]
+pub enum ViewError {
+    /// The folder or file to view cannot be read, or holds a malformed record.
+    #[error("{0}")]
+    Audit(#[from] cb_audit::AuditError),
+    #[error("cannot read {path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: {message}")]
+    Record { path: String, message: String },
+    #[error("{path}: {source}")]
+    Sqlite {
+        path: String,
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// A request that names what does not exist, or a value out of range.
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("{0}")]
+    Template(#[from] minijinja::Error),
+}
+
+impl ViewError {
+    pub(crate) fn io(path: &std::path::Path, source: std::io::Error) -> Self {
+        ViewError::Io {
+            path: path.display().to_string(),
+            source,
+        }
+    }
+
+    pub(crate) fn sqlite(path: &std::path::Path, source: rusqlite::Error) -> Self {
+        ViewError::Sqlite {
+            path: path.display().to_string(),
+            source,
+        }
+    }
+}

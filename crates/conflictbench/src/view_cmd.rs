@@ -1,0 +1,195 @@
+//! `conflictbench view`: arguments, their checks (exit 2 before anything is bound or
+//! written), the binding and the address printed; the server is `cb-view`'s.
+
+use anyhow::Context;
+use cb_view::index::SampleSpec;
+use cb_view::state::{AppState, Settings};
+use clap::Args;
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// The port the viewer binds without `--port`.
+pub const DEFAULT_PORT: u16 = 7878;
+
+#[derive(Args, Debug)]
+pub struct ViewArgs {
+    /// A build folder (`generated`, `generated/kre/cose`) or any audited file or folder
+    /// (the released KRE files included).
+    pub out: PathBuf,
+    /// Port to listen on (0: any free port; the address is printed).
+    #[arg(long, default_value_t = DEFAULT_PORT)]
+    pub port: u16,
+    /// Address to listen on. Anything but loopback needs a token: --token, or one printed.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// The token every request must carry when --host is not loopback (at least 16 of
+    /// A-Z, a-z, 0-9, '-', '_'). Default there: a random one, printed.
+    #[arg(long, env = "CONFLICTBENCH_VIEW_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// The build's response cache, read only, for the lineage and the spend.
+    /// Default: OUT/llm-cache.sqlite.
+    #[arg(long, value_name = "PATH")]
+    pub cache: Option<PathBuf>,
+    /// The ratings file (SQLite), the one file the viewer writes, at the first rating.
+    /// Default: OUT/view-ratings.sqlite (beside OUT when OUT is a file).
+    #[arg(long, value_name = "PATH")]
+    pub ratings: Option<PathBuf>,
+    /// Rows in the rating sample (the review sheet's: `audit --sheet --sample N`).
+    #[arg(long, default_value_t = 100, value_name = "N")]
+    pub sample: usize,
+    /// Seed of the rating sample (`audit --seed`).
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+}
+
+/// The checked settings, and the address to bind.
+fn settings(args: &ViewArgs) -> anyhow::Result<(Settings, IpAddr)> {
+    let err = |m: String| crate::config_err(m);
+    if !args.out.exists() {
+        return Err(err(format!("{} does not exist", args.out.display())));
+    }
+    if args.sample == 0 {
+        return Err(err("--sample must be at least 1".into()));
+    }
+    let ip: IpAddr = match args.host.as_str() {
+        "localhost" => IpAddr::from([127, 0, 0, 1]),
+        h => h.parse().map_err(|_| {
+            err(format!(
+                "--host {h} is not an IP address (e.g. 127.0.0.1, 0.0.0.0, ::1)"
+            ))
+        })?,
+    };
+    let token = match (&args.token, ip.is_loopback()) {
+        (Some(_), true) => {
+            return Err(err(format!(
+                "--token guards a --host other than loopback, and {} is loopback; drop --token, or give the --host to serve on",
+                args.host
+            )))
+        }
+        (Some(t), false) => {
+            let ok = t.len() >= 16 && t.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+            if !ok {
+                return Err(err("--token must be at least 16 characters of A-Z, a-z, 0-9, '-' and '_'".into()));
+            }
+            Some(t.clone())
+        }
+        (None, false) => Some(cb_view::server::new_token()),
+        (None, true) => None,
+    };
+    let dir = if args.out.is_dir() {
+        args.out.clone()
+    } else {
+        args.out.parent().map(PathBuf::from).unwrap_or_default()
+    };
+    let ratings = args
+        .ratings
+        .clone()
+        .unwrap_or_else(|| dir.join("view-ratings.sqlite"));
+    if let Some(p) = ratings
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty() && !p.is_dir())
+    {
+        return Err(err(format!(
+            "--ratings: the folder {} does not exist",
+            p.display()
+        )));
+    }
+    let settings = Settings {
+        root: args.out.clone(),
+        cache: args
+            .cache
+            .clone()
+            .unwrap_or_else(|| dir.join("llm-cache.sqlite")),
+        ratings,
+        sample: SampleSpec {
+            size: args.sample,
+            seed: args.seed,
+        },
+        token,
+        hosts: None,
+        poll: std::time::Duration::from_secs(1),
+    };
+    Ok((settings, ip))
+}
+
+pub async fn run(args: ViewArgs) -> anyhow::Result<()> {
+    let (mut settings, ip) = settings(&args)?;
+    let listener = match tokio::net::TcpListener::bind((ip, args.port)).await {
+        Ok(l) => l,
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
+            return Err(crate::config_err(format!(
+                "port {} on {} is in use; choose another with --port",
+                args.port, args.host
+            )))
+        }
+        Err(e) => {
+            return Err(crate::config_err(format!(
+                "cannot listen on {}:{}: {e}",
+                args.host, args.port
+            )))
+        }
+    };
+    let port = listener.local_addr().context("the bound address")?.port();
+    if ip.is_loopback() {
+        settings.hosts = Some(
+            [
+                format!("127.0.0.1:{port}"),
+                format!("localhost:{port}"),
+                format!("[::1]:{port}"),
+            ]
+            .into(),
+        );
+    }
+    let token = settings.token.clone();
+    let state = tokio::task::spawn_blocking(move || AppState::new(settings))
+        .await
+        .context("reading the files")?
+        .map_err(|e| crate::config_err(e.to_string()))?;
+    let snap = state.snapshot();
+    let shown = if ip.is_unspecified() {
+        "127.0.0.1".to_owned()
+    } else {
+        args.host.clone()
+    };
+    let shown = if shown.contains(':') {
+        format!("[{shown}]")
+    } else {
+        shown
+    };
+    let address = match &token {
+        Some(t) => format!("http://{shown}:{port}/?token={t}"),
+        None => format!("http://{shown}:{port}/"),
+    };
+    // Written once and any error ignored: a closed stdout must not stop the server.
+    let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), format!(
+        "viewing {} ({} rows, {} rejects; the audit runs behind) at {address}\nratings go to {}; Ctrl-C stops\n",
+        args.out.display(),
+        snap.rows.len(),
+        snap.domains.iter().map(|d| d.rejects.len()).sum::<usize>(),
+        state.settings.ratings.display()
+    ).as_bytes());
+    let _ = std::io::Write::flush(&mut std::io::stdout());
+    drop(snap);
+    cb_view::server::serve(listener, Arc::new(state), stop())
+        .await
+        .context("the server stopped")
+}
+
+/// Resolves at Ctrl-C or SIGTERM.
+async fn stop() {
+    #[cfg(unix)]
+    {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(t) => t,
+                Err(_) => return std::future::pending().await,
+            };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = tokio::signal::ctrl_c().await;
+}

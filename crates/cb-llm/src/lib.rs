@@ -665,7 +665,7 @@ impl Llm {
         let Some(hit) = inner
             .cache
             .as_ref()
-            .map(|c| c.get(key))
+            .map(|c| c.answer(key))
             .transpose()?
             .flatten()
         else {

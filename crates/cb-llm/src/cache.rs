@@ -326,6 +326,28 @@ impl Cache {
             .optional()?)
     }
 
+    /// The answer under `key` without its `raw` body (left empty): what a call answered from
+    /// the cache uses. The body is most of a row's bytes (SQLite keeps it on overflow pages),
+    /// so a re-run that answers every call from the cache reads a fraction of them.
+    pub(crate) fn answer(&self, key: &str) -> Result<Option<CachedResponse>, LlmError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "SELECT content, finish_reason, prompt_tokens, completion_tokens
+             FROM responses WHERE key = ?1",
+        )?;
+        Ok(stmt
+            .query_row([key], |r| {
+                Ok(CachedResponse {
+                    content: r.get(0)?,
+                    finish_reason: r.get(1)?,
+                    prompt_tokens: r.get::<_, i64>(2)? as u64,
+                    completion_tokens: r.get::<_, i64>(3)? as u64,
+                    raw: String::new(),
+                })
+            })
+            .optional()?)
+    }
+
     /// Commits one answer, and what its transport writes beside it (`annex`), through the
     /// writer thread; returns once the transaction holding it is committed. An existing row
     /// with the same key is kept (first answer wins), so concurrent identical calls cannot

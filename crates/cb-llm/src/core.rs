@@ -60,7 +60,7 @@ impl Core {
         let Some(hit) = inner
             .cache
             .as_ref()
-            .map(|c| c.get(key))
+            .map(|c| c.answer(key))
             .transpose()?
             .flatten()
         else {

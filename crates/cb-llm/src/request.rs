@@ -137,18 +137,93 @@ pub fn cache_key(endpoint: &str, model: &str, request: &ChatRequest) -> String {
 /// structured output is part of it), plus the schema when the form sends none (`off`): the
 /// schema shapes what the step accepts even when only the prompt asks for it. A request
 /// without a schema has the same key in every form.
+///
+/// The canonical JSON is `{"cache_format", "endpoint", "request": <the body of
+/// [`ChatRequest::body_as`]>, "prompt_only_schema"?}` in that key order, numbers as a JSON
+/// value holds them (an `f32` widened to `f64`: 0.3 is written `0.30000001192092896`). It is
+/// written straight into the hash ([`KeyDoc`]), with no JSON value built first; the tests
+/// check it against that value, byte for byte.
 pub fn cache_key_as(endpoint: &str, model: &str, request: &ChatRequest, form: Form) -> String {
-    let mut canonical = json!({
-        "cache_format": CACHE_FORMAT,
-        "endpoint": endpoint,
-        "request": request.body_as(model, form),
-    });
-    if let (Form::Off, Some(schema)) = (form, &request.response_schema) {
-        canonical["prompt_only_schema"] = schema.clone();
+    let mut h = HashWriter(Sha256::new());
+    let doc = KeyDoc {
+        endpoint,
+        model,
+        request,
+        form,
+    };
+    serde_json::to_writer(&mut h, &doc).expect("json");
+    hex::encode(h.0.finalize())
+}
+
+/// Feeds what is written into a SHA-256.
+struct HashWriter(Sha256);
+
+impl std::io::Write for HashWriter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.update(bytes);
+        Ok(bytes.len())
     }
-    let mut h = Sha256::new();
-    h.update(serde_json::to_vec(&canonical).expect("json"));
-    hex::encode(h.finalize())
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The document a cache key hashes (see [`cache_key_as`]).
+struct KeyDoc<'a> {
+    endpoint: &'a str,
+    model: &'a str,
+    request: &'a ChatRequest,
+    form: Form,
+}
+
+impl Serialize for KeyDoc<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("cache_format", &CACHE_FORMAT)?;
+        m.serialize_entry("endpoint", self.endpoint)?;
+        m.serialize_entry("request", &BodyDoc(self))?;
+        if let (Form::Off, Some(schema)) = (self.form, &self.request.response_schema) {
+            m.serialize_entry("prompt_only_schema", schema)?;
+        }
+        m.end()
+    }
+}
+
+/// [`ChatRequest::body_as`]'s body, in its key order and number forms.
+struct BodyDoc<'a>(&'a KeyDoc<'a>);
+
+impl Serialize for BodyDoc<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let KeyDoc {
+            model,
+            request: r,
+            form,
+            ..
+        } = self.0;
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("model", model)?;
+        m.serialize_entry("messages", &r.messages)?;
+        m.serialize_entry("temperature", &f64::from(r.temperature))?;
+        m.serialize_entry("max_tokens", &r.max_tokens)?;
+        m.serialize_entry("stream", &false)?;
+        if let Some(p) = r.top_p {
+            m.serialize_entry("top_p", &f64::from(p))?;
+        }
+        if let Some(seed) = r.seed {
+            m.serialize_entry("seed", &seed)?;
+        }
+        if let Some(format) = r
+            .response_schema
+            .as_ref()
+            .and_then(|schema| form.response_format(schema))
+        {
+            m.serialize_entry("response_format", &format)?;
+        }
+        m.end()
+    }
 }
 
 /// A model answer, with where it came from.
@@ -229,6 +304,99 @@ mod tests {
             "json-schema keys are the old keys"
         );
     }
+
+    /// The key as the landed version made it: the canonical JSON built as a value, then
+    /// serialised and hashed.
+    fn value_key(endpoint: &str, model: &str, request: &ChatRequest, form: Form) -> String {
+        let mut canonical = json!({
+            "cache_format": CACHE_FORMAT,
+            "endpoint": endpoint,
+            "request": request.body_as(model, form),
+        });
+        if let (Form::Off, Some(schema)) = (form, &request.response_schema) {
+            canonical["prompt_only_schema"] = schema.clone();
+        }
+        hex::encode(Sha256::digest(serde_json::to_vec(&canonical).unwrap()))
+    }
+
+    /// Requests with every optional part set or not, odd numbers and text to escape.
+    fn variety() -> Vec<ChatRequest> {
+        let mut out = Vec::new();
+        for k in 0..48u32 {
+            let schema = json!({"type": "object", "properties": {"b": {"type": "string"}, "a": {"type": "integer"}}, "required": ["b", "a"]});
+            out.push(ChatRequest {
+                messages: vec![
+                    Message::system(format!("sys {k} \"quoted\" \\ tab\t é ☃ \u{1F600}")),
+                    Message::user("Question: what?\nAnswer with the letter."),
+                    Message::assistant(format!("{k}")),
+                ][..1 + k as usize % 3]
+                    .to_vec(),
+                temperature: [0.0, 0.3, 0.7, 1.0, 1e-7, 2.5][k as usize % 6],
+                top_p: (k % 4 == 1).then_some(0.9),
+                max_tokens: 17 * k,
+                seed: (k % 3 != 0).then_some(u64::MAX - u64::from(k)),
+                response_schema: (k % 2 == 0).then_some(schema),
+            });
+        }
+        out
+    }
+
+    #[test]
+    fn the_streamed_key_is_the_key_of_the_json_value_byte_for_byte() {
+        for r in variety() {
+            for form in [Form::JsonSchema, Form::JsonObject, Form::Off] {
+                for endpoint in ["http://127.0.0.1:8000/v1", "e\"\\x"] {
+                    assert_eq!(
+                        cache_key_as(endpoint, "m-1", &r, form),
+                        value_key(endpoint, "m-1", &r, form),
+                        "{r:?} {form:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn fixed_requests_keep_the_keys_the_landed_version_gave_them() {
+        // The canonical JSON spelled out: a cache written by any version since the key
+        // format began is still hit.
+        let mut r = req();
+        r.temperature = 0.3;
+        r.top_p = Some(0.9);
+        let text = r#"{"cache_format":1,"endpoint":"http://h/v1","request":{"model":"m","messages":[{"role":"system","content":"s"},{"role":"user","content":"u"}],"temperature":0.30000001192092896,"max_tokens":100,"stream":false,"top_p":0.8999999761581421,"seed":1}}"#;
+        assert_eq!(
+            cache_key("http://h/v1", "m", &r),
+            hex::encode(Sha256::digest(text.as_bytes()))
+        );
+        // Keys of fixed requests as the landed version (commit 217e665, [`value_key`])
+        // computes them.
+        let mut with = req();
+        with.response_schema = Some(json!({"type": "object", "required": ["ok"]}));
+        let keys = [
+            cache_key("http://h/v1", "m", &req()),
+            cache_key("http://h/v1", "m", &r),
+            cache_key_as("e", "m", &with, Form::JsonSchema),
+            cache_key_as("e", "m", &with, Form::JsonObject),
+            cache_key_as("e", "m", &with, Form::Off),
+        ];
+        assert_eq!(keys, LANDED_KEYS);
+        let landed = [
+            value_key("http://h/v1", "m", &req(), Form::JsonSchema),
+            value_key("http://h/v1", "m", &r, Form::JsonSchema),
+            value_key("e", "m", &with, Form::JsonSchema),
+            value_key("e", "m", &with, Form::JsonObject),
+            value_key("e", "m", &with, Form::Off),
+        ];
+        assert_eq!(landed, LANDED_KEYS);
+    }
+
+    const LANDED_KEYS: [&str; 5] = [
+        "295041b73885417948ed0259eeb745df3735ed62b0d382305885dfaa3e578727",
+        "969db9c93ae1047d9d0154dc9625a9755be49af03460088adda1f89810f0a7f5",
+        "18751bc211d64cd3a0ed089bef2310e6bf075785a5850fd6ae1b98f255dc6aaf",
+        "5bba21eb0e19598670c36b9cb10965c7ae635440fe69dcf327d8d8967b73ca9f",
+        "d6cef77374ab07a54233224f5f17f3eadc774b882080dcdbc04458e00544b563",
+    ];
 
     #[test]
     fn endpoint_identity_drops_credentials_query_and_trailing_slash() {

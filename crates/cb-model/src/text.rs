@@ -87,8 +87,13 @@ impl Normalized {
 
     /// Whether `phrase` occurs in the text as whole words ([`contains_phrase`]).
     pub fn contains(&self, phrase: &str) -> bool {
-        let p = normalize(phrase);
-        !p.is_empty() && self.0.contains(&format!(" {p} "))
+        self.contains_normalized(&normalize(phrase))
+    }
+
+    /// [`Normalized::contains`] of a phrase already [`normalize`]d (`phrase` is
+    /// `normalize(p)`): for phrases looked up in many texts, normalised once.
+    pub fn contains_normalized(&self, phrase: &str) -> bool {
+        !phrase.is_empty() && self.0.contains(&format!(" {phrase} "))
     }
 }
 

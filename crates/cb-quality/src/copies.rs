@@ -84,29 +84,57 @@ pub(crate) fn cut_each_in_turn(text: &str, needles: &[String]) -> String {
 /// time.
 const NONE: u32 = u32::MAX;
 
-/// Every occurrence of every copy in one pass over a text: the `aho-corasick` crate's
-/// automaton over the distinct lower-cased copies, with its standard match semantics, the
-/// only ones that report overlapping occurrences.
-struct CopyFinder {
-    automaton: aho_corasick::AhoCorasick,
+/// Every occurrence of every copy in a text. For a few copies (a row's premise and question),
+/// each is searched on its own with `memchr`'s substring search, which costs next to nothing
+/// to set up; for more, the `aho-corasick` crate's automaton over the distinct lower-cased
+/// copies, with its standard match semantics, the only ones that report overlapping
+/// occurrences, finds them all in one pass. Both report the same occurrences (callers sort
+/// them); only the order of the reports differs.
+enum CopyFinder {
+    Each(Vec<memchr::memmem::Finder<'static>>),
+    Automaton(aho_corasick::AhoCorasick),
 }
 
+/// The most copies searched one by one; past it, one automaton scans for all of them.
+const SEARCHED_EACH: usize = 8;
+
 impl CopyFinder {
-    /// The automaton of `patterns` (distinct and not empty), or `None` where the crate
-    /// refuses to build it (more states than its identifiers hold).
+    /// The finder of `patterns` (distinct and not empty), or `None` where the automaton
+    /// crate refuses to build it (more states than its identifiers hold).
     fn new(patterns: &[&[u8]]) -> Option<Self> {
+        if patterns.len() <= SEARCHED_EACH {
+            let each = patterns
+                .iter()
+                .map(|p| memchr::memmem::Finder::new(p).into_owned())
+                .collect();
+            return Some(CopyFinder::Each(each));
+        }
         aho_corasick::AhoCorasick::builder()
             .match_kind(aho_corasick::MatchKind::Standard)
             .build(patterns)
             .ok()
-            .map(|automaton| CopyFinder { automaton })
+            .map(CopyFinder::Automaton)
     }
 
     /// Calls `found(pattern, start, end)` for every occurrence in `hay`, overlapping ones
     /// too.
     fn scan(&self, hay: &[u8], mut found: impl FnMut(usize, usize, usize)) {
-        for m in self.automaton.find_overlapping_iter(hay) {
-            found(m.pattern().as_usize(), m.start(), m.end());
+        match self {
+            CopyFinder::Each(each) => {
+                for (p, finder) in each.iter().enumerate() {
+                    let len = finder.needle().len();
+                    let mut from = 0;
+                    while let Some(i) = finder.find(&hay[from..]) {
+                        found(p, from + i, from + i + len);
+                        from += i + 1;
+                    }
+                }
+            }
+            CopyFinder::Automaton(automaton) => {
+                for m in automaton.find_overlapping_iter(hay) {
+                    found(m.pattern().as_usize(), m.start(), m.end());
+                }
+            }
         }
     }
 }
@@ -132,7 +160,7 @@ impl Turns {
         let lowered: Vec<String> = needles.iter().map(|n| n.to_lowercase()).collect();
         let mut first_turn: Vec<usize> = Vec::new();
         let pattern_of: Vec<usize> = {
-            let mut ids: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+            let mut ids: rustc_hash::FxHashMap<&str, usize> = rustc_hash::FxHashMap::default();
             (lowered.iter().enumerate())
                 .map(|(turn, l)| {
                     *ids.entry(l.as_str()).or_insert_with(|| {
@@ -200,9 +228,9 @@ struct Cutter<'t> {
     /// Whether a byte lies in a cut.
     cut: Vec<bool>,
     /// Each cut's end, by its start.
-    end_of: std::collections::HashMap<u32, u32>,
+    end_of: rustc_hash::FxHashMap<u32, u32>,
     /// Each cut's start, by its end (one past it).
-    start_of: std::collections::HashMap<u32, u32>,
+    start_of: rustc_hash::FxHashMap<u32, u32>,
 }
 
 impl<'t> Cutter<'t> {
@@ -213,8 +241,8 @@ impl<'t> Cutter<'t> {
             text,
             low,
             cut: vec![false; text.len()],
-            end_of: std::collections::HashMap::new(),
-            start_of: std::collections::HashMap::new(),
+            end_of: rustc_hash::FxHashMap::default(),
+            start_of: rustc_hash::FxHashMap::default(),
         }
     }
 
@@ -260,7 +288,7 @@ impl<'t> Cutter<'t> {
         });
         found.sort_unstable();
         // Occurrences that changes made, by pattern.
-        let mut made: std::collections::HashMap<usize, Vec<u32>> = std::collections::HashMap::new();
+        let mut made: rustc_hash::FxHashMap<usize, Vec<u32>> = rustc_hash::FxHashMap::default();
         let has_sigma = self.text.contains('Σ');
         for (turn, &p) in turns.pattern_of.iter().enumerate() {
             let at = found.partition_point(|&(q, _)| (q as usize) < p);
@@ -479,5 +507,48 @@ impl<'t> Cutter<'t> {
         }
         out.push_str(&self.text[kept..]);
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every report of `finder` on `hay`, sorted.
+    fn reports(finder: &CopyFinder, hay: &[u8]) -> Vec<(usize, usize, usize)> {
+        let mut out = Vec::new();
+        finder.scan(hay, |p, s, e| out.push((p, s, e)));
+        out.sort_unstable();
+        out
+    }
+
+    #[test]
+    fn the_searches_one_by_one_report_what_the_automaton_reports() {
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        for _ in 0..5_000 {
+            let hay: Vec<u8> = (0..next(80)).map(|_| b"ab a"[next(4)]).collect();
+            let mut patterns: Vec<Vec<u8>> = Vec::new();
+            for _ in 0..1 + next(SEARCHED_EACH) {
+                let p: Vec<u8> = (0..1 + next(5)).map(|_| b"ab a"[next(4)]).collect();
+                if !patterns.contains(&p) {
+                    patterns.push(p);
+                }
+            }
+            let patterns: Vec<&[u8]> = patterns.iter().map(Vec::as_slice).collect();
+            let each = CopyFinder::new(&patterns).unwrap();
+            assert!(matches!(each, CopyFinder::Each(_)));
+            let automaton = aho_corasick::AhoCorasick::builder()
+                .match_kind(aho_corasick::MatchKind::Standard)
+                .build(&patterns)
+                .map(CopyFinder::Automaton)
+                .unwrap();
+            assert_eq!(reports(&each, &hay), reports(&automaton, &hay));
+        }
     }
 }

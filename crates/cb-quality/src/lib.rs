@@ -126,7 +126,8 @@ pub const DENIALS: &[&str] = &[
 
 /// The first of [`DENIALS`] that `answer` uses and `material` does not.
 pub fn denies(answer: &str, material: &str) -> Option<&'static str> {
-    first_unshared(DENIALS, answer, material)
+    static TERMS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    first_unshared(DENIALS, normalized(&TERMS, DENIALS), answer, material)
 }
 
 /// How a context that announces an answer instead of giving a reason starts ("The answer is
@@ -152,30 +153,61 @@ pub fn talks_about_task(answer: &str, material: &str) -> Option<&'static str> {
         .split(['.', '!', '?', '\n'])
         .map(cb_model::text::normalize)
         .collect();
+    // The openings normalised once, each with the space that ends its last word.
+    static OPENINGS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    let openings = OPENINGS.get_or_init(|| {
+        TASK_TALK_OPENINGS
+            .iter()
+            .map(|o| format!("{} ", cb_model::text::normalize(o)))
+            .collect()
+    });
     TASK_TALK_OPENINGS
         .iter()
-        .copied()
-        .find(|o| {
-            let o = format!("{} ", cb_model::text::normalize(o));
-            starts.iter().any(|s| s.starts_with(&o))
+        .zip(openings)
+        .find(|(_, o)| starts.iter().any(|s| s.starts_with(o.as_str())))
+        .map(|(o, _)| *o)
+        .or_else(|| {
+            static TERMS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+            first_unshared(TASK_TALK, normalized(&TERMS, TASK_TALK), answer, material)
         })
-        .or_else(|| first_unshared(TASK_TALK, answer, material))
 }
 
 /// The first of [`PROMPT_TERMS`] that `answer` uses (whole words, case-insensitive) and
 /// `material` does not.
 pub fn echoed_term(answer: &str, material: &str) -> Option<&'static str> {
-    first_unshared(PROMPT_TERMS, answer, material)
+    static TERMS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    first_unshared(
+        PROMPT_TERMS,
+        normalized(&TERMS, PROMPT_TERMS),
+        answer,
+        material,
+    )
+}
+
+/// `terms` [`normalize`]d, made once into `cell`.
+fn normalized<'a>(cell: &'a std::sync::OnceLock<Vec<String>>, terms: &[&str]) -> &'a [String] {
+    cell.get_or_init(|| terms.iter().map(|t| normalize(t)).collect())
 }
 
 /// The first of `terms` that `answer` uses and `material` does not
-/// ([`cb_model::text::contains_phrase`]).
-fn first_unshared(terms: &[&'static str], answer: &str, material: &str) -> Option<&'static str> {
-    let (answer, material) = (Normalized::new(answer), Normalized::new(material));
-    terms
-        .iter()
-        .copied()
-        .find(|t| answer.contains(t) && !material.contains(t))
+/// ([`cb_model::text::contains_phrase`]); `normalized` holds the terms [`normalize`]d, in
+/// the same order.
+fn first_unshared(
+    terms: &[&'static str],
+    normalized: &[String],
+    answer: &str,
+    material: &str,
+) -> Option<&'static str> {
+    let answer = Normalized::new(answer);
+    // The material (often long) is normalised only when the answer uses a term.
+    let mut given: Option<Normalized> = None;
+    terms.iter().zip(normalized).find_map(|(t, n)| {
+        (answer.contains_normalized(n)
+            && !given
+                .get_or_insert_with(|| Normalized::new(material))
+                .contains_normalized(n))
+        .then_some(*t)
+    })
 }
 
 /// A run of `window` consecutive words of `instructions` (the template's own text, without
@@ -189,16 +221,62 @@ pub fn echoed_instructions(
     window: usize,
 ) -> Option<String> {
     let a = tokens(answer);
-    let t = tokens(instructions);
-    if window == 0 || a.len() < window || t.len() < window {
+    if window == 0 || a.len() < window {
         return None;
     }
-    let m = tokens(material);
-    let given: std::collections::HashSet<&[String]> = m.windows(window).collect();
-    let runs: std::collections::HashSet<&[String]> = t.windows(window).collect();
-    a.windows(window)
-        .find(|w| runs.contains(w) && !given.contains(w))
-        .map(|w| w.join(" "))
+    // The instructions are the same for every row of a step: their runs are made once a
+    // thread and kept ([`instruction_runs`]); the material is read only when the answer
+    // shares a run with them.
+    instruction_runs(instructions, window, |runs| {
+        let shared: Vec<&[String]> = a.windows(window).filter(|w| runs.contains(*w)).collect();
+        if shared.is_empty() {
+            return None;
+        }
+        let m = tokens(material);
+        let given: rustc_hash::FxHashSet<&[String]> = m.windows(window).collect();
+        shared
+            .into_iter()
+            .find(|w| !given.contains(w))
+            .map(|w| w.join(" "))
+    })
+}
+
+/// The runs of `window` consecutive words of `instructions` (lower-cased, punctuation left
+/// out), handed to `f`. The last few sets made on this thread are kept, keyed by the text
+/// and the window: a build asks about the same few templates' words row after row.
+fn instruction_runs<T>(
+    instructions: &str,
+    window: usize,
+    f: impl FnOnce(&rustc_hash::FxHashSet<Vec<String>>) -> T,
+) -> T {
+    type Runs = std::rc::Rc<rustc_hash::FxHashSet<Vec<String>>>;
+    /// How many sets a thread keeps.
+    const KEPT: usize = 8;
+    thread_local! {
+        static KEPT_RUNS: std::cell::RefCell<Vec<(String, usize, Runs)>> =
+            const { std::cell::RefCell::new(Vec::new()) };
+    }
+    let found = KEPT_RUNS.with_borrow_mut(|kept| {
+        let at = kept
+            .iter()
+            .position(|(text, w, _)| *w == window && text == instructions)?;
+        let entry = kept.remove(at);
+        let runs = Runs::clone(&entry.2);
+        kept.push(entry);
+        Some(runs)
+    });
+    let runs = found.unwrap_or_else(|| {
+        let t = tokens(instructions);
+        let runs: Runs = std::rc::Rc::new(t.windows(window).map(<[String]>::to_vec).collect());
+        KEPT_RUNS.with_borrow_mut(|kept| {
+            if kept.len() == KEPT {
+                kept.remove(0);
+            }
+            kept.push((instructions.to_owned(), window, Runs::clone(&runs)));
+        });
+        runs
+    });
+    f(&runs)
 }
 
 /// The first of `values` (the strings of a structured answer) that is one of the example
@@ -229,18 +307,23 @@ const FUNCTION_WORDS: &[&str] = &[
     "just",
 ];
 
+/// Whether `w` (lower-cased) is one of [`FUNCTION_WORDS`] (a set made once).
+fn is_function_word(w: &str) -> bool {
+    static SET: std::sync::OnceLock<rustc_hash::FxHashSet<&'static str>> =
+        std::sync::OnceLock::new();
+    SET.get_or_init(|| FUNCTION_WORDS.iter().copied().collect())
+        .contains(w)
+}
+
 /// The content words of `context` (lower-cased, function words left out) that `given` does
 /// not hold, compared on their crude stems ([`stem`]: "grew"/"grow" differ, "plants"/"plant"
 /// and "rained"/"rain" do not).
 pub fn added_words(context: &str, given: &str) -> Vec<String> {
     let have = content_stems(given);
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = rustc_hash::FxHashSet::default();
     let mut out: Vec<String> = Vec::new();
     for w in tokens(context) {
-        if !FUNCTION_WORDS.contains(&w.as_str())
-            && !have.contains(&stem(&w))
-            && seen.insert(w.clone())
-        {
+        if !is_function_word(&w) && !have.contains(&stem(&w)) && seen.insert(w.clone()) {
             out.push(w);
         }
     }
@@ -259,10 +342,10 @@ fn stem(word: &str) -> String {
 }
 
 /// The stems of the content words of `text` (lower-cased, function words left out).
-fn content_stems(text: &str) -> std::collections::HashSet<String> {
+fn content_stems(text: &str) -> rustc_hash::FxHashSet<String> {
     tokens(text)
         .iter()
-        .filter(|w| !FUNCTION_WORDS.contains(&w.as_str()))
+        .filter(|w| !is_function_word(w))
         .map(|w| stem(w))
         .collect()
 }
@@ -325,14 +408,13 @@ pub fn restates(context: &str, negative_answer: &str, given: &[&str]) -> bool {
 /// neither passes; 9 of the 150 sampled released e-CARE explanations lean this way too (a
 /// lexical rule, not a judgement of meaning).
 pub fn leans_to_golden(context: &str, negative: &str, golden: &str, given: &[&str]) -> bool {
-    let known: std::collections::HashSet<String> =
+    let known: rustc_hash::FxHashSet<String> =
         given.iter().flat_map(|g| content_stems(g)).collect();
     let said = content_stems(context);
     let (golden, negative) = (content_stems(golden), content_stems(negative));
     // Stems of `own` that `other` lacks, the question and premise do not give, and the
     // context uses.
-    let used = |own: &std::collections::HashSet<String>,
-                other: &std::collections::HashSet<String>| {
+    let used = |own: &rustc_hash::FxHashSet<String>, other: &rustc_hash::FxHashSet<String>| {
         own.iter()
             .filter(|w| !other.contains(*w) && !known.contains(*w) && said.contains(*w))
             .count()
@@ -466,17 +548,40 @@ pub fn language(text: &str) -> Option<Language> {
         }
     }
     let words = tokens(text);
+    // Each word's lists, looked up once (a bit per list of `STOPWORDS`).
+    let mut counts = [0usize; STOPWORDS.len()];
+    let lists = stopword_lists();
+    for w in &words {
+        if let Some(&bits) = lists.get(w.as_str()) {
+            for (i, n) in counts.iter_mut().enumerate() {
+                *n += usize::from(bits & (1 << i) != 0);
+            }
+        }
+    }
     let mut hits: Vec<(Language, usize)> = STOPWORDS
         .iter()
-        .map(|(lang, list)| {
-            let n = words.iter().filter(|w| list.contains(&w.as_str())).count();
-            (*lang, n)
-        })
+        .zip(counts)
+        .map(|((lang, _), n)| (*lang, n))
         .collect();
     hits.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
     let (best, n) = hits[0];
     let second = hits[1].1;
     (n >= 3 && n * 10 >= words.len() && n >= 2 * second.max(1)).then_some(best)
+}
+
+/// Which lists of [`STOPWORDS`] hold each word: bit `i` for the `i`th list. Made once.
+fn stopword_lists() -> &'static rustc_hash::FxHashMap<&'static str, u32> {
+    static LISTS: std::sync::OnceLock<rustc_hash::FxHashMap<&'static str, u32>> =
+        std::sync::OnceLock::new();
+    LISTS.get_or_init(|| {
+        let mut lists = rustc_hash::FxHashMap::default();
+        for (i, (_, list)) in STOPWORDS.iter().enumerate() {
+            for w in *list {
+                *lists.entry(*w).or_insert(0) |= 1u32 << i;
+            }
+        }
+        lists
+    })
 }
 
 /// The two languages when `answer` is clearly in another language than `source` (both

@@ -9,6 +9,7 @@ use crate::files::Files;
 use crate::StepError;
 use cb_llm::Message;
 use sha2::{Digest, Sha256};
+use std::sync::Arc;
 
 /// A loaded prompt template.
 #[derive(Debug, Clone)]
@@ -23,6 +24,36 @@ pub struct Prompt {
     pub user: String,
     /// What [`Prompt::instructions`] returns, worked out once when the file is read.
     instructions: String,
+    /// The system and user parts, compiled once.
+    compiled: Arc<Compiled>,
+}
+
+/// The system and user parts of a prompt compiled when the file is read, each the one
+/// template of an environment of its own ([`crate::template::environment`], the one every
+/// caller renders in), named `<string>` as `render_str` names what it compiles, so that an
+/// error reads as before. A part that does not compile is `None`: it is compiled at each
+/// render, which reports the error there, as before.
+#[derive(Debug)]
+struct Compiled {
+    system: Option<minijinja::Environment<'static>>,
+    user: Option<minijinja::Environment<'static>>,
+}
+
+/// The name `render_str` gives the template it compiles.
+const UNNAMED: &str = "<string>";
+
+impl Compiled {
+    fn of(system: &str, user: &str) -> Self {
+        let compile = |src: &str| {
+            let mut env = crate::template::environment();
+            env.add_template_owned(UNNAMED, src.to_owned()).ok()?;
+            Some(env)
+        };
+        Compiled {
+            system: compile(system),
+            user: compile(user),
+        }
+    }
 }
 
 pub fn sha256_hex(bytes: &[u8]) -> String {
@@ -100,6 +131,7 @@ impl Prompt {
         let user = user.ok_or("no '=== user ===' section")?;
         let system = system.unwrap_or_default();
         let instructions = own_words(&system, &examples, &user);
+        let compiled = Arc::new(Compiled::of(&system, &user));
         Ok(Self {
             name: name.to_owned(),
             hash: sha256_hex(text.as_bytes()),
@@ -107,6 +139,7 @@ impl Prompt {
             examples,
             user,
             instructions,
+            compiled,
         })
     }
 
@@ -118,18 +151,23 @@ impl Prompt {
 
     /// The conversation for `ctx`: the rendered system part (when there is one), the worked
     /// examples as they are written, and the rendered user part (strict: an unknown variable
-    /// is an error).
+    /// is an error). The parts are compiled once, when the file is read, in the template
+    /// environment ([`crate::template::environment`]); `env` compiles a part that did not
+    /// compile then, at each render, to report its error.
     pub fn render(
         &self,
         env: &minijinja::Environment<'_>,
         ctx: &minijinja::Value,
     ) -> Result<Vec<Message>, String> {
-        let r = |src: &str| {
-            env.render_str(src, ctx)
-                .map_err(|e| format!("{}: {e:#}", self.name))
+        let r = |compiled: &Option<minijinja::Environment<'static>>, src: &str| {
+            match compiled {
+                Some(c) => c.get_template(UNNAMED).and_then(|t| t.render(ctx)),
+                None => env.render_str(src, ctx),
+            }
+            .map_err(|e| format!("{}: {e:#}", self.name))
         };
         let mut messages = Vec::with_capacity(2 + 2 * self.examples.len());
-        let system = r(&self.system)?;
+        let system = r(&self.compiled.system, &self.system)?;
         if !system.is_empty() {
             messages.push(Message::system(system));
         }
@@ -137,7 +175,7 @@ impl Prompt {
             messages.push(Message::user(q.clone()));
             messages.push(Message::assistant(a.clone()));
         }
-        messages.push(Message::user(r(&self.user)?));
+        messages.push(Message::user(r(&self.compiled.user, &self.user)?));
         Ok(messages)
     }
 }

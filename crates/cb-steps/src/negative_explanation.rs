@@ -8,6 +8,9 @@ use cb_step::ask::reason_code;
 use cb_step::GUESS_CODES;
 use serde_json::json;
 
+/// The name `render_str` gives what it compiles.
+const UNNAMED: &str = "<string>";
+
 /// The parameters of its own (besides the model's).
 pub const PARAMS: &[Param] = &[
     Param {
@@ -64,6 +67,10 @@ pub struct NegativeExplanation {
     require_mention: bool,
     max_words: usize,
     offline_template: String,
+    /// `offline_template` compiled once (the one template, `<string>`, of an environment of
+    /// its own: the template environment); `None` when it does not compile, and then it is
+    /// compiled at each use, as before, to fail there.
+    offline_compiled: Option<minijinja::Environment<'static>>,
 }
 
 impl NegativeExplanation {
@@ -82,12 +89,11 @@ impl NegativeExplanation {
             return Ok(replaced);
         }
         let vars = minijinja::Value::from_serialize(&item.fields);
-        Ok(ctx
-            .env
-            .render_str(&self.offline_template, vars)
-            .unwrap_or_default()
-            .trim()
-            .to_owned())
+        let rendered = match &self.offline_compiled {
+            Some(env) => env.get_template(UNNAMED).and_then(|t| t.render(vars)),
+            None => ctx.env.render_str(&self.offline_template, vars),
+        };
+        Ok(rendered.unwrap_or_default().trim().to_owned())
     }
 
     /// The explanation's findings, every rule that fires, in the order the validator weighs
@@ -236,12 +242,27 @@ impl NegativeExplanation {
 
     /// The step as a recipe entry configures it (for measuring its rules outside a build).
     pub fn from_spec(spec: &StepSpec) -> Self {
-        NegativeExplanation {
-            require_mention: spec.bool("require_mention", false),
-            max_words: spec.int("max_words").map_or(80, |x| x as usize),
-            offline_template: spec.str("offline_template").unwrap_or_else(|| {
+        NegativeExplanation::new(
+            spec.bool("require_mention", false),
+            spec.int("max_words").map_or(80, |x| x as usize),
+            spec.str("offline_template").unwrap_or_else(|| {
                 "{{ negative_answer }} is the most fitting answer here.".to_owned()
             }),
+        )
+    }
+
+    fn new(require_mention: bool, max_words: usize, offline_template: String) -> Self {
+        let offline_compiled = {
+            let mut env = cb_step::template::environment();
+            env.add_template_owned(UNNAMED, offline_template.clone())
+                .ok()
+                .map(|()| env)
+        };
+        NegativeExplanation {
+            require_mention,
+            max_words,
+            offline_template,
+            offline_compiled,
         }
     }
 }
@@ -410,11 +431,7 @@ mod tests {
     }
 
     fn step() -> NegativeExplanation {
-        NegativeExplanation {
-            require_mention: false,
-            max_words: 60,
-            offline_template: ecare_template(),
-        }
+        NegativeExplanation::new(false, 60, ecare_template())
     }
 
     /// e-CARE dev-848, dev-1283 and dev-1383 (dev_full.jsonl of Waste-Wood/e-CARE): the

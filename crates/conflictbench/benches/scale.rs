@@ -43,14 +43,14 @@
 mod common;
 
 use cb_mock::MockServer;
-use common::{clean, env_or, repo};
+use common::{clean, env_or, repo, run_sampled};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Instant;
 
 /// The exit code of a `--batch-dir` build that waits for answers.
 const WAITING: i32 = 4;
@@ -345,40 +345,6 @@ struct Figures {
     /// The output folder is the online build's, byte for byte (`None`: no online build of
     /// this recipe and size to compare with).
     same_as_online: Option<bool>,
-}
-
-/// `/proc/PID/status`'s `VmHWM` in kB, or `None` once the process is gone.
-fn hwm_kb(pid: u32) -> Option<u64> {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()?
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
-}
-
-/// Runs `cmd` to its end, sampling its `VmHWM` every 10 ms: (exit code, stderr, peak kB).
-fn run_sampled(mut cmd: Command) -> (Option<i32>, String, u64) {
-    let stderr_file = tempfile::NamedTempFile::new().unwrap();
-    let mut child = cmd
-        .stdout(Stdio::null())
-        .stderr(stderr_file.reopen().unwrap())
-        .spawn()
-        .unwrap();
-    let mut peak = 0;
-    let status = loop {
-        if let Some(kb) = hwm_kb(child.id()) {
-            peak = kb;
-        }
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    let stderr = std::fs::read_to_string(stderr_file.path()).unwrap_or_default();
-    (status.code(), stderr, peak)
 }
 
 /// The binary (`SCALE_BIN`, else this one) with none of the caller's endpoint, key or log

@@ -1,8 +1,12 @@
 //! What the benches of the binary share: the repository's root, numbers from the environment,
-//! and a command that runs a conflictbench binary clean of the caller's settings.
+//! a command that runs a conflictbench binary clean of the caller's settings, and a run of one
+//! that samples its peak memory.
+// Each bench uses its own part of this module.
+#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 pub fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -28,4 +32,56 @@ pub fn clean(bin: &Path) -> Command {
         cmd.env_remove(var);
     }
     cmd
+}
+
+/// `/proc/PID/status`'s `VmHWM` in kB, or `None` once the process is gone.
+pub fn hwm_kb(pid: u32) -> Option<u64> {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()?
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// Runs `cmd` to its end, sampling its `VmHWM` every 10 ms: (exit code, stderr, peak kB).
+pub fn run_sampled(mut cmd: Command) -> (Option<i32>, String, u64) {
+    let stderr_file = tempfile::NamedTempFile::new().unwrap();
+    let mut child = cmd
+        .stdout(Stdio::null())
+        .stderr(stderr_file.reopen().unwrap())
+        .spawn()
+        .unwrap();
+    let mut peak = 0;
+    let status = loop {
+        if let Some(kb) = hwm_kb(child.id()) {
+            peak = kb;
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let stderr = std::fs::read_to_string(stderr_file.path()).unwrap_or_default();
+    (status.code(), stderr, peak)
+}
+
+/// The CPU time (user and system, in seconds) of this process's children that have ended
+/// and been waited for (`cutime` and `cstime` of `/proc/self/stat`, at 100 ticks a second):
+/// its growth across one child's run is that child's CPU time.
+pub fn children_cpu_s() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // The fields after the command name (in parentheses, which may hold spaces): state is
+    // the first, cutime the 14th and cstime the 15th.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    (ticks(13) + ticks(14)) as f64 / 100.0
 }

@@ -18,8 +18,8 @@
 use crate::batch_api::{BatchApi, RemoteBatch};
 use crate::batch_store::{self, BatchRecord};
 use crate::cache::Cache;
-use crate::core::Core;
 use crate::http::OpenAiHttp;
+use crate::layer_core::Core;
 use crate::rounds::{answered_meanwhile, chunks, journal_estimate, Checked, Round, Taken};
 use crate::spool::{Spool, Spooled};
 use crate::{BatchOptions, LlmConfig, LlmError};
@@ -127,7 +127,7 @@ impl Core {
         (cache, api, spool): (&Cache, &BatchApi<'_>, &Spool),
         chunk: &[&str],
         taken: &Taken,
-    ) -> Result<(BatchRecord, crate::core::Reservation<'_>), LlmError> {
+    ) -> Result<(BatchRecord, crate::layer_core::Reservation<'_>), LlmError> {
         let inner = self;
         let (est_usd, reservation) = self.reserve_file(chunk, taken)?;
         let spooled: Vec<Spooled> = chunk.iter().map(|k| taken[*k].spooled).collect();

@@ -27,7 +27,7 @@
 
 use crate::batch_store::{self, FOLDER_FILES};
 use crate::cache::Cache;
-use crate::core::Core;
+use crate::layer_core::Core;
 use crate::rounds::{answered_meanwhile, chunks, journal_estimate, Checked, Round, Taken};
 use crate::spool::{Spool, Spooled};
 use crate::{FilesOptions, LlmError};

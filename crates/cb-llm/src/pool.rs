@@ -21,9 +21,9 @@
 //! per endpoint in the run's record.
 
 use crate::cache::{Annex, Cache};
-use crate::core::Core;
 use crate::form::Form;
 use crate::http::OpenAiHttp;
+use crate::layer_core::Core;
 use crate::limiter::{backoff, Limiter};
 use crate::structured;
 use crate::{endpoint, endpoint_identity, Call, Completion, LlmConfig, LlmError, PoolConfig};

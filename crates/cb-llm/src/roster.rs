@@ -8,9 +8,9 @@
 
 use crate::cache::Cache;
 use crate::config::{BackendKind, LlmConfig, Transport};
-use crate::core::Budget;
 use crate::error::LlmError;
 use crate::layer::{Llm, Route};
+use crate::layer_core::Budget;
 use crate::limiter::Limiter;
 use crate::limits::Limits;
 use crate::pool;

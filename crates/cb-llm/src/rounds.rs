@@ -20,8 +20,8 @@
 
 use crate::batch_api::{input_line, parse_results};
 use crate::cache::{Cache, CachedResponse};
-use crate::core::Core;
 use crate::form::Form;
+use crate::layer_core::Core;
 use crate::spool::{Spool, Spooled};
 use crate::structured;
 use crate::{Call, ChatRequest, Completion, LlmError};
@@ -392,7 +392,7 @@ impl Core {
         &self,
         chunk: &[&str],
         taken: &Taken,
-    ) -> Result<(f64, crate::core::Reservation<'_>), LlmError> {
+    ) -> Result<(f64, crate::layer_core::Reservation<'_>), LlmError> {
         let (mut micro, mut tokens) = (0u64, 0u64);
         for key in chunk {
             let (one, most) = taken[*key].cost;

@@ -2,8 +2,8 @@
 //! and the errors that say the endpoint itself is unusable.
 
 use crate::cache::Annex;
-use crate::core::Core;
 use crate::form::Form;
+use crate::layer_core::Core;
 use crate::structured;
 use crate::{endpoint, http, request, ChatRequest, LlmError};
 use serde_json::Value;

@@ -27,9 +27,9 @@
 //! member refusing the form on a call steps the whole pool down, remembered under
 //! `pool:NAME`, exactly as a single endpoint does.
 
-use crate::core::Core;
 use crate::form::{Form, Structured};
 use crate::http::OpenAiHttp;
+use crate::layer_core::Core;
 use crate::request::ChatRequest;
 use crate::{LlmError, Message};
 use serde_json::{json, Value};

@@ -37,7 +37,7 @@
 mod common;
 
 use cb_mock::{reader_script, MockServer, Reply};
-use common::{children_cpu_s, clean, env_or, repo, run_sampled};
+use common::{children_cpu_s, clean, env_or, repo, run_sampled, workdir};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -256,26 +256,6 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-/// A fresh folder for `name`: under `RERUN_KEEP` when set (emptied first, kept afterwards),
-/// else a temporary one (removed when the guard is dropped).
-fn workdir(name: &str) -> (Option<tempfile::TempDir>, PathBuf) {
-    match std::env::var_os("RERUN_KEEP") {
-        Some(keep) => {
-            let dir = PathBuf::from(keep).join(name);
-            if dir.exists() {
-                std::fs::remove_dir_all(&dir).unwrap();
-            }
-            std::fs::create_dir_all(&dir).unwrap();
-            (None, dir)
-        }
-        None => {
-            let tmp = tempfile::tempdir().unwrap();
-            let dir = tmp.path().to_path_buf();
-            (Some(tmp), dir)
-        }
-    }
-}
-
 /// The binaries compared: BEFORE (when given) and AFTER.
 fn binaries() -> Vec<(&'static str, PathBuf)> {
     let mut bins = Vec::new();
@@ -300,7 +280,7 @@ fn measure_size(
     concurrency: usize,
 ) -> Vec<(String, usize, String, Figures)> {
     let bins = binaries();
-    let (_raw_tmp, raw) = workdir(&format!("raw-{copies}"));
+    let (_raw_tmp, raw) = workdir("RERUN_KEEP", &format!("raw-{copies}"));
     let items = write_source(&raw, copies);
     let mock = rt.block_on(MockServer::start(model()));
     let base = mock.base_url();
@@ -312,7 +292,7 @@ fn measure_size(
         "--base-url",
         base.as_str(),
     ];
-    let (_work_tmp, work) = workdir(&format!("out-{copies}"));
+    let (_work_tmp, work) = workdir("RERUN_KEEP", &format!("out-{copies}"));
     let dir = |label: &str, mode: &str| work.join(format!("{label}-{mode}"));
     let mut figures: BTreeMap<(&str, &str), Figures> = BTreeMap::new();
     for (label, bin) in &bins {

@@ -43,12 +43,12 @@
 mod common;
 
 use cb_mock::MockServer;
-use common::{clean, env_or, repo, run_sampled};
+use common::{clean, env_or, repo, run_sampled, workdir};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::hash::{DefaultHasher, Hash, Hasher};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
@@ -419,7 +419,7 @@ fn measure(
 ) -> Run {
     let base = mock.base_url();
     let (requests, submissions) = (mock.request_count(), mock.batch_submissions().len());
-    let (_tmp, work) = workdir(&format!("{}-{items}-{mode}", recipe.name()));
+    let (_tmp, work) = workdir("SCALE_KEEP", &format!("{}-{items}-{mode}", recipe.name()));
     let out = work.join("out");
     let mut f = Figures::default();
     let start = Instant::now();
@@ -543,26 +543,6 @@ fn files_rounds(
     }
 }
 
-/// A fresh folder for `name`: under `SCALE_KEEP` when set (emptied first, kept afterwards),
-/// else a temporary one (removed when the guard is dropped).
-fn workdir(name: &str) -> (Option<tempfile::TempDir>, PathBuf) {
-    match std::env::var_os("SCALE_KEEP") {
-        Some(keep) => {
-            let dir = PathBuf::from(keep).join(name);
-            if dir.exists() {
-                std::fs::remove_dir_all(&dir).unwrap();
-            }
-            std::fs::create_dir_all(&dir).unwrap();
-            (None, dir)
-        }
-        None => {
-            let tmp = tempfile::tempdir().unwrap();
-            let dir = tmp.path().to_path_buf();
-            (Some(tmp), dir)
-        }
-    }
-}
-
 fn sizes(var: &str, default: &str, quick: &str) -> Vec<usize> {
     let fallback = if std::env::var("BENCH_QUICK").is_ok_and(|v| v == "1") {
         quick
@@ -682,7 +662,7 @@ fn main() {
     let mut runs = Vec::new();
     for (recipe, items) in &plan {
         for &n in items {
-            let (_tmp, raw) = workdir(&format!("{}-{n}-raw", recipe.name()));
+            let (_tmp, raw) = workdir("SCALE_KEEP", &format!("{}-{n}-raw", recipe.name()));
             let t = Instant::now();
             recipe.write_source(&raw, n, seed);
             eprintln!(

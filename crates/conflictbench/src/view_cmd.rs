@@ -45,7 +45,7 @@ pub struct ViewArgs {
 
 /// The checked settings, and the address to bind.
 fn settings(args: &ViewArgs) -> anyhow::Result<(Settings, IpAddr)> {
-    let err = |m: String| crate::config_err(m);
+    let err = |m: String| crate::config_error::config_err(m);
     if !args.out.exists() {
         return Err(err(format!("{} does not exist", args.out.display())));
     }
@@ -118,13 +118,13 @@ pub async fn run(args: ViewArgs) -> anyhow::Result<()> {
     let listener = match tokio::net::TcpListener::bind((ip, args.port)).await {
         Ok(l) => l,
         Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
-            return Err(crate::config_err(format!(
+            return Err(crate::config_error::config_err(format!(
                 "port {} on {} is in use; choose another with --port",
                 args.port, args.host
             )))
         }
         Err(e) => {
-            return Err(crate::config_err(format!(
+            return Err(crate::config_error::config_err(format!(
                 "cannot listen on {}:{}: {e}",
                 args.host, args.port
             )))
@@ -145,7 +145,7 @@ pub async fn run(args: ViewArgs) -> anyhow::Result<()> {
     let state = tokio::task::spawn_blocking(move || AppState::new(settings))
         .await
         .context("reading the files")?
-        .map_err(|e| crate::config_err(e.to_string()))?;
+        .map_err(|e| crate::config_error::config_err(e.to_string()))?;
     let snap = state.snapshot();
     let shown = if ip.is_unspecified() {
         "127.0.0.1".to_owned()

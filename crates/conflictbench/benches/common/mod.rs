@@ -85,3 +85,24 @@ pub fn children_cpu_s() -> f64 {
     };
     (ticks(13) + ticks(14)) as f64 / 100.0
 }
+
+/// A fresh folder for `name`: under the folder the environment variable `keep` names, when
+/// set (emptied first, kept afterwards), else a temporary one (removed when the guard is
+/// dropped).
+pub fn workdir(keep: &str, name: &str) -> (Option<tempfile::TempDir>, PathBuf) {
+    match std::env::var_os(keep) {
+        Some(keep) => {
+            let dir = PathBuf::from(keep).join(name);
+            if dir.exists() {
+                std::fs::remove_dir_all(&dir).unwrap();
+            }
+            std::fs::create_dir_all(&dir).unwrap();
+            (None, dir)
+        }
+        None => {
+            let tmp = tempfile::tempdir().unwrap();
+            let dir = tmp.path().to_path_buf();
+            (Some(tmp), dir)
+        }
+    }
+}

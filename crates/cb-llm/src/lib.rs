@@ -34,6 +34,7 @@ mod rules;
 mod send;
 mod spool;
 mod stats;
+mod stored;
 mod structured;
 
 pub use batch::cancel_batch;
@@ -56,3 +57,4 @@ pub use request::{
 };
 pub use roster::{Role, Roster};
 pub use stats::{Stats, StatsSnapshot};
+pub use stored::{ModelUsage, StoredAnswer, StoredCall};

@@ -20,6 +20,13 @@ pub enum ViewError {
         #[source]
         source: rusqlite::Error,
     },
+    /// The build's cache file cannot be read.
+    #[error("{path}: {source}")]
+    Cache {
+        path: String,
+        #[source]
+        source: cb_llm::LlmError,
+    },
     /// A request that names what does not exist, or a value out of range.
     #[error("{0}")]
     NotFound(String),
@@ -32,6 +39,13 @@ pub enum ViewError {
 impl ViewError {
     pub(crate) fn io(path: &std::path::Path, source: std::io::Error) -> Self {
         ViewError::Io {
+            path: path.display().to_string(),
+            source,
+        }
+    }
+
+    pub(crate) fn cache(path: &std::path::Path, source: cb_llm::LlmError) -> Self {
+        ViewError::Cache {
             path: path.display().to_string(),
             source,
         }

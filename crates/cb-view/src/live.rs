@@ -37,7 +37,7 @@ pub struct Live {
     pub recipes: Vec<RecipeProgress>,
     pub spend: Vec<ModelSpend>,
     pub total_usd: f64,
-    pub calls: i64,
+    pub calls: u64,
     pub answers: Vec<Answer>,
 }
 

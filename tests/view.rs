@@ -83,6 +83,8 @@ fn bad_input_is_exit_2_with_a_sentence_and_writes_nothing() {
             vec![o, "--ratings", "/no/such/folder/r.sqlite"],
             "--ratings: the folder",
         ),
+        (vec![o, "--ratings", o], "names a folder"),
+        (vec![o, "--cache", missing.to_str().unwrap()], "--cache"),
     ];
     for (args, said) in cases {
         let r = view(&args);

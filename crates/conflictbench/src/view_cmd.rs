@@ -95,6 +95,18 @@ fn settings(args: &ViewArgs) -> anyhow::Result<(Settings, IpAddr)> {
             p.display()
         )));
     }
+    if ratings.is_dir() {
+        return Err(err(format!(
+            "--ratings {} names a folder: give the ratings file (SQLite) to write",
+            ratings.display()
+        )));
+    }
+    if let Some(c) = args.cache.as_ref().filter(|c| !c.is_file()) {
+        return Err(err(format!(
+            "--cache {}: no such file (the build's llm-cache.sqlite); leave --cache out to view a build without one",
+            c.display()
+        )));
+    }
     let settings = Settings {
         root: args.out.clone(),
         cache: args

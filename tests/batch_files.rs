@@ -478,4 +478,11 @@ async fn a_batch_window_of_0_or_without_batches_is_refused_before_any_file() {
     );
     assert!(!dir.exists() && !out.path().join("kre").exists());
     assert!(!out.path().join("llm-cache.sqlite").exists());
+    // A dry run with batch files counts and writes nothing: not even the folder.
+    let mut dry = windowed(&s, out.path(), &dir, "1");
+    dry.push("--dry-run");
+    let o = build(&dry, &[]).await;
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("calls to make"), "{}", text(&o));
+    assert!(!dir.exists() && !out.path().join("kre").exists());
 }

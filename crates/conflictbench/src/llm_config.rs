@@ -805,10 +805,15 @@ fn apply_carrier(c: &mut LlmConfig, carrier: &Carrier) -> anyhow::Result<()> {
             max_bytes,
             window,
         } => {
-            // Absolute: the journal names the files by their folder.
-            let dir = std::fs::create_dir_all(dir)
-                .and_then(|()| dir.canonicalize())
-                .map_err(|e| config_err(format!("--batch-dir {}: {e}", dir.display())))?;
+            // Absolute: the journal names the files by their folder. A dry run writes
+            // nothing, so it does not make the folder either.
+            let made = if c.backend == BackendKind::DryRun {
+                std::path::absolute(dir)
+            } else {
+                std::fs::create_dir_all(dir).and_then(|()| dir.canonicalize())
+            };
+            let dir =
+                made.map_err(|e| config_err(format!("--batch-dir {}: {e}", dir.display())))?;
             c.transport = Transport::BatchFiles(FilesOptions {
                 max_requests_per_file: *max_lines,
                 max_bytes_per_file: *max_bytes,

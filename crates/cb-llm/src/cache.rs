@@ -307,34 +307,27 @@ impl Cache {
         Ok(())
     }
 
+    /// The answer under `key`, with the full response body.
     pub fn get(&self, key: &str) -> Result<Option<CachedResponse>, LlmError> {
-        let conn = self.conn();
-        let mut stmt = conn.prepare_cached(
-            "SELECT content, finish_reason, prompt_tokens, completion_tokens, raw
-             FROM responses WHERE key = ?1",
-        )?;
-        Ok(stmt
-            .query_row([key], |r| {
-                Ok(CachedResponse {
-                    content: r.get(0)?,
-                    finish_reason: r.get(1)?,
-                    prompt_tokens: r.get::<_, i64>(2)? as u64,
-                    completion_tokens: r.get::<_, i64>(3)? as u64,
-                    raw: r.get(4)?,
-                })
-            })
-            .optional()?)
+        self.read(key, true)
     }
 
     /// The answer under `key` without its `raw` body (left empty): what a call answered from
     /// the cache uses. The body is most of a row's bytes (SQLite keeps it on overflow pages),
     /// so a re-run that answers every call from the cache reads a fraction of them.
     pub(crate) fn answer(&self, key: &str) -> Result<Option<CachedResponse>, LlmError> {
+        self.read(key, false)
+    }
+
+    fn read(&self, key: &str, with_raw: bool) -> Result<Option<CachedResponse>, LlmError> {
         let conn = self.conn();
-        let mut stmt = conn.prepare_cached(
+        let mut stmt = conn.prepare_cached(if with_raw {
+            "SELECT content, finish_reason, prompt_tokens, completion_tokens, raw
+             FROM responses WHERE key = ?1"
+        } else {
             "SELECT content, finish_reason, prompt_tokens, completion_tokens
-             FROM responses WHERE key = ?1",
-        )?;
+             FROM responses WHERE key = ?1"
+        })?;
         Ok(stmt
             .query_row([key], |r| {
                 Ok(CachedResponse {
@@ -342,7 +335,7 @@ impl Cache {
                     finish_reason: r.get(1)?,
                     prompt_tokens: r.get::<_, i64>(2)? as u64,
                     completion_tokens: r.get::<_, i64>(3)? as u64,
-                    raw: String::new(),
+                    raw: if with_raw { r.get(4)? } else { String::new() },
                 })
             })
             .optional()?)

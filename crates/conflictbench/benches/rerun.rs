@@ -37,7 +37,7 @@
 mod common;
 
 use cb_mock::{reader_script, MockServer, Reply};
-use common::{children_cpu_s, clean, env_or, repo, run_sampled, workdir};
+use common::{build_command, children_cpu_s, clean, env_or, repo, run_sampled, workdir};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -157,20 +157,7 @@ fn build(
     concurrency: usize,
     extra: &[&str],
 ) -> std::process::Command {
-    let mut cmd = clean(bin);
-    cmd.args(["build", "kre", "--domains", "cose"])
-        .arg("--raw")
-        .arg(raw)
-        .arg("--out")
-        .arg(out)
-        .arg("--recipes")
-        .arg(repo().join("recipes"))
-        .arg("--prompts")
-        .arg(repo().join("prompts"))
-        .arg("--no-progress")
-        .args(["--concurrency", &concurrency.to_string()])
-        .args(extra);
-    cmd
+    build_command(clean(bin), ("kre", "cose"), (raw, out), concurrency, extra)
 }
 
 /// What one build measured.

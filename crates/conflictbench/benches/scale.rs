@@ -43,7 +43,7 @@
 mod common;
 
 use cb_mock::MockServer;
-use common::{clean, env_or, repo, run_sampled, workdir};
+use common::{build_command, clean, env_or, run_sampled, workdir};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -389,21 +389,13 @@ fn digest(dir: &Path) -> BTreeMap<String, u64> {
 /// `conflictbench build RECIPE --domains DOMAIN` of `raw` into `out`, the repository's
 /// recipes and prompts, then `extra` (the backend and its model).
 fn build(recipe: Recipe, raw: &Path, out: &Path, concurrency: usize, extra: &[&str]) -> Command {
-    let mut cmd = binary();
-    cmd.arg("build")
-        .args([recipe.name(), "--domains", recipe.domain()])
-        .arg("--raw")
-        .arg(raw)
-        .arg("--out")
-        .arg(out)
-        .arg("--recipes")
-        .arg(repo().join("recipes"))
-        .arg("--prompts")
-        .arg(repo().join("prompts"))
-        .arg("--no-progress")
-        .args(["--concurrency", &concurrency.to_string()])
-        .args(extra);
-    cmd
+    build_command(
+        binary(),
+        (recipe.name(), recipe.domain()),
+        (raw, out),
+        concurrency,
+        extra,
+    )
 }
 
 /// One build of `recipe` on `raw` in `mode` against `mock` (one for every mode of a recipe and

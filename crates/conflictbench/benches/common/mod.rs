@@ -106,3 +106,28 @@ pub fn workdir(keep: &str, name: &str) -> (Option<tempfile::TempDir>, PathBuf) {
         }
     }
 }
+
+/// `cmd` (a conflictbench binary) set to `build BENCHMARK --domains DOMAIN` of `raw` into `out`
+/// with the repository's recipes and prompts, no progress bars, `concurrency` calls in flight,
+/// then `extra` (the backend and its model).
+pub fn build_command(
+    mut cmd: Command,
+    (benchmark, domain): (&str, &str),
+    (raw, out): (&Path, &Path),
+    concurrency: usize,
+    extra: &[&str],
+) -> Command {
+    cmd.args(["build", benchmark, "--domains", domain])
+        .arg("--raw")
+        .arg(raw)
+        .arg("--out")
+        .arg(out)
+        .arg("--recipes")
+        .arg(repo().join("recipes"))
+        .arg("--prompts")
+        .arg(repo().join("prompts"))
+        .arg("--no-progress")
+        .args(["--concurrency", &concurrency.to_string()])
+        .args(extra);
+    cmd
+}

@@ -10,9 +10,11 @@
 //! survives a killed process (the case resume is about); set `synchronous=FULL` semantics
 //! by copying the file only after the build if power loss matters to you.
 
+use crate::lookup::Lookups;
 use crate::{Call, Completion, LlmError};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// A cached answer.
@@ -45,6 +47,8 @@ impl CachedResponse {
 #[derive(Clone)]
 pub struct Cache {
     conn: Arc<Mutex<Connection>>,
+    /// The calls' lookups, on a connection of their own ([`Lookups`]).
+    lookups: Arc<Lookups>,
     /// The answer writer (none for a read-only cache).
     writer: Option<Arc<Writer>>,
 }
@@ -208,13 +212,16 @@ impl Cache {
         let conn = connect()?;
         conn.execute_batch(SCHEMA)?;
         let writer = connect()?;
+        let commits = Arc::new(AtomicU64::new(0));
+        let lookups = Lookups::new(connect()?, Arc::clone(&commits));
         let (tx, rx) = std::sync::mpsc::channel::<Pending>();
         let thread = std::thread::Builder::new()
             .name("cache-writer".into())
-            .spawn(move || write_loop(writer, &rx))
+            .spawn(move || write_loop(writer, &rx, &commits))
             .map_err(|e| LlmError::Cache(format!("cannot start the cache writer: {e}")))?;
         Ok(Self {
             conn: Arc::new(Mutex::new(conn)),
+            lookups: Arc::new(lookups),
             writer: Some(Arc::new(Writer {
                 tx: Some(tx),
                 thread: Some(thread),
@@ -266,12 +273,17 @@ impl Cache {
             uri_path(path),
             if immutable { "&immutable=1" } else { "" }
         );
-        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI;
-        let conn = Connection::open_with_flags(uri, flags)
-            .map_err(|e| LlmError::Cache(format!("cannot open {}: {e}", path.display())))?;
-        conn.busy_timeout(std::time::Duration::from_secs(30))?;
+        let connect = || -> Result<Connection, LlmError> {
+            let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI;
+            let conn = Connection::open_with_flags(&uri, flags)
+                .map_err(|e| LlmError::Cache(format!("cannot open {}: {e}", path.display())))?;
+            conn.busy_timeout(std::time::Duration::from_secs(30))?;
+            Ok(conn)
+        };
         Ok(Some(Self {
-            conn: Arc::new(Mutex::new(conn)),
+            conn: Arc::new(Mutex::new(connect()?)),
+            // No writer: nothing commits, and the snapshot ends only with its read count.
+            lookups: Arc::new(Lookups::new(connect()?, Arc::default())),
             writer: None,
         }))
     }
@@ -309,25 +321,11 @@ impl Cache {
 
     /// The answer under `key`, with the full response body.
     pub fn get(&self, key: &str) -> Result<Option<CachedResponse>, LlmError> {
-        self.read(key, true)
-    }
-
-    /// The answer under `key` without its `raw` body (left empty): what a call answered from
-    /// the cache uses. The body is most of a row's bytes (SQLite keeps it on overflow pages),
-    /// so a re-run that answers every call from the cache reads a fraction of them.
-    pub(crate) fn answer(&self, key: &str) -> Result<Option<CachedResponse>, LlmError> {
-        self.read(key, false)
-    }
-
-    fn read(&self, key: &str, with_raw: bool) -> Result<Option<CachedResponse>, LlmError> {
         let conn = self.conn();
-        let mut stmt = conn.prepare_cached(if with_raw {
+        let mut stmt = conn.prepare_cached(
             "SELECT content, finish_reason, prompt_tokens, completion_tokens, raw
-             FROM responses WHERE key = ?1"
-        } else {
-            "SELECT content, finish_reason, prompt_tokens, completion_tokens
-             FROM responses WHERE key = ?1"
-        })?;
+             FROM responses WHERE key = ?1",
+        )?;
         Ok(stmt
             .query_row([key], |r| {
                 Ok(CachedResponse {
@@ -335,10 +333,23 @@ impl Cache {
                     finish_reason: r.get(1)?,
                     prompt_tokens: r.get::<_, i64>(2)? as u64,
                     completion_tokens: r.get::<_, i64>(3)? as u64,
-                    raw: if with_raw { r.get(4)? } else { String::new() },
+                    raw: r.get(4)?,
                 })
             })
             .optional()?)
+    }
+
+    /// The answer under `key` without its `raw` body (left empty): what a call answered from
+    /// the cache uses ([`Lookups`]). The body is most of a row's bytes (SQLite keeps it on
+    /// overflow pages), so a re-run that answers every call from the cache reads a fraction
+    /// of them.
+    pub(crate) fn answer(&self, key: &str) -> Result<Option<CachedResponse>, LlmError> {
+        self.lookups.answer(key)
+    }
+
+    #[cfg(test)]
+    pub(crate) fn lookups(&self) -> &Lookups {
+        &self.lookups
     }
 
     /// Commits one answer, and what its transport writes beside it (`annex`), through the
@@ -414,7 +425,8 @@ impl Cache {
 /// The writer thread: waits for an answer, takes every other one already waiting (up to
 /// [`GROUP_MAX`]), writes them in one transaction and tells each caller how it went. Ends
 /// when every handle to the cache is gone.
-fn write_loop(mut conn: Connection, rx: &std::sync::mpsc::Receiver<Pending>) {
+/// `commits` counts the transactions committed (the lookups' snapshots end at each).
+fn write_loop(mut conn: Connection, rx: &std::sync::mpsc::Receiver<Pending>, commits: &AtomicU64) {
     // A job that arrived while answers were being grouped runs right after them.
     let mut next = None;
     loop {
@@ -428,6 +440,7 @@ fn write_loop(mut conn: Connection, rx: &std::sync::mpsc::Receiver<Pending>) {
         let mut group = match first {
             Pending::Job(job, done) => {
                 let result = job(&mut conn).map_err(|e| e.to_string());
+                commits.fetch_add(1, Ordering::Release);
                 if let Err(e) = &result {
                     tracing::error!("cache write failed: {e}");
                 }
@@ -447,6 +460,7 @@ fn write_loop(mut conn: Connection, rx: &std::sync::mpsc::Receiver<Pending>) {
             }
         }
         let result = write_group(&mut conn, &mut group).map_err(|e| e.to_string());
+        commits.fetch_add(1, Ordering::Release);
         if let Err(e) = &result {
             tracing::error!(answers = group.len(), "cache write failed: {e}");
         }

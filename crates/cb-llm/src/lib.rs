@@ -24,6 +24,7 @@ mod layer;
 mod layer_core;
 mod limiter;
 mod limits;
+mod lookup;
 mod pool;
 pub mod pricing;
 pub mod progress;

@@ -38,6 +38,12 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use stdout::println_out;
 
+/// A build allocates and frees many small strings per row (prompts, keys, words), from
+/// several threads at once; mimalloc's thread-local free lists make that about a tenth of the
+/// CPU time of a re-run cheaper than the system allocator (BENCHMARKS.md, issue 37).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser, Debug)]
 #[command(
     name = "conflictbench",

@@ -1,6 +1,6 @@
 //! Running one recipe end to end.
 
-use crate::output::{append_line, Outputs};
+use crate::output::{append_line, Encoded, Encoder, Outputs};
 use crate::recipe::Recipe;
 use crate::source::{Entry, Source, SourceOptions};
 use crate::{EngineError, Item};
@@ -191,10 +191,19 @@ fn waits(f: &StepFailure) -> bool {
 /// How an item or a loading reject ended, waiting in the reorder buffer for its turn to be
 /// written.
 enum Done {
-    Row(Item),
+    /// A row, serialised by the item's task (or why it could not be).
+    Row(Result<Encoded, EngineError>),
     Reject(Reject),
     /// Cancelled, or ended by a fatal failure: nothing to write (the build fails).
     Nothing,
+}
+
+/// What an item's task hands back: the item, how its steps ended and, when they all
+/// passed, its rows serialised for the output files (nothing otherwise).
+struct Finished {
+    item: Item,
+    ended: Ended,
+    rows: Result<Encoded, EngineError>,
 }
 
 /// What running the items gave, before the accounting.
@@ -228,7 +237,8 @@ struct Counts {
 impl Ran {
     /// Takes in one item that ended: its reader verdicts, its calls, the steps it entered and
     /// the one that rejected it. Gives what is to be written in its place.
-    fn add(&mut self, steps: &[Box<dyn Step>], item: Item, ended: Ended) -> Done {
+    fn add(&mut self, steps: &[Box<dyn Step>], finished: Finished) -> Done {
+        let Finished { item, ended, rows } = finished;
         if let Some(r) = item.fields.get(cb_step::READER_FIELD) {
             self.counts.readers.add(r);
         }
@@ -246,7 +256,7 @@ impl Ran {
             c.in_ += 1;
         }
         match ended {
-            Ok(()) => Done::Row(item),
+            Ok(()) => Done::Row(rows),
             Err((_, f)) if waits(&f) => {
                 if let StepFailure::Fatal(e) = f {
                     self.waiting.get_or_insert(e.into());
@@ -290,7 +300,9 @@ impl Ran {
 struct Window {
     /// The most items running at once, and the most waiting to be written.
     size: usize,
-    tasks: tokio::task::JoinSet<(usize, (Item, Ended))>,
+    tasks: tokio::task::JoinSet<(usize, Finished)>,
+    /// Serialises each finished item's rows in its own task.
+    encoder: Arc<Encoder>,
     /// Finished, by position, waiting for their turn.
     ready: BTreeMap<usize, Done>,
     /// The position of the next entry read, and of the next one to write.
@@ -301,10 +313,11 @@ struct Window {
 }
 
 impl Window {
-    fn new(size: usize) -> Self {
+    fn new(size: usize, encoder: Encoder) -> Self {
         Window {
             size: size.max(1),
             tasks: tokio::task::JoinSet::new(),
+            encoder: Arc::new(encoder),
             ready: BTreeMap::new(),
             read: 0,
             written: 0,
@@ -322,7 +335,7 @@ impl Window {
         while let Some(done) = self.ready.remove(&self.written) {
             self.written += 1;
             match done {
-                Done::Row(item) if !failing => out.row(&item)?,
+                Done::Row(rows) if !failing => out.row(rows?)?,
                 Done::Reject(r) if !failing => out.reject(&r)?,
                 _ => {}
             }
@@ -421,7 +434,7 @@ impl Build<'_> {
         };
         self.progress.start(&self.name, total);
         let mut pass = source.pass()?;
-        let mut w = Window::new(self.llm.config().items_in_flight());
+        let mut w = Window::new(self.llm.config().items_in_flight(), out.encoder());
         loop {
             while w.has_room() {
                 match pass.next() {
@@ -440,7 +453,7 @@ impl Build<'_> {
                 }
                 continue;
             };
-            let (slot, (item, ended)) = joined.map_err(|e| {
+            let (slot, finished) = joined.map_err(|e| {
                 let how = if e.is_panic() { "panicked" } else { "was cancelled" };
                 EngineError::Lost(format!(
                     "{}: a task building one of its items {how}; nothing was written for the recipe ({e})",
@@ -448,7 +461,7 @@ impl Build<'_> {
                 ))
             })?;
             self.progress.item_done(&self.name, &self.routes.total());
-            let done = ran.add(&runner.steps, item, ended);
+            let done = ran.add(&runner.steps, finished);
             w.drained |= ran.fatal.is_some();
             w.ready.insert(slot, done);
         }
@@ -463,9 +476,15 @@ impl Build<'_> {
         w.read += 1;
         match entry {
             Ok(item) => {
-                let runner = Arc::clone(runner);
-                w.tasks
-                    .spawn(async move { (slot, runner.process(item).await) });
+                let (runner, encoder) = (Arc::clone(runner), Arc::clone(&w.encoder));
+                w.tasks.spawn(async move {
+                    let (item, ended) = runner.process(item).await;
+                    let rows = match ended {
+                        Ok(()) => encoder.encode(&item),
+                        Err(_) => Ok(Encoded::default()),
+                    };
+                    (slot, Finished { item, ended, rows })
+                });
             }
             Err(r) => {
                 w.ready.insert(slot, Done::Reject(r));

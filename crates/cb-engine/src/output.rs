@@ -353,31 +353,18 @@ impl Sink {
         }
     }
 
-    /// Appends one row (the array layout: at the array's indent, after a comma from the
-    /// second on, as a serialiser of the whole array would write it).
-    fn row(&mut self, row: &impl Serialize) -> io::Result<()> {
-        let mut buf = Vec::new();
-        match self.layout {
-            Layout::Lines => {
-                serde_json::to_writer(&mut buf, row).expect("serialising to memory");
-                buf.push(b'\n');
-            }
-            Layout::Array => {
-                buf.extend_from_slice(if self.rows == 0 {
-                    b"[\n    "
-                } else {
-                    b",\n    "
-                });
-                for b in to_json_4(row) {
-                    buf.push(b);
-                    if b == b'\n' {
-                        buf.extend_from_slice(b"    ");
-                    }
-                }
-            }
+    /// Appends one row, already serialised ([`encode`]): in the array layout after `[` or a
+    /// comma and the array's indent, as a serialiser of the whole array would write it.
+    fn put_row(&mut self, row: &[u8]) -> io::Result<()> {
+        if self.layout == Layout::Array {
+            self.put(if self.rows == 0 {
+                b"[\n    "
+            } else {
+                b",\n    "
+            })?;
         }
         self.rows += 1;
-        self.put(&buf)
+        self.put(row)
     }
 
     /// Ends the file (the array's closing bracket) and syncs it to disk.
@@ -401,6 +388,66 @@ impl Sink {
             rows: self.rows,
             bytes: self.bytes,
         })
+    }
+}
+
+/// One row serialised as a file of `layout` holds it: a line (with its newline) or an array
+/// element at the array's 4-space indent (without the separator before it).
+fn encode(layout: Layout, row: &impl Serialize) -> Vec<u8> {
+    match layout {
+        Layout::Lines => {
+            let mut buf = serde_json::to_vec(row).expect("serialising to memory");
+            buf.push(b'\n');
+            buf
+        }
+        Layout::Array => {
+            let json = to_json_4(row);
+            let mut buf = Vec::with_capacity(json.len() + json.len() / 8);
+            for b in json {
+                buf.push(b);
+                if b == b'\n' {
+                    buf.extend_from_slice(b"    ");
+                }
+            }
+            buf
+        }
+    }
+}
+
+/// A finished item's rows, serialised for the output files, in the order they are written,
+/// each with the index of its file among [`Outputs`]' files. Empty for an item that writes
+/// no row.
+#[derive(Debug, Default)]
+pub struct Encoded(Vec<(usize, Vec<u8>)>);
+
+/// What serialises a finished item's rows as [`Outputs`] writes them ([`Outputs::encoder`]):
+/// each item's own task serialises its rows, so that the one task writing in source order
+/// only copies bytes.
+#[derive(Debug, Clone)]
+pub struct Encoder {
+    recipe: String,
+    recall: bool,
+    /// The layout of each file, in [`Outputs`]' order.
+    layouts: Vec<Layout>,
+}
+
+impl Encoder {
+    /// The rows of one finished item: the release and clean KRE rows, or the three RECALL
+    /// files' (with none, one or several `qa_na` rows). A field the format needs and the
+    /// item lacks is the error (a step's declaration is wrong).
+    pub fn encode(&self, item: &Item) -> Result<Encoded, EngineError> {
+        let at = |file: usize| self.layouts[file];
+        let rows = if self.recall {
+            let (a, na, t) = recall_rows(item, &self.recipe)?;
+            let mut rows = vec![(0, encode(at(0), &a))];
+            rows.extend(na.iter().map(|r| (1, encode(at(1), r))));
+            rows.push((2, encode(at(2), &t)));
+            rows
+        } else {
+            let (release, clean) = (kre_row(item)?, kre_clean_row(item, &self.recipe)?);
+            vec![(0, encode(at(0), &release)), (1, encode(at(1), &clean))]
+        };
+        Ok(Encoded(rows))
     }
 }
 
@@ -489,27 +536,29 @@ impl Outputs {
         }
     }
 
-    /// Writes the rows of one finished item.
-    pub fn row(&mut self, item: &Item) -> Result<(), EngineError> {
-        let written = if self.recall {
-            let (a, na, t) = recall_rows(item, &self.recipe)?;
-            self.sinks[0]
-                .row(&a)
-                .and_then(|()| na.iter().try_for_each(|r| self.sinks[1].row(r)))
-                .and_then(|()| self.sinks[2].row(&t))
-        } else {
-            let (release, clean) = (kre_row(item)?, kre_clean_row(item, &self.recipe)?);
-            self.sinks[0]
-                .row(&release)
-                .and_then(|()| self.sinks[1].row(&clean))
-        };
-        written.map_err(|e| self.io(e))
+    /// What serialises the rows of finished items for these files.
+    pub fn encoder(&self) -> Encoder {
+        let data = &self.sinks[..self.sinks.len() - 1];
+        Encoder {
+            recipe: self.recipe.clone(),
+            recall: self.recall,
+            layouts: data.iter().map(|s| s.layout).collect(),
+        }
+    }
+
+    /// Writes the rows of one finished item, serialised by [`Outputs::encoder`]'s encoder.
+    pub fn row(&mut self, rows: Encoded) -> Result<(), EngineError> {
+        for (file, row) in &rows.0 {
+            self.sinks[*file].put_row(row).map_err(|e| self.io(e))?;
+        }
+        Ok(())
     }
 
     /// Writes one reject.
     pub fn reject(&mut self, r: &Reject) -> Result<(), EngineError> {
         let last = self.sinks.len() - 1;
-        self.sinks[last].row(r).map_err(|e| self.io(e))
+        let row = encode(self.sinks[last].layout, r);
+        self.sinks[last].put_row(&row).map_err(|e| self.io(e))
     }
 
     /// The rows written so far.

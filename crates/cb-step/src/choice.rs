@@ -14,7 +14,7 @@
 //! is invalid (`no_option`).
 
 use cb_llm::{Call, ChatRequest, Message};
-use cb_model::text::{contains_phrase, looks_like_refusal, normalize};
+use cb_model::text::{contains_phrase, looks_like_refusal, normalize, Normalized};
 use rand::seq::SliceRandom;
 use serde::{Deserialize, Serialize};
 
@@ -172,17 +172,18 @@ fn explicit_letter(text: &str, n: usize) -> Option<usize> {
 /// The options whose text the answer mentions as whole words, without an option whose text
 /// only occurs inside a longer mentioned one.
 fn named_options(t: &str, options: &[String]) -> Vec<usize> {
+    // The answer and the options normalised once, not once an option.
+    let text = Normalized::new(t);
+    let norm: Vec<String> = options.iter().map(|o| normalize(o)).collect();
     let mentioned: Vec<usize> = (0..options.len())
-        .filter(|&i| contains_phrase(t, &options[i]))
+        .filter(|&i| text.contains_normalized(&norm[i]))
         .collect();
     mentioned
         .iter()
         .copied()
         .filter(|&i| {
             !mentioned.iter().any(|&j| {
-                j != i
-                    && normalize(&options[j]).len() > normalize(&options[i]).len()
-                    && contains_phrase(&options[j], &options[i])
+                j != i && norm[j].len() > norm[i].len() && contains_phrase(&options[j], &options[i])
             })
         })
         .collect()

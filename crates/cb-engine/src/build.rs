@@ -361,13 +361,17 @@ impl Build<'_> {
 
     /// The first pass over the source: the views the steps declare ([`Step::views`]), filled
     /// item by item, and the number of items (the progress display's total). Nothing of the
-    /// items is kept but what the views keep.
+    /// items is kept but what the views keep. No pass (and a total of 0) when no step
+    /// declares a view and no progress display shows the total: it would only count.
     fn index(
         &self,
         source: &Source<'_>,
         steps: &[Box<dyn Step>],
     ) -> Result<(Corpus, u64), EngineError> {
         let mut ix = Indexer::new(steps.iter().flat_map(|s| s.views()));
+        if ix.is_empty() && !self.progress.shows_total() {
+            return Ok((ix.finish(), 0));
+        }
         let mut items = 0;
         for entry in source.pass()? {
             if let Ok(item) = entry? {

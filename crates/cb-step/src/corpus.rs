@@ -86,7 +86,8 @@ impl Indexer {
         Self { views }
     }
 
-    /// Whether no view is wanted (the engine then makes no first pass).
+    /// Whether no view is wanted (the engine then makes no first pass, unless a progress display
+    /// shows the number of items).
     pub fn is_empty(&self) -> bool {
         self.views.is_empty()
     }

@@ -481,6 +481,9 @@ struct Finishing<'a> {
 }
 
 impl Progress for Finishing<'_> {
+    fn shows_total(&self) -> bool {
+        self.bars.shows_total()
+    }
     fn start(&self, recipe: &str, total: u64) {
         self.bars.start(recipe, total);
     }

@@ -34,6 +34,10 @@ impl Bars {
 }
 
 impl Progress for Bars {
+    fn shows_total(&self) -> bool {
+        self.enabled
+    }
+
     fn start(&self, recipe: &str, total: u64) {
         if !self.enabled {
             return;

@@ -7,7 +7,7 @@ use cb_model::recall::{changed_words, name_of, Edit, QaRow, TextGenRow};
 use cb_model::{DataFile, KreRow, KvItem, Manifest, Reject};
 use cb_step::fields;
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -272,25 +272,45 @@ pub fn kre_row(item: &Item) -> Result<KreRow, EngineError> {
     })
 }
 
-/// The clean JSONL row: the released fields under clean names, plus lineage.
-pub fn kre_clean_row(item: &Item, recipe: &str) -> Result<Value, EngineError> {
-    let row = kre_row(item)?;
-    Ok(json!({
-        "id": format!("{recipe}/{}", item.id),
-        "source_id": item.id,
-        "origin": item.origin.to_string(),
-        "question": row.question,
-        "choices": row.choices,
-        "answer": row.answer,
-        "candidate": row.candidate,
-        "negative_answer": row.negative_answer,
-        "golden_context": row.golden_context,
-        "negative_context": row.negative_context,
-        // Optional: recorded only when a check warned.
-        "warnings": item.texts(fields::WARNINGS),
-        "reader": reader(item),
-        "lineage": item.calls,
-    }))
+/// The clean JSONL row: the released fields under clean names, plus lineage (serialised in
+/// this order).
+#[derive(Serialize)]
+struct KreCleanRow<'a> {
+    id: String,
+    source_id: &'a str,
+    origin: String,
+    question: &'a str,
+    choices: &'a [String],
+    answer: &'a str,
+    candidate: &'a str,
+    negative_answer: &'a str,
+    golden_context: &'a str,
+    negative_context: &'a str,
+    /// Optional: recorded only when a check warned (an empty list otherwise).
+    warnings: Vec<String>,
+    /// The reader check's verdict (`null` without one).
+    reader: &'a Value,
+    lineage: &'a [cb_step::CallRecord],
+}
+
+/// The clean JSONL row of a finished item whose released row is `row`.
+fn kre_clean_row<'a>(item: &'a Item, recipe: &str, row: &'a KreRow) -> KreCleanRow<'a> {
+    const NONE: Value = Value::Null;
+    KreCleanRow {
+        id: format!("{recipe}/{}", item.id),
+        source_id: &item.id,
+        origin: item.origin.to_string(),
+        question: &row.question,
+        choices: &row.choices,
+        answer: &row.answer,
+        candidate: &row.candidate,
+        negative_answer: &row.negative_answer,
+        golden_context: &row.golden_context,
+        negative_context: &row.negative_context,
+        warnings: item.texts(fields::WARNINGS),
+        reader: item.fields.get(fields::READER).unwrap_or(&NONE),
+        lineage: &item.calls,
+    }
 }
 
 /// The config of `rejects.jsonl`.
@@ -444,7 +464,8 @@ impl Encoder {
             rows.push((2, encode(at(2), &t)));
             rows
         } else {
-            let (release, clean) = (kre_row(item)?, kre_clean_row(item, &self.recipe)?);
+            let release = kre_row(item)?;
+            let clean = kre_clean_row(item, &self.recipe, &release);
             vec![(0, encode(at(0), &release)), (1, encode(at(1), &clean))]
         };
         Ok(Encoded(rows))
@@ -638,6 +659,7 @@ impl Drop for Outputs {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn atomic_write_replaces_and_leaves_no_temporary() {

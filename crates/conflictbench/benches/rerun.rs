@@ -7,7 +7,8 @@
 //!
 //! `cargo bench -p conflictbench --bench rerun` writes, for each size, a source of `copies`
 //! copies of the shared samples with the ids suffixed (`-c0`, `-c1`, ...; 300 questions a
-//! copy), starts one mock for that size (the cache key holds the endpoint, so the warm runs
+//! copy) and each question marked with its copy (` (set N)`), so that every copy asks requests
+//! of its own and the cache holds an answer for each call, starts one mock for that size (the cache key holds the endpoint, so the warm runs
 //! need the cold run's), then for each binary:
 //! - `cold`: a build into a fresh folder against the mock (the negative explanation answered
 //!   from the prompt, the reader check by [`cb_mock::stand_in`]);
@@ -80,6 +81,11 @@ fn write_source(raw: &Path, copies: usize) -> usize {
             for v in records {
                 let mut v = v.clone();
                 v["id"] = Value::String(format!("{}-c{c}", id(&v)));
+                // Each copy's questions read differently, so that every copy asks requests
+                // of its own (the cache holds one answer a call, as for a real source).
+                if let Some(Value::String(q)) = v.get_mut("question") {
+                    q.push_str(&format!(" (set {c})"));
+                }
                 out.push_str(&v.to_string());
                 out.push('\n');
             }

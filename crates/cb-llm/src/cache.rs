@@ -326,17 +326,7 @@ impl Cache {
             "SELECT content, finish_reason, prompt_tokens, completion_tokens, raw
              FROM responses WHERE key = ?1",
         )?;
-        Ok(stmt
-            .query_row([key], |r| {
-                Ok(CachedResponse {
-                    content: r.get(0)?,
-                    finish_reason: r.get(1)?,
-                    prompt_tokens: r.get::<_, i64>(2)? as u64,
-                    completion_tokens: r.get::<_, i64>(3)? as u64,
-                    raw: r.get(4)?,
-                })
-            })
-            .optional()?)
+        Ok(stmt.query_row([key], |r| response(r, true)).optional()?)
     }
 
     /// The answer under `key` without its `raw` body (left empty): what a call answered from
@@ -344,7 +334,9 @@ impl Cache {
     /// overflow pages), so a re-run that answers every call from the cache reads a fraction
     /// of them.
     pub(crate) fn answer(&self, key: &str) -> Result<Option<CachedResponse>, LlmError> {
-        self.lookups.answer(key)
+        const SELECT: &str = "SELECT content, finish_reason, prompt_tokens, completion_tokens
+                              FROM responses WHERE key = ?1";
+        self.lookups.find((SELECT, key), |r| response(r, false))
     }
 
     #[cfg(test)]
@@ -420,6 +412,18 @@ impl Cache {
     pub fn is_empty(&self) -> Result<bool, LlmError> {
         Ok(self.len()? == 0)
     }
+}
+
+/// The answer a row of `responses` holds, selected as content, finish reason, prompt and
+/// completion tokens, then (`with_raw`) the raw body.
+fn response(r: &rusqlite::Row<'_>, with_raw: bool) -> rusqlite::Result<CachedResponse> {
+    Ok(CachedResponse {
+        content: r.get(0)?,
+        finish_reason: r.get(1)?,
+        prompt_tokens: r.get::<_, i64>(2)? as u64,
+        completion_tokens: r.get::<_, i64>(3)? as u64,
+        raw: if with_raw { r.get(4)? } else { String::new() },
+    })
 }
 
 /// The writer thread: waits for an answer, takes every other one already waiting (up to

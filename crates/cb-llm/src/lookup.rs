@@ -1,5 +1,6 @@
 //! Answer lookups for calls ([`Lookups`]): a connection of their own that keeps one read
-//! transaction open while lookups keep finding answers.
+//! transaction open while lookups keep finding answers. The cache names the query and reads
+//! the row; this module only decides in which transaction it runs.
 //!
 //! A lookup in its own implicit transaction takes and drops SQLite's shared lock each time
 //! (an `fcntl` on the WAL index, and the page cache checked again): in a re-run that answers
@@ -12,9 +13,8 @@
 //! [`SNAPSHOT_READS`] lookups (so it never does for long for another process's), and at the
 //! first miss; the next hit starts another.
 
-use crate::cache::CachedResponse;
 use crate::LlmError;
-use rusqlite::{Connection, OptionalExtension};
+use rusqlite::{Connection, OptionalExtension, Row};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -36,9 +36,6 @@ struct State {
     open: Option<(u64, u32)>,
 }
 
-const SELECT: &str = "SELECT content, finish_reason, prompt_tokens, completion_tokens
-                      FROM responses WHERE key = ?1";
-
 impl Lookups {
     pub(crate) fn new(conn: Connection, commits: Arc<AtomicU64>) -> Self {
         Self {
@@ -47,8 +44,13 @@ impl Lookups {
         }
     }
 
-    /// The answer stored under `key`, without its raw body (left empty).
-    pub(crate) fn answer(&self, key: &str) -> Result<Option<CachedResponse>, LlmError> {
+    /// The row `select` (a query of one parameter, the key, that selects at most one row
+    /// of answers that never change) finds for `key`, read by `read`.
+    pub(crate) fn find<T>(
+        &self,
+        (select, key): (&str, &str),
+        read: impl Fn(&Row<'_>) -> rusqlite::Result<T>,
+    ) -> Result<Option<T>, LlmError> {
         let mut s = self.state.lock().expect("cache lookup lock");
         let commits = self.commits.load(Ordering::Acquire);
         if let Some((since, reads)) = s.open {
@@ -56,7 +58,7 @@ impl Lookups {
                 s.end()?;
             }
         }
-        let found = s.find(key)?;
+        let found = s.find(select, key, &read)?;
         match (&found, s.open.as_mut()) {
             (Some(_), Some((_, reads))) => *reads += 1,
             (Some(_), None) => {
@@ -67,7 +69,7 @@ impl Lookups {
             (None, Some(_)) => {
                 // Written since the snapshot began? Ask the file as it is now.
                 s.end()?;
-                return s.find(key);
+                return s.find(select, key, &read);
             }
             (None, None) => {}
         }
@@ -76,19 +78,14 @@ impl Lookups {
 }
 
 impl State {
-    fn find(&self, key: &str) -> Result<Option<CachedResponse>, LlmError> {
-        let mut stmt = self.conn.prepare_cached(SELECT)?;
-        Ok(stmt
-            .query_row([key], |r| {
-                Ok(CachedResponse {
-                    content: r.get(0)?,
-                    finish_reason: r.get(1)?,
-                    prompt_tokens: r.get::<_, i64>(2)? as u64,
-                    completion_tokens: r.get::<_, i64>(3)? as u64,
-                    raw: String::new(),
-                })
-            })
-            .optional()?)
+    fn find<T>(
+        &self,
+        select: &str,
+        key: &str,
+        read: impl Fn(&Row<'_>) -> rusqlite::Result<T>,
+    ) -> Result<Option<T>, LlmError> {
+        let mut stmt = self.conn.prepare_cached(select)?;
+        Ok(stmt.query_row([key], read).optional()?)
     }
 
     /// Ends the open read transaction.

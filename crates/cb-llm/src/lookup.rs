@@ -18,12 +18,17 @@ use rusqlite::{Connection, OptionalExtension, Row};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+/// The most lookup connections of a cache.
+const MOST_CONNECTIONS: usize = 8;
+
 /// The most lookups one read transaction serves.
 pub(crate) const SNAPSHOT_READS: u32 = 4096;
 
-/// The lookup connection and its open transaction, if any.
+/// The lookup connections, each with its open transaction, if any: one a core, so that
+/// lookups from the runtime's worker threads seldom wait for each other (with one, a warm
+/// re-run spent a twentieth of its CPU time waiting for its lock).
 pub(crate) struct Lookups {
-    state: Mutex<State>,
+    states: Vec<Mutex<State>>,
     /// The writer's count of committed transactions (shared with it; 0 for a read-only
     /// cache, which has no writer).
     commits: Arc<AtomicU64>,
@@ -37,11 +42,38 @@ struct State {
 }
 
 impl Lookups {
-    pub(crate) fn new(conn: Connection, commits: Arc<AtomicU64>) -> Self {
-        Self {
-            state: Mutex::new(State { conn, open: None }),
-            commits,
+    /// Lookups on connections `connect` opens, one a core (at most [`MOST_CONNECTIONS`]).
+    pub(crate) fn new(
+        connect: impl Fn() -> Result<Connection, LlmError>,
+        commits: Arc<AtomicU64>,
+    ) -> Result<Self, LlmError> {
+        let n = std::thread::available_parallelism()
+            .map_or(1, usize::from)
+            .clamp(1, MOST_CONNECTIONS);
+        let states = (0..n)
+            .map(|_| {
+                let conn = connect()?;
+                Ok(Mutex::new(State { conn, open: None }))
+            })
+            .collect::<Result<_, LlmError>>()?;
+        Ok(Self { states, commits })
+    }
+
+    /// A connection free now (the first one this thread tried, when none is).
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        thread_local! {
+            static FIRST: usize = {
+                use std::hash::{Hash, Hasher};
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                std::thread::current().id().hash(&mut h);
+                h.finish() as usize
+            };
         }
+        let n = self.states.len();
+        let first = FIRST.with(|f| *f) % n;
+        (0..n)
+            .find_map(|i| self.states[(first + i) % n].try_lock().ok())
+            .unwrap_or_else(|| self.states[first].lock().expect("cache lookup lock"))
     }
 
     /// The row `select` (a query of one parameter, the key, that selects at most one row
@@ -51,7 +83,7 @@ impl Lookups {
         (select, key): (&str, &str),
         read: impl Fn(&Row<'_>) -> rusqlite::Result<T>,
     ) -> Result<Option<T>, LlmError> {
-        let mut s = self.state.lock().expect("cache lookup lock");
+        let mut s = self.state();
         let commits = self.commits.load(Ordering::Acquire);
         if let Some((since, reads)) = s.open {
             if since != commits || reads >= SNAPSHOT_READS {
@@ -137,7 +169,7 @@ mod tests {
     }
 
     fn open_snapshot(cache: &Cache) -> Option<(u64, u32)> {
-        cache.lookups().state.lock().unwrap().open
+        cache.lookups().state().open
     }
 
     /// An answer written by another process while this one reads in a snapshot is found:

@@ -15,7 +15,7 @@ import sys
 # (stage, pattern over a frame's symbol), tried in this order on each frame.
 STAGES = [
     ("render", r"minijinja|cb_step::prompt::Prompt::render|render_str"),
-    ("hash and lookup", r"cb_llm::request::cache_key|cb_llm::cache::Cache::get|sha2::|rusqlite|sqlite3|cb_llm::Llm::cached|cb_llm::Llm::key"),
+    ("hash and lookup", r"cb_llm::request::cache_key|cb_llm::cache::Cache::get|cb_llm::lookup::|sha2::|rusqlite|sqlite3|cb_llm::Llm::cached|cb_llm::Llm::key"),
     ("validate", r"cb_quality::|cb_step::ask::checks|common_checks|::findings|validate|cb_steps::reasons"),
     ("read", r"cb_readers::|cb_engine::source::|cb_engine::inputs::"),
     ("join", r"cb_engine::join::"),

@@ -205,23 +205,16 @@ impl Normalized {
         if phrase.is_empty() {
             return false;
         }
-        let t = self.0.as_bytes();
-        // Every occurrence, overlapping ones included (" xa a a " holds "a a" only at its
-        // second occurrence).
-        let mut from = 0;
-        while let Some(k) = self.0[from..].find(phrase) {
-            let i = from + k;
-            let end = i + phrase.len();
-            if i > 0
-                && t[i - 1] == b' '
-                && t[end..].starts_with(suffix.as_bytes())
-                && t.get(end + suffix.len()) == Some(&b' ')
-            {
-                return true;
-            }
-            from = i + self.0[i..].chars().next().map_or(1, char::len_utf8);
-        }
-        false
+        let (t, p, s) = (self.0.as_bytes(), phrase.as_bytes(), suffix.as_bytes());
+        // An occurrence starts where a word does, after a space: each such place is tried
+        // (no searcher to set up for a phrase looked up once, and no overlapping occurrence
+        // missed).
+        (1..t.len()).any(|i| {
+            t[i - 1] == b' '
+                && t[i..].starts_with(p)
+                && t[i + p.len()..].starts_with(s)
+                && t.get(i + p.len() + s.len()) == Some(&b' ')
+        })
     }
 
     /// [`contains_phrase_any_number`] of `phrase` in this text.

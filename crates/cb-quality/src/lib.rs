@@ -676,12 +676,14 @@ pub fn language(text: &str) -> Option<Language> {
             return Some(Language::Script(s));
         }
     }
-    let words = tokens(text);
     // Each word's lists, looked up once (a bit per list of `STOPWORDS`).
     let mut counts = [0usize; STOPWORDS.len()];
+    let mut word_count = 0usize;
     let lists = stopword_lists();
-    for w in &words {
-        if let Some(&bits) = lists.get(w.as_str()) {
+    let mut words = TokenCursor::new(text);
+    while let Some(w) = words.next_token() {
+        word_count += 1;
+        if let Some(&bits) = lists.get(w) {
             for (i, n) in counts.iter_mut().enumerate() {
                 *n += usize::from(bits & (1 << i) != 0);
             }
@@ -695,7 +697,7 @@ pub fn language(text: &str) -> Option<Language> {
     hits.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
     let (best, n) = hits[0];
     let second = hits[1].1;
-    (n >= 3 && n * 10 >= words.len() && n >= 2 * second.max(1)).then_some(best)
+    (n >= 3 && n * 10 >= word_count && n >= 2 * second.max(1)).then_some(best)
 }
 
 /// Which lists of [`STOPWORDS`] hold each word: bit `i` for the `i`th list. Made once.

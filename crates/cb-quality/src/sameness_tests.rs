@@ -96,6 +96,51 @@ mod reference {
         first_unshared(PROMPT_TERMS, answer, material)
     }
 
+    pub fn language(text: &str) -> Option<Language> {
+        let mut letters = 0usize;
+        let mut scripts: Vec<(&'static str, usize)> = Vec::new();
+        for c in text.chars().filter(|c| c.is_alphabetic()) {
+            letters += 1;
+            if let Some(s) = script(c) {
+                match scripts.iter_mut().find(|(n, _)| *n == s) {
+                    Some(e) => e.1 += 1,
+                    None => scripts.push((s, 1)),
+                }
+            }
+        }
+        if let Some(&(s, n)) = scripts.iter().max_by_key(|(_, n)| *n) {
+            if n >= 4 && 2 * n > letters {
+                return Some(Language::Script(s));
+            }
+        }
+        let words = tokens(text);
+        // Each word's lists, looked up once (a bit per list of `STOPWORDS`).
+        let mut counts = [0usize; STOPWORDS.len()];
+        let lists = stopword_lists();
+        for w in &words {
+            if let Some(&bits) = lists.get(w.as_str()) {
+                for (i, n) in counts.iter_mut().enumerate() {
+                    *n += usize::from(bits & (1 << i) != 0);
+                }
+            }
+        }
+        let mut hits: Vec<(Language, usize)> = STOPWORDS
+            .iter()
+            .zip(counts)
+            .map(|((lang, _), n)| (*lang, n))
+            .collect();
+        hits.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
+        let (best, n) = hits[0];
+        let second = hits[1].1;
+        (n >= 3 && n * 10 >= words.len() && n >= 2 * second.max(1)).then_some(best)
+    }
+
+    pub fn other_language(answer: &str, source: &str) -> Option<(Language, Language)> {
+        let a = language(answer)?;
+        let s = language(source)?;
+        (a != s).then_some((a, s))
+    }
+
     pub fn echoed_label<'a>(answer: &str, labels: &[&'a str], material: &str) -> Option<&'a str> {
         let material = material.to_lowercase();
         for line in answer.lines() {
@@ -195,6 +240,7 @@ fn stems_are_the_strings_they_were() {
     let texts = sample_texts();
     let mut words = 0usize;
     for t in &texts {
+        assert_eq!(language(t), reference::language(t), "language {t:?}");
         for w in tokens(t) {
             assert_eq!(stem(&w).as_str(), reference::stem(&w), "{w:?}");
             words += 1;
@@ -274,6 +320,11 @@ fn checks_give_what_they_gave_before() {
                     denies(c, material),
                     reference::denies(c, material),
                     "denies {c:?}"
+                );
+                assert_eq!(
+                    other_language(c, material),
+                    reference::other_language(c, material),
+                    "other_language {c:?} {material:?}"
                 );
                 assert_eq!(
                     echoed_term(c, material),

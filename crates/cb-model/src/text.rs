@@ -4,22 +4,120 @@
 /// Lower-cases, drops punctuation and the articles a/an/the, maps number words up to
 /// twenty to digits, and collapses whitespace: the comparison key for answers.
 pub fn normalize(s: &str) -> String {
-    let lowered: String = s
-        .chars()
-        .map(|c| {
-            if c.is_alphanumeric() {
-                c.to_lowercase().next().unwrap_or(c)
+    let mut out = String::with_capacity(s.len());
+    normalize_into(s, &mut out);
+    out
+}
+
+/// Appends [`normalize`]`(s)` to `out` (what `out` held stays): for callers that
+/// normalise many texts into one reused buffer.
+pub fn normalize_into(s: &str, out: &mut String) {
+    let base = out.len();
+    for run in AlphanumericRuns::new(s) {
+        let start = out.len();
+        if start > base {
+            out.push(' ');
+        }
+        let word = out.len();
+        if run.is_ascii() {
+            out.push_str(run);
+            out[word..].make_ascii_lowercase();
+        } else {
+            out.extend(run.chars().map(normalized_char));
+        }
+        if is_article(&out[word..]) {
+            out.truncate(start);
+        } else if let Some(digits) = number_word(&out[word..]) {
+            out.truncate(word);
+            out.push_str(digits);
+        }
+    }
+}
+
+/// Whether [`normalize`]`(s)` is empty (no word but the articles), without building it.
+pub fn normalizes_to_empty(s: &str) -> bool {
+    AlphanumericRuns::new(s).all(|run| {
+        let lowered = run.chars().map(normalized_char);
+        ["a", "an", "the"]
+            .iter()
+            .any(|a| lowered.clone().eq(a.chars()))
+    })
+}
+
+/// The lower case [`normalize`] gives one alphanumeric character: the first character of
+/// its lower case (one character for one, so that "İ" gives "i", not "i̇").
+fn normalized_char(c: char) -> char {
+    if c.is_ascii() {
+        c.to_ascii_lowercase()
+    } else {
+        c.to_lowercase().next().unwrap_or(c)
+    }
+}
+
+fn is_article(w: &str) -> bool {
+    matches!(w, "a" | "an" | "the")
+}
+
+/// The maximal runs of alphanumeric characters of a text, left to right: the words that
+/// [`normalize`] and [`tokens`] see (`s.split(|c| !c.is_alphanumeric())` without the empty
+/// pieces), borrowed from it.
+#[derive(Debug, Clone)]
+pub struct AlphanumericRuns<'a> {
+    text: &'a str,
+    at: usize,
+}
+
+impl<'a> AlphanumericRuns<'a> {
+    pub fn new(text: &'a str) -> Self {
+        Self { text, at: 0 }
+    }
+
+    /// The byte length of the character at `i` when it is alphanumeric, else `Err` with
+    /// its length. ASCII is decided from the byte.
+    fn char_at(&self, i: usize) -> Result<usize, usize> {
+        let b = self.text.as_bytes()[i];
+        if b.is_ascii() {
+            return if b.is_ascii_alphanumeric() {
+                Ok(1)
             } else {
-                ' '
+                Err(1)
+            };
+        }
+        let c = self.text[i..].chars().next().unwrap_or(' ');
+        if c.is_alphanumeric() {
+            Ok(c.len_utf8())
+        } else {
+            Err(c.len_utf8())
+        }
+    }
+}
+
+impl<'a> Iterator for AlphanumericRuns<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        let len = self.text.len();
+        let mut i = self.at;
+        loop {
+            if i >= len {
+                self.at = len;
+                return None;
             }
-        })
-        .collect();
-    lowered
-        .split_whitespace()
-        .filter(|w| !matches!(*w, "a" | "an" | "the"))
-        .map(|w| number_word(w).unwrap_or(w))
-        .collect::<Vec<_>>()
-        .join(" ")
+            match self.char_at(i) {
+                Ok(_) => break,
+                Err(n) => i += n,
+            }
+        }
+        let start = i;
+        while i < len {
+            match self.char_at(i) {
+                Ok(n) => i += n,
+                Err(_) => break,
+            }
+        }
+        self.at = i;
+        Some(&self.text[start..i])
+    }
 }
 
 fn number_word(w: &str) -> Option<&'static str> {
@@ -50,6 +148,9 @@ fn number_word(w: &str) -> Option<&'static str> {
         "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14", "15", "16",
         "17", "18", "19", "20",
     ];
+    if !(3..=9).contains(&w.len()) {
+        return None;
+    }
     WORDS.iter().position(|x| *x == w).map(|i| DIGITS[i])
 }
 
@@ -63,26 +164,27 @@ pub fn contains_phrase(text: &str, phrase: &str) -> bool {
 /// the other number ("umbrellas" for "umbrella", "bus" for "buses"): a model that names the
 /// golden answer in the plural still names it.
 pub fn contains_phrase_any_number(text: &str, phrase: &str) -> bool {
-    let p = normalize(phrase);
-    if p.is_empty() {
-        return false;
-    }
-    let mut forms = vec![format!("{p}s"), format!("{p}es")];
-    for suffix in ["es", "s"] {
-        if let Some(stem) = p.strip_suffix(suffix).filter(|s| s.len() >= 3) {
-            forms.push(stem.to_owned());
-        }
-    }
-    let t = Normalized::new(text);
-    t.contains(&p) || forms.iter().any(|f| t.contains(f))
+    Normalized::new(text).contains_any_number(phrase)
 }
 
 /// A text [`normalize`]d once, for many [`contains_phrase`] look-ups in it.
+#[derive(Debug, Clone)]
 pub struct Normalized(String);
 
 impl Normalized {
     pub fn new(text: &str) -> Self {
-        Self(format!(" {} ", normalize(text)))
+        // The normalised words between two spaces, so that every word of it has a space on
+        // either side.
+        let mut padded = String::with_capacity(text.len() + 2);
+        padded.push(' ');
+        normalize_into(text, &mut padded);
+        padded.push(' ');
+        Self(padded)
+    }
+
+    /// The normalised text ([`normalize`] of what it was made from).
+    pub fn as_str(&self) -> &str {
+        &self.0[1..self.0.len() - 1]
     }
 
     /// Whether `phrase` occurs in the text as whole words ([`contains_phrase`]).
@@ -93,7 +195,57 @@ impl Normalized {
     /// [`Normalized::contains`] of a phrase already [`normalize`]d (`phrase` is
     /// `normalize(p)`): for phrases looked up in many texts, normalised once.
     pub fn contains_normalized(&self, phrase: &str) -> bool {
-        !phrase.is_empty() && self.0.contains(&format!(" {phrase} "))
+        self.contains_words(phrase, "")
+    }
+
+    /// Whether the text holds `phrase` followed at once by `suffix` (both normalised, the
+    /// suffix glued to the phrase's last word) as whole words: the look-up of
+    /// `format!("{phrase}{suffix}")` without making it. An empty phrase never occurs.
+    fn contains_words(&self, phrase: &str, suffix: &str) -> bool {
+        if phrase.is_empty() {
+            return false;
+        }
+        let (t, p, s) = (self.0.as_bytes(), phrase.as_bytes(), suffix.as_bytes());
+        // An occurrence starts where a word does, after a space: each such place is tried
+        // (no searcher to set up for a phrase looked up once, and no overlapping occurrence
+        // missed).
+        (1..t.len()).any(|i| {
+            t[i - 1] == b' '
+                && t[i..].starts_with(p)
+                && t[i + p.len()..].starts_with(s)
+                && t.get(i + p.len() + s.len()) == Some(&b' ')
+        })
+    }
+
+    /// [`contains_phrase_any_number`] of `phrase` in this text.
+    pub fn contains_any_number(&self, phrase: &str) -> bool {
+        let p = normalize(phrase);
+        if p.is_empty() {
+            return false;
+        }
+        // An ASCII phrase normalised is its own normal form.
+        if p.is_ascii() && self.contains_normalized(&p) || !p.is_ascii() && self.contains(&p) {
+            return true;
+        }
+        // An ASCII phrase is its own normal form, and so is it with "s" or "es" glued to
+        // its last word (no article nor number word ends so): those two are looked up
+        // without being made. The singular forms can end in a number word or an article
+        // ("ones", "thes"), and are normalised as they were.
+        let plural = |suffix: &str| {
+            if p.is_ascii() {
+                self.contains_words(&p, suffix)
+            } else {
+                self.contains(&format!("{p}{suffix}"))
+            }
+        };
+        if plural("s") || plural("es") {
+            return true;
+        }
+        ["es", "s"].iter().any(|suffix| {
+            p.strip_suffix(suffix)
+                .filter(|s| s.len() >= 3)
+                .is_some_and(|stem| self.contains(stem))
+        })
     }
 }
 
@@ -156,10 +308,47 @@ pub fn replace_words(text: &str, from: &str, to: &str) -> (String, usize) {
 
 /// Word tokens (alphanumeric runs), lower-cased.
 pub fn tokens(s: &str) -> Vec<String> {
-    s.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect()
+    let mut out = Vec::new();
+    let mut words = TokenCursor::new(s);
+    while let Some(w) = words.next_token() {
+        out.push(w.to_owned());
+    }
+    out
+}
+
+/// The words of [`tokens`]`(s)` one at a time, without a `String` each: a word already in
+/// lower case is lent from the text, another is lower-cased into a buffer the cursor
+/// reuses (ASCII in place; other text with `str::to_lowercase` of the whole word, as
+/// [`tokens`] does, so that a final sigma stays final).
+#[derive(Debug, Clone)]
+pub struct TokenCursor<'a> {
+    runs: AlphanumericRuns<'a>,
+    buffer: String,
+}
+
+impl<'a> TokenCursor<'a> {
+    pub fn new(text: &'a str) -> Self {
+        Self {
+            runs: AlphanumericRuns::new(text),
+            buffer: String::new(),
+        }
+    }
+
+    /// The next word, lower-cased; `None` after the last.
+    pub fn next_token(&mut self) -> Option<&str> {
+        let run = self.runs.next()?;
+        if run.is_ascii() {
+            if !run.bytes().any(|b| b.is_ascii_uppercase()) {
+                return Some(run);
+            }
+            self.buffer.clear();
+            self.buffer.push_str(run);
+            self.buffer.make_ascii_lowercase();
+        } else {
+            self.buffer = run.to_lowercase();
+        }
+        Some(&self.buffer)
+    }
 }
 
 /// Similarity of two token sequences: 2·LCS / (|a| + |b|), in [0, 1] (1 for two empty
@@ -208,6 +397,226 @@ pub fn ucfirst(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The helpers as they were before they stopped allocating per word (issue 37): the
+    /// references of the sameness tests below.
+    mod reference {
+        pub fn normalize(s: &str) -> String {
+            let lowered: String = s
+                .chars()
+                .map(|c| {
+                    if c.is_alphanumeric() {
+                        c.to_lowercase().next().unwrap_or(c)
+                    } else {
+                        ' '
+                    }
+                })
+                .collect();
+            lowered
+                .split_whitespace()
+                .filter(|w| !matches!(*w, "a" | "an" | "the"))
+                .map(|w| super::number_word(w).unwrap_or(w))
+                .collect::<Vec<_>>()
+                .join(" ")
+        }
+
+        pub struct Normalized(String);
+
+        impl Normalized {
+            pub fn new(text: &str) -> Self {
+                Self(format!(" {} ", normalize(text)))
+            }
+
+            pub fn contains(&self, phrase: &str) -> bool {
+                self.contains_normalized(&normalize(phrase))
+            }
+
+            pub fn contains_normalized(&self, phrase: &str) -> bool {
+                !phrase.is_empty() && self.0.contains(&format!(" {phrase} "))
+            }
+        }
+
+        pub fn contains_phrase(text: &str, phrase: &str) -> bool {
+            Normalized::new(text).contains(phrase)
+        }
+
+        pub fn contains_phrase_any_number(text: &str, phrase: &str) -> bool {
+            let p = normalize(phrase);
+            if p.is_empty() {
+                return false;
+            }
+            let mut forms = vec![format!("{p}s"), format!("{p}es")];
+            for suffix in ["es", "s"] {
+                if let Some(stem) = p.strip_suffix(suffix).filter(|s| s.len() >= 3) {
+                    forms.push(stem.to_owned());
+                }
+            }
+            let t = Normalized::new(text);
+            t.contains(&p) || forms.iter().any(|f| t.contains(f))
+        }
+
+        pub fn tokens(s: &str) -> Vec<String> {
+            s.split(|c: char| !c.is_alphanumeric())
+                .filter(|w| !w.is_empty())
+                .map(str::to_lowercase)
+                .collect()
+        }
+    }
+
+    /// Hand-made texts that the real ones may lack: case, digits, articles and number words,
+    /// characters whose lower case is longer or shorter or depends on the neighbours.
+    pub(crate) const TRICKY: &[&str] = &[
+        "",
+        " ",
+        "...!?",
+        "-- , ; :",
+        "The",
+        "THE AN A",
+        "the an a",
+        "a",
+        "An apple",
+        "The Three  Musketeers!",
+        "One, two, THREE, twenty-one; Twenty",
+        "ones twos thes ans",
+        "sevens sixes tens",
+        "ÉCOLE école Écoles",
+        "İstanbul İİ istanbul",
+        "ΟΔΟΣ οδος ΟΔΟΣ. ΣΟΦΟΣ ΚΑΛΟΣ.ΑΛΦΑ",
+        "Σ σ ς ΌΣΟΣ",
+        "\u{212A}elvin \u{212A} K k",
+        "Ångström \u{212B}ngström",
+        "東京 北京 漢字です",
+        "emoji 😀 🎉 smile😀face",
+        "ß STRASSE straße ẞ",
+        "ǅemal Ǆ ǆ",
+        "a\u{0301}b e\u{0301}cole",
+        "42 3.14 1,000 x2 2x",
+        "umbrella umbrellas buses bus business",
+        "The answer is: A cupboard",
+        "  leading and   trailing   ",
+        "tab\tnew\nline\r\nend",
+        "\u{00A0}nbsp\u{2003}em\u{3000}ideographic",
+        "Ⅻ roman Ⅳ ⅳ",
+        "Ⓐ circled ⓐ",
+        "ﬁne ﬂour",
+        "x",
+        "xa a a",
+        "a a a a",
+    ];
+
+    /// Every string value of the shared CommonsenseQA, CoS-E and e-CARE samples
+    /// (`../shared/data`), and the tricky ones above. A missing file fails under `CI=true`
+    /// and is skipped otherwise.
+    pub(crate) fn sample_texts() -> Vec<String> {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data");
+        let mut out: Vec<String> = TRICKY.iter().map(|s| (*s).to_owned()).collect();
+        for dir in ["commonsenseqa", "cos_e", "ecare"] {
+            let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
+                assert!(
+                    std::env::var("CI").as_deref() != Ok("true"),
+                    "shared data folder {} is missing",
+                    root.join(dir).display()
+                );
+                continue;
+            };
+            let mut paths: Vec<_> = entries.map(|e| e.unwrap().path()).collect();
+            paths.sort();
+            for path in paths
+                .iter()
+                .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+            {
+                for line in std::fs::read_to_string(path).unwrap().lines() {
+                    if let Ok(v) = serde_json::from_str::<serde_json::Value>(line) {
+                        collect_strings(&v, &mut out);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    fn collect_strings(v: &serde_json::Value, out: &mut Vec<String>) {
+        match v {
+            serde_json::Value::String(s) => out.push(s.clone()),
+            serde_json::Value::Array(a) => a.iter().for_each(|x| collect_strings(x, out)),
+            serde_json::Value::Object(o) => o.values().for_each(|x| collect_strings(x, out)),
+            _ => {}
+        }
+    }
+
+    /// Phrases to look up in `text`: its own words alone, in pairs and in threes, with a
+    /// plural ending added or taken off, and a few other texts.
+    fn phrases_for(text: &str, others: &[&str]) -> Vec<String> {
+        let words: Vec<&str> = text.split_whitespace().collect();
+        let mut out: Vec<String> = others.iter().map(|s| (*s).to_owned()).collect();
+        for n in 1..=3 {
+            for w in words.windows(n) {
+                let p = w.join(" ");
+                out.push(format!("{p}s"));
+                out.push(format!("{p}es"));
+                if let Some(s) = p.strip_suffix('s') {
+                    out.push(s.to_owned());
+                }
+                out.push(p.to_uppercase());
+                out.push(p);
+            }
+        }
+        out
+    }
+
+    #[test]
+    #[allow(clippy::print_stderr)]
+    fn text_helpers_give_what_they_gave_before() {
+        let texts = sample_texts();
+        assert!(texts.len() > TRICKY.len());
+        let (mut compared, mut lookups) = (0usize, 0usize);
+        for (i, t) in texts.iter().enumerate() {
+            assert_eq!(normalize(t), reference::normalize(t), "normalize {t:?}");
+            assert_eq!(
+                normalizes_to_empty(t),
+                reference::normalize(t).is_empty(),
+                "normalizes_to_empty {t:?}"
+            );
+            let mut into = String::from("kept ");
+            normalize_into(t, &mut into);
+            assert_eq!(into, format!("kept {}", reference::normalize(t)), "{t:?}");
+            assert_eq!(tokens(t), reference::tokens(t), "tokens {t:?}");
+            assert_eq!(
+                Normalized::new(t).as_str(),
+                reference::normalize(t),
+                "as_str {t:?}"
+            );
+            compared += 1;
+            let others = [
+                texts[(i + 1) % texts.len()].as_str(),
+                texts[(i * 7 + 3) % texts.len()].as_str(),
+                TRICKY[i % TRICKY.len()],
+            ];
+            let n = Normalized::new(t);
+            let r = reference::Normalized::new(t);
+            for p in phrases_for(t, &others) {
+                assert_eq!(
+                    contains_phrase(t, &p),
+                    reference::contains_phrase(t, &p),
+                    "contains_phrase {t:?} {p:?}"
+                );
+                assert_eq!(
+                    contains_phrase_any_number(t, &p),
+                    reference::contains_phrase_any_number(t, &p),
+                    "contains_phrase_any_number {t:?} {p:?}"
+                );
+                let np = reference::normalize(&p);
+                assert_eq!(
+                    n.contains_normalized(&np),
+                    r.contains_normalized(&np),
+                    "contains_normalized {t:?} {np:?}"
+                );
+                lookups += 1;
+            }
+        }
+        // The number of texts and look-ups compared, for the record (`--nocapture`).
+        eprintln!("text helpers: {compared} texts, {lookups} phrase look-ups compared");
+    }
 
     #[test]
     fn normalize_drops_case_punctuation_articles_and_number_words() {

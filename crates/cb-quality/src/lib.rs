@@ -6,7 +6,9 @@
 //! Each check returns what it found (for the reason's detail); the stable reason codes are
 //! the callers' (`prompt_echo`, `restates_negative`, `other_language`).
 
-use cb_model::text::{normalize, tokens, Normalized};
+use cb_model::text::{
+    normalize, normalize_into, normalizes_to_empty, tokens, Normalized, TokenCursor,
+};
 
 mod copies;
 
@@ -47,7 +49,12 @@ pub const PROMPT_LABELS: &[&str] = &[
 pub fn echoed_label<'a>(answer: &str, labels: &[&'a str], material: &str) -> Option<&'a str> {
     let material = material.to_lowercase();
     for line in answer.lines() {
-        if !line.trim().is_empty() && material.contains(&line.trim().to_lowercase()) {
+        // No line that has a character is held by an empty material: the line is then not
+        // lower-cased.
+        if !line.trim().is_empty()
+            && !material.is_empty()
+            && material.contains(&line.trim().to_lowercase())
+        {
             continue;
         }
         let l = line
@@ -149,22 +156,29 @@ pub fn echoed_fence(answer: &str, material: &str) -> Option<&'static str> {
 /// The first of [`TASK_TALK`] that a prose `answer` uses and `material` does not, or the
 /// [`TASK_TALK_OPENINGS`] one of its sentences starts with.
 pub fn talks_about_task(answer: &str, material: &str) -> Option<&'static str> {
-    let starts: Vec<String> = answer
-        .split(['.', '!', '?', '\n'])
-        .map(cb_model::text::normalize)
-        .collect();
     // The openings normalised once, each with the space that ends its last word.
     static OPENINGS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
     let openings = OPENINGS.get_or_init(|| {
         TASK_TALK_OPENINGS
             .iter()
-            .map(|o| format!("{} ", cb_model::text::normalize(o)))
+            .map(|o| format!("{} ", normalize(o)))
             .collect()
     });
+    // Which openings some sentence starts with; each sentence is normalised into one
+    // buffer.
+    let mut opens = [false; TASK_TALK_OPENINGS.len()];
+    let mut sentence = String::new();
+    for s in answer.split(['.', '!', '?', '\n']) {
+        sentence.clear();
+        normalize_into(s, &mut sentence);
+        for (open, o) in opens.iter_mut().zip(openings) {
+            *open |= sentence.starts_with(o.as_str());
+        }
+    }
     TASK_TALK_OPENINGS
         .iter()
-        .zip(openings)
-        .find(|(_, o)| starts.iter().any(|s| s.starts_with(o.as_str())))
+        .zip(opens)
+        .find(|(_, open)| *open)
         .map(|(o, _)| *o)
         .or_else(|| {
             static TERMS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
@@ -320,34 +334,104 @@ fn is_function_word(w: &str) -> bool {
 /// and "rained"/"rain" do not).
 pub fn added_words(context: &str, given: &str) -> Vec<String> {
     let have = content_stems(given);
-    let mut seen = rustc_hash::FxHashSet::default();
     let mut out: Vec<String> = Vec::new();
-    for w in tokens(context) {
-        if !is_function_word(&w) && !have.contains(&stem(&w)) && seen.insert(w.clone()) {
-            out.push(w);
+    let mut words = TokenCursor::new(context);
+    while let Some(w) = words.next_token() {
+        if !is_function_word(w) && !have.contains(&stem(w)) && !out.iter().any(|o| o == w) {
+            out.push(w.to_owned());
         }
     }
     out
 }
 
+/// How many distinct content words of `context` (lower-cased, function words left out) have
+/// a stem that `known` does not hold, counted up to `enough`: the count of [`added_words`]
+/// where only whether it reaches `enough` matters, decided at the word that reaches it.
+fn count_added(context: &str, known: impl Fn(&Stem) -> bool, enough: usize) -> usize {
+    if enough == 0 {
+        return 0;
+    }
+    // The added words met so far (fewer than `enough - 1`, none while `enough` is 1).
+    let mut seen: Vec<String> = Vec::new();
+    let mut words = TokenCursor::new(context);
+    while let Some(w) = words.next_token() {
+        if is_function_word(w) || known(&stem(w)) || seen.iter().any(|s| s == w) {
+            continue;
+        }
+        if seen.len() + 1 == enough {
+            return enough;
+        }
+        seen.push(w.to_owned());
+    }
+    seen.len()
+}
+
+/// A word's crude stem ([`stem`]) as a value: at most five characters, so at most 20 bytes,
+/// kept inline and compared byte for byte. Two stems are equal when their texts are.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+struct Stem {
+    len: u8,
+    bytes: [u8; Stem::MAX],
+}
+
+impl Stem {
+    /// Five characters of at most four bytes each.
+    const MAX: usize = 20;
+
+    #[cfg(test)]
+    fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.bytes[..usize::from(self.len)]).unwrap_or("")
+    }
+}
+
 /// A word's crude stem: the first five characters of what is left once a final "ing", "ed"
 /// or "s" is cut off (when at least three letters remain), so that "rained" and "rain",
 /// "withered" and "wither" meet.
-fn stem(word: &str) -> String {
+fn stem(word: &str) -> Stem {
     let root = ["ing", "ed", "s"]
         .iter()
         .find_map(|suffix| word.strip_suffix(suffix).filter(|r| r.chars().count() >= 3))
         .unwrap_or(word);
-    root.chars().take(5).collect()
+    let end = root.char_indices().nth(5).map_or(root.len(), |(i, _)| i);
+    let mut bytes = [0u8; Stem::MAX];
+    bytes[..end].copy_from_slice(&root.as_bytes()[..end]);
+    Stem {
+        // At most 20 (five characters of at most four bytes).
+        len: end as u8,
+        bytes,
+    }
+}
+
+/// `f` on the stem of each content word of `text` (lower-cased, function words left out),
+/// in order, repeats included.
+fn each_content_stem(text: &str, mut f: impl FnMut(Stem)) {
+    let mut words = TokenCursor::new(text);
+    while let Some(w) = words.next_token() {
+        if !is_function_word(w) {
+            f(stem(w));
+        }
+    }
 }
 
 /// The stems of the content words of `text` (lower-cased, function words left out).
-fn content_stems(text: &str) -> rustc_hash::FxHashSet<String> {
-    tokens(text)
-        .iter()
-        .filter(|w| !is_function_word(w))
-        .map(|w| stem(w))
-        .collect()
+fn content_stems(text: &str) -> rustc_hash::FxHashSet<Stem> {
+    let mut out = rustc_hash::FxHashSet::default();
+    each_content_stem(text, |s| {
+        out.insert(s);
+    });
+    out
+}
+
+/// The distinct content-word stems of `text`, in the order met: for the short texts (an
+/// answer) whose stems are compared with a few others.
+fn distinct_stems(text: &str) -> Vec<Stem> {
+    let mut out = Vec::new();
+    each_content_stem(text, |s| {
+        if !out.contains(&s) {
+            out.push(s);
+        }
+    });
+    out
 }
 
 /// Fewer than this many content words beyond the negative answer's: the context only
@@ -387,14 +471,24 @@ const TASK_WORDS: &[&str] = &[
 /// door. The dog was asleep." (the premise, then the negative answer). An empty context
 /// restates nothing (other checks catch it).
 pub fn restates(context: &str, negative_answer: &str, given: &[&str]) -> bool {
-    let mut known = format!("{negative_answer}\n{}", TASK_WORDS.join(" "));
-    for g in given {
-        known.push('\n');
-        known.push_str(g);
+    if normalizes_to_empty(context) || normalizes_to_empty(negative_answer) {
+        return false;
     }
-    !normalize(context).is_empty()
-        && !normalize(negative_answer).is_empty()
-        && added_words(context, &known).len() < RESTATE_MIN_ADDED
+    // The task words' stems are made once; the negative answer's and `given`'s per call.
+    static TASK_STEMS: std::sync::OnceLock<rustc_hash::FxHashSet<Stem>> =
+        std::sync::OnceLock::new();
+    let task = TASK_STEMS.get_or_init(|| content_stems(&TASK_WORDS.join(" ")));
+    let mut known = rustc_hash::FxHashSet::default();
+    for text in std::iter::once(negative_answer).chain(given.iter().copied()) {
+        each_content_stem(text, |s| {
+            known.insert(s);
+        });
+    }
+    count_added(
+        context,
+        |s| task.contains(s) || known.contains(s),
+        RESTATE_MIN_ADDED,
+    ) < RESTATE_MIN_ADDED
 }
 
 /// Whether a context written for the negative answer speaks of the golden answer at least as
@@ -408,22 +502,57 @@ pub fn restates(context: &str, negative_answer: &str, given: &[&str]) -> bool {
 /// neither passes; 9 of the 150 sampled released e-CARE explanations lean this way too (a
 /// lexical rule, not a judgement of meaning).
 pub fn leans_to_golden(context: &str, negative: &str, golden: &str, given: &[&str]) -> bool {
-    let known: rustc_hash::FxHashSet<String> =
-        given.iter().flat_map(|g| content_stems(g)).collect();
-    let said = content_stems(context);
-    let (golden, negative) = (content_stems(golden), content_stems(negative));
-    // Stems of `own` that `other` lacks, the question and premise do not give, and the
-    // context uses.
-    let used = |own: &rustc_hash::FxHashSet<String>, other: &rustc_hash::FxHashSet<String>| {
+    /// A stem of one answer that the other lacks: whose it is, whether the context uses
+    /// it, whether `given` holds it.
+    struct Own {
+        stem: Stem,
+        golden: bool,
+        said: bool,
+        known: bool,
+    }
+    let (g_stems, n_stems) = (distinct_stems(golden), distinct_stems(negative));
+    let mut own: Vec<Own> = Vec::new();
+    for (mine, other, golden) in [(&g_stems, &n_stems, true), (&n_stems, &g_stems, false)] {
+        own.extend(mine.iter().filter(|s| !other.contains(s)).map(|&stem| Own {
+            stem,
+            golden,
+            said: false,
+            known: false,
+        }));
+    }
+    // Without a stem of the golden answer's own that the context uses, it does not lean
+    // (the context and `given` are read only as far as that needs).
+    if !own.iter().any(|o| o.golden) {
+        return false;
+    }
+    each_content_stem(context, |s| {
+        own.iter_mut()
+            .filter(|o| o.stem == s)
+            .for_each(|o| o.said = true);
+    });
+    if !own.iter().any(|o| o.golden && o.said) {
+        return false;
+    }
+    for g in given {
+        each_content_stem(g, |s| {
+            own.iter_mut()
+                .filter(|o| o.stem == s)
+                .for_each(|o| o.known = true);
+        });
+    }
+    let used = |golden: bool| {
         own.iter()
-            .filter(|w| !other.contains(*w) && !known.contains(*w) && said.contains(*w))
+            .filter(|o| o.golden == golden && o.said && !o.known)
             .count()
     };
-    let (g, n) = (used(&golden, &negative), used(&negative, &golden));
+    let (g, n) = (used(true), used(false));
     g > 0 && g >= n
 }
 
 pub use copies::beyond_copies;
+
+#[cfg(test)]
+mod sameness_tests;
 
 /// A language or writing system, as far as [`language`] tells them apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -547,12 +676,14 @@ pub fn language(text: &str) -> Option<Language> {
             return Some(Language::Script(s));
         }
     }
-    let words = tokens(text);
     // Each word's lists, looked up once (a bit per list of `STOPWORDS`).
     let mut counts = [0usize; STOPWORDS.len()];
+    let mut word_count = 0usize;
     let lists = stopword_lists();
-    for w in &words {
-        if let Some(&bits) = lists.get(w.as_str()) {
+    let mut words = TokenCursor::new(text);
+    while let Some(w) = words.next_token() {
+        word_count += 1;
+        if let Some(&bits) = lists.get(w) {
             for (i, n) in counts.iter_mut().enumerate() {
                 *n += usize::from(bits & (1 << i) != 0);
             }
@@ -566,7 +697,7 @@ pub fn language(text: &str) -> Option<Language> {
     hits.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
     let (best, n) = hits[0];
     let second = hits[1].1;
-    (n >= 3 && n * 10 >= words.len() && n >= 2 * second.max(1)).then_some(best)
+    (n >= 3 && n * 10 >= word_count && n >= 2 * second.max(1)).then_some(best)
 }
 
 /// Which lists of [`STOPWORDS`] hold each word: bit `i` for the `i`th list. Made once.

@@ -187,6 +187,7 @@ impl<'a> BatchApi<'a> {
     /// Uploads the input file at `path` (purpose `batch`), streamed from the disk under its
     /// own name; returns its id.
     pub async fn upload(&self, path: &std::path::Path) -> Result<String, LlmError> {
+        let client = self.http.client()?;
         let v: Value = self
             .retry("upload", || {
                 let request = CreateFileRequest {
@@ -198,7 +199,7 @@ impl<'a> BatchApi<'a> {
                     purpose: FilePurpose::Batch,
                     expires_after: None,
                 };
-                async move { self.http.client.files().create_byot(request).await }
+                async move { client.files().create_byot(request).await }
             })
             .await?;
         v["id"]
@@ -217,28 +218,31 @@ impl<'a> BatchApi<'a> {
             "completion_window": "24h",
             "metadata": {"tool": "conflictbench"},
         });
+        let client = self.http.client()?;
         let v: Value = self
             .retry("create batch", || {
                 let body = body.clone();
-                async move { self.http.client.batches().create_byot(body).await }
+                async move { client.batches().create_byot(body).await }
             })
             .await?;
         RemoteBatch::from_json(&v)
     }
 
     pub async fn retrieve(&self, id: &str) -> Result<RemoteBatch, LlmError> {
+        let client = self.http.client()?;
         let v: Value = self
             .retry("retrieve batch", || async move {
-                self.http.client.batches().retrieve_byot(id).await
+                client.batches().retrieve_byot(id).await
             })
             .await?;
         RemoteBatch::from_json(&v)
     }
 
     pub async fn cancel(&self, id: &str) -> Result<RemoteBatch, LlmError> {
+        let client = self.http.client()?;
         let v: Value = self
             .retry("cancel batch", || async move {
-                self.http.client.batches().cancel_byot(id).await
+                client.batches().cancel_byot(id).await
             })
             .await?;
         RemoteBatch::from_json(&v)
@@ -250,9 +254,10 @@ impl<'a> BatchApi<'a> {
         &self,
         input_file_id: &str,
     ) -> Result<Option<RemoteBatch>, LlmError> {
+        let client = self.http.client()?;
         let v: Value = self
             .retry("list batches", || async move {
-                self.http.client.batches().list_byot().await
+                client.batches().list_byot().await
             })
             .await?;
         let data = v["data"].as_array().cloned().unwrap_or_default();
@@ -266,9 +271,10 @@ impl<'a> BatchApi<'a> {
     }
 
     pub async fn content(&self, file_id: &str) -> Result<Vec<u8>, LlmError> {
+        let client = self.http.client()?;
         let bytes = self
             .retry("download file", || async move {
-                self.http.client.files().content(file_id).await
+                client.files().content(file_id).await
             })
             .await?;
         Ok(bytes.to_vec())

@@ -21,7 +21,11 @@ struct HttpStatus {
 }
 
 pub(crate) struct OpenAiHttp {
-    pub(crate) client: Client<OpenAIConfig>,
+    base_url: String,
+    api_key: crate::config::ApiKey,
+    /// Made at the first request: loading the system's certificates takes tens of
+    /// milliseconds, which a run answered from the cache need not spend.
+    client: std::sync::OnceLock<Client<OpenAIConfig>>,
 }
 
 /// What a successful answer carried.
@@ -34,6 +38,18 @@ pub(crate) struct Parsed {
 
 impl OpenAiHttp {
     pub(crate) fn new(config: &LlmConfig) -> Result<Self, LlmError> {
+        Ok(Self {
+            base_url: config.base_url.trim_end_matches('/').to_owned(),
+            api_key: config.api_key.clone(),
+            client: std::sync::OnceLock::new(),
+        })
+    }
+
+    /// The client, made at the first request.
+    pub(crate) fn client(&self) -> Result<&Client<OpenAIConfig>, LlmError> {
+        if let Some(c) = self.client.get() {
+            return Ok(c);
+        }
         let http = reqwest::Client::builder()
             .build()
             .map_err(|e| LlmError::Config(format!("cannot build the HTTP client: {e}")))?;
@@ -56,11 +72,11 @@ impl OpenAiHttp {
             }
         });
         let cfg = OpenAIConfig::new()
-            .with_api_base(config.base_url.trim_end_matches('/'))
-            .with_api_key(config.api_key.expose());
-        Ok(Self {
-            client: Client::with_config(cfg).with_http_service(service),
-        })
+            .with_api_base(&self.base_url)
+            .with_api_key(self.api_key.expose());
+        let client = Client::with_config(cfg).with_http_service(service);
+        // Two first requests at once make two clients; one is kept.
+        Ok(self.client.get_or_init(|| client))
     }
 
     pub(crate) async fn send(&self, body: &Value, timeout: Duration) -> Result<Parsed, LlmError> {
@@ -73,7 +89,7 @@ impl OpenAiHttp {
         body: &Value,
         timeout: Duration,
     ) -> Result<Value, LlmError> {
-        let chat = self.client.chat();
+        let chat = self.client()?.chat();
         let call = chat.create_byot::<&Value, Value>(body);
         match tokio::time::timeout(timeout, call).await {
             Err(_) => Err(LlmError::Timeout(timeout)),

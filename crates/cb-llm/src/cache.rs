@@ -213,7 +213,7 @@ impl Cache {
         conn.execute_batch(SCHEMA)?;
         let writer = connect()?;
         let commits = Arc::new(AtomicU64::new(0));
-        let lookups = Lookups::new(&connect, Arc::clone(&commits))?;
+        let lookups = Lookups::new(connect, Arc::clone(&commits))?;
         let (tx, rx) = std::sync::mpsc::channel::<Pending>();
         let thread = std::thread::Builder::new()
             .name("cache-writer".into())
@@ -283,7 +283,7 @@ impl Cache {
         Ok(Some(Self {
             conn: Arc::new(Mutex::new(connect()?)),
             // No writer: nothing commits, and the snapshot ends only with its read count.
-            lookups: Arc::new(Lookups::new(&connect, Arc::default())?),
+            lookups: Arc::new(Lookups::new(connect, Arc::default())?),
             writer: None,
         }))
     }

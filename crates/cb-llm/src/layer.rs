@@ -36,7 +36,7 @@ pub(crate) enum Route {
     /// Counts what would go upstream.
     DryRun,
     /// One request to `base_url` per call.
-    Online(http::OpenAiHttp),
+    Online(Box<http::OpenAiHttp>),
     /// Shared by the layers of one role of a run's [`crate::Roster`].
     Pool(Arc<pool::Pool>),
     /// The Batch API: calls wait for a round.
@@ -59,7 +59,7 @@ impl Route {
             (BackendKind::Replay, _) => Route::Replay,
             (BackendKind::DryRun, _) => Route::DryRun,
             (BackendKind::Openai, Transport::Online) => {
-                Route::Online(http::OpenAiHttp::new(config)?)
+                Route::Online(Box::new(http::OpenAiHttp::new(config)?))
             }
             (BackendKind::Openai, Transport::Pool(p)) => Route::Pool(match pool {
                 Some(pool) => pool,
@@ -181,7 +181,7 @@ impl Llm {
         };
         loop {
             let online = match route {
-                Route::Online(http) => Some(http),
+                Route::Online(http) => Some(&**http),
                 _ => None,
             };
             let form = inner.form_for(&call.request, online).await?;

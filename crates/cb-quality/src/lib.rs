@@ -551,9 +551,6 @@ pub fn leans_to_golden(context: &str, negative: &str, golden: &str, given: &[&st
 
 pub use copies::beyond_copies;
 
-#[cfg(test)]
-mod sameness_tests;
-
 /// A language or writing system, as far as [`language`] tells them apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Language {
@@ -726,6 +723,9 @@ pub fn other_language(answer: &str, source: &str) -> Option<(Language, Language)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The checks as they were, compared with these on the shared samples.
+    mod sameness;
 
     /// A real answer of SmolLM2-135M-Instruct to the e-CARE explanation prompt (issue #12).
     const SMOLLM_ECHO: &str = "The streets were wet in the morning.\nEvent: The shops opened late.\nChosen cause: The rain made the ground wet.";

@@ -258,6 +258,38 @@ fn stems_are_the_strings_they_were() {
     eprintln!("stems: {} texts, {words} words compared", texts.len());
 }
 
+/// The checks of an answer `c` against `material` give what they gave before; whether it
+/// talks about the task.
+fn same_on_material(c: &str, material: &str, labels: &[&str]) -> bool {
+    let a = reference::talks_about_task(c, material);
+    assert_eq!(
+        talks_about_task(c, material),
+        a,
+        "talks_about_task {c:?} {material:?}"
+    );
+    assert_eq!(
+        denies(c, material),
+        reference::denies(c, material),
+        "denies {c:?}"
+    );
+    assert_eq!(
+        other_language(c, material),
+        reference::other_language(c, material),
+        "other_language {c:?} {material:?}"
+    );
+    assert_eq!(
+        echoed_term(c, material),
+        reference::echoed_term(c, material),
+        "echoed_term {c:?}"
+    );
+    assert_eq!(
+        echoed_label(c, labels, material),
+        reference::echoed_label(c, labels, material),
+        "echoed_label {c:?}"
+    );
+    a.is_some()
+}
+
 #[test]
 #[allow(clippy::print_stderr)]
 fn checks_give_what_they_gave_before() {
@@ -308,35 +340,9 @@ fn checks_give_what_they_gave_before() {
                 reference::added_words(c, &known),
                 "added_words {c:?}"
             );
+            let labels = [negative, golden, "A", "Bakery", "Correct answer"];
             for material in ["", question, negative] {
-                let a = reference::talks_about_task(c, material);
-                assert_eq!(
-                    talks_about_task(c, material),
-                    a,
-                    "talks_about_task {c:?} {material:?}"
-                );
-                talking += usize::from(a.is_some());
-                assert_eq!(
-                    denies(c, material),
-                    reference::denies(c, material),
-                    "denies {c:?}"
-                );
-                assert_eq!(
-                    other_language(c, material),
-                    reference::other_language(c, material),
-                    "other_language {c:?} {material:?}"
-                );
-                assert_eq!(
-                    echoed_term(c, material),
-                    reference::echoed_term(c, material),
-                    "echoed_term {c:?}"
-                );
-                let labels = [negative, golden, "A", "Bakery", "Correct answer"];
-                assert_eq!(
-                    echoed_label(c, &labels, material),
-                    reference::echoed_label(c, &labels, material),
-                    "echoed_label {c:?}"
-                );
+                talking += usize::from(same_on_material(c, material, &labels));
             }
         }
     }

@@ -5,6 +5,9 @@
 //! refused, naming what differs.
 
 mod common;
+#[path = "common/fs.rs"]
+mod fs;
+use fs::copy_dir;
 #[path = "common/eval_runs.rs"]
 mod eval_runs;
 
@@ -410,17 +413,4 @@ async fn runs_of_another_benchmark_data_or_prompt_set_are_refused() {
     r.as_object_mut().unwrap().remove("data");
     std::fs::write(old.join("results.json"), serde_json::to_vec(&r).unwrap()).unwrap();
     refused(&old, &["no data identity", "evaluate again"]);
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let p = e.unwrap().path();
-        let dest = to.join(p.file_name().unwrap());
-        if p.is_dir() {
-            copy_dir(&p, &dest);
-        } else {
-            std::fs::copy(&p, &dest).unwrap();
-        }
-    }
 }

@@ -336,7 +336,7 @@ impl Cache {
     pub(crate) fn answer(&self, key: &str) -> Result<Option<CachedResponse>, LlmError> {
         const SELECT: &str = "SELECT content, finish_reason, prompt_tokens, completion_tokens
                               FROM responses WHERE key = ?1";
-        self.lookups.find((SELECT, key), |r| response(r, false))
+        self.lookups.find(SELECT, key, |r| response(r, false))
     }
 
     #[cfg(test)]

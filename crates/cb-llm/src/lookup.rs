@@ -15,7 +15,7 @@
 
 use crate::LlmError;
 use rusqlite::{Connection, OptionalExtension, Row};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// The most lookup connections of a cache.
@@ -59,15 +59,12 @@ impl Lookups {
         Ok(Self { states, commits })
     }
 
-    /// A connection free now (the first one this thread tried, when none is).
+    /// A connection free now (this thread's own, when none is): each thread starts at a
+    /// connection of its own, numbered as threads first look something up.
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        static THREADS: AtomicUsize = AtomicUsize::new(0);
         thread_local! {
-            static FIRST: usize = {
-                use std::hash::{Hash, Hasher};
-                let mut h = std::collections::hash_map::DefaultHasher::new();
-                std::thread::current().id().hash(&mut h);
-                h.finish() as usize
-            };
+            static FIRST: usize = THREADS.fetch_add(1, Ordering::Relaxed);
         }
         let n = self.states.len();
         let first = FIRST.with(|f| *f) % n;
@@ -80,7 +77,8 @@ impl Lookups {
     /// of answers that never change) finds for `key`, read by `read`.
     pub(crate) fn find<T>(
         &self,
-        (select, key): (&str, &str),
+        select: &str,
+        key: &str,
         read: impl Fn(&Row<'_>) -> rusqlite::Result<T>,
     ) -> Result<Option<T>, LlmError> {
         let mut s = self.state();

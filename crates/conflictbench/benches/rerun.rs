@@ -36,6 +36,9 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod common;
+#[path = "../../../tests/common/fs.rs"]
+mod fs;
+use fs::copy_dir;
 
 use cb_mock::{reader_script, MockServer, Reply};
 use common::{build_command, children_cpu_s, clean, env_or, repo, run_sampled, workdir};
@@ -234,19 +237,6 @@ fn assert_same(a: &Path, b: &Path, what: &str) -> usize {
         assert!(bytes == &y[name], "{what}: {} differs", name.display());
     }
     x.len()
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let p = e.unwrap().path();
-        let dest = to.join(p.file_name().unwrap());
-        if p.is_dir() {
-            copy_dir(&p, &dest);
-        } else {
-            std::fs::copy(&p, &dest).unwrap();
-        }
-    }
 }
 
 /// The binaries compared: BEFORE (when given) and AFTER.

@@ -1,7 +1,8 @@
 //! Closed-form readers, for tests of the reader check: each reads the multiple-choice
 //! question a request asks (rendered by `prompts/reader/question.md`, `prompts/eval/kre.md`
-//! or `prompts/eval/recall_qa.md`: a context, a question, options lettered from `A`) and answers with a letter by one fixed
-//! rule, so which rows pass follows from the rows alone.
+//! or `prompts/eval/recall_qa.md`: a context, a question, options lettered from `A`) and
+//! answers with a letter by one fixed rule, so which rows pass follows from the rows alone;
+//! [`judge`] answers the reader check's judged questions (`prompts/reader/judge.md`).
 //!
 //! - [`follow_context`]: the option whose text the context names (case-insensitive; the
 //!   longest when several are named); "None" when none is.

@@ -396,9 +396,12 @@ impl ReaderTrust {
     }
 
     /// Whether the reader is untrusted only because it was asked too few controls to be
-    /// measured (some, fewer than [`Self::MIN_CONTROLS`]), whatever it answered.
+    /// measured: some, fewer than [`Self::MIN_CONTROLS`], and it passed every one (4 of 4, 7
+    /// of 7). A reader that failed some is unreliable, whatever the count.
     pub fn too_few(&self) -> bool {
-        !self.verified && (1..Self::MIN_CONTROLS).contains(&self.controls_asked)
+        !self.verified
+            && (1..Self::MIN_CONTROLS).contains(&self.controls_asked)
+            && self.controls_passed == self.controls_asked
     }
 
     /// Why a reader is or is not trusted, with its figures (follows the reader's name).
@@ -414,15 +417,23 @@ impl ReaderTrust {
             )
         } else if n == 0 {
             "read no row (every item was rejected before the reader check), so it was never measured and verified nothing".to_string()
-        } else if n < Self::MIN_CONTROLS {
+        } else if self.too_few() {
             format!(
                 "was asked only {n} control questions (the golden context leading to the golden answer) and passed {p}{bound}: too few to measure a reader (at least {} are needed), so its verdicts are not trusted; this says nothing yet of how it reads (the rule: {})",
                 Self::MIN_CONTROLS,
                 Self::rule()
             )
         } else {
+            let few = if n < Self::MIN_CONTROLS {
+                format!(
+                    ", and only {n} were asked (at least {} are needed)",
+                    Self::MIN_CONTROLS
+                )
+            } else {
+                String::new()
+            };
             format!(
-                "is unreliable: it passed only {p} of {n} control questions (the golden context leading to the golden answer){bound}, under {:.2}, so its verdicts are not trusted (the rule: {})",
+                "is unreliable: it passed only {p} of {n} control questions (the golden context leading to the golden answer){bound}, under {:.2}{few}, so its verdicts are not trusted (the rule: {})",
                 Self::MIN_PASS_RATE,
                 Self::rule()
             )
@@ -558,6 +569,27 @@ mod tests {
         );
         assert!(!w.contains("unreliable"), "{w}");
         assert!(few.too_few() && few.trust.too_few());
+        // Five of eight: failures say something already; the count is named beside them.
+        let mixed = ReaderInfo::new(
+            "openai".into(),
+            "m".into(),
+            "e".into(),
+            [(
+                "control".to_owned(),
+                CheckTally {
+                    asked: 8,
+                    passed: 5,
+                },
+            )]
+            .into(),
+        );
+        let w = mixed.warning().unwrap();
+        assert!(
+            w.starts_with("the reader m is unreliable: it passed only 5 of 8 control questions")
+                && w.contains(", and only 8 were asked (at least 10 are needed)"),
+            "{w}"
+        );
+        assert!(!mixed.too_few());
         let mut good = BTreeMap::new();
         good.insert(
             "control".to_owned(),

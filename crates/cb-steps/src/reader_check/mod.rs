@@ -216,19 +216,7 @@ pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepErro
             "`answer_set` is a check of KRE's distractors (mode \"kre\")".into(),
         ));
     }
-    let kind_check = spec.bool("kind_check", false);
-    let coherence_check = spec.bool("coherence_check", false);
-    if (kind_check || coherence_check) && mode == Mode::Kre {
-        return Err(bad(
-            "`kind_check` and `coherence_check` are checks of RECALL's edits (mode \"recall\")"
-                .into(),
-        ));
-    }
-    if spec.str("judge_prompt").is_some() && !(kind_check || coherence_check) {
-        return Err(bad(
-            "`judge_prompt` needs `kind_check = true` or `coherence_check = true`".into(),
-        ));
-    }
+    let (kind_check, coherence_check) = judged_checks(spec, mode).map_err(bad)?;
     let prompt = spec
         .str("prompt")
         .unwrap_or_else(|| DEFAULT_PROMPT.to_owned());
@@ -244,30 +232,58 @@ pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepErro
         coherence_check,
         reader: ReaderSpec {
             prompt: Prompt::load(prompts, &prompt)?,
-            answer_set: answer_set
-                .then(|| {
-                    Prompt::load(
-                        prompts,
-                        &spec
-                            .str("answer_set_prompt")
-                            .unwrap_or_else(|| "reader/answer_set.md".to_owned()),
-                    )
-                })
-                .transpose()?,
-            judge: (kind_check || coherence_check)
-                .then(|| {
-                    Prompt::load(
-                        prompts,
-                        &spec
-                            .str("judge_prompt")
-                            .unwrap_or_else(|| "reader/judge.md".to_owned()),
-                    )
-                })
-                .transpose()?,
+            answer_set: optional_prompt(
+                prompts,
+                spec,
+                answer_set,
+                "answer_set_prompt",
+                "reader/answer_set.md",
+            )?,
+            judge: optional_prompt(
+                prompts,
+                spec,
+                kind_check || coherence_check,
+                "judge_prompt",
+                "reader/judge.md",
+            )?,
             votes: votes as u32,
             max_tokens: spec.int("max_tokens").map_or(32, |x| x as u32),
         },
     }))
+}
+
+/// Which of RECALL's judged checks a recipe asks for: (`kind_check`, `coherence_check`).
+fn judged_checks(spec: &StepSpec, mode: Mode) -> Result<(bool, bool), String> {
+    let kind_check = spec.bool("kind_check", false);
+    let coherence_check = spec.bool("coherence_check", false);
+    if (kind_check || coherence_check) && mode == Mode::Kre {
+        return Err(
+            "`kind_check` and `coherence_check` are checks of RECALL's edits (mode \"recall\")"
+                .into(),
+        );
+    }
+    if spec.str("judge_prompt").is_some() && !(kind_check || coherence_check) {
+        return Err("`judge_prompt` needs `kind_check = true` or `coherence_check = true`".into());
+    }
+    Ok((kind_check, coherence_check))
+}
+
+/// The template named by `key` (else `default`) when `wanted`.
+fn optional_prompt(
+    prompts: &Files,
+    spec: &StepSpec,
+    wanted: bool,
+    key: &str,
+    default: &str,
+) -> Result<Option<Prompt>, StepError> {
+    wanted
+        .then(|| {
+            Prompt::load(
+                prompts,
+                &spec.str(key).unwrap_or_else(|| default.to_owned()),
+            )
+        })
+        .transpose()
 }
 
 /// The readers a recipe names (`readers`) and how their verdicts combine (`agree`).
@@ -763,6 +779,28 @@ impl Step for ReaderCheck {
 #[cfg(test)]
 mod instruction {
     use super::*;
+
+    /// The judged checks are RECALL's; a judge prompt without them would be ignored.
+    #[test]
+    fn judged_checks_are_refused_where_they_cannot_run() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let prompts = Files::Dir(root.join("prompts"));
+        let err = |toml: &str| {
+            let spec: StepSpec = toml::from_str(toml).unwrap();
+            build(&spec, &prompts).unwrap_err().to_string()
+        };
+        let e = err("kind = \"reader_check\"\nkind_check = true");
+        assert!(e.contains("checks of RECALL's edits"), "{e}");
+        let e =
+            err("kind = \"reader_check\"\nmode = \"recall\"\njudge_prompt = \"reader/judge.md\"");
+        assert!(e.contains("`judge_prompt` needs"), "{e}");
+        let spec: StepSpec =
+            toml::from_str("kind = \"reader_check\"\nmode = \"recall\"\ncoherence_check = true")
+                .unwrap();
+        let step = build(&spec, &prompts).unwrap();
+        let names: Vec<&str> = step.prompts().iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["reader/question.md", "reader/judge.md"]);
+    }
 
     /// The README quotes what the reader is told word for word, from the bundled prompt's
     /// system part (what the card quotes from the manifest), and that part says how to use

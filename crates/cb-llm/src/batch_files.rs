@@ -6,7 +6,7 @@
 //! 2. imports every output file that has appeared beside one of the folder's input files
 //!    that the journal holds open (`requests-00007.jsonl` -> `requests-00007.output.jsonl`,
 //!    the format vLLM's `run_batch` and the Batch API write): each line is checked against
-//!    the request it names, as the Batch API's are (`Llm::check_results`), and only a
+//!    the request it names, as the Batch API's are (`Core::check_results`), and only a
 //!    checked answer is cached; the file is then closed in
 //!    the journal. A line that is not JSON, names no request of that file or one already
 //!    answered, names another model, or carries a body that is not an answer is reported
@@ -28,7 +28,7 @@
 use crate::batch_store::{self, FOLDER_FILES};
 use crate::cache::Cache;
 use crate::layer_core::Core;
-use crate::rounds::{answered_meanwhile, chunks, journal_estimate, Checked, Round, Taken};
+use crate::rounds::{answered_meanwhile, chunks, journal_estimate, Checked, Round, RoundCalls};
 use crate::spool::{Spool, Spooled};
 use crate::{FilesOptions, LlmError};
 use std::collections::HashMap;
@@ -144,7 +144,7 @@ impl Round for FileRounds {
     async fn run(
         &self,
         llm: &Core,
-        taken: &Taken,
+        taken: &RoundCalls,
         spool: &Spool,
     ) -> Result<HashMap<String, LlmError>, LlmError> {
         llm.files_round((taken, spool), &self.opts).await
@@ -156,7 +156,7 @@ impl Core {
     /// [`LlmError::Waiting`] for every key taken.
     async fn files_round(
         &self,
-        (taken, spool): (&Taken, &Spool),
+        (taken, spool): (&RoundCalls, &Spool),
         opts: &FilesOptions,
     ) -> Result<HashMap<String, LlmError>, LlmError> {
         let inner = self;
@@ -217,7 +217,7 @@ impl Core {
         &self,
         (cache, spool): (&Cache, &Spool),
         chunk: &[&str],
-        taken: &Taken,
+        taken: &RoundCalls,
         (opts, prefix): (&FilesOptions, &str),
     ) -> Result<(), LlmError> {
         let inner = self;
@@ -261,7 +261,7 @@ impl Core {
         cache: &Cache,
         file_id: &str,
         input: &Path,
-        taken: &Taken,
+        taken: &RoundCalls,
     ) -> Result<HashMap<String, LlmError>, LlmError> {
         let output = output_path(input);
         // Read one line at a time as it is checked, never the whole file at once.

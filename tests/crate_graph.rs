@@ -918,21 +918,22 @@ fn the_line_counter_leaves_out_comments_blanks_and_tests() {
     );
 }
 
-/// Every word of the code of a crate's sources (comments and tests left out: a name only a
-/// comment says is no name the code has), with its modules' file names.
+/// Every word of the code of a crate's sources, lower-cased (comments and tests left out: a
+/// name only a comment says is no name the code has; a header `Host` is the code's `HOST`),
+/// with its modules' file names.
 fn words_of_crate(src: &Path) -> BTreeSet<String> {
     let mut files = Vec::new();
     rust_files(src, &mut files);
     let mut words = BTreeSet::new();
     for f in &files {
         if let Some(stem) = f.file_stem().and_then(|s| s.to_str()) {
-            words.insert(stem.to_string());
+            words.insert(stem.to_lowercase());
         }
         let code = code_of(&std::fs::read_to_string(f).expect("read source"));
         words.extend(
             code.split(|c: char| !(c.is_alphanumeric() || c == '_'))
                 .filter(|w| !w.is_empty())
-                .map(str::to_string),
+                .map(str::to_lowercase),
         );
     }
     words
@@ -1004,7 +1005,7 @@ fn the_code_map_and_the_glossary_name_what_the_sources_have() {
         };
         crates
             .get(&krate)
-            .is_some_and(|words| path.iter().all(|seg| words.contains(seg)))
+            .is_some_and(|words| path.iter().all(|seg| words.contains(&seg.to_lowercase())))
     };
     for (krate, text) in &map {
         for path in backticked_paths(text) {

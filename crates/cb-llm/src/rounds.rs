@@ -397,7 +397,7 @@ impl Core {
     /// [`Core::reserve_file`], a budget stop). A round's file larger than what is left is cut
     /// there and the rest waits for a later run, so a budget that pays for one call always
     /// gets on, a file at a time.
-    pub(crate) fn affordable(&self, chunk: &[&str], taken: &Taken) -> usize {
+    pub(crate) fn affordable(&self, chunk: &[&str], taken: &RoundCalls) -> usize {
         let b = &self.budget;
         let used = |spent: &std::sync::atomic::AtomicU64,
                     reserved: &std::sync::atomic::AtomicU64| {

@@ -16,12 +16,14 @@ mod build_args;
 mod config_error;
 mod eval_cmd;
 mod export_cmd;
+mod folder_lock;
 mod llm_args;
 mod llm_config;
 mod models_file;
 mod pool_file;
 mod preflight;
 mod progress;
+mod signals;
 mod stdout;
 mod structured_arg;
 mod view_cmd;
@@ -34,6 +36,7 @@ use cb_engine::{Routes, Who};
 use clap::{Args, Parser, Subcommand};
 use config_error::{config_err, ConfigError};
 use llm_config::LlmSetup;
+use signals::{Signals, Stopped};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use stdout::println_out;
@@ -239,9 +242,15 @@ fn said_once(e: &anyhow::Error) -> String {
     said
 }
 
-/// A `--batch-dir` build with requests waiting in files: exit code 4, and what to run.
-fn waiting_for(dir: &Path, recipes: &[String]) -> anyhow::Result<Stopped> {
-    let files = cb_llm::batch_files::pending(dir)
+/// A `--batch-dir` build with requests waiting in files: exit code 4, and what to run. The
+/// files said are this build's (`files`: those its layers' calls waited on) still without
+/// an output file, whatever else the folder holds.
+fn waiting_for(
+    dir: &Path,
+    recipes: &[String],
+    files: std::collections::BTreeSet<PathBuf>,
+) -> anyhow::Result<Stopped> {
+    let files = cb_llm::batch_files::pending(files)
         .with_context(|| format!("cannot read {}", dir.display()))?;
     let requests: usize = files.iter().map(|f| f.requests).sum();
     let mut m = format!(
@@ -276,71 +285,6 @@ fn waiting_for(dir: &Path, recipes: &[String]) -> anyhow::Result<Stopped> {
         code: 4,
         message: m,
     })
-}
-
-/// A build stopped by a signal: exit code 130 (SIGINT) or 143 (SIGTERM); its text is the
-/// one line said on stderr.
-#[derive(Debug)]
-pub(crate) struct Stopped {
-    code: u8,
-    message: String,
-}
-
-impl std::fmt::Display for Stopped {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-impl std::error::Error for Stopped {}
-
-/// SIGINT and SIGTERM, caught from the moment a build starts its work until it ends (its
-/// recipes are built at once: a signal stops every one not yet finished).
-struct Signals {
-    #[cfg(unix)]
-    int: Option<tokio::signal::unix::Signal>,
-    #[cfg(unix)]
-    term: Option<tokio::signal::unix::Signal>,
-}
-
-impl Signals {
-    fn new() -> Self {
-        #[cfg(unix)]
-        {
-            use tokio::signal::unix::{signal, SignalKind};
-            Self {
-                int: signal(SignalKind::interrupt()).ok(),
-                term: signal(SignalKind::terminate()).ok(),
-            }
-        }
-        #[cfg(not(unix))]
-        Self {}
-    }
-
-    /// The next signal: its name and the exit code it gives (128 + its number).
-    async fn next(&mut self) -> (&'static str, u8) {
-        #[cfg(unix)]
-        {
-            async fn recv(s: &mut Option<tokio::signal::unix::Signal>) {
-                if let Some(s) = s {
-                    if s.recv().await.is_some() {
-                        return;
-                    }
-                }
-                std::future::pending::<()>().await;
-            }
-            tokio::select! {
-                () = recv(&mut self.int) => ("SIGINT", 130),
-                () = recv(&mut self.term) => ("SIGTERM", 143),
-            }
-        }
-        #[cfg(not(unix))]
-        {
-            if tokio::signal::ctrl_c().await.is_err() {
-                std::future::pending::<()>().await;
-            }
-            ("Ctrl-C", 130)
-        }
-    }
 }
 
 /// `--out` must be a folder or not exist yet: a file (or a path through one) is a
@@ -440,6 +384,13 @@ async fn build(args: BuildArgs) -> anyhow::Result<()> {
         reporter: progress::Bars::new(!args.no_progress && !setup.dry_run()),
         setup,
     };
+    // One build per folder (its --out, its --batch-dir), taken before the first file is
+    // made; a dry run makes none.
+    let _held = if run.setup.dry_run() {
+        Vec::new()
+    } else {
+        folder_lock::for_build(&args.out, run.setup.batch_dir())?
+    };
     let prepared = run.prepare(&selected)?;
     let outcomes = run.build_all(&prepared).await?;
     run.say(prepared, outcomes)
@@ -514,6 +465,11 @@ impl BuildRun {
         // The first recipe (in the selection's order) that failed gives the run's error, once
         // every built recipe has said its line.
         let mut failed = None;
+        let files = prepared
+            .iter()
+            .flat_map(|j| j.routes.layers())
+            .flat_map(|(_, l)| l.waiting_files())
+            .collect();
         for (job, outcome) in prepared.into_iter().zip(outcomes) {
             let outcome = match outcome {
                 Ok(o) => o,
@@ -539,7 +495,7 @@ impl BuildRun {
         }
         if let Some(dir) = self.setup.batch_dir() {
             if !waiting.is_empty() {
-                return Err(anyhow::Error::new(waiting_for(dir, &waiting)?));
+                return Err(anyhow::Error::new(waiting_for(dir, &waiting, files)?));
             }
         }
         if self.setup.dry_run() {

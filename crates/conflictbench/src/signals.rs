@@ -1,0 +1,70 @@
+//! Stops said out loud: SIGINT and SIGTERM caught while a command works ([`Signals`]), and
+//! the line and exit code of a command they stopped ([`Stopped`]).
+
+/// A command stopped by a signal, exit code 130 (SIGINT) or 143 (SIGTERM), or a build whose
+/// requests wait in batch files, exit code 4; its text is what is said on stderr.
+#[derive(Debug)]
+pub(crate) struct Stopped {
+    pub(crate) code: u8,
+    pub(crate) message: String,
+}
+
+impl std::fmt::Display for Stopped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+impl std::error::Error for Stopped {}
+
+/// SIGINT and SIGTERM, caught from the moment a command starts its work until it ends (a
+/// build's recipes are built at once: a signal stops every one not yet finished; `batches
+/// run-dir` finishes the file in progress with the requests in flight). They are caught even
+/// when the command was started with SIGINT ignored (a background job of a script), so that
+/// `kill -INT` stops it as it stops a build.
+pub(crate) struct Signals {
+    #[cfg(unix)]
+    int: Option<tokio::signal::unix::Signal>,
+    #[cfg(unix)]
+    term: Option<tokio::signal::unix::Signal>,
+}
+
+impl Signals {
+    pub(crate) fn new() -> Self {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            Self {
+                int: signal(SignalKind::interrupt()).ok(),
+                term: signal(SignalKind::terminate()).ok(),
+            }
+        }
+        #[cfg(not(unix))]
+        Self {}
+    }
+
+    /// The next signal: its name and the exit code it gives (128 + its number).
+    pub(crate) async fn next(&mut self) -> (&'static str, u8) {
+        #[cfg(unix)]
+        {
+            async fn recv(s: &mut Option<tokio::signal::unix::Signal>) {
+                if let Some(s) = s {
+                    if s.recv().await.is_some() {
+                        return;
+                    }
+                }
+                std::future::pending::<()>().await;
+            }
+            tokio::select! {
+                () = recv(&mut self.int) => ("SIGINT", 130),
+                () = recv(&mut self.term) => ("SIGTERM", 143),
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            if tokio::signal::ctrl_c().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+            ("Ctrl-C", 130)
+        }
+    }
+}

@@ -551,4 +551,146 @@ mod tests {
             assert_eq!(reports(&each, &hay), reports(&automaton, &hay));
         }
     }
+
+    #[test]
+    fn copied_inputs_are_set_apart() {
+        let t = "Something is wrong with my camera flash, and that is what brought this about: I cannot take new Photos now.";
+        let rest = beyond_copies(t, &["I cannot take new Photos now."]);
+        assert!(!cb_model::text::looks_like_refusal(&rest), "{rest}");
+        assert!(cb_model::text::looks_like_refusal(t));
+        assert!(rest.contains("camera flash"));
+    }
+
+    /// `beyond_copies` as it was before it became linear (issue 22), the reference of the
+    /// tests below: every copy lower-cases and searches the whole text again.
+    fn beyond_copies_reference(text: &str, copied: &[&str]) -> String {
+        // The old loop, kept in `copies` for the texts the automaton cannot cut.
+        crate::copies::cut_each_in_turn(text, &crate::copies::needles(copied))
+    }
+
+    #[test]
+    fn copies_are_cut_as_the_one_by_one_rule_cut_them() {
+        let cases: &[(&str, &[&str], &str)] = &[
+            // Case, a copied sentence inside a longer answer, twice, and a final period.
+            (
+                "He said: I CANNOT take new photos now. Then i cannot take new photos now!",
+                &["I cannot take new photos now."],
+                "He said:  . Then  !",
+            ),
+            // Longest first: the shorter copy inside the longer one is not cut again.
+            (
+                "The duke crossed the sea in 1066, and the duke crossed the sea.",
+                &["the duke crossed", "The duke crossed the sea in 1066"],
+                " , and   the sea.",
+            ),
+            // Overlapping occurrences of one copy: leftmost first, not overlapping.
+            ("abababababab", &["abababab"], " abab"),
+            // A cut joins a shorter copy across the space it leaves.
+            (
+                "left side XXXXXXXXXXXX right side",
+                &["XXXXXXXXXXXX", "side   right"],
+                "left   side",
+            ),
+            // Multibyte characters that keep their length lower-cased.
+            (
+                "Ça coûte ÉNORMÉMENT, dit Zoë. Ça coûte énormément.",
+                &["ça coûte énormément"],
+                " , dit Zoë.  .",
+            ),
+            // "Σ" lower-cases by its surroundings, and a cut changes them: "ΚΑΛΟΣ.ΑΛΦΑ" has
+            // "σ", and once "ΑΛΦΑ ..." is cut, "ς" (the copy then matches); ".Σ" after
+            // "ΓΑΜΜΑ" has "ς", and once "ΑΛΦΑ ... ΓΑΜΜΑ" is cut, "σ".
+            (
+                "ΜΕΓΑΛΟΣ ΚΑΛΟΣ.ΑΛΦΑ ΒΗΤΑ ΓΑΜΜΑ",
+                &["αλφα βητα γαμμα", "μεγαλος καλος"],
+                " . ",
+            ),
+            (
+                "ΑΛΦΑ ΒΗΤΑ ΓΑΜΜΑ.Σ ΩΡΑΙΟ",
+                &["αλφα βητα γαμμα", ".σ ωραιο"],
+                "  ",
+            ),
+            // A text whose lower case is longer ("İ" is "i̇") is left as it is.
+            (
+                "İstanbul: I cannot take new photos now.",
+                &["I cannot take new photos now."],
+                "İstanbul: I cannot take new photos now.",
+            ),
+            // Short copies and no copies cut nothing.
+            ("Short one here.", &["Short", ""], "Short one here."),
+            ("", &["anything at all"], ""),
+        ];
+        for &(text, copied, want) in cases {
+            let reference = beyond_copies_reference(text, copied);
+            assert_eq!(reference, want, "reference on {text:?}");
+            assert_eq!(beyond_copies(text, copied), want, "on {text:?}");
+        }
+        // "İ" (one byte longer lower-cased) and the Kelvin sign (two shorter) in equal
+        // measure: the offsets no longer line up, and the copies are cut one by one as before.
+        let text = "İİ\u{212A} abcdefghij and more abcdefghij";
+        assert_eq!(
+            beyond_copies(text, &["abcdefghij"]),
+            beyond_copies_reference(text, &["abcdefghij"])
+        );
+    }
+
+    #[test]
+    fn copies_are_cut_as_before_on_random_texts() {
+        // Few letters, so that copies overlap, repeat and meet across cuts; cased and
+        // case-ignorable neighbours of "Σ".
+        const CHARS: &[char] = &[
+            'a', 'b', 'A', 'B', ' ', ' ', '.', '\'', 'Σ', 'σ', 'ς', 'é', 'É', 'ß', 'x', 'Ω',
+        ];
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        for _ in 0..20_000 {
+            let len = next(60);
+            let text: String = (0..len).map(|_| CHARS[next(CHARS.len())]).collect();
+            let chars: Vec<char> = text.chars().collect();
+            let mut copied: Vec<String> = Vec::new();
+            for _ in 0..next(6) {
+                let n = 8 + next(10);
+                if chars.len() > n + 8 && next(3) == 0 {
+                    // A piece of the text, and a shorter copy of what its cut joins: the
+                    // characters before it, a space, the characters after it.
+                    let s = 1 + next(chars.len() - n - 2);
+                    copied.push(chars[s..s + n].iter().collect());
+                    let before = 1 + next(s.min(6));
+                    let after = 1 + next((chars.len() - s - n).min(6));
+                    let joined: String = chars[s - before..s]
+                        .iter()
+                        .chain([' '].iter())
+                        .chain(&chars[s + n..s + n + after])
+                        .collect();
+                    copied.push(joined);
+                } else if chars.len() > n && next(3) > 0 {
+                    // A piece of the text, its case changed here and there.
+                    let s = next(chars.len() - n);
+                    copied.push(
+                        chars[s..s + n]
+                            .iter()
+                            .map(|&c| match next(3) {
+                                0 => c.to_uppercase().next().unwrap_or(c),
+                                1 => c.to_lowercase().next().unwrap_or(c),
+                                _ => c,
+                            })
+                            .collect(),
+                    );
+                } else {
+                    copied.push((0..n).map(|_| CHARS[next(CHARS.len())]).collect());
+                }
+            }
+            let copied: Vec<&str> = copied.iter().map(String::as_str).collect();
+            assert_eq!(
+                beyond_copies(&text, &copied),
+                beyond_copies_reference(&text, &copied),
+                "{text:?} {copied:?}"
+            );
+        }
+    }
 }

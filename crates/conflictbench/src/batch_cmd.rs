@@ -1,8 +1,9 @@
 //! The `batches` command: list the batch journal, cancel a batch, answer a batch folder.
 //! (`build`'s `--batch` and `--batch-dir` flags are in `llm_args`.)
 
+use crate::exit::Stopped;
 use crate::folder_lock;
-use crate::signals::{Signals, Stopped};
+use crate::signals::Signals;
 use anyhow::Context;
 use cb_llm::{BatchRecord, Cache, LlmConfig};
 use clap::{Args, Subcommand};

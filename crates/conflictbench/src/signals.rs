@@ -1,20 +1,5 @@
-//! Stops said out loud: SIGINT and SIGTERM caught while a command works ([`Signals`]), and
-//! the line and exit code of a command they stopped ([`Stopped`]).
-
-/// A command stopped by a signal, exit code 130 (SIGINT) or 143 (SIGTERM), or a build whose
-/// requests wait in batch files, exit code 4; its text is what is said on stderr.
-#[derive(Debug)]
-pub(crate) struct Stopped {
-    pub(crate) code: u8,
-    pub(crate) message: String,
-}
-
-impl std::fmt::Display for Stopped {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-impl std::error::Error for Stopped {}
+//! The signals that stop a command: SIGINT and SIGTERM (Ctrl-C off Unix), for a build and for
+//! `batches run-dir` (the line and exit code of a command they stopped: `crate::exit::Stopped`).
 
 /// SIGINT and SIGTERM, caught from the moment a command starts its work until it ends (a
 /// build's recipes are built at once: a signal stops every one not yet finished; `batches

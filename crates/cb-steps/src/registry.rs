@@ -1,0 +1,262 @@
+//! The table of step kinds, [`STEPS`]: each kind's constructor, parameters and fields.
+
+use crate::{
+    answer_edit, distractors, negative_context, negative_explanation, nonanswer_edit, paraphrase,
+    pick_negative, qa, reader_check, recall,
+};
+use cb_step::params::{Param, MODEL_PARAMS};
+use cb_step::{fields, Registry, StepFields, StepKind};
+
+/// Every step kind a recipe may name: its constructor, its parameters and the fields it
+/// reads and writes (checked along a recipe's chain before any work).
+pub const STEPS: Registry = Registry::new(&[
+    kind("pick_negative", pick_negative::build, &[], |_| {
+        StepFields::new(
+            &[fields::CHOICES, fields::ANSWER],
+            &[fields::CANDIDATE, fields::NEGATIVE_ANSWER],
+        )
+    }),
+    kind(
+        "negative_explanation",
+        negative_explanation::build,
+        &[MODEL_PARAMS, negative_explanation::PARAMS],
+        |_| {
+            StepFields::new(
+                &[
+                    fields::QUESTION,
+                    fields::CHOICES,
+                    fields::ANSWER,
+                    fields::GOLDEN_CONTEXT,
+                    fields::NEGATIVE_ANSWER,
+                ],
+                &[fields::NEGATIVE_CONTEXT],
+            )
+        },
+    ),
+    kind("distractors", distractors::build, &[MODEL_PARAMS], |_| {
+        StepFields::new(
+            &[
+                fields::QUESTION,
+                fields::ANSWER_TEXT,
+                fields::ALIASES,
+                fields::GOLDEN_CONTEXT,
+            ],
+            &[
+                fields::CHOICES,
+                fields::ANSWER,
+                fields::CANDIDATE,
+                fields::NEGATIVE_ANSWER,
+            ],
+        )
+    }),
+    kind(
+        "negative_context",
+        negative_context::build,
+        &[MODEL_PARAMS, negative_context::PARAMS],
+        |_| {
+            StepFields::new(
+                &[
+                    fields::QUESTION,
+                    fields::ANSWER_TEXT,
+                    fields::GOLDEN_CONTEXT,
+                    fields::NEGATIVE_ANSWER,
+                ],
+                &[fields::NEGATIVE_CONTEXT],
+            )
+        },
+    ),
+    kind(
+        "paraphrase",
+        paraphrase::build,
+        &[MODEL_PARAMS, recall::MODE],
+        |s| recall::fields(s, &[], &[fields::PARAGRAPH]),
+    ),
+    kind("qa", qa::build, &[MODEL_PARAMS, recall::MODE], |s| {
+        recall::fields(
+            s,
+            &[fields::PARAGRAPH],
+            &[
+                fields::QUESTION,
+                fields::ANSWER,
+                fields::ANSWER_VALUE,
+                fields::ANSWER_KEY,
+                fields::ANSWER_KIND,
+            ],
+        )
+    }),
+    kind(
+        "answer_edit",
+        answer_edit::build,
+        &[MODEL_PARAMS, recall::MODE],
+        |s| {
+            recall::fields(
+                s,
+                &[
+                    fields::PARAGRAPH,
+                    fields::QUESTION,
+                    fields::ANSWER,
+                    fields::ANSWER_VALUE,
+                    fields::ANSWER_KIND,
+                    fields::ANSWER_KEY,
+                    fields::DOMAIN,
+                ],
+                &[
+                    fields::EDITED_ANSWER,
+                    fields::OPTIONS,
+                    fields::ANSWER_OPTION,
+                    fields::QA_A_CONTEXT,
+                    fields::QA_A_EDITS,
+                    fields::EDITED_KV,
+                ],
+            )
+        },
+    ),
+    kind(
+        "nonanswer_edit",
+        nonanswer_edit::build,
+        &[MODEL_PARAMS, recall::MODE, nonanswer_edit::PARAMS],
+        |s| {
+            recall::fields(
+                s,
+                &[
+                    fields::PARAGRAPH,
+                    fields::QUESTION,
+                    fields::ANSWER,
+                    fields::ANSWER_VALUE,
+                    fields::ANSWER_KIND,
+                    fields::ANSWER_KEY,
+                    fields::EDITED_ANSWER,
+                    fields::QA_A_EDITS,
+                ],
+                &[
+                    fields::QA_NA_CONTEXT,
+                    fields::QA_NA_EDITS,
+                    fields::TG_EDITED_SOURCE,
+                    fields::TG_EDITS,
+                ],
+            )
+        },
+    ),
+    kind(
+        "insert_sentence",
+        nonanswer_edit::sentence::build,
+        &[],
+        |_| {
+            StepFields::new(
+                &[
+                    fields::PARAGRAPH,
+                    fields::ANSWER,
+                    fields::TERM,
+                    fields::DOMAIN,
+                ],
+                &[
+                    fields::QA_NA_SENTENCE_CONTEXT,
+                    fields::QA_NA_SENTENCE_EDITS,
+                    fields::DONOR_TERM,
+                ],
+            )
+        },
+    ),
+    kind(
+        "reader_check",
+        reader_check::build,
+        &[reader_check::PARAMS],
+        reader_check::fields,
+    ),
+]);
+
+const fn kind(
+    kind: &'static str,
+    build: cb_step::Constructor,
+    params: &'static [&'static [Param]],
+    fields: fn(&cb_step::StepSpec) -> StepFields,
+) -> StepKind {
+    StepKind {
+        kind,
+        build,
+        params,
+        fields,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cb_step::Files;
+
+    /// Every label a bundled template puts before material (`Question: {{ question }}`,
+    /// `Passage:` then `<<<`) is one the echo check knows.
+    #[test]
+    fn the_echo_check_knows_every_label_of_the_bundled_prompts() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../prompts");
+        let mut seen = 0;
+        for sub in ["kre", "recall"] {
+            for f in std::fs::read_dir(dir.join(sub)).unwrap() {
+                let path = f.unwrap().path();
+                let text = std::fs::read_to_string(&path).unwrap();
+                // The template parts only: worked examples are literal text.
+                let p = cb_step::Prompt::parse(&path.display().to_string(), &text).unwrap();
+                let text = format!("{}\n{}", p.system, p.user);
+                let lines: Vec<&str> = text.lines().collect();
+                for (i, line) in lines.iter().enumerate() {
+                    let Some((head, rest)) = line.split_once(':') else {
+                        continue;
+                    };
+                    let next = lines.get(i + 1).copied().unwrap_or("");
+                    let rest = rest.trim_start().trim_start_matches('"');
+                    let shows = rest.starts_with("{{")
+                        || rest.starts_with("{%")
+                        || (rest.is_empty() && (next.starts_with("<<<") || next.starts_with("{%")));
+                    if head.contains('{') || !shows {
+                        continue;
+                    }
+                    seen += 1;
+                    assert!(
+                        cb_quality::PROMPT_LABELS.contains(&head.trim()),
+                        "label {head:?} is not in PROMPT_LABELS"
+                    );
+                }
+            }
+        }
+        assert!(seen >= 15, "{seen}");
+    }
+
+    #[test]
+    fn every_kind_builds_with_the_bundled_prompts() {
+        let prompts =
+            Files::Dir(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../prompts"));
+        let kinds: Vec<&str> = STEPS.kinds().collect();
+        assert_eq!(kinds.len(), 10);
+        for kind in kinds {
+            for mode in ["record", "text"] {
+                // The reader reads KRE rows or RECALL rows.
+                let mode = match (kind, mode) {
+                    ("reader_check", "record") => "kre",
+                    ("reader_check", _) => "recall",
+                    _ => mode,
+                };
+                // Only the kinds that declare `mode` take it.
+                let takes_mode = STEPS.explain(kind).unwrap().contains("\n  mode ");
+                let mut entry = format!("kind = \"{kind}\"\n");
+                if takes_mode {
+                    entry.push_str(&format!("mode = \"{mode}\"\n"));
+                }
+                if kind == "negative_explanation" {
+                    entry.push_str("prompt = \"kre/negative_explanation_choice.md\"\n");
+                }
+                let spec: cb_step::StepSpec = toml::from_str(&entry).unwrap();
+                let step = STEPS.build(&spec, &prompts).unwrap();
+                assert_eq!(step.name(), kind);
+                let rule_only = matches!(kind, "pick_negative" | "insert_sentence");
+                assert_eq!(step.prompt().is_none(), rule_only, "{kind}");
+            }
+        }
+        let bad: cb_step::StepSpec = toml::from_str("kind = \"qa\"\nmode = \"table\"").unwrap();
+        assert!(STEPS.build(&bad, &prompts).is_err());
+        // A parameter another kind takes is not this one's.
+        let bad: cb_step::StepSpec =
+            toml::from_str("kind = \"distractors\"\nmode = \"record\"").unwrap();
+        let e = STEPS.build(&bad, &prompts).unwrap_err().to_string();
+        assert!(e.contains("unknown parameter `mode`"), "{e}");
+    }
+}

@@ -1,0 +1,46 @@
+//! A dry run's lines: each recipe's estimate, and the totals over the recipes.
+
+use super::run::Built;
+use cb_engine::Who;
+
+/// A dry run's totals over its recipes: calls to make, estimated tokens, estimated cost.
+#[derive(Default)]
+pub(super) struct DryTotals {
+    calls: u64,
+    tokens: u64,
+    usd: f64,
+}
+
+impl DryTotals {
+    /// Adds a recipe's dry run and says it in one line (`batch`: priced at the batch price):
+    /// the writer's calls, then each other model's (an unnamed reader, named models, panels),
+    /// every layer of the routing table once.
+    pub(super) fn add(&mut self, built: &Built, batch: bool) -> String {
+        let mut parts = Vec::new();
+        for (who, s) in built.routes.figures() {
+            let price = built.routes.layers_of(&who)[0].config().price;
+            // Completion estimate: the offline answer's length stands in for the model's.
+            let cost = price.usd(s.estimated_tokens, 0);
+            self.calls += s.upstream_calls;
+            self.tokens += s.estimated_tokens;
+            self.usd += cost;
+            let said = format!(
+                "{} calls ({} cached, {} to make), ~{} tokens, ~${cost:.4}",
+                s.calls, s.cache_hits, s.upstream_calls, s.estimated_tokens
+            );
+            parts.push(match who {
+                Who::Build => format!("{said}{}", if batch { " at the batch price" } else { "" }),
+                Who::Reader => format!("; reader: {said}"),
+                Who::Named(n) => format!("; {n}: {said}"),
+            });
+        }
+        format!("{}: {}", built.outcome.recipe, parts.concat())
+    }
+
+    pub(super) fn line(&self) -> String {
+        format!(
+            "total: {} calls to make, ~{} tokens, ~${:.4} (estimate: 4 characters a token, answers as long as the offline ones)",
+            self.calls, self.tokens, self.usd
+        )
+    }
+}

@@ -1,0 +1,142 @@
+//! `conflictbench build`: the selected recipes built at once through the run's LLM layers.
+//!
+//! The flags are resolved once ([`LlmSetup`]), every recipe and route is checked before the
+//! first file or cache is made, then the recipes are built overlapped (`run`: the
+//! orchestration and the lines it says), a signal stops them all (`signals`), a dry run sums
+//! its estimates (`dry`), and a `--batch-dir` build whose requests wait in files says what
+//! to run (`waiting`).
+
+mod dry;
+mod run;
+mod waiting;
+
+use crate::config_error::config_err;
+use crate::llm_config::LlmSetup;
+use crate::{assets, build_args, llm_args, progress};
+use cb_engine::recipe::select;
+use cb_engine::source::SourceOptions;
+use cb_engine::BuildOptions;
+use clap::Args;
+use run::BuildRun;
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+pub struct BuildArgs {
+    /// What to build: `kre`, `recall` or `all`.
+    benchmark: String,
+    /// Comma-separated domains (e.g. `cose,ecare`); default: the benchmark's default domains.
+    #[arg(long, value_delimiter = ',')]
+    domains: Vec<String>,
+    /// Folder with one sub-folder per source (`commonsenseqa`, `cos_e`, `ecare`, ...).
+    #[arg(long, default_value = "raw")]
+    raw: PathBuf,
+    /// Override a source's files: `SOURCE=PATH` (a file, or a folder searched with the recipe's patterns). Repeatable.
+    #[arg(long = "input", value_name = "SOURCE=PATH")]
+    inputs: Vec<String>,
+    /// Output folder; results go to OUT/<benchmark>/<domain>/.
+    #[arg(long, default_value = "generated")]
+    out: PathBuf,
+    /// Folder of recipe files (default: ./recipes when present, else the bundled ones).
+    #[arg(long)]
+    recipes: Option<PathBuf>,
+    /// Folder of prompt templates (default: ./prompts when present, else the bundled ones).
+    #[arg(long)]
+    prompts: Option<PathBuf>,
+    /// Seed of every random choice (written in the manifest).
+    #[arg(long, default_value_t = cb_engine::build::DEFAULT_SEED)]
+    seed: u64,
+    /// Read at most N records of each source (N >= 1).
+    #[arg(long, value_parser = build_args::at_least_one)]
+    limit: Option<usize>,
+    /// Build from a seeded sample of N source records (drawn with `--seed`, kept in source
+    /// order). Readers that select records themselves only (EventKG), so that memory grows
+    /// with N, not with the dump.
+    #[arg(long, value_name = "N", value_parser = build_args::at_least_one)]
+    sample: Option<usize>,
+    #[command(flatten)]
+    llm: llm_args::LlmArgs,
+    /// A malformed source record stops the build instead of becoming a reject.
+    #[arg(long)]
+    strict: bool,
+    /// No progress bars.
+    #[arg(long)]
+    no_progress: bool,
+    #[command(flatten)]
+    batch: llm_args::BatchFlags,
+    #[command(flatten)]
+    pool: llm_args::PoolFlags,
+    #[command(flatten)]
+    reader: llm_args::ReaderArgs,
+    #[command(flatten)]
+    models: llm_args::ModelFlags,
+}
+
+/// `conflictbench build`: checks every flag, recipe and route, then builds the selected
+/// recipes at once and says each one's outcome.
+pub async fn run(args: BuildArgs) -> anyhow::Result<()> {
+    check_out(&args.out)?;
+    let setup = LlmSetup::for_build(
+        &args.llm,
+        (&args.batch, &args.pool, &args.reader),
+        &args.models,
+        &args.out,
+    )?;
+    let (_, recipes) = assets::recipes(args.recipes.as_deref())?;
+    let selected = select(&recipes, &args.benchmark, &args.domains)?;
+    let prompts = assets::prompt_files(args.prompts.as_deref())?;
+    // Every selected recipe's steps are checked and built, and every route decided, before
+    // the first one builds and before any file or cache is made.
+    let mut built = Vec::new();
+    for r in &selected {
+        r.check_steps(&cb_steps::STEPS)?;
+        built.push((*r, r.load_steps(&cb_steps::STEPS, &prompts)?));
+    }
+    setup.check_recipes(&built)?;
+    let inputs = build_args::inputs(&args.inputs, &selected)?;
+    if args.llm.concurrency == 0 {
+        return Err(config_err("--concurrency must be at least 1"));
+    }
+    setup.preflight(&selected)?;
+    let run = BuildRun {
+        opts: BuildOptions {
+            sources: SourceOptions {
+                raw: args.raw.clone(),
+                inputs,
+                limit: args.limit,
+                sample: args.sample,
+                seed: args.seed,
+                strict: args.strict,
+            },
+            out: args.out.clone(),
+            prompts,
+            seed: args.seed,
+            write: !setup.dry_run(),
+            steps: cb_steps::STEPS,
+        },
+        reporter: progress::Bars::new(!args.no_progress && !setup.dry_run()),
+        setup,
+    };
+    // One build per folder (its --out, its --batch-dir), taken before the first file is
+    // made; a dry run makes none.
+    let _held = if run.setup.dry_run() {
+        Vec::new()
+    } else {
+        crate::folder_lock::for_build(&args.out, run.setup.batch_dir())?
+    };
+    let prepared = run.prepare(&selected)?;
+    let outcomes = run.build_all(&prepared).await?;
+    run.say(prepared, outcomes)
+}
+
+/// `--out` must be a folder or not exist yet: a file (or a path through one) is a
+/// configuration error, said with the OS's words, before anything is read or sent.
+fn check_out(out: &std::path::Path) -> anyhow::Result<()> {
+    let refused = |e: std::io::Error| config_err(format!("--out {}: {e}", out.display()));
+    match std::fs::metadata(out) {
+        Ok(m) if m.is_dir() => Ok(()),
+        // Reading a file as a folder gives the OS's own "Not a directory".
+        Ok(_) => std::fs::read_dir(out).map(|_| ()).map_err(refused),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(refused(e)),
+    }
+}

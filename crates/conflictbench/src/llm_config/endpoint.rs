@@ -1,0 +1,56 @@
+//! The configurations of one endpoint reached alone or as a reader: `batches`' endpoint,
+//! `audit`'s reader, the build's reader, and the run's API key.
+
+use cb_llm::{pricing, ApiKey, BackendKind, Llm, LlmConfig, NamedBy, Role, Roster, Transport};
+use std::path::Path;
+
+/// One endpoint reached alone, outside a build (`batches run-dir`, `batches --cancel`): the
+/// openai backend at `base_url` for `model`, the key from `OPENAI_API_KEY`, everything else
+/// as [`LlmConfig::offline`] leaves it.
+pub fn endpoint_config(base_url: &str, model: &str) -> LlmConfig {
+    let mut c = LlmConfig::offline();
+    c.backend = BackendKind::Openai;
+    c.base_url = base_url.to_owned();
+    c.model = model.to_owned();
+    c.api_key = api_key();
+    c
+}
+
+/// The one layer of `audit --reader-base-url URL --reader-model M`: the reader of
+/// [`reader_config`], on a roster of its own (its cache file `cache`, no budget).
+pub fn audit_reader(
+    cache: &Path,
+    concurrency: usize,
+    (base_url, model): (&str, &str),
+) -> anyhow::Result<Llm> {
+    let mut c = LlmConfig::offline();
+    c.cache_path = Some(cache.to_path_buf());
+    c.concurrency = concurrency;
+    let c = reader_config(c, base_url.to_owned(), model.to_owned());
+    Ok(Roster::new(None, None).layer(&Role::Reader, c)?)
+}
+
+/// The API key of the run, from `OPENAI_API_KEY` (empty when unset); it lives only in memory.
+pub fn api_key() -> ApiKey {
+    ApiKey::new(std::env::var("OPENAI_API_KEY").unwrap_or_default())
+}
+
+/// `base` (limits, budget, cache, retries) turned to the reader `model` at `base_url`: an
+/// OpenAI-compatible endpoint, no pool, the model's built-in price, the key from
+/// `OPENAI_API_KEY`, named by `--reader-base-url` and `--reader-model`. The build's reader
+/// and the audit's are made by it.
+pub fn reader_config(mut base: LlmConfig, base_url: String, model: String) -> LlmConfig {
+    base.backend = BackendKind::Openai;
+    if matches!(base.transport, Transport::Pool(_)) {
+        base.transport = Transport::Online;
+    }
+    base.price = pricing::builtin(&model).unwrap_or_default();
+    base.api_key = api_key();
+    base.base_url = base_url;
+    base.model = model;
+    base.named_by = NamedBy {
+        base_url: "--reader-base-url".into(),
+        model: "--reader-model".into(),
+    };
+    base
+}

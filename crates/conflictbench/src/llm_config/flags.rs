@@ -1,0 +1,257 @@
+//! Flag resolution: the flags, the pool file and the models file resolved into one
+//! [`LlmSetup`] (the transport, the default model, the reader, the named models and which
+//! step each answers).
+
+use super::{Carrier, LlmSetup, ModelSpec, ReaderSetting};
+use crate::config_error::config_err;
+use crate::llm_args::{Backend, BatchFlags, LlmArgs, ModelFlags, PoolFlags, ReaderArgs};
+use cb_llm::{BatchOptions, Limits, LlmConfig, NamedBy, PoolConfig, Roster};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+impl LlmSetup {
+    /// `build`'s configuration: the LLM flags with the transport (`--batch`, `--batch-dir`, a
+    /// pool) and reader flags; `out` is where the default cache goes.
+    pub fn for_build(
+        llm: &LlmArgs,
+        (batch, pool, reader): (&BatchFlags, &PoolFlags, &ReaderArgs),
+        models: &ModelFlags,
+        out: &Path,
+    ) -> anyhow::Result<Self> {
+        let limits = Limits {
+            concurrency: llm.concurrency,
+            rpm: llm.rpm,
+            tpm: llm.tpm,
+        };
+        let breaker = (
+            pool.pool_open_after,
+            Duration::from_millis(pool.pool_cooldown_ms),
+        );
+        let pool = crate::pool_file::resolve(pool, limits).map_err(config_err)?;
+        let (pool, pool_reader) = match pool {
+            Some((p, r)) => (Some(p), r),
+            None => (None, Default::default()),
+        };
+        let carrier = carrier(batch, pool)?;
+        let mut setup = Self::new(llm, carrier, out);
+        if let Some(path) = &models.models_file {
+            let file = crate::models_file::read(path, limits, breaker).map_err(config_err)?;
+            setup.named = file
+                .into_iter()
+                .map(|(name, m)| {
+                    let spec = setup.named_spec(path, &name, m);
+                    (name, spec)
+                })
+                .collect();
+        }
+        setup.reader_by = match (
+            &reader.reader,
+            &reader.reader_base_url,
+            &reader.reader_model,
+        ) {
+            (Some(r), _, _) if r != "none" => Some(format!("--reader {r}")),
+            (Some(_), _, _) => None,
+            (None, None, None) => pool_reader
+                .0
+                .is_some()
+                .then(|| "the pool file's reader keys".to_owned()),
+            (None, _, _) => Some("--reader-base-url/--reader-model".to_owned()),
+        };
+        setup.reader = reader_setting(reader, pool_reader, &setup.known())?;
+        for spec in &models.model_for {
+            let (step, name) = spec
+                .split_once('=')
+                .ok_or_else(|| config_err(format!("--model-for {spec}: expected STEP=NAME")))?;
+            if !setup.named.contains_key(name) {
+                return Err(config_err(format!(
+                    "--model-for {spec}: no model `{name}` in --models (known: {})",
+                    setup.known_list()
+                )));
+            }
+            if let Some(first) = setup.model_for.insert(step.to_owned(), name.to_owned()) {
+                return Err(config_err(format!(
+                    "--model-for {step}={first} and --model-for {spec}: a step has one model; give it once"
+                )));
+            }
+        }
+        Ok(setup)
+    }
+
+    /// A named model of `path` as the run reaches it: its pool, else `base_url` with the
+    /// run's transport (`--batch`, `--batch-dir`, online).
+    fn named_spec(&self, path: &Path, name: &str, m: crate::models_file::NamedModel) -> ModelSpec {
+        let at = |key: &str| format!("models.{name}.{key} in {}", path.display());
+        ModelSpec {
+            base_url: m.base_url,
+            model: Some(m.model),
+            price: m.price,
+            carrier: match m.pool {
+                Some(p) => Carrier::Pool(p),
+                None => match &self.default.carrier {
+                    Carrier::Pool(_) => Carrier::Online,
+                    c => c.clone(),
+                },
+            },
+            named_by: NamedBy {
+                base_url: at("base_url"),
+                model: at("model"),
+            },
+            limits: Some(m.limits),
+            structured: m.structured,
+        }
+    }
+
+    /// `eval`'s configuration: the model under test, online; `out` is where the default cache
+    /// goes.
+    pub fn for_eval(llm: &LlmArgs, out: &Path) -> Self {
+        Self::new(llm, Carrier::Online, out)
+    }
+
+    fn new(llm: &LlmArgs, carrier: Carrier, out: &Path) -> Self {
+        let mut shared = LlmConfig::offline();
+        shared.concurrency = llm.concurrency;
+        shared.rpm = llm.rpm;
+        shared.tpm = llm.tpm;
+        shared.max_retries = llm.max_retries;
+        shared.backoff_base = Duration::from_millis(llm.backoff_ms);
+        shared.backoff_max = Duration::from_secs(llm.backoff_max_s);
+        shared.request_timeout = Duration::from_secs(llm.timeout_s.max(1));
+        shared.max_cost_usd = llm.max_cost;
+        shared.max_tokens = llm.max_tokens;
+        shared.structured = llm.structured.into();
+        let sends_nothing = matches!(carrier, Carrier::Files { .. });
+        let backend = match llm.backend {
+            Some(b) => b,
+            None if llm.base_url.is_some()
+                || matches!(carrier, Carrier::Pool(_))
+                || sends_nothing =>
+            {
+                Backend::Openai
+            }
+            None => Backend::Offline,
+        };
+        Self {
+            backend,
+            dry_run: llm.dry_run,
+            shared,
+            cache: llm
+                .cache
+                .clone()
+                .unwrap_or_else(|| out.join("llm-cache.sqlite")),
+            default: ModelSpec {
+                base_url: llm.base_url.clone(),
+                model: llm.model.clone(),
+                price: (llm.price_input, llm.price_output),
+                carrier,
+                named_by: NamedBy::default(),
+                limits: None,
+                structured: None,
+            },
+            reader: ReaderSetting::Writer,
+            named: BTreeMap::new(),
+            model_for: BTreeMap::new(),
+            reader_by: None,
+            roster: Roster::new(llm.max_cost, llm.max_tokens),
+        }
+    }
+}
+
+/// The reader the flags (or a pool file's reader keys, where the flags name none) ask for.
+/// `--reader none` with a reader named is a contradiction.
+fn reader_setting(
+    flags: &ReaderArgs,
+    (pool_url, pool_model): crate::pool_file::Reader,
+    known: &[&str],
+) -> anyhow::Result<ReaderSetting> {
+    let named = flags.reader_base_url.is_some() || flags.reader_model.is_some();
+    if let Some(choice) = &flags.reader {
+        if named {
+            return Err(config_err(format!(
+                "--reader {choice} cannot be combined with --reader-base-url or --reader-model"
+            )));
+        }
+        if choice == "none" {
+            return Ok(ReaderSetting::Nobody);
+        }
+        if !known.contains(&choice.as_str()) {
+            let known = if known.is_empty() {
+                "none: give --models FILE".to_owned()
+            } else {
+                known.join(", ")
+            };
+            return Err(config_err(format!(
+                "--reader {choice}: expected none or the name of a model of --models (known: {known})"
+            )));
+        }
+        return Ok(ReaderSetting::Model(choice.clone()));
+    }
+    let (base_url, model) = if named {
+        (flags.reader_base_url.clone(), flags.reader_model.clone())
+    } else {
+        (pool_url, pool_model)
+    };
+    Ok(match (base_url, model) {
+        (None, None) => ReaderSetting::Writer,
+        (base_url, model) => ReaderSetting::Named { base_url, model },
+    })
+}
+
+/// The transport the batch flags and the pool choose; a pool cannot be combined with
+/// `--batch` or `--batch-dir`, nor `--batch-dir` name a file.
+fn carrier(batch: &BatchFlags, pool: Option<PoolConfig>) -> anyhow::Result<Carrier> {
+    let window = batch_window(batch)?;
+    if pool.is_some() && (batch.batch || batch.batch_dir.is_some()) {
+        return Err(config_err(
+            "--batch or --batch-dir and an endpoint pool cannot be combined",
+        ));
+    }
+    if let Some(dir) = &batch.batch_dir {
+        if dir.exists() && !dir.is_dir() {
+            return Err(config_err(format!(
+                "--batch-dir {} names a file, not a folder: give the folder where the batch files go",
+                dir.display()
+            )));
+        }
+        return Ok(Carrier::Files {
+            dir: dir.clone(),
+            max_lines: batch.batch_dir_max_lines.max(1),
+            max_bytes: batch.batch_max_mb.max(1) * 1024 * 1024,
+            window,
+        });
+    }
+    if batch.batch {
+        if !(batch.batch_price_factor >= 0.0 && batch.batch_price_factor.is_finite()) {
+            return Err(config_err("--batch-price-factor must be a number >= 0"));
+        }
+        return Ok(Carrier::BatchApi {
+            options: BatchOptions {
+                max_requests_per_file: batch.batch_max_requests.max(1),
+                max_bytes_per_file: batch.batch_max_mb.max(1) * 1024 * 1024,
+                poll_initial: Duration::from_millis(batch.batch_poll_ms.max(1)),
+                window,
+                ..BatchOptions::default()
+            },
+            price_factor: batch.batch_price_factor,
+        });
+    }
+    Ok(match pool {
+        Some(p) => Carrier::Pool(p),
+        None => Carrier::Online,
+    })
+}
+
+/// `--batch-window`: at least 1, and only where rounds are (`--batch`, `--batch-dir`);
+/// [`cb_llm::BATCH_WINDOW`] when not given.
+fn batch_window(batch: &BatchFlags) -> anyhow::Result<usize> {
+    match batch.batch_window {
+        None => Ok(cb_llm::BATCH_WINDOW),
+        Some(0) => Err(config_err(
+            "--batch-window 0: a round must take at least 1 item",
+        )),
+        Some(_) if !batch.batch && batch.batch_dir.is_none() => Err(config_err(
+            "--batch-window sets the items a batch round takes: give it with --batch or --batch-dir",
+        )),
+        Some(n) => Ok(n),
+    }
+}

@@ -1,0 +1,145 @@
+//! The run's LLM configuration, resolved once from its flags (as ripgrep goes from its
+//! low-level arguments to its high-level ones): [`LlmSetup`] holds the backend, the settings
+//! every layer shares (limits, retries, budget, cache, structured output), the default model
+//! with its transport (online, an endpoint pool, the Batch API, batch files) and the reader.
+//! Every command takes its LLM layers from here: `build` a writer per recipe and its reader
+//! (every layer of the run comes from one roster, [`LlmSetup::roster`]: one budget, one cache
+//! writer, one limiter and one pool a model; each recipe's routes: [`LlmSetup::routes`]),
+//! `eval` the model under test, `audit` and `batches` their one endpoint
+//! ([`reader_config`], [`api_key`]).
+
+mod endpoint;
+mod flags;
+mod preflight;
+mod routes;
+mod rules;
+
+pub use endpoint::{audit_reader, endpoint_config};
+
+use crate::llm_args::Backend;
+use cb_llm::{BatchOptions, Limits, LlmConfig, NamedBy, PoolConfig, Roster, Structured};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// How the calls of a model that miss the cache travel, as the flags chose it.
+#[derive(Debug, Clone)]
+pub enum Carrier {
+    Online,
+    /// `--endpoint` / `--endpoints FILE`.
+    Pool(PoolConfig),
+    /// `--batch`, at `price_factor` of the online price.
+    BatchApi {
+        options: BatchOptions,
+        price_factor: f64,
+    },
+    /// `--batch-dir DIR` (made absolute when the folder is made).
+    Files {
+        dir: PathBuf,
+        max_lines: usize,
+        max_bytes: usize,
+        window: usize,
+    },
+}
+
+/// One model as the run's settings name it, before a layer is made of it.
+#[derive(Debug, Clone)]
+pub struct ModelSpec {
+    /// Its endpoint as the settings give it (`None`: a pool's first endpoint names the
+    /// model, batch files' answers are recorded as from `batch-files`, a replay takes it
+    /// from the previous manifest).
+    pub base_url: Option<String>,
+    pub model: Option<String>,
+    /// USD per million prompt and completion tokens, where the settings give them (else
+    /// the built-in table).
+    pub price: (Option<f64>, Option<f64>),
+    pub carrier: Carrier,
+    /// The settings that name it, for the errors that say what to check.
+    pub named_by: NamedBy,
+    /// Its own concurrency, RPM and TPM, and structured-output form (else the run's).
+    pub limits: Option<Limits>,
+    pub structured: Option<Structured>,
+}
+
+/// Who reads a build's rows back.
+#[derive(Debug, Clone)]
+enum ReaderSetting {
+    /// `--reader none`.
+    Nobody,
+    /// The flags name no reader: the writer reads (nobody for an offline build; a replay
+    /// reads as the build it replays did).
+    Writer,
+    /// `--reader-base-url` and/or `--reader-model` (or a pool file's reader keys); what they
+    /// leave out is the writer's.
+    Named {
+        base_url: Option<String>,
+        model: Option<String>,
+    },
+    /// `--reader NAME`: a model of `--models`.
+    Model(String),
+}
+
+/// The LLM configuration of one command, resolved from its flags.
+#[derive(Debug)]
+pub struct LlmSetup {
+    backend: Backend,
+    dry_run: bool,
+    /// What every layer of the run shares: limits, retries, timeouts, budget, structured
+    /// output (an offline configuration until a model is put in).
+    shared: LlmConfig,
+    /// The cache file of every layer that has one.
+    cache: PathBuf,
+    /// The model of every call that names no other.
+    default: ModelSpec,
+    reader: ReaderSetting,
+    /// The named models (`--models FILE`), by name.
+    named: BTreeMap<String, ModelSpec>,
+    /// `--model-for STEP=NAME`: step name -> model name.
+    model_for: BTreeMap<String, String>,
+    /// The setting that names the reader, when one does (`--reader`, `--reader-base-url`,
+    /// the pool file's reader keys), for the errors that refuse it beside a recipe's panel.
+    reader_by: Option<String>,
+    /// Every layer of the run: one cache writer, one budget, one limiter a model.
+    roster: Roster,
+}
+
+impl LlmSetup {
+    /// Every layer of the run ([`Roster::stop_all`] stops them all).
+    pub fn roster(&self) -> &Roster {
+        &self.roster
+    }
+
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// `--dry-run`: count, call nothing, write nothing.
+    pub fn dry_run(&self) -> bool {
+        self.dry_run
+    }
+
+    /// The calls go through the Batch API (`--batch`): prices are the batch prices.
+    pub fn batch_api(&self) -> bool {
+        matches!(self.default.carrier, Carrier::BatchApi { .. })
+    }
+
+    /// `--batch-dir`: the folder of batch files, as given.
+    pub fn batch_dir(&self) -> Option<&Path> {
+        match &self.default.carrier {
+            Carrier::Files { dir, .. } => Some(dir),
+            _ => None,
+        }
+    }
+
+    /// The names of the named models.
+    fn known(&self) -> Vec<&str> {
+        self.named.keys().map(String::as_str).collect()
+    }
+
+    fn known_list(&self) -> String {
+        if self.named.is_empty() {
+            "none: give --models FILE".into()
+        } else {
+            self.known().join(", ")
+        }
+    }
+}

@@ -1,0 +1,294 @@
+//! Building routes: each model's configuration in this run (price, backend, key, cache,
+//! limits, transport) and each recipe's routing table, every layer from the run's roster.
+
+use super::endpoint::{api_key, reader_config};
+use super::{Carrier, LlmSetup, ModelSpec, ReaderSetting};
+use crate::config_error::config_err;
+use crate::llm_args::Backend;
+use anyhow::Context;
+use cb_engine::{Recipe, Routes, Who};
+use cb_llm::{pricing, BackendKind, FilesOptions, Limits, Llm, LlmConfig, Price, Role, Transport};
+use std::collections::BTreeMap;
+
+impl LlmSetup {
+    /// The writer's configuration (the default model). `previous` gives the endpoint and
+    /// model a replay falls back on (a previous manifest), and `what` names the job in the
+    /// error when there is none.
+    pub fn writer(
+        &self,
+        previous: impl Fn() -> Option<(String, String)>,
+        what: &str,
+    ) -> anyhow::Result<LlmConfig> {
+        let mut c = self.shared.clone();
+        if self.backend == Backend::Offline {
+            apply_carrier(&mut c, &self.default.carrier)?;
+            return Ok(c);
+        }
+        let spec = &self.default;
+        // A pool stands in for `--base-url` (its first endpoint names the run); batch files
+        // name no server unless told: their answers are recorded as from `batch-files`.
+        let stand_in = match &spec.carrier {
+            Carrier::Pool(p) => p.endpoints.first().map(|e| e.base_url.clone()),
+            Carrier::Files { .. } => Some(cb_llm::batch_files::ENDPOINT.to_owned()),
+            _ => None,
+        };
+        let given = spec.base_url.clone().or(stand_in);
+        let (base_url, model) = match (self.backend, &given, &spec.model) {
+            (_, Some(u), Some(m)) => (u.clone(), m.clone()),
+            (Backend::Replay, u, m) => {
+                let prev = previous();
+                let u = u.clone().or_else(|| prev.as_ref().map(|p| p.0.clone()));
+                let m = m.clone().or_else(|| prev.as_ref().map(|p| p.1.clone()));
+                match (u, m) {
+                    (Some(u), Some(m)) => (u, m),
+                    _ => return Err(config_err(format!(
+                        "replay of {what}: give --base-url and --model, or build it once with a model so its manifest names them"
+                    ))),
+                }
+            }
+            (_, None, _) => {
+                return Err(config_err(
+                    "--backend openai needs --base-url (or OPENAI_BASE_URL)",
+                ))
+            }
+            (_, Some(_), None) => return Err(config_err("--backend openai needs --model")),
+        };
+        self.model_config(spec, (base_url, model))
+    }
+
+    /// The configuration of `spec`'s model `model` at `base_url` in this run: its price
+    /// (else the built-in table's), the run's backend, key and cache, its own limits and
+    /// structured-output form where it sets them, its transport.
+    fn model_config(
+        &self,
+        spec: &ModelSpec,
+        (base_url, model): (String, String),
+    ) -> anyhow::Result<LlmConfig> {
+        let mut c = self.shared.clone();
+        let builtin = pricing::builtin(&model).unwrap_or_default();
+        c.price = Price {
+            input_per_million: spec.price.0.unwrap_or(builtin.input_per_million),
+            output_per_million: spec.price.1.unwrap_or(builtin.output_per_million),
+        };
+        c.backend = if self.dry_run {
+            BackendKind::DryRun
+        } else if self.backend == Backend::Replay {
+            BackendKind::Replay
+        } else {
+            BackendKind::Openai
+        };
+        c.base_url = base_url;
+        c.model = model;
+        c.api_key = api_key();
+        c.cache_path = Some(self.cache.clone());
+        c.named_by = spec.named_by.clone();
+        if let Some(limits) = spec.limits {
+            limits.apply(&mut c);
+        }
+        if let Some(s) = spec.structured {
+            c.structured = s;
+        }
+        apply_carrier(&mut c, &spec.carrier)?;
+        Ok(c)
+    }
+
+    /// The configuration of the named model `name`, whatever the run's backend (a reader
+    /// reads with its model in an offline build too).
+    fn named_model_config(&self, name: &str) -> anyhow::Result<LlmConfig> {
+        let spec = &self.named[name];
+        let base_url = match (&spec.base_url, &spec.carrier) {
+            (Some(u), _) => u.clone(),
+            (None, Carrier::Pool(p)) => p
+                .endpoints
+                .first()
+                .map(|e| e.base_url.clone())
+                .unwrap_or_default(),
+            (None, _) => unreachable!("a named model has a base_url or a pool"),
+        };
+        let model = spec.model.clone().unwrap_or_default();
+        self.model_config(spec, (base_url, model))
+    }
+
+    /// The routing table of `recipe`: its writer (a replay's endpoint and reader come from
+    /// the recipe's previous manifest, `manifest`), its reader, its steps' named models
+    /// (`--model-for`, else the step's `model`) and its panels, each a layer of the run's
+    /// roster (its cache, its budget, its model's limiter; counters of its own).
+    pub fn routes(
+        &self,
+        recipe: &Recipe,
+        manifest: &dyn Fn() -> Option<cb_model::Manifest>,
+    ) -> anyhow::Result<Routes> {
+        let previous = || manifest().and_then(|m| (!m.offline).then_some((m.endpoint, m.model)));
+        let mut config = self.writer(previous, &recipe.name())?;
+        // Each layer's batch files are the recipe's own (`LlmConfig::job`).
+        config.job = Some(recipe.name());
+        let writer = self
+            .roster
+            .layer(&Role::Writer, config.clone())
+            .context("cannot set up the LLM layer")?;
+        let mut routes = Routes::new(writer);
+        let replayed = match config.backend {
+            BackendKind::Replay => manifest(),
+            _ => None,
+        };
+        if let Some((who, llm)) = self.reader(&routes, &config, replayed.as_ref())? {
+            routes.set_reader(who, llm);
+        }
+        let mut layers: BTreeMap<String, Llm> = BTreeMap::new();
+        let mut named = |name: &str| -> anyhow::Result<Llm> {
+            if let Some(l) = layers.get(name) {
+                return Ok(l.clone());
+            }
+            let mut c = self.named_model_config(name)?;
+            c.job = Some(recipe.name());
+            let l = self.roster.layer(&Role::Named(name.to_owned()), c)?;
+            layers.insert(name.to_owned(), l.clone());
+            Ok(l)
+        };
+        for step in &recipe.steps {
+            let name = self.model_for.get(step.name()).or(step.model.as_ref());
+            if let Some(name) = name {
+                routes.set_step(step.name(), name, named(name)?);
+            }
+            let panel = step.strs("readers").unwrap_or_default();
+            if !panel.is_empty() && !matches!(self.reader, ReaderSetting::Nobody) {
+                let layers = panel
+                    .into_iter()
+                    .map(|n| named(&n).map(|l| (n, l)))
+                    .collect::<anyhow::Result<Vec<_>>>()?;
+                routes.set_panel(step.name(), layers);
+            }
+        }
+        Ok(routes)
+    }
+
+    /// The reader of a build whose writer is `routes`' (configured by `config`), and who it
+    /// answers as: `None` for `--reader none` and for an offline build without a reader
+    /// named; the writer itself when the settings name its own endpoint and model or none;
+    /// else a layer of the run's roster (`Role::Reader`, or the named model's role). A
+    /// replay without reader flags reads as the build it replays did (`replayed`: that
+    /// build's manifest, when there is one).
+    fn reader(
+        &self,
+        routes: &Routes,
+        config: &LlmConfig,
+        replayed: Option<&cb_model::Manifest>,
+    ) -> anyhow::Result<Option<(Who, Llm)>> {
+        let offline = config.backend == BackendKind::Offline;
+        let mut setting = self.reader.clone();
+        if let (ReaderSetting::Writer, BackendKind::Replay, Some(m)) =
+            (&setting, config.backend, replayed)
+        {
+            setting = match &m.reader {
+                None => ReaderSetting::Nobody,
+                Some(r) => ReaderSetting::Named {
+                    base_url: Some(r.endpoint.clone()),
+                    model: Some(r.model.clone()),
+                },
+            };
+        }
+        let (base_url, model) = match setting {
+            ReaderSetting::Nobody => return Ok(None),
+            ReaderSetting::Writer if offline => return Ok(None),
+            ReaderSetting::Writer => (None, None),
+            ReaderSetting::Named { base_url, model } => (base_url, model),
+            ReaderSetting::Model(name) => {
+                let role = Role::Named(name.clone());
+                let mut c = self.named_model_config(&name)?;
+                c.job.clone_from(&config.job);
+                let llm = self.roster.layer(&role, c)?;
+                return Ok(Some((Who::Named(name), llm)));
+            }
+        };
+        let (base_url, model) = match (base_url, model, offline) {
+            (Some(u), Some(m), _) => (u, m),
+            (u, m, false) => (
+                u.unwrap_or_else(|| config.base_url.clone()),
+                m.unwrap_or_else(|| config.model.clone()),
+            ),
+            (None, _, true) => {
+                return Err(config_err(
+                    "an offline build reads with a model only when --reader-base-url names its endpoint",
+                ))
+            }
+            (Some(_), None, true) => {
+                return Err(config_err(
+                    "an offline build reads with a model only when --reader-model names it",
+                ))
+            }
+        };
+        if !offline && base_url == config.base_url && model == config.model {
+            return Ok(Some((Who::Build, routes.writer().clone())));
+        }
+        crate::preflight::check_endpoint(
+            "--reader-base-url",
+            &base_url,
+            !self.dry_run && config.backend != BackendKind::Replay,
+        )?;
+        let mut c = reader_config(config.clone(), base_url, model);
+        c.cache_path = Some(self.cache.clone());
+        if self.dry_run {
+            c.backend = BackendKind::DryRun;
+        } else if config.backend == BackendKind::Replay {
+            c.backend = BackendKind::Replay;
+        }
+        Ok(Some((Who::Reader, self.roster.layer(&Role::Reader, c)?)))
+    }
+}
+
+/// Puts the transport into a configuration: a pool (not for the offline backend, which
+/// sends nothing) sums its endpoints' concurrency; the Batch API prices calls at its factor;
+/// batch files need their folder, made here.
+fn apply_carrier(c: &mut LlmConfig, carrier: &Carrier) -> anyhow::Result<()> {
+    let batch_backend = matches!(c.backend, BackendKind::Openai | BackendKind::DryRun);
+    match carrier {
+        Carrier::Online => {}
+        Carrier::Pool(pool) => {
+            if c.backend != BackendKind::Offline {
+                c.concurrency = Limits::of_pool(pool).concurrency;
+                c.transport = Transport::Pool(pool.clone());
+            }
+        }
+        Carrier::Files { .. } if !batch_backend => {
+            return Err(config_err(
+                "--batch-dir needs the openai backend (--model names the model the files ask for)",
+            ))
+        }
+        Carrier::Files {
+            dir,
+            max_lines,
+            max_bytes,
+            window,
+        } => {
+            // Absolute: the journal names the files by their folder. A dry run writes
+            // nothing, so it does not make the folder either.
+            let made = if c.backend == BackendKind::DryRun {
+                std::path::absolute(dir)
+            } else {
+                std::fs::create_dir_all(dir).and_then(|()| dir.canonicalize())
+            };
+            let dir =
+                made.map_err(|e| config_err(format!("--batch-dir {}: {e}", dir.display())))?;
+            c.transport = Transport::BatchFiles(FilesOptions {
+                max_requests_per_file: *max_lines,
+                max_bytes_per_file: *max_bytes,
+                window: *window,
+                ..FilesOptions::new(dir)
+            });
+        }
+        Carrier::BatchApi { .. } if !batch_backend => {
+            return Err(config_err(
+                "--batch needs the openai backend (--base-url and --model)",
+            ))
+        }
+        Carrier::BatchApi {
+            options,
+            price_factor,
+        } => {
+            c.price.input_per_million *= price_factor;
+            c.price.output_per_million *= price_factor;
+            c.transport = Transport::BatchApi(options.clone());
+        }
+    }
+    Ok(())
+}

@@ -98,8 +98,16 @@ impl Core {
         fresh.sort_unstable();
         let mut reservations = Vec::new();
         let limits = (opts.max_requests_per_file, opts.max_bytes_per_file);
-        for chunk in chunks(&fresh, taken, limits) {
-            let (record, reservation) = self.submit((cache, &api, spool), &chunk, taken).await?;
+        let mut pending = chunks(&fresh, taken, limits);
+        pending.reverse();
+        while let Some(chunk) = pending.pop() {
+            // A file the budget left cannot pay for whole is cut; the rest is refused at its
+            // turn (a budget stop) and waits for a later run.
+            let (head, rest) = chunk.split_at(self.affordable(&chunk, taken));
+            if !rest.is_empty() {
+                pending.push(rest.to_vec());
+            }
+            let (record, reservation) = self.submit((cache, &api, spool), head, taken).await?;
             reservations.push(reservation);
             tracked.push(record);
         }

@@ -267,9 +267,16 @@ impl Core {
         }
         let fresh: Vec<&str> = open.iter().copied().collect();
         let limits = (opts.max_requests_per_file, opts.max_bytes_per_file);
-        for chunk in chunks(&fresh, taken, limits) {
+        let mut pending = chunks(&fresh, taken, limits);
+        pending.reverse();
+        while let Some(chunk) = pending.pop() {
+            // Cut where the budget left ends, as a Batch API file is.
+            let (head, rest) = chunk.split_at(self.affordable(&chunk, taken));
+            if !rest.is_empty() {
+                pending.push(rest.to_vec());
+            }
             let input = self
-                .write_file((cache, spool), &chunk, taken, (opts, &prefix))
+                .write_file((cache, spool), head, taken, (opts, &prefix))
                 .await?;
             rounds.wait_on(input);
         }

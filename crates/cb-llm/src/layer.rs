@@ -8,7 +8,7 @@ use crate::batch_files;
 use crate::cache::Cache;
 use crate::config::{BackendKind, LlmConfig, Transport};
 use crate::error::LlmError;
-use crate::form::Structured;
+use crate::form::{FormState, Structured};
 use crate::http;
 use crate::layer_core::{Budget, Core};
 use crate::limiter::Limiter;
@@ -91,7 +91,7 @@ impl Llm {
         config: LlmConfig,
         cache: Option<Cache>,
         route: Option<Route>,
-        limiter: Arc<Limiter>,
+        (limiter, form): (Arc<Limiter>, Arc<FormState>),
         (budget, owner): (Arc<Budget>, String),
     ) -> Self {
         let endpoint = match (config.backend, &config.transport) {
@@ -107,7 +107,7 @@ impl Llm {
                 config,
                 stats: Arc::default(),
                 budget,
-                form: Default::default(),
+                form,
                 dead: Default::default(),
                 owner,
             }),

@@ -28,7 +28,7 @@ pub(crate) struct Core {
     /// The run's one budget, shared by every layer of its roster.
     pub(crate) budget: Arc<Budget>,
     /// The structured-output form found out (auto mode).
-    pub(crate) form: FormState,
+    pub(crate) form: Arc<FormState>,
     /// Set once the endpoint is known to be unusable, or the layer is stopped (a signal):
     /// every later call fails at once.
     pub(crate) dead: std::sync::OnceLock<String>,

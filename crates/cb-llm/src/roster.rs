@@ -9,6 +9,7 @@
 use crate::cache::Cache;
 use crate::config::{BackendKind, LlmConfig, Transport};
 use crate::error::LlmError;
+use crate::form::FormState;
 use crate::layer::{Llm, Route};
 use crate::layer_core::Budget;
 use crate::limiter::Limiter;
@@ -66,6 +67,9 @@ struct Inner {
     limiters: Mutex<HashMap<Role, Arc<Limiter>>>,
     /// One endpoint pool a role (its replicas' limiters and breakers).
     pools: Mutex<HashMap<Role, Arc<pool::Pool>>>,
+    /// One structured-output form a role: its layers (one a recipe) find it out once,
+    /// sending one probe, not one each.
+    forms: Mutex<HashMap<Role, Arc<FormState>>>,
     /// Every layer made, with its role, for [`Roster::stop_all`].
     made: Mutex<Vec<(Role, Llm)>>,
     /// Set by [`Roster::stop_all`]: a layer made later starts stopped.
@@ -94,6 +98,7 @@ impl Roster {
                 caches: Mutex::default(),
                 limiters: Mutex::default(),
                 pools: Mutex::default(),
+                forms: Mutex::default(),
                 made: Mutex::default(),
                 stopped: OnceLock::new(),
             }),
@@ -129,6 +134,14 @@ impl Roster {
                 .entry(role.clone())
                 .or_insert_with(|| Arc::new(Limits::of(&config).limiter())),
         );
+        let form = Arc::clone(
+            self.inner
+                .forms
+                .lock()
+                .expect("forms lock")
+                .entry(role.clone())
+                .or_default(),
+        );
         let owner = config
             .job
             .as_ref()
@@ -137,7 +150,7 @@ impl Roster {
             config,
             cache,
             route,
-            limiter,
+            (limiter, form),
             (Arc::clone(&self.inner.budget), owner),
         );
         if let Some(why) = self.inner.stopped.get() {

@@ -394,6 +394,34 @@ impl Core {
             .max(rounds + 1)
     }
 
+    /// How many of `chunk`'s first calls the budget left can still reserve at their most (at
+    /// least 1: a file the budget cannot pay for at all is refused by
+    /// [`Core::reserve_file`], a budget stop). A round's file larger than what is left is cut
+    /// there and the rest waits for a later run, so a budget that pays for one call always
+    /// gets on, a file at a time.
+    pub(crate) fn affordable(&self, chunk: &[&str], taken: &Taken) -> usize {
+        let b = &self.budget;
+        let used = |spent: &std::sync::atomic::AtomicU64,
+                    reserved: &std::sync::atomic::AtomicU64| {
+            spent.load(Ordering::Relaxed) + reserved.load(Ordering::SeqCst)
+        };
+        let left_usd = (self.config.max_cost_usd).map(|max| {
+            ((max * 1e6) as u64).saturating_sub(used(&b.spent_micro_usd, &b.reserved_micro_usd))
+        });
+        let left_tokens = (self.config.max_tokens)
+            .map(|max| max.saturating_sub(used(&b.tokens, &b.reserved_tokens)));
+        let (mut usd, mut tokens) = (0u64, 0u64);
+        let fits = chunk
+            .iter()
+            .take_while(|k| {
+                let (one, most) = taken[**k].cost;
+                (usd, tokens) = (usd + one, tokens + most);
+                left_usd.is_none_or(|l| usd <= l) && left_tokens.is_none_or(|l| tokens <= l)
+            })
+            .count();
+        fits.max(1)
+    }
+
     /// Reserves the cost of one input file of `chunk` against `--max-cost` and
     /// `--max-tokens` as a whole, before anything is sent or written; returns its estimate
     /// in USD with the reservation.

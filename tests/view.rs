@@ -108,6 +108,11 @@ fn bad_input_is_exit_2_with_a_sentence_and_writes_nothing() {
     std::fs::write(&empty, "").unwrap();
     let garbage = d.path().join("garbage.sqlite");
     std::fs::write(&garbage, "these are not the ratings you are looking for\n").unwrap();
+    let other_cache = d.path().join("other-cache.sqlite");
+    rusqlite::Connection::open(&other_cache)
+        .unwrap()
+        .execute_batch("CREATE TABLE responses (key TEXT)")
+        .unwrap();
     let other_db = d.path().join("other.sqlite");
     rusqlite::Connection::open(&other_db)
         .unwrap()
@@ -119,6 +124,7 @@ fn bad_input_is_exit_2_with_a_sentence_and_writes_nothing() {
         empty.to_str().unwrap(),
     );
     let (garbage_s, other_s) = (garbage.to_str().unwrap(), other_db.to_str().unwrap());
+    let other_cache_s = other_cache.to_str().unwrap();
     let refused: Vec<(Vec<&str>, &str)> = vec![
         (vec![csqa_s], "dev_rand_split.jsonl: its first record is not a benchmark row"),
         (vec![source_s], "holds no benchmark rows"),
@@ -126,6 +132,7 @@ fn bad_input_is_exit_2_with_a_sentence_and_writes_nothing() {
         (vec![o, "--ratings", garbage_s], "garbage.sqlite: not a ratings file"),
         (vec![o, "--ratings", other_s], "other.sqlite: not a ratings file of the viewer: it holds no ratings table (tables: notes)"),
         (vec![o, "--cache", garbage_s], "garbage.sqlite: not a response cache of conflictbench"),
+        (vec![o, "--cache", other_cache_s], "other-cache.sqlite: not a response cache of conflictbench: cache: no such column"),
     ];
     let cases = cases
         .into_iter()

@@ -4,7 +4,9 @@
 //! the same headers; every submitted rating survives a killed server; two raters rating at
 //! once lose nothing; the pages list, filter and search what the files hold, check their page
 //! numbers, mark hidden characters and keep a row's link when files come; a bad file is
-//! reported once per change; ratings that cannot be written leave the pages reading.
+//! reported once per change; ratings that cannot be written leave the pages reading; the
+//! page's reader-versus-people kappa of a build read by a scripted reader is the one computed
+//! by hand, and a rater set aside leaves Fleiss' kappa to the others.
 
 mod common;
 #[path = "common/view.rs"]
@@ -106,6 +108,11 @@ fn bad_input_is_exit_2_with_a_sentence_and_writes_nothing() {
     std::fs::write(&empty, "").unwrap();
     let garbage = d.path().join("garbage.sqlite");
     std::fs::write(&garbage, "these are not the ratings you are looking for\n").unwrap();
+    let other_cache = d.path().join("other-cache.sqlite");
+    rusqlite::Connection::open(&other_cache)
+        .unwrap()
+        .execute_batch("CREATE TABLE responses (key TEXT)")
+        .unwrap();
     let other_db = d.path().join("other.sqlite");
     rusqlite::Connection::open(&other_db)
         .unwrap()
@@ -117,6 +124,7 @@ fn bad_input_is_exit_2_with_a_sentence_and_writes_nothing() {
         empty.to_str().unwrap(),
     );
     let (garbage_s, other_s) = (garbage.to_str().unwrap(), other_db.to_str().unwrap());
+    let other_cache_s = other_cache.to_str().unwrap();
     let refused: Vec<(Vec<&str>, &str)> = vec![
         (vec![csqa_s], "dev_rand_split.jsonl: its first record is not a benchmark row"),
         (vec![source_s], "holds no benchmark rows"),
@@ -124,6 +132,7 @@ fn bad_input_is_exit_2_with_a_sentence_and_writes_nothing() {
         (vec![o, "--ratings", garbage_s], "garbage.sqlite: not a ratings file"),
         (vec![o, "--ratings", other_s], "other.sqlite: not a ratings file of the viewer: it holds no ratings table (tables: notes)"),
         (vec![o, "--cache", garbage_s], "garbage.sqlite: not a response cache of conflictbench"),
+        (vec![o, "--cache", other_cache_s], "other-cache.sqlite: not a response cache of conflictbench: cache: no such column"),
     ];
     let cases = cases
         .into_iter()
@@ -779,5 +788,172 @@ async fn ratings_that_cannot_be_written_leave_the_pages_reading() {
     assert!(
         err.contains("--ratings") && err.contains("cannot be written"),
         "{err}"
+    );
+}
+
+/// A scripted reader: shown a context, it picks the option the context names (the mock's
+/// context follower); shown the options alone (the answer-set test: no question, options as
+/// `A: text` lines), it picks the longest.
+fn follower_picking_the_longest() -> cb_mock::Responder {
+    cb_mock::responder(|req: &cb_mock::ChatRequest| {
+        let prompt = req.last_user();
+        let reply = match cb_mock::reader_script::parse(prompt) {
+            Some(q) => cb_mock::reader_script::follow_context(&q),
+            None => prompt
+                .lines()
+                .filter_map(|l| l.split_once(": ").filter(|(k, _)| k.len() == 1))
+                .max_by_key(|(_, text)| text.len())
+                .map_or("None", |(k, _)| k)
+                .to_owned(),
+        };
+        cb_mock::Reply::Content(reply)
+    })
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_page_measures_the_reader_against_people_as_by_hand() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("gen");
+    let reader = cb_mock::MockServer::start(follower_picking_the_longest()).await;
+    view_common::read_build_of(&out, &reader, "squad").await;
+    let rows = common::read_jsonl(&out.join("kre/squad/squad.jsonl"));
+    let v = start_viewer(&[out.to_str().unwrap(), "--sample", "100"]);
+    let ids = sample_ids(v.port);
+    assert_eq!(ids.len(), rows.len(), "the sample is every row");
+    let reader_says: Vec<(String, bool)> = rows
+        .iter()
+        .map(|r| {
+            let set = r["reader"]["checks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["check"] == "answer_set")
+                .unwrap();
+            (
+                r["id"].as_str().unwrap().to_owned(),
+                set["passed"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    // The reader's answer-set picks, as the rows record them (the longest option is the
+    // golden answer in the first row only).
+    let by_id = |id: &str| {
+        reader_says
+            .iter()
+            .find(|(r, _)| id.ends_with(&format!("#{r}")))
+            .unwrap()
+            .1
+    };
+    let reader_set: Vec<bool> = ids.iter().map(|id| by_id(id)).collect();
+    assert_eq!(
+        reader_set,
+        [true, false, false, false],
+        "{reader_says:?} {ids:?}"
+    );
+    // Two raters agree throughout: the answer set tells the answer in items 0 and 3; the
+    // negative context does not mislead in item 1, it does (highly) in the others.
+    let token = form_token(v.port);
+    for (k, id) in ids.iter().enumerate() {
+        for rater in ["ann", "bob"] {
+            let dist = if k % 3 == 0 { "yes" } else { "no" };
+            let level = if k == 1 { "not" } else { "highly" };
+            let body = rating_body(&token, rater, id, level, dist);
+            assert_eq!(request(v.port, "POST", "/rate", &[], &body).0, 303);
+        }
+    }
+    let (_, page) = get(v.port, "/agreement");
+    let table = page
+        .split("id=\"cb-cohen\"")
+        .nth(1)
+        .unwrap()
+        .split("</table>")
+        .next()
+        .unwrap();
+    let cells: Vec<String> = table
+        .split("<td")
+        .skip(1)
+        .map(|c| {
+            c.split_once('>')
+                .unwrap()
+                .1
+                .split("</td>")
+                .next()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    // By hand, answer set, (people, reader): (yes, yes), (no, no), (no, no), (yes, no).
+    // p_o = 3/4; people say yes 2/4, the reader 1/4: p_e = 1/2 · 1/4 + 1/2 · 3/4 = 1/2;
+    // kappa = (3/4 - 1/2) / (1 - 1/2) = 0.5; se = sqrt(3/4 · 1/4 / (4 · 1/4)) = 0.4330,
+    // interval 0.5 ± 1.96 se = [-0.349, 1.349], clipped to [-0.349, 1.000].
+    assert_eq!(
+        cells[6..12],
+        [
+            "reader",
+            "answer set distinguishable",
+            "4",
+            "0.750",
+            "0.5000",
+            "[-0.349, 1.000]"
+        ],
+        "{table}"
+    );
+    // Misleading, (people, reader): (yes, yes), (no, yes), (yes, yes), (yes, yes): p_o = 3/4;
+    // people 3/4, the reader 4/4: p_e = 3/4; kappa = 0 (a reader misled by every row it let
+    // stand agrees with people no better than chance); se = sqrt(3/16 / (4 · 1/16)) = 0.866,
+    // interval clipped to [-1.000, 1.000].
+    assert_eq!(
+        cells[..6],
+        [
+            "reader",
+            "misleading",
+            "4",
+            "0.750",
+            "0.0000",
+            "[-1.000, 1.000]"
+        ],
+        "{table}"
+    );
+    // A third rater who rated one item (not misleading) leaves one item every rater rated:
+    // ann, bob highly, carl not: P = (2 · 1) / (3 · 2) = 1/3, P_e = (2/3)² + (1/3)² = 5/9,
+    // kappa = (1/3 - 5/9) / (4/9) = -0.5. Set aside, ann and bob agree on all four items:
+    // P = 1, P_e = (1/4)² + (3/4)² = 5/8, kappa = 1.
+    let body = rating_body(&token, "carl", &ids[0], "not", "yes");
+    assert_eq!(request(v.port, "POST", "/rate", &[], &body).0, 303);
+    let fleiss = |query: &str| {
+        let (_, page) = get(v.port, &format!("/agreement{query}"));
+        let line = page
+            .split("id=\"cb-fleiss\">")
+            .nth(1)
+            .unwrap()
+            .split("</p>")
+            .next()
+            .unwrap();
+        line.replace("<strong class=\"cb-kappa\">", "")
+            .replace("</strong>", "")
+    };
+    assert_eq!(
+        fleiss(""),
+        "Fleiss' kappa: -0.5000; percent agreement 33.3% over 1 item(s) that all 3 raters rated."
+    );
+    assert_eq!(
+        fleiss("?among=ann&among=bob"),
+        "Fleiss' kappa: 1.0000; percent agreement 100.0% over 4 item(s) that all 2 raters rated."
+    );
+    let (_, page) = get(v.port, "/agreement?among=ann&among=bob");
+    assert!(
+        page.contains("value=\"carl\" aria-label") && !page.contains("value=\"carl\" checked"),
+        "carl unticked"
+    );
+    assert!(
+        page.contains("&#x2f;export?rater=ann&amp;among=ann&amp;among=bob"),
+        "{page}"
+    );
+    // Ann's sheet among ann and bob holds the four items they both rated.
+    let (status, csv) = get(v.port, "/export?rater=ann&among=ann&among=bob");
+    assert_eq!(status, 200, "{csv}");
+    assert_eq!(
+        csv::Reader::from_reader(csv.as_bytes()).records().count(),
+        4
     );
 }

@@ -12,13 +12,18 @@ use std::process::{Child, Command, Stdio};
 /// An offline build of the bundled SQuAD, CoS-E and e-CARE samples into `out`, read by
 /// `reader` (its reader calls are cached in `out/llm-cache.sqlite`).
 pub async fn read_build(out: &Path, reader: &cb_mock::MockServer) {
+    read_build_of(out, reader, "squad,cose,ecare").await;
+}
+
+/// [`read_build`] of the KRE `domains` (`squad,cose`).
+pub async fn read_build_of(out: &Path, reader: &cb_mock::MockServer, domains: &str) {
     let base = reader.base_url();
     let raw = crate::common::repo().join("raw");
     let o = crate::common::build(
         &[
             "kre",
             "--domains",
-            "squad,cose,ecare",
+            domains,
             "--raw",
             raw.to_str().unwrap(),
             "--out",

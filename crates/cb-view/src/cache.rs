@@ -54,6 +54,8 @@ pub fn check(path: &Path) -> Result<(), ViewError> {
             ViewError::Cache { source, .. } => source.to_string(),
             other => other.to_string(),
         };
+        // SQLite quotes the statement it failed on: the first line says what is wrong.
+        let why = why.lines().next().unwrap_or_default();
         ViewError::Record {
             path: path.display().to_string(),
             message: format!("not a response cache of conflictbench: {why}"),

@@ -129,7 +129,8 @@ fn read_only_uri(path: &Path) -> String {
 }
 
 /// Why the ratings file `path` cannot be written, if it cannot: the file, or its folder
-/// (which holds the file's journal), refuses a write.
+/// (which holds the file's journal), refuses a write. The folder is asked by making a file
+/// there, removed at once (modes say nothing where privileges ignore them).
 fn unwritable(path: &Path) -> Option<String> {
     if path.exists() {
         if let Err(e) = std::fs::OpenOptions::new().append(true).open(path) {

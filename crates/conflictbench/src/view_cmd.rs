@@ -225,3 +225,17 @@ async fn stop() {
     #[cfg(not(unix))]
     let _ = tokio::signal::ctrl_c().await;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::loopback_hosts;
+
+    #[test]
+    fn on_port_80_a_browser_sends_the_host_without_the_port() {
+        let hosts = loopback_hosts(80);
+        for h in ["127.0.0.1", "127.0.0.1:80", "localhost", "[::1]"] {
+            assert!(hosts.iter().any(|x| x == h), "{h}: {hosts:?}");
+        }
+        assert!(!loopback_hosts(7878).iter().any(|x| x == "127.0.0.1"));
+    }
+}

@@ -561,16 +561,10 @@ impl Build<'_> {
         // A dry run asked no reader anything: it warns of nothing they said.
         if let Some(r) = manifest.reader.as_ref().filter(|_| self.opts.write) {
             if let Some(w) = r.warning() {
-                let advice = if r.read_nothing() {
-                    "see rejects.jsonl for what stopped every item before it"
-                } else if r.too_few() {
-                    "build more rows (a larger --limit or --sample) so that the reader is asked enough control questions to be measured (README: the reader check)"
-                } else {
-                    "choose a stronger reader (README: the reader check)"
-                };
                 tracing::warn!(
                     recipe = %self.name,
-                    "{w}; the card does not call the rows reader-verified: {advice}"
+                    "{w}; the card does not call the rows reader-verified: {}",
+                    r.advice()
                 );
             }
         }
@@ -621,31 +615,7 @@ impl Build<'_> {
             files: out.paths().collect(),
             data_files: out.data_files(&card.split),
             card,
-            reader: counts
-                .readers
-                .info(
-                    self.routes
-                        .reader()
-                        .filter(|_| steps.iter().any(|s| s.reads()))
-                        .map(|r| {
-                            let c = r.config();
-                            (
-                                c.backend.name().into(),
-                                c.model.clone(),
-                                r.endpoint().to_owned(),
-                            )
-                        }),
-                )
-                .map(|mut r| {
-                    // What the reader was told: its question's system part, word for word.
-                    r.instruction = steps
-                        .iter()
-                        .find(|s| s.reads())
-                        .and_then(|s| s.prompt())
-                        .map(|p| p.system.trim().to_owned())
-                        .filter(|i| !i.is_empty());
-                    r
-                }),
+            reader: crate::per_model::reader(self.routes, steps, counts.readers),
         }
     }
 

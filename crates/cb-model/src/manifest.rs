@@ -191,6 +191,17 @@ impl ReaderInfo {
         !untrusted.is_empty() && untrusted.iter().all(|r| r.trust.too_few())
     }
 
+    /// What to do when the readers' verdicts are not trusted, by the cause.
+    pub fn advice(&self) -> &'static str {
+        if self.read_nothing() {
+            "see rejects.jsonl for what stopped every item before it"
+        } else if self.too_few() {
+            "build more rows (a larger --limit or --sample) so that the reader is asked enough control questions to be measured (README: the reader check)"
+        } else {
+            "choose a stronger reader (README: the reader check)"
+        }
+    }
+
     /// The log's and the card's sentence when a reader's verdicts cannot be trusted (with a
     /// panel: each such reader's, joined by "; ").
     pub fn warning(&self) -> Option<String> {

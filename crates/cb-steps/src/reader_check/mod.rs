@@ -52,6 +52,7 @@
 //! build says it is not reader-verified.
 
 mod ask;
+mod judged;
 
 pub use ask::{ask_check, environment, rate, Asker, Check, Env, Question, ReaderSpec, LEVELS};
 /// What [`ask_check`] returns.
@@ -216,7 +217,7 @@ pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepErro
             "`answer_set` is a check of KRE's distractors (mode \"kre\")".into(),
         ));
     }
-    let (kind_check, coherence_check) = judged_checks(spec, mode).map_err(bad)?;
+    let (kind_check, coherence_check) = judged::checks(spec, mode).map_err(bad)?;
     let prompt = spec
         .str("prompt")
         .unwrap_or_else(|| DEFAULT_PROMPT.to_owned());
@@ -250,22 +251,6 @@ pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepErro
             max_tokens: spec.int("max_tokens").map_or(32, |x| x as u32),
         },
     }))
-}
-
-/// Which of RECALL's judged checks a recipe asks for: (`kind_check`, `coherence_check`).
-fn judged_checks(spec: &StepSpec, mode: Mode) -> Result<(bool, bool), String> {
-    let kind_check = spec.bool("kind_check", false);
-    let coherence_check = spec.bool("coherence_check", false);
-    if (kind_check || coherence_check) && mode == Mode::Kre {
-        return Err(
-            "`kind_check` and `coherence_check` are checks of RECALL's edits (mode \"recall\")"
-                .into(),
-        );
-    }
-    if spec.str("judge_prompt").is_some() && !(kind_check || coherence_check) {
-        return Err("`judge_prompt` needs `kind_check = true` or `coherence_check = true`".into());
-    }
-    Ok((kind_check, coherence_check))
 }
 
 /// The template named by `key` (else `default`) when `wanted`.
@@ -381,25 +366,6 @@ impl Planned {
         }
     }
 
-    /// A judged check: the editor's `question` with `options`, about `context` (none: the
-    /// question alone); the first option passes.
-    fn judged(
-        name: &'static str,
-        context: Option<&str>,
-        question: String,
-        options: [&str; 2],
-        reject: &'static str,
-    ) -> Self {
-        Planned {
-            name,
-            context: context.map(str::to_owned),
-            expected: 0,
-            reject: Some(reject),
-            always: false,
-            ask: Some((question, options.map(str::to_owned).to_vec())),
-        }
-    }
-
     /// The control: the golden context (the paragraph) must lead to the golden (original)
     /// answer; asked of every row.
     fn control(context: &str, expected: usize, reject: Option<&'static str>) -> Self {
@@ -408,24 +374,6 @@ impl Planned {
             ..Planned::new("control", context, expected, reject)
         }
     }
-}
-
-/// The options of the kind check: the first passes.
-const KIND_OPTIONS: [&str; 2] = ["yes: the same kind of thing", "no: another kind of thing"];
-
-/// The coherence check's question about the non-answer-edited context.
-const COHERENCE_QUESTION: &str =
-    "Does any statement of this passage contradict another statement of the same passage?";
-
-/// The options of the coherence check: the first passes.
-const COHERENCE_OPTIONS: [&str; 2] = ["no: it agrees with itself", "yes: it contradicts itself"];
-
-/// The kind check's question: is `edited` an answer of the sort `question` asks for, like
-/// `answer` (whether or not it is true)?
-fn kind_question(question: &str, answer: &str, edited: &str) -> String {
-    format!(
-        "A test asks \"{question}\" about a passage whose answer is \"{answer}\"; the test's writer replaced that answer with \"{edited}\". Whether or not it is true, is \"{edited}\" the same kind of thing as \"{answer}\", an answer of the sort the question asks for?"
-    )
 }
 
 impl ReaderCheck {
@@ -515,23 +463,11 @@ impl ReaderCheck {
             disagrees,
         )];
         if self.kind_check {
-            checks.push(Planned::judged(
-                "kind",
-                None,
-                kind_question(question, &options[original], edited_answer),
-                KIND_OPTIONS,
-                "reader_wrong_kind",
-            ));
+            checks.push(judged::kind(question, &options[original], edited_answer));
         }
         checks.push(Planned::new("qa_na", qa_na, original, disagrees));
         if self.coherence_check {
-            checks.push(Planned::judged(
-                "coherent",
-                Some(qa_na),
-                COHERENCE_QUESTION.to_owned(),
-                COHERENCE_OPTIONS,
-                "reader_contradiction",
-            ));
+            checks.push(judged::coherent(qa_na));
         }
         // Optional: only where the recipe inserts a sentence.
         if let Some(context) = item.get_text(fields::QA_NA_SENTENCE_CONTEXT) {

@@ -38,13 +38,19 @@ impl LlmSetup {
     /// recipes' panels), checked whatever the writer's backend: an offline build's readers
     /// call their models too.
     fn preflight_readers(&self, recipes: &[&Recipe]) -> anyhow::Result<()> {
-        let calls = !self.dry_run && self.backend != Backend::Replay;
+        // A model whose calls go into batch files sends nothing: it needs no key.
+        let calls = |carrier: &Carrier| {
+            !self.dry_run
+                && self.backend != Backend::Replay
+                && !matches!(carrier, Carrier::Files { .. })
+        };
         let mut names: Vec<String> = match &self.reader {
             ReaderSetting::Nobody => return Ok(()),
             ReaderSetting::Named {
                 base_url: Some(u), ..
             } => {
-                crate::preflight::check_endpoint("--reader-base-url", u, calls)?;
+                let sends = calls(&self.default.carrier);
+                crate::preflight::check_endpoint("--reader-base-url", u, sends)?;
                 Vec::new()
             }
             ReaderSetting::Model(n) => vec![n.clone()],
@@ -65,7 +71,11 @@ impl LlmSetup {
                 _ => Vec::new(),
             };
             for url in spec.base_url.iter().map(String::as_str).chain(pool) {
-                crate::preflight::check_endpoint(&spec.named_by.base_url, url, calls)?;
+                crate::preflight::check_endpoint(
+                    &spec.named_by.base_url,
+                    url,
+                    calls(&spec.carrier),
+                )?;
             }
         }
         Ok(())

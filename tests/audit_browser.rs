@@ -1,5 +1,5 @@
-//! The HTML report in a real browser: headless Chromium driven through chromedriver
-//! (`common/browser.rs`). Checks: no console errors, the diff highlighting is visible, the two
+//! The HTML report in a real browser: headless Chromium driven through chromedriver by
+//! fantoccini (`common/browser.rs`). Checks: no console errors, the diff highlighting is visible, the two
 //! texts of a row (a released cose row, a RECALL edit) are each whole in the page's text, side
 //! by side, and clicking a filter button hides the rows that do not fail that check.
 //!
@@ -76,8 +76,8 @@ fn write_released_row(dir: &Path) -> Option<Value> {
     Some(row)
 }
 
-#[test]
-fn html_report_in_headless_chromium() {
+#[tokio::test(flavor = "multi_thread")]
+async fn html_report_in_headless_chromium() {
     let Some((browser, driver)) = browser::tools() else {
         return;
     };
@@ -95,21 +95,21 @@ fn html_report_in_headless_chromium() {
         .unwrap();
     assert!(o.status.success(), "{}", common::text(&o));
 
-    let b = browser::Browser::start(&browser, &driver, &d.path().join("profile"));
-    b.open(&html);
-    let script = |code: &str| b.script(code);
+    let b = browser::Browser::start(&browser, &driver, &d.path().join("profile")).await;
+    b.open(&html).await;
 
     // The data's script never ran, and every row is on the page.
-    assert_eq!(script("return typeof window.__pwned;"), "undefined");
+    assert_eq!(b.script("return typeof window.__pwned;").await, "undefined");
     assert_eq!(
-        script("return document.querySelectorAll('.cb-row').length;"),
+        b.script("return document.querySelectorAll('.cb-row').length;")
+            .await,
         if released.is_some() { 6 } else { 5 }
     );
 
     // Each text whole in the page's text, in two columns side by side; the changed words of an
     // edit marked inside each; a rewritten pair unmarked and labelled.
-    let sides = |item: &str| -> Value {
-        script(&format!(
+    let sides = |item: &str| {
+        let code = format!(
             "var r = document.querySelector('.cb-row[data-item=\"{item}\"]');\
              var o = r.querySelector('.cb-original'), e = r.querySelector('.cb-edited');\
              var a = o.getBoundingClientRect(), b = e.getBoundingClientRect();\
@@ -117,16 +117,18 @@ fn html_report_in_headless_chromium() {
                       side_by_side: a.right <= b.left && a.top === b.top,\
                       marks: r.querySelectorAll('.cb-diff del, .cb-diff ins').length,\
                       rewritten: r.querySelector('.cb-rewritten') !== null}};"
-        ))
+        );
+        let b = &b;
+        async move { b.script(&code).await }
     };
-    let v = sides("qa_a.jsonl#qa-good");
+    let v = sides("qa_a.jsonl#qa-good").await;
     assert_eq!(v["original"], "Joan of Arc was born in Domrémy in 1412.");
     assert_eq!(v["edited"], "Joan of Arc was born in Lyon in 1412.");
     assert!(v["side_by_side"].as_bool().unwrap(), "{v}");
     assert_eq!(v["marks"], 2, "Domrémy and Lyon marked: {v}");
     assert_eq!(v["rewritten"], false);
     if let Some(row) = &released {
-        let v = sides("released-cose.json#0");
+        let v = sides("released-cose.json#0").await;
         let (golden, negative) = (
             row[" golden_context"].as_str().unwrap(),
             row["negative_context"].as_str().unwrap(),
@@ -142,9 +144,9 @@ fn html_report_in_headless_chromium() {
 
     // Highlighting: the inserted and deleted spans of a diff have a visible background.
     for sel in [".cb-diff ins.cb-ins", ".cb-diff del.cb-del"] {
-        let bg = script(&format!(
+        let bg = b.script(&format!(
             "var e = document.querySelector('{sel}'); return e ? getComputedStyle(e).backgroundColor : null;"
-        ));
+        )).await;
         let bg = bg.as_str().unwrap_or_else(|| panic!("no {sel}"));
         assert!(
             bg != "transparent" && bg != "rgba(0, 0, 0, 0)",
@@ -152,12 +154,12 @@ fn html_report_in_headless_chromium() {
         );
     }
 
-    let visibility = || -> Vec<(String, String, bool)> {
-        let v = script(
+    let visibility = || async {
+        let v = b.script(
             "return Array.prototype.map.call(document.querySelectorAll('.cb-row'), function (r) {\
                return [r.getAttribute('data-item'), r.getAttribute('data-checks'), getComputedStyle(r).display !== 'none'];\
              });",
-        );
+        ).await;
         v.as_array()
             .unwrap()
             .iter()
@@ -168,14 +170,16 @@ fn html_report_in_headless_chromium() {
                     r[2].as_bool().unwrap(),
                 )
             })
-            .collect()
+            .collect::<Vec<(String, String, bool)>>()
     };
-    assert!(visibility().iter().all(|r| r.2), "all rows shown at first");
+    assert!(
+        visibility().await.iter().all(|r| r.2),
+        "all rows shown at first"
+    );
 
-    let click = |css: &str| b.click(css);
     for code in ["qa_a_original_answer_gone", "kre_golden_context_short"] {
-        click(&format!("#cb-filter-{code}"));
-        let rows = visibility();
+        b.click(&format!("#cb-filter-{code}")).await;
+        let rows = visibility().await;
         let shown: Vec<&str> = rows.iter().filter(|r| r.2).map(|r| r.0.as_str()).collect();
         assert!(!shown.is_empty(), "{code}: nothing shown");
         for (item, checks, visible) in &rows {
@@ -184,8 +188,12 @@ fn html_report_in_headless_chromium() {
         }
         assert!(rows.iter().any(|r| !r.2), "{code}: nothing hidden");
     }
-    click("#cb-filter-all");
-    assert!(visibility().iter().all(|r| r.2), "all rows shown again");
+    b.click("#cb-filter-all").await;
+    assert!(
+        visibility().await.iter().all(|r| r.2),
+        "all rows shown again"
+    );
 
-    b.assert_no_console_errors();
+    b.assert_no_console_errors().await;
+    b.close().await;
 }

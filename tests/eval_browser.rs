@@ -1,6 +1,6 @@
 //! The evaluation's charts in a real browser: `results.html` of a KRE run and the
 //! `compare.html` of two runs (a context follower against a memory model), rendered by
-//! headless Chromium through chromedriver (`common/browser.rs`). Checks, as the browser sees
+//! headless Chromium through chromedriver by fantoccini (`common/browser.rs`). Checks, as the browser sees
 //! them: one bar per figure with a value and one whisker per interval, the zero lines, the
 //! style axis with each model's point on its side, the labels' text, and no console error.
 //! Screenshots of both pages, and the pages, stay in `target/tmp/eval_browser/`
@@ -22,7 +22,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 /// What the browser shows of the page's charts.
-fn marks(b: &browser::Browser) -> Value {
+async fn marks(b: &browser::Browser) -> Value {
     b.script(
         "var q = function (s) { return document.querySelectorAll(s); };\
          var texts = function (s) { return Array.prototype.map.call(q(s), function (t) { return t.textContent; }); };\
@@ -40,6 +40,7 @@ fn marks(b: &browser::Browser) -> Value {
                  regions_x: Array.prototype.map.call(q('svg rect.cb-region'), function (r) { var b = r.getBoundingClientRect(); return [b.left, b.right]; }),\
                  shown: shown, wide: wide, scripts: q('script').length};",
     )
+    .await
 }
 
 fn strings(v: &Value) -> Vec<String> {
@@ -93,12 +94,12 @@ async fn charts_in_headless_chromium() {
     let c = read_json(&cmp.join("compare.json"));
     let out = output_dir();
 
-    let b = browser::Browser::start(&chromium, &driver, &t.join("profile"));
+    let b = browser::Browser::start(&chromium, &driver, &t.join("profile")).await;
 
     // results.html: one chart per domain, task and setting, one bar per figure with a
     // value, one whisker per interval, the style axis with the model's one point.
-    b.open(&follow.join("results.html"));
-    let m = marks(&b);
+    b.open(&follow.join("results.html")).await;
+    let m = marks(&b).await;
     let figures = r["figures"].as_array().unwrap();
     let with_value = figures.iter().filter(|f| !f["mean"].is_null()).count();
     let with_interval = figures.iter().filter(|f| !f["interval"].is_null()).count();
@@ -165,13 +166,13 @@ async fn charts_in_headless_chromium() {
     // The follower's point lies in the dependent region.
     let (px, dep) = (&m["points_x"][0], &m["regions_x"][0]);
     assert!(px.as_f64().unwrap() <= dep[1].as_f64().unwrap(), "{m}");
-    b.assert_no_console_errors();
-    b.screenshot(&out.join("results.png"));
+    b.assert_no_console_errors().await;
+    b.screenshot(&out.join("results.png")).await;
     std::fs::copy(follow.join("results.html"), out.join("results.html")).unwrap();
 
     // compare.html: a bar and a whisker per difference, zero lines, both runs on the axis.
-    b.open(&cmp.join("compare.html"));
-    let m = marks(&b);
+    b.open(&cmp.join("compare.html")).await;
+    let m = marks(&b).await;
     let compared = c["figures"].as_array().unwrap();
     let diffs: Vec<&Value> = compared.iter().map(|f| &f["differences"][0]).collect();
     let groups: std::collections::BTreeSet<String> = compared
@@ -246,11 +247,12 @@ async fn charts_in_headless_chromium() {
     );
     assert!(x0 <= m["regions_x"][0][1].as_f64().unwrap(), "{m}");
     assert!(x1 >= m["regions_x"][2][0].as_f64().unwrap() - 5.0, "{m}");
-    b.assert_no_console_errors();
-    b.screenshot(&out.join("compare.png"));
+    b.assert_no_console_errors().await;
+    b.screenshot(&out.join("compare.png")).await;
     std::fs::copy(cmp.join("compare.html"), out.join("compare.html")).unwrap();
     for f in ["results.png", "compare.png"] {
         let len = std::fs::metadata(out.join(f)).unwrap().len();
         assert!(len > 10_000, "{f}: {len} bytes");
     }
+    b.close().await;
 }

@@ -1,7 +1,12 @@
 //! `conflictbench view` over HTTP: bad input is exit 2 before anything is bound or written;
 //! beyond loopback every route refuses a request without the token (on loopback, one for
-//! another host); every submitted rating survives a killed server; two raters rating at
-//! once lose nothing; the pages list, filter and search what the files hold.
+//! another host); a post from another page stores nothing and says why; every answer carries
+//! the same headers; every submitted rating survives a killed server; two raters rating at
+//! once lose nothing; the pages list, filter and search what the files hold, check their page
+//! numbers, mark hidden characters and keep a row's link when files come; a bad file is
+//! reported once per change; ratings that cannot be written leave the pages reading; the
+//! page's reader-versus-people kappa of a build read by a scripted reader is the one computed
+//! by hand, and a rater set aside leaves Fleiss' kappa to the others.
 
 mod common;
 #[path = "common/view.rs"]
@@ -9,13 +14,20 @@ mod view_common;
 
 use std::path::Path;
 use std::process::Command;
-use view_common::{get, rate, read_build, request, sample_ids, start_viewer};
+use view_common::{
+    exchange, first_row_link, form_token, get, rate, rating_body, read_build, request, sample_ids,
+    start_viewer, start_viewer_as, view_command,
+};
 
 /// `conflictbench view ARGS`, expected to exit at once; killed (and the test failed) if it
 /// serves instead.
 fn view(args: &[&str]) -> std::process::Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_conflictbench"))
-        .arg("view")
+    view_as(&[], args)
+}
+
+/// [`view`] run through `prefix` (`setpriv ...`, or nothing).
+fn view_as(prefix: &[&str], args: &[&str]) -> std::process::Output {
+    let mut child = view_command(prefix)
         .args(args)
         .env_remove("CONFLICTBENCH_VIEW_TOKEN")
         .stdout(std::process::Stdio::piped())
@@ -86,12 +98,61 @@ fn bad_input_is_exit_2_with_a_sentence_and_writes_nothing() {
         (vec![o, "--ratings", o], "names a folder"),
         (vec![o, "--cache", missing.to_str().unwrap()], "--cache"),
     ];
+    // What cannot be served is refused before the port is bound: each names its file, not
+    // the port in use.
+    let source = d.path().join("source");
+    std::fs::create_dir_all(&source).unwrap();
+    let csqa = source.join("dev_rand_split.jsonl");
+    std::fs::write(&csqa, "{\"id\": \"1a\", \"question\": \"Where is a cup kept?\", \"choices\": {\"label\": [\"A\", \"B\"], \"text\": [\"cupboard\", \"oven\"]}, \"answerKey\": \"A\"}\n").unwrap();
+    let empty = d.path().join("empty.jsonl");
+    std::fs::write(&empty, "").unwrap();
+    let garbage = d.path().join("garbage.sqlite");
+    std::fs::write(&garbage, "these are not the ratings you are looking for\n").unwrap();
+    let other_cache = d.path().join("other-cache.sqlite");
+    rusqlite::Connection::open(&other_cache)
+        .unwrap()
+        .execute_batch("CREATE TABLE responses (key TEXT)")
+        .unwrap();
+    let other_db = d.path().join("other.sqlite");
+    rusqlite::Connection::open(&other_db)
+        .unwrap()
+        .execute_batch("CREATE TABLE notes (text TEXT)")
+        .unwrap();
+    let (csqa_s, source_s, empty_s) = (
+        csqa.to_str().unwrap(),
+        source.to_str().unwrap(),
+        empty.to_str().unwrap(),
+    );
+    let (garbage_s, other_s) = (garbage.to_str().unwrap(), other_db.to_str().unwrap());
+    let other_cache_s = other_cache.to_str().unwrap();
+    let refused: Vec<(Vec<&str>, &str)> = vec![
+        (vec![csqa_s], "dev_rand_split.jsonl: its first record is not a benchmark row"),
+        (vec![source_s], "holds no benchmark rows"),
+        (vec![empty_s], "empty.jsonl: holds no benchmark rows"),
+        (vec![o, "--ratings", garbage_s], "garbage.sqlite: not a ratings file"),
+        (vec![o, "--ratings", other_s], "other.sqlite: not a ratings file of the viewer: it holds no ratings table (tables: notes)"),
+        (vec![o, "--cache", garbage_s], "garbage.sqlite: not a response cache of conflictbench"),
+        (vec![o, "--cache", other_cache_s], "other-cache.sqlite: not a response cache of conflictbench: cache: no such column"),
+    ];
+    let cases = cases
+        .into_iter()
+        .chain(refused.into_iter().map(|(mut args, said)| {
+            args.extend(["--port", port.as_str()]);
+            (args, said)
+        }));
     for (args, said) in cases {
         let r = view(&args);
         let err = String::from_utf8_lossy(&r.stderr);
         assert_eq!(r.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(said), "{args:?}: {err}");
-        assert_eq!(err.lines().count(), 1, "{args:?}: one sentence: {err}");
+        // One sentence, after the audit's warnings on the files it did not read.
+        let lines: Vec<&str> = err.lines().collect();
+        assert!(
+            lines[..lines.len() - 1]
+                .iter()
+                .all(|l| l.contains("WARN") && l.contains("not audited")),
+            "{args:?}: one sentence: {err}"
+        );
     }
     // A malformed row names its file and line.
     let rows = std::fs::read_to_string(out.join("kre/squad/squad.jsonl")).unwrap();
@@ -117,7 +178,7 @@ const ROUTES: [(&str, &str, &str); 11] = [
     ("GET", "/", ""),
     ("GET", "/rows", ""),
     ("GET", "/rows?q=mount", ""),
-    ("GET", "/row/0", ""),
+    ("GET", "/row?file=kre%2Fsquad%2Fsquad.jsonl&n=0", ""),
     ("GET", "/rejects", ""),
     ("GET", "/reject/0/0", ""),
     ("GET", "/live", ""),
@@ -318,6 +379,581 @@ async fn lists_filter_and_search_what_the_files_hold() {
     let (_, p) = get(v.port, "/rows?q=EVEREST");
     assert!(p.contains(&format!("{want} row(s)")), "{p}");
     // A row's lineage opens to the reader's calls from the cache.
-    let (_, p) = get(v.port, "/row/0");
+    let (_, p) = get(v.port, &first_row_link(v.port, "/rows"));
     assert!(p.contains("cb-prompt") && p.contains("cb-answer"), "{p}");
+}
+
+/// The value of header `name` in an answer's head.
+fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
+    head.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        k.trim().eq_ignore_ascii_case(name).then(|| v.trim())
+    })
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_post_from_another_page_stores_nothing_and_says_why() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("gen");
+    let reader = cb_mock::MockServer::start(cb_mock::reader_script::context_follower()).await;
+    read_build(&out, &reader).await;
+    let v = start_viewer(&[out.to_str().unwrap(), "--sample", "4"]);
+    let ids = sample_ids(v.port);
+    let token = form_token(v.port);
+    let own = format!("Origin: http://127.0.0.1:{}", v.port);
+    let other_port = "Origin: http://127.0.0.1:1".to_owned();
+    let forged = |headers: &[&str], token: &str| {
+        let body = rating_body(token, "mallory", &ids[0], "highly", "yes");
+        request(v.port, "POST", "/rate", headers, &body)
+    };
+    let cases: Vec<(Vec<&str>, &str, &str)> = vec![
+        (
+            vec![other_port.as_str()],
+            token.as_str(),
+            "not of http://127.0.0.1:",
+        ),
+        (vec!["Origin: null"], token.as_str(), "from a page of null"),
+        (
+            vec!["Sec-Fetch-Site: cross-site"],
+            token.as_str(),
+            "Sec-Fetch-Site: cross-site",
+        ),
+        (
+            vec!["Sec-Fetch-Site: same-site", own.as_str()],
+            token.as_str(),
+            "Sec-Fetch-Site: same-site",
+        ),
+        (vec![own.as_str()], "", "carries no token of this viewer"),
+        (
+            vec![own.as_str()],
+            "0123456789abcdef0123456789abcdef",
+            "carries no token of this viewer",
+        ),
+    ];
+    for (headers, token, why) in cases {
+        let (status, text) = forged(&headers, token);
+        assert_eq!(status, 403, "{headers:?}: {text}");
+        assert!(
+            text.contains(why) && text.contains("nothing was stored"),
+            "{headers:?}: {text}"
+        );
+    }
+    assert!(
+        !out.join("view-ratings.sqlite").exists(),
+        "a refused post stored nothing"
+    );
+    // The viewer's own page, as a browser sends it, is taken.
+    let same = ["Sec-Fetch-Site: same-origin", own.as_str()];
+    assert_eq!(forged(&same, &token).0, 303);
+    assert_eq!(ratings_in(&out.join("view-ratings.sqlite")).len(), 1);
+
+    // Beyond loopback, the token's cookie goes with a page of another port of the same host
+    // (cookies ignore ports): the origin still refuses it.
+    let t = "tok_0123456789abcdef";
+    let v2 = start_viewer(&[
+        out.to_str().unwrap(),
+        "--host",
+        "0.0.0.0",
+        "--token",
+        t,
+        "--sample",
+        "4",
+    ]);
+    let cookie = format!("Cookie: cb_view_token={t}");
+    let (_, page) = request(
+        v2.port,
+        "GET",
+        "/rate?rater=x&item=0&distinguishable=no",
+        &[&cookie],
+        "",
+    );
+    let token2 = page
+        .split("name=\"form_token\" value=\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap();
+    assert_ne!(token2, token, "a form token per server");
+    let body = rating_body(token2, "mallory", &ids[1], "not", "no");
+    let (status, text) = request(
+        v2.port,
+        "POST",
+        "/rate",
+        &[&cookie, &other_port, "Sec-Fetch-Site: same-site"],
+        &body,
+    );
+    assert_eq!(status, 403, "{text}");
+    let (status, text) = request(
+        v2.port,
+        "POST",
+        "/rate",
+        &[&cookie],
+        &rating_body(&token, "mallory", &ids[1], "not", "no"),
+    );
+    assert_eq!(status, 403, "the other server's form token: {text}");
+    assert_eq!(ratings_in(&out.join("view-ratings.sqlite")).len(), 1);
+}
+
+#[test]
+fn every_answer_refusals_included_carries_the_same_headers() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("gen");
+    offline_build(&out);
+    let v = start_viewer(&[out.to_str().unwrap()]);
+    let t = "tok_0123456789abcdef";
+    let v2 = start_viewer(&[out.to_str().unwrap(), "--host", "0.0.0.0", "--token", t]);
+    let answers = [
+        (v.port, "/", vec![], 200),
+        (v.port, "/no-such-page", vec![], 404),
+        (v.port, "/row?file=nothing.jsonl&n=0", vec![], 404),
+        (v.port, "/rows?check=nonsense", vec![], 400),
+        (v.port, "/", vec!["Host: attacker.example"], 403),
+        (v2.port, "/", vec![], 401),
+    ];
+    let mut seen = Vec::new();
+    for (port, path, headers, want) in answers {
+        let (status, head, _) = exchange(port, "GET", path, &headers, "");
+        assert_eq!(status, want, "{path}: {head}");
+        let h: Vec<Option<&str>> = [
+            "content-security-policy",
+            "x-content-type-options",
+            "referrer-policy",
+            "cache-control",
+            "x-frame-options",
+        ]
+        .iter()
+        .map(|n| header(&head, n))
+        .collect();
+        assert!(h.iter().all(Option::is_some), "{path} {status}: {head}");
+        seen.push(h.iter().map(|x| x.unwrap().to_owned()).collect::<Vec<_>>());
+    }
+    assert!(seen.windows(2).all(|w| w[0] == w[1]), "{seen:?}");
+    assert!(seen[0][0].contains("default-src 'none'"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn pages_are_checked_hidden_characters_marked_and_a_link_stays_its_row() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("gen");
+    let reader = cb_mock::MockServer::start(cb_mock::reader_script::context_follower()).await;
+    read_build(&out, &reader).await;
+    view_common::plant(&out);
+    let v = start_viewer(&[out.to_str().unwrap()]);
+    // Page numbers: past the last, out of range, not a number.
+    let (status, text) = get(v.port, "/rows?q=planted&page=1");
+    assert_eq!(status, 404, "{text}");
+    assert!(text.contains("pages run from 0 to 0"), "{text}");
+    assert_eq!(get(v.port, &format!("/rows?page={}", usize::MAX)).0, 404);
+    assert_eq!(get(v.port, "/rejects?page=99999").0, 404);
+    assert_eq!(get(v.port, "/rows?page=-1").0, 400);
+    // A direction override is a visible mark, never obeyed, on the list, the row and the
+    // rating page.
+    let link = first_row_link(v.port, "/rows?q=planted-0");
+    for path in ["/rows?q=planted".to_owned(), link.clone()] {
+        let (status, page) = get(v.port, &path);
+        assert_eq!(status, 200);
+        assert!(
+            page.contains("[U+202E]gnirts desrever[U+202C]"),
+            "{path}: {page}"
+        );
+        assert!(
+            !page.contains('\u{202e}') && !page.contains('\u{202c}'),
+            "{path}"
+        );
+    }
+    // The row's link names the same row once a folder that sorts first appears.
+    let before = get(v.port, &link).1;
+    assert!(before.contains("planted-0"), "{before}");
+    let early = out.join("kre/aaa");
+    std::fs::create_dir_all(&early).unwrap();
+    std::fs::copy(out.join("kre/squad/squad.jsonl"), early.join("aaa.jsonl")).unwrap();
+    let start = std::time::Instant::now();
+    while !get(v.port, "/").1.contains("kre&#x2f;aaa") {
+        assert!(
+            start.elapsed().as_secs() < 60,
+            "the new folder was not read"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let after = get(v.port, &link).1;
+    let id = |p: &str| {
+        p.split("id=\"cb-id\">")
+            .nth(1)
+            .unwrap()
+            .split('<')
+            .next()
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(id(&after), id(&before));
+    assert_eq!(first_row_link(v.port, "/rows?q=planted-0"), link);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_comment_a_spreadsheet_would_run_is_exported_as_text() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("gen");
+    let reader = cb_mock::MockServer::start(cb_mock::reader_script::context_follower()).await;
+    read_build(&out, &reader).await;
+    let v = start_viewer(&[out.to_str().unwrap(), "--sample", "3"]);
+    let ids = sample_ids(v.port);
+    let token = form_token(v.port);
+    let comments = [
+        "=HYPERLINK(\"http://x.example\",\"y\")",
+        "+1",
+        "-2+3",
+        "@SUM(A1)",
+        "\tx",
+    ];
+    for (rater, comment) in [("ann", comments[0]), ("bob", comments[1])] {
+        for (k, id) in ids.iter().enumerate() {
+            let c = if k == 0 { comment } else { comments[2 + k % 3] };
+            let body = format!(
+                "form_token={token}&rater={rater}&item_id={}&misleading=not&comment={}",
+                view_common::enc(id),
+                view_common::enc(c)
+            );
+            assert_eq!(request(v.port, "POST", "/rate", &[], &body).0, 303);
+        }
+    }
+    let mut sheets = Vec::new();
+    for rater in ["ann", "bob"] {
+        let (status, csv) = get(v.port, &format!("/export?rater={rater}"));
+        assert_eq!(status, 200, "{csv}");
+        let mut r = csv::Reader::from_reader(csv.as_bytes());
+        let mut n = 0;
+        for rec in r.records() {
+            let rec = rec.unwrap();
+            for cell in rec.iter() {
+                assert!(
+                    !cell.starts_with(['=', '+', '-', '@', '\t', '\r']),
+                    "{cell:?}"
+                );
+            }
+            n += 1;
+        }
+        assert_eq!(n, ids.len());
+        assert!(csv.contains("'=HYPERLINK") || csv.contains("'+1"), "{csv}");
+        let f = d.path().join(format!("{rater}.csv"));
+        std::fs::write(&f, csv).unwrap();
+        sheets.push(f);
+    }
+    // `agreement` reads the escaped sheets back.
+    let o = Command::new(env!("CARGO_BIN_EXE_conflictbench"))
+        .arg("agreement")
+        .args(&sheets)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", common::text(&o));
+}
+
+#[test]
+fn a_bad_file_is_reported_once_per_change() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("gen");
+    offline_build(&out);
+    let log = d.path().join("stderr.log");
+    let v = start_viewer_as(
+        &[],
+        &[out.to_str().unwrap()],
+        std::fs::File::create(&log).unwrap().into(),
+    );
+    let bad = out.join("kre/squad/late.jsonl");
+    let reported = || {
+        std::fs::read_to_string(&log)
+            .unwrap()
+            .matches("cannot read the files")
+            .count()
+    };
+    let wait_for = |n: usize| {
+        let start = std::time::Instant::now();
+        while reported() < n {
+            assert!(start.elapsed().as_secs() < 30, "never reported");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        // Several looks later, still reported once.
+        std::thread::sleep(std::time::Duration::from_millis(3500));
+        assert_eq!(reported(), n, "{}", std::fs::read_to_string(&log).unwrap());
+    };
+    std::fs::write(&bad, "{\"question\": \n").unwrap();
+    wait_for(1);
+    let (_, page) = get(v.port, "/");
+    assert!(
+        page.contains("late.jsonl") && page.contains("could not be read again"),
+        "{page}"
+    );
+    std::fs::write(&bad, "{\"question\": \n{\n").unwrap();
+    wait_for(2);
+    // Fixed: read again, the note gone.
+    std::fs::remove_file(&bad).unwrap();
+    let start = std::time::Instant::now();
+    while get(v.port, "/").1.contains("could not be read again") {
+        assert!(
+            start.elapsed().as_secs() < 30,
+            "the fixed folder was not read again"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// `setpriv` arguments that run a command as nobody, where this test runs with privileges
+/// that ignore file modes (root); `None` when it must and cannot.
+fn unprivileged(probe_dir: &Path) -> Option<Vec<&'static str>> {
+    let probe = probe_dir.join(".probe");
+    if std::fs::write(&probe, "").is_err() {
+        return Some(Vec::new());
+    }
+    let _ = std::fs::remove_file(&probe);
+    let ok = Command::new("setpriv")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    ok.then(|| {
+        vec![
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+        ]
+    })
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[allow(clippy::print_stderr)]
+async fn ratings_that_cannot_be_written_leave_the_pages_reading() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("gen");
+    let reader = cb_mock::MockServer::start(cb_mock::reader_script::context_follower()).await;
+    read_build(&out, &reader).await;
+    {
+        let v = start_viewer(&[out.to_str().unwrap(), "--sample", "3"]);
+        let ids = sample_ids(v.port);
+        assert_eq!(rate(v.port, "ann", &ids[0], "highly", "no"), 303);
+    }
+    let file = out.join("view-ratings.sqlite");
+    let mode =
+        |p: &Path, m: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
+    mode(d.path(), 0o755);
+    for entry in std::fs::read_dir(&out).unwrap() {
+        let p = entry.unwrap().path();
+        if p.is_file() {
+            mode(&p, 0o444);
+        }
+    }
+    mode(&out, 0o555);
+    let Some(prefix) = unprivileged(&out) else {
+        eprintln!("skipped: running with privileges that ignore file modes, and no setpriv");
+        mode(&out, 0o755);
+        return;
+    };
+    let before = std::fs::read(&file).unwrap();
+    let mut v = start_viewer_as(
+        &prefix,
+        &[out.to_str().unwrap(), "--sample", "3"],
+        std::process::Stdio::inherit(),
+    );
+    let mut said = String::new();
+    std::io::BufRead::read_line(&mut v.stdout, &mut said).unwrap();
+    assert!(said.contains("no rating can be saved"), "{said}");
+    let (status, page) = get(v.port, "/rate");
+    assert_eq!(status, 200);
+    assert!(
+        page.contains("cb-read-only") && !page.contains("cb-start"),
+        "said before a rater starts: {page}"
+    );
+    let (status, page) = get(v.port, "/agreement");
+    assert_eq!(status, 200, "the ratings so far are read: {page}");
+    assert!(page.contains(">ann<"), "{page}");
+    let ids = sample_ids(v.port);
+    let body = rating_body(&form_token(v.port), "bob", &ids[0], "not", "no");
+    let (status, text) = request(v.port, "POST", "/rate", &[], &body);
+    assert_eq!(status, 503, "{text}");
+    assert!(text.contains("nothing was stored"), "{text}");
+    drop(v);
+    // An explicit --ratings that cannot be written is refused at start.
+    let args = [
+        out.to_str().unwrap(),
+        "--ratings",
+        file.to_str().unwrap(),
+        "--port",
+        "0",
+    ];
+    let r = view_as(&prefix, &args);
+    mode(&out, 0o755);
+    assert_eq!(std::fs::read(&file).unwrap(), before, "nothing written");
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--ratings") && err.contains("cannot be written"),
+        "{err}"
+    );
+}
+
+/// A scripted reader: shown a context, it picks the option the context names (the mock's
+/// context follower); shown the options alone (the answer-set test: no question, options as
+/// `A: text` lines), it picks the longest.
+fn follower_picking_the_longest() -> cb_mock::Responder {
+    cb_mock::responder(|req: &cb_mock::ChatRequest| {
+        let prompt = req.last_user();
+        let reply = match cb_mock::reader_script::parse(prompt) {
+            Some(q) => cb_mock::reader_script::follow_context(&q),
+            None => prompt
+                .lines()
+                .filter_map(|l| l.split_once(": ").filter(|(k, _)| k.len() == 1))
+                .max_by_key(|(_, text)| text.len())
+                .map_or("None", |(k, _)| k)
+                .to_owned(),
+        };
+        cb_mock::Reply::Content(reply)
+    })
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_page_measures_the_reader_against_people_as_by_hand() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("gen");
+    let reader = cb_mock::MockServer::start(follower_picking_the_longest()).await;
+    view_common::read_build_of(&out, &reader, "squad").await;
+    let rows = common::read_jsonl(&out.join("kre/squad/squad.jsonl"));
+    let v = start_viewer(&[out.to_str().unwrap(), "--sample", "100"]);
+    let ids = sample_ids(v.port);
+    assert_eq!(ids.len(), rows.len(), "the sample is every row");
+    let reader_says: Vec<(String, bool)> = rows
+        .iter()
+        .map(|r| {
+            let set = r["reader"]["checks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["check"] == "answer_set")
+                .unwrap();
+            (
+                r["id"].as_str().unwrap().to_owned(),
+                set["passed"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    // The reader's answer-set picks, as the rows record them (the longest option is the
+    // golden answer in the first row only).
+    let by_id = |id: &str| {
+        reader_says
+            .iter()
+            .find(|(r, _)| id.ends_with(&format!("#{r}")))
+            .unwrap()
+            .1
+    };
+    let reader_set: Vec<bool> = ids.iter().map(|id| by_id(id)).collect();
+    assert_eq!(
+        reader_set,
+        [true, false, false, false],
+        "{reader_says:?} {ids:?}"
+    );
+    // Two raters agree throughout: the answer set tells the answer in items 0 and 3; the
+    // negative context does not mislead in item 1, it does (highly) in the others.
+    let token = form_token(v.port);
+    for (k, id) in ids.iter().enumerate() {
+        for rater in ["ann", "bob"] {
+            let dist = if k % 3 == 0 { "yes" } else { "no" };
+            let level = if k == 1 { "not" } else { "highly" };
+            let body = rating_body(&token, rater, id, level, dist);
+            assert_eq!(request(v.port, "POST", "/rate", &[], &body).0, 303);
+        }
+    }
+    let (_, page) = get(v.port, "/agreement");
+    let table = page
+        .split("id=\"cb-cohen\"")
+        .nth(1)
+        .unwrap()
+        .split("</table>")
+        .next()
+        .unwrap();
+    let cells: Vec<String> = table
+        .split("<td")
+        .skip(1)
+        .map(|c| {
+            c.split_once('>')
+                .unwrap()
+                .1
+                .split("</td>")
+                .next()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    // By hand, answer set, (people, reader): (yes, yes), (no, no), (no, no), (yes, no).
+    // p_o = 3/4; people say yes 2/4, the reader 1/4: p_e = 1/2 · 1/4 + 1/2 · 3/4 = 1/2;
+    // kappa = (3/4 - 1/2) / (1 - 1/2) = 0.5; se = sqrt(3/4 · 1/4 / (4 · 1/4)) = 0.4330,
+    // interval 0.5 ± 1.96 se = [-0.349, 1.349], clipped to [-0.349, 1.000].
+    assert_eq!(
+        cells[6..12],
+        [
+            "reader",
+            "answer set distinguishable",
+            "4",
+            "0.750",
+            "0.5000",
+            "[-0.349, 1.000]"
+        ],
+        "{table}"
+    );
+    // Misleading, (people, reader): (yes, yes), (no, yes), (yes, yes), (yes, yes): p_o = 3/4;
+    // people 3/4, the reader 4/4: p_e = 3/4; kappa = 0 (a reader misled by every row it let
+    // stand agrees with people no better than chance); se = sqrt(3/16 / (4 · 1/16)) = 0.866,
+    // interval clipped to [-1.000, 1.000].
+    assert_eq!(
+        cells[..6],
+        [
+            "reader",
+            "misleading",
+            "4",
+            "0.750",
+            "0.0000",
+            "[-1.000, 1.000]"
+        ],
+        "{table}"
+    );
+    // A third rater who rated one item (not misleading) leaves one item every rater rated:
+    // ann, bob highly, carl not: P = (2 · 1) / (3 · 2) = 1/3, P_e = (2/3)² + (1/3)² = 5/9,
+    // kappa = (1/3 - 5/9) / (4/9) = -0.5. Set aside, ann and bob agree on all four items:
+    // P = 1, P_e = (1/4)² + (3/4)² = 5/8, kappa = 1.
+    let body = rating_body(&token, "carl", &ids[0], "not", "yes");
+    assert_eq!(request(v.port, "POST", "/rate", &[], &body).0, 303);
+    let fleiss = |query: &str| {
+        let (_, page) = get(v.port, &format!("/agreement{query}"));
+        let line = page
+            .split("id=\"cb-fleiss\">")
+            .nth(1)
+            .unwrap()
+            .split("</p>")
+            .next()
+            .unwrap();
+        line.replace("<strong class=\"cb-kappa\">", "")
+            .replace("</strong>", "")
+    };
+    assert_eq!(
+        fleiss(""),
+        "Fleiss' kappa: -0.5000; percent agreement 33.3% over 1 item(s) that all 3 raters rated."
+    );
+    assert_eq!(
+        fleiss("?among=ann&among=bob"),
+        "Fleiss' kappa: 1.0000; percent agreement 100.0% over 4 item(s) that all 2 raters rated."
+    );
+    let (_, page) = get(v.port, "/agreement?among=ann&among=bob");
+    assert!(
+        page.contains("value=\"carl\" aria-label") && !page.contains("value=\"carl\" checked"),
+        "carl unticked"
+    );
+    assert!(
+        page.contains("&#x2f;export?rater=ann&amp;among=ann&amp;among=bob"),
+        "{page}"
+    );
+    // Ann's sheet among ann and bob holds the four items they both rated.
+    let (status, csv) = get(v.port, "/export?rater=ann&among=ann&among=bob");
+    assert_eq!(status, 200, "{csv}");
+    assert_eq!(
+        csv::Reader::from_reader(csv.as_bytes()).records().count(),
+        4
+    );
 }

@@ -1,5 +1,5 @@
 //! `conflictbench view` in a real browser: headless Chromium driven through chromedriver by
-//! fantoccini. Open a build, filter to a reject reason, open a row's lineage, rate five rows
+//! fantoccini (`common/browser.rs`). Open a build, filter to a reject reason, open a row's lineage, rate five rows
 //! as two raters and see the kappas change, export the two sheets and compare with
 //! `conflictbench agreement`; planted texts (script tags, event-handler attributes, broken
 //! Unicode) run nothing and show as text; watch a build against the mock fill in.
@@ -13,68 +13,12 @@ mod common;
 #[path = "common/view.rs"]
 mod view_common;
 
-use fantoccini::{Client, ClientBuilder, Locator};
-use serde_json::{json, Value};
+use fantoccini::{Client, Locator};
+use serde_json::Value;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 use view_common::{get, plant, read_build, start_viewer, PLANTED};
-
-/// chromedriver on a free port, killed when dropped.
-struct Driver(Child, u16);
-
-impl Drop for Driver {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn start_driver(driver: &Path) -> Driver {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let child = Command::new(driver)
-        .arg(format!("--port={port}"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let start = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "chromedriver did not start"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    Driver(child, port)
-}
-
-/// A headless session (the flags the audit page's test uses).
-async fn session(browser: &Path, driver: &Driver, profile: &Path) -> Client {
-    let caps = json!({
-        "browserName": "chrome",
-        "goog:chromeOptions": {
-            "binary": browser,
-            "args": ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                     "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                     "--disable-dev-shm-usage", "--window-size=1280,1000",
-                     format!("--user-data-dir={}", profile.display())]
-        }
-    });
-    let Value::Object(caps) = caps else {
-        unreachable!()
-    };
-    ClientBuilder::rustls()
-        .unwrap()
-        .capabilities(caps)
-        .connect(&format!("http://127.0.0.1:{}", driver.1))
-        .await
-        .unwrap()
-}
 
 async fn js(c: &Client, code: &str) -> Value {
     c.execute(code, vec![]).await.unwrap()
@@ -127,30 +71,45 @@ async fn text_of(c: &Client, css: &str) -> String {
         .unwrap()
 }
 
+/// Rates the item shown: first the answer set from the options alone, then (the golden and
+/// negative options and the contexts shown) how misleading the negative context is.
 async fn rate_one(c: &Client, level: &str, dist: &str, comment: &str) {
-    c.find(Locator::Css(&format!(
-        "input[name=misleading][value={level}]"
-    )))
-    .await
-    .unwrap()
-    .click()
-    .await
-    .unwrap();
-    c.find(Locator::Css(&format!(
-        "input[name=distinguishable][value={dist}]"
-    )))
-    .await
-    .unwrap()
-    .click()
-    .await
-    .unwrap();
+    let golden = "document.querySelectorAll('.cb-gold, .cb-negative, .cb-original').length";
+    assert_eq!(
+        js(c, &format!("return {golden};")).await,
+        0,
+        "nothing golden shown before the answer set is judged"
+    );
+    click(c, &format!("input[name=distinguishable][value={dist}]")).await;
+    click(c, "#cb-next").await;
+    wait_url(c, "distinguishable=").await;
+    let tags = js(c, "return Array.from(document.querySelectorAll('#cb-options .cb-tag')).map(e => e.innerText);").await;
+    assert!(
+        tags.as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t == "golden answer"),
+        "{tags}"
+    );
+    assert!(
+        tags.as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t == "negative answer"),
+        "{tags}"
+    );
+    click(c, &format!("input[name=misleading][value={level}]")).await;
     let t = c
         .find(Locator::Css("textarea[name=comment]"))
         .await
         .unwrap();
     t.clear().await.unwrap();
     t.send_keys(comment).await.unwrap();
-    c.find(Locator::Css("#cb-save"))
+    click(c, "#cb-save").await;
+}
+
+async fn click(c: &Client, css: &str) {
+    c.find(Locator::Css(css))
         .await
         .unwrap()
         .click()
@@ -221,13 +180,13 @@ async fn browse_filter_open_lineage_rate_and_export_in_chromium() {
     plant(&out);
     let v = start_viewer(&[out.to_str().unwrap(), "--sample", "6", "--seed", "7"]);
     let base = format!("http://127.0.0.1:{}", v.port);
-    let drv = start_driver(&driver);
-    let c = session(&browser, &drv, &d.path().join("profile")).await;
+    let b = browser::Browser::start(&browser, &driver, &d.path().join("profile")).await;
+    let c = &b.client;
 
     // The overview: both folders with their counts; the planted texts shown as text.
     c.goto(&base).await.unwrap();
-    nothing_ran(&c).await;
-    let domains = text_of(&c, "#cb-domains").await;
+    nothing_ran(c).await;
+    let domains = text_of(c, "#cb-domains").await;
     let rows = common::read_jsonl(&out.join("kre/squad/squad.jsonl"));
     let rejects = common::read_jsonl(&out.join("kre/squad/rejects.jsonl"));
     assert!(
@@ -235,7 +194,7 @@ async fn browse_filter_open_lineage_rate_and_export_in_chromium() {
         "{domains}"
     );
     assert!(
-        text_of(&c, "body").await.contains(PLANTED[0]),
+        text_of(c, "body").await.contains(PLANTED[0]),
         "a planted reason is shown as text"
     );
 
@@ -249,8 +208,8 @@ async fn browse_filter_open_lineage_rate_and_export_in_chromium() {
         .click()
         .await
         .unwrap();
-    wait_url(&c, "reason=").await;
-    let listed = js(&c, "return Array.from(document.querySelectorAll('#cb-rejects .cb-reason')).map(e => e.innerText);").await;
+    wait_url(c, "reason=").await;
+    let listed = js(c, "return Array.from(document.querySelectorAll('#cb-rejects .cb-reason')).map(e => e.innerText);").await;
     let want = rejects
         .iter()
         .filter(|r| r["reason"] == "unanswerable")
@@ -275,8 +234,8 @@ async fn browse_filter_open_lineage_rate_and_export_in_chromium() {
         .click()
         .await
         .unwrap();
-    wait_url(&c, "/row/").await;
-    let id = text_of(&c, "#cb-id").await;
+    wait_url(c, "/row?").await;
+    let id = text_of(c, "#cb-id").await;
     let calls = c.find_all(Locator::Css("details.cb-call")).await.unwrap();
     assert!(!calls.is_empty());
     let prompt = c
@@ -313,20 +272,20 @@ async fn browse_filter_open_lineage_rate_and_export_in_chromium() {
         prompt_text.contains(row["question"].as_str().unwrap()),
         "{prompt_text}"
     );
-    let side = js(&c, "var o = document.querySelector('.cb-original').getBoundingClientRect(), e = document.querySelector('.cb-edited').getBoundingClientRect(); return o.right <= e.left && o.top === e.top;").await;
+    let side = js(c, "var o = document.querySelector('.cb-original').getBoundingClientRect(), e = document.querySelector('.cb-edited').getBoundingClientRect(); return o.right <= e.left && o.top === e.top;").await;
     assert_eq!(side, true, "the contexts side by side");
-    assert!(text_of(&c, "#cb-reader").await.contains("negative"));
+    assert!(text_of(c, "#cb-reader").await.contains("negative"));
 
     // The planted rows and reject: shown as text, nothing runs.
     for path in [
         "/rows?q=planted",
-        "/row/0",
+        view_common::first_row_link(v.port, "/rows").as_str(),
         "/rejects?q=pwned",
         "/reject/1/0",
         "/live",
     ] {
         c.goto(&format!("{base}{path}")).await.unwrap();
-        nothing_ran(&c).await;
+        nothing_ran(c).await;
     }
     c.goto(&format!("{base}/rows?q=planted-0")).await.unwrap();
     c.find(Locator::Css("a.cb-open"))
@@ -335,9 +294,9 @@ async fn browse_filter_open_lineage_rate_and_export_in_chromium() {
         .click()
         .await
         .unwrap();
-    wait_url(&c, "/row/").await;
-    nothing_ran(&c).await;
-    let page = text_of(&c, "body").await;
+    wait_url(c, "/row?").await;
+    nothing_ran(c).await;
+    let page = text_of(c, "body").await;
     for p in PLANTED {
         assert!(page.contains(p), "{p} shown as text: {page}");
     }
@@ -351,7 +310,7 @@ async fn browse_filter_open_lineage_rate_and_export_in_chromium() {
 
     // Two raters rate five rows each: the kappas change as they go.
     let ann = rate_five(
-        &c,
+        c,
         &base,
         "ann",
         ["not", "somewhat", "highly", "highly", "not"],
@@ -362,7 +321,7 @@ async fn browse_filter_open_lineage_rate_and_export_in_chromium() {
         "{ann:?}"
     );
     let bob = rate_five(
-        &c,
+        c,
         &base,
         "<b onmouseover=x>bob</b>",
         ["not", "highly", "highly", "somewhat", "not"],
@@ -374,18 +333,18 @@ async fn browse_filter_open_lineage_rate_and_export_in_chromium() {
         "Fleiss' kappa moves as ratings come: {bob:?}"
     );
     c.goto(&format!("{base}/agreement")).await.unwrap();
-    nothing_ran(&c).await;
-    let kappa = text_of(&c, ".cb-kappa").await;
+    nothing_ran(c).await;
+    let kappa = text_of(c, ".cb-kappa").await;
     // By hand: per item agreement 1, 0, 1, 0, 1 (P = 0.6); levels not 4, somewhat 2, highly 4
     // of 10 (P_e = 0.36); kappa = 0.24 / 0.64.
     assert_eq!(
-        text_of(&c, "#cb-fleiss").await,
+        text_of(c, "#cb-fleiss").await,
         "Fleiss' kappa: 0.3750; percent agreement 60.0% over 5 item(s) that all 2 raters rated."
     );
-    assert!(text_of(&c, "#cb-cohen").await.contains("reader"));
+    assert!(text_of(c, "#cb-cohen").await.contains("reader"));
 
     // Export both sheets (the links of the page) and compare with `agreement`.
-    let links = js(&c, "return Array.from(document.querySelectorAll('a.cb-export')).map(a => a.getAttribute('href'));").await;
+    let links = js(c, "return Array.from(document.querySelectorAll('a.cb-export')).map(a => a.getAttribute('href'));").await;
     let mut files = Vec::new();
     for (k, href) in links.as_array().unwrap().iter().enumerate() {
         let (status, csv) = get(v.port, href.as_str().unwrap());
@@ -397,7 +356,7 @@ async fn browse_filter_open_lineage_rate_and_export_in_chromium() {
     assert_eq!(files.len(), 2);
     let refs: Vec<&Path> = files.iter().map(|f| f.as_path()).collect();
     assert_eq!(agreement_kappa(&refs), kappa);
-    c.close().await.unwrap();
+    b.close().await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -410,10 +369,10 @@ async fn a_build_against_the_mock_fills_in_on_the_live_page() {
     std::fs::create_dir_all(&out).unwrap();
     let v = start_viewer(&[out.to_str().unwrap()]);
     let base = format!("http://127.0.0.1:{}", v.port);
-    let drv = start_driver(&driver);
-    let c = session(&browser, &drv, &d.path().join("profile")).await;
+    let b = browser::Browser::start(&browser, &driver, &d.path().join("profile")).await;
+    let c = &b.client;
     c.goto(&format!("{base}/")).await.unwrap();
-    assert!(text_of(&c, "body").await.contains("0 rows"));
+    assert!(text_of(c, "body").await.contains("0 rows"));
 
     let reader = cb_mock::MockServer::start(cb_mock::reader_script::context_follower()).await;
     reader.set_latency(Duration::from_millis(150));
@@ -440,9 +399,9 @@ async fn a_build_against_the_mock_fills_in_on_the_live_page() {
     let start = Instant::now();
     loop {
         c.goto(&format!("{base}/live")).await.unwrap();
-        let calls = js(&c, "return Array.from(document.querySelectorAll('#cb-spend .cb-calls')).map(e => +e.innerText).reduce((a, b) => a + b, 0);").await;
+        let calls = js(c, "return Array.from(document.querySelectorAll('#cb-spend .cb-calls')).map(e => +e.innerText).reduce((a, b) => a + b, 0);").await;
         seen_calls.push(calls.as_i64().unwrap());
-        saw_writing |= text_of(&c, "#cb-recipes").await.contains("(writing)");
+        saw_writing |= text_of(c, "#cb-recipes").await.contains("(writing)");
         if build.try_wait().unwrap().is_some() {
             break;
         }
@@ -464,7 +423,7 @@ async fn a_build_against_the_mock_fills_in_on_the_live_page() {
     let start = Instant::now();
     loop {
         c.goto(&format!("{base}/")).await.unwrap();
-        if text_of(&c, "#cb-domains")
+        if text_of(c, "#cb-domains")
             .await
             .contains(&format!("kre/squad {}", rows.len()))
         {
@@ -476,5 +435,110 @@ async fn a_build_against_the_mock_fills_in_on_the_live_page() {
         );
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
-    c.close().await.unwrap();
+    b.close().await;
+}
+
+/// Serves `page` to every request on a free port of 127.0.0.1 (another origin than the
+/// viewer's), until the test ends; the port.
+fn serve_page(page: String) -> u16 {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(mut s) = s else { continue };
+            let mut buf = [0u8; 4096];
+            let _ = s.read(&mut buf);
+            let _ = write!(
+                s,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{page}",
+                page.len()
+            );
+        }
+    });
+    port
+}
+
+/// A page of another site with a form that posts a rating to the viewer at `target`.
+fn forged_form(target: &str, item_id: &str, form_token: &str) -> String {
+    let attr = |s: &str| {
+        s.replace('&', "&amp;")
+            .replace('"', "&quot;")
+            .replace('<', "&lt;")
+    };
+    format!(
+        "<!doctype html><title>free prizes</title><form method=post action=\"{target}/rate\">\
+         <input type=hidden name=rater value=mallory><input type=hidden name=item_id value=\"{}\">\
+         <input type=hidden name=misleading value=highly><input type=hidden name=distinguishable value=yes>\
+         <input type=hidden name=form_token value=\"{}\"><button id=go type=submit>win</button></form>",
+        attr(item_id),
+        attr(form_token)
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_form_on_another_origin_cannot_rate_in_chromium() {
+    let Some((browser, driver)) = browser::tools() else {
+        return;
+    };
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("gen");
+    let reader = cb_mock::MockServer::start(cb_mock::reader_script::context_follower()).await;
+    read_build(&out, &reader).await;
+    let token = "tok_0123456789abcdef";
+    let loopback = start_viewer(&[out.to_str().unwrap(), "--sample", "4"]);
+    let beyond = start_viewer(&[
+        out.to_str().unwrap(),
+        "--sample",
+        "4",
+        "--host",
+        "0.0.0.0",
+        "--token",
+        token,
+    ]);
+    let ids = view_common::sample_ids(loopback.port);
+    let b = browser::Browser::start(&browser, &driver, &d.path().join("profile")).await;
+    let c = &b.client;
+    // In token mode the rater's browser holds the token's cookie, which a page of another
+    // port of the same host gets sent along.
+    c.goto(&beyond.address).await.unwrap();
+    assert!(text_of(c, "body").await.contains("Overview"));
+    for (viewer, guess) in [(&loopback, String::new()), (&beyond, "0".repeat(32))] {
+        let target = format!("http://127.0.0.1:{}", viewer.port);
+        let port = serve_page(forged_form(&target, &ids[0], &guess));
+        for origin in [
+            format!("http://127.0.0.1:{port}"),
+            format!("http://localhost:{port}"),
+        ] {
+            c.goto(&format!("{origin}/")).await.unwrap();
+            c.find(Locator::Css("#go"))
+                .await
+                .unwrap()
+                .click()
+                .await
+                .unwrap();
+            wait_url(c, "/rate").await;
+            let said = text_of(c, "body").await;
+            // From another host name the browser leaves the token's cookie (SameSite) behind,
+            // and the token refuses it first; from the same host, the origin does.
+            let by_token = origin.contains("localhost") && viewer.address.contains("token=");
+            let why = if by_token {
+                "this viewer needs its token"
+            } else {
+                "refused: this form was sent from"
+            };
+            assert!(said.starts_with(why), "{origin} -> {target}: {said}");
+        }
+    }
+    assert!(!out.join("view-ratings.sqlite").exists(), "nothing stored");
+    // The viewer's own page rates, in the same browser.
+    c.goto(&format!(
+        "http://127.0.0.1:{}/rate?rater=ann",
+        loopback.port
+    ))
+    .await
+    .unwrap();
+    rate_one(c, "not", "no", "mine").await;
+    wait_text(c, "#cb-done", "1").await;
+    b.close().await;
 }

@@ -12,13 +12,18 @@ use std::process::{Child, Command, Stdio};
 /// An offline build of the bundled SQuAD, CoS-E and e-CARE samples into `out`, read by
 /// `reader` (its reader calls are cached in `out/llm-cache.sqlite`).
 pub async fn read_build(out: &Path, reader: &cb_mock::MockServer) {
+    read_build_of(out, reader, "squad,cose,ecare").await;
+}
+
+/// [`read_build`] of the KRE `domains` (`squad,cose`).
+pub async fn read_build_of(out: &Path, reader: &cb_mock::MockServer, domains: &str) {
     let base = reader.base_url();
     let raw = crate::common::repo().join("raw");
     let o = crate::common::build(
         &[
             "kre",
             "--domains",
-            "squad,cose,ecare",
+            domains,
             "--raw",
             raw.to_str().unwrap(),
             "--out",
@@ -93,14 +98,34 @@ impl Drop for Viewer {
 
 /// Starts `conflictbench view ARGS --port 0` and waits for the address it prints.
 pub fn start_viewer(args: &[&str]) -> Viewer {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_conflictbench"))
-        .arg("view")
+    start_viewer_as(&[], args, Stdio::inherit())
+}
+
+/// `conflictbench view`, run through `prefix` (`setpriv ...`, or nothing).
+pub fn view_command(prefix: &[&str]) -> Command {
+    let bin = env!("CARGO_BIN_EXE_conflictbench");
+    let mut cmd = match prefix {
+        [first, rest @ ..] => {
+            let mut c = Command::new(first);
+            c.args(rest).arg(bin);
+            c
+        }
+        [] => Command::new(bin),
+    };
+    cmd.arg("view");
+    cmd
+}
+
+/// [`start_viewer`], the command run through `prefix` (`setpriv ...`, or nothing), its
+/// standard error to `stderr`.
+pub fn start_viewer_as(prefix: &[&str], args: &[&str], stderr: Stdio) -> Viewer {
+    let mut child = view_command(prefix)
         .args(args)
         .args(["--port", "0"])
         .env_remove("CONFLICTBENCH_VIEW_TOKEN")
         .env_remove("RUST_LOG")
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
+        .stderr(stderr)
         .spawn()
         .unwrap();
     let mut line = String::new();
@@ -144,6 +169,18 @@ pub fn start_viewer(args: &[&str]) -> Viewer {
 
 /// One HTTP/1.1 request: (status, body). `headers` are extra lines (`Name: value`).
 pub fn request(port: u16, method: &str, path: &str, headers: &[&str], body: &str) -> (u16, String) {
+    let (status, _, body) = exchange(port, method, path, headers, body);
+    (status, body)
+}
+
+/// One HTTP/1.1 request: (status, the answer's head, body).
+pub fn exchange(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[&str],
+    body: &str,
+) -> (u16, String, String) {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     let mut req = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
     if !headers
@@ -169,11 +206,8 @@ pub fn request(port: u16, method: &str, path: &str, headers: &[&str], body: &str
         .nth(1)
         .and_then(|c| c.parse().ok())
         .unwrap_or(0);
-    let body = text
-        .split_once("\r\n\r\n")
-        .map_or("", |(_, b)| b)
-        .to_owned();
-    (status, body)
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    (status, head.to_owned(), body.to_owned())
 }
 
 pub fn get(port: u16, path: &str) -> (u16, String) {
@@ -193,15 +227,43 @@ pub fn enc(s: &str) -> String {
         .collect()
 }
 
-/// Posts one rating; the status (303 when it was stored).
-pub fn rate(port: u16, rater: &str, item: &str, level: &str, dist: &str) -> u16 {
-    let body = format!(
-        "rater={}&item_id={}&misleading={level}&distinguishable={dist}&comment={}",
+/// The form token the viewer's Rate page carries.
+pub fn form_token(port: u16) -> String {
+    let (status, page) = get(port, "/rate?rater=probe&item=0&distinguishable=no");
+    assert_eq!(status, 200, "{page}");
+    page.split("name=\"form_token\" value=\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .unwrap_or_else(|| panic!("no form token: {page}"))
+        .to_owned()
+}
+
+/// The body of a rating as the Rate page posts it.
+pub fn rating_body(token: &str, rater: &str, item: &str, level: &str, dist: &str) -> String {
+    format!(
+        "form_token={token}&rater={}&item_id={}&misleading={level}&distinguishable={dist}&comment={}",
         enc(rater),
         enc(item),
         enc(&format!("{rater} on {item}"))
-    );
+    )
+}
+
+/// Posts one rating with the page's form token; the status (303 when it was stored).
+pub fn rate(port: u16, rater: &str, item: &str, level: &str, dist: &str) -> u16 {
+    let body = rating_body(&form_token(port), rater, item, level, dist);
     request(port, "POST", "/rate", &[], &body).0
+}
+
+/// The address of the first row a list page (`/rows?...`) links to.
+pub fn first_row_link(port: u16, list: &str) -> String {
+    let (status, page) = get(port, list);
+    assert_eq!(status, 200, "{page}");
+    let href = page
+        .split("class=\"cb-open\" href=\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .unwrap_or_else(|| panic!("no row in {list}: {page}"));
+    unescape(href)
 }
 
 /// The item ids of the rating sample, as the rating page lists them.

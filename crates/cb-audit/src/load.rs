@@ -58,7 +58,8 @@ pub struct Row {
     pub payload: Payload,
 }
 
-const NEVER: [&str; 3] = ["manifest.json", "rejects.jsonl", "runs.jsonl"];
+/// The JSON files of a build folder that never hold rows.
+pub const NEVER: [&str; 3] = ["manifest.json", "rejects.jsonl", "runs.jsonl"];
 
 fn kind_by_name(name: &str) -> Option<FileKind> {
     match name {

@@ -58,24 +58,38 @@ pub fn write_filled_sheet<W: std::io::Write>(
             .collect::<Vec<_>>()
             .join(" ");
         let (rating, comment) = filled(&it.item_id).unwrap_or_default();
-        w.write_record([
-            it.item_id.as_str(),
-            &it.domain,
-            &it.file,
-            it.kind.as_str(),
-            &it.question,
-            &options,
-            &it.answer,
-            &it.other_answer,
-            &it.original,
-            &it.edited,
-            &failed,
-            &rating,
-            &comment,
-        ])?;
+        w.write_record(
+            [
+                it.item_id.as_str(),
+                &it.domain,
+                &it.file,
+                it.kind.as_str(),
+                &it.question,
+                &options,
+                &it.answer,
+                &it.other_answer,
+                &it.original,
+                &it.edited,
+                &failed,
+                &rating,
+                &comment,
+            ]
+            .map(|c| inert(c).into_owned()),
+        )?;
     }
     w.flush()?;
     Ok(())
+}
+
+/// A cell a spreadsheet would run as a formula (it starts with `=`, `+`, `-`, `@`, a tab or
+/// a carriage return) with a `'` before it, so that it is shown as text; others as they are.
+/// [`read_ratings`] takes the `'` off an `item_id` again.
+pub fn inert(cell: &str) -> std::borrow::Cow<'_, str> {
+    if cell.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+        format!("'{cell}").into()
+    } else {
+        cell.into()
+    }
 }
 
 /// A rater's judgement of an item.
@@ -153,7 +167,12 @@ pub fn read_ratings(path: &Path) -> Result<Vec<(String, Rating)>, AuditError> {
     for rec in r.records() {
         let rec = rec.map_err(|e| sheet_err(line_of(e.position()), e.to_string()))?;
         let line = line_of(rec.position());
-        let id = rec.get(id_col).unwrap_or("").trim().to_owned();
+        let cell = rec.get(id_col).unwrap_or("");
+        let id = match cell.strip_prefix('\'') {
+            Some(rest) if inert(rest) != rest => rest,
+            _ => cell,
+        };
+        let id = id.trim().to_owned();
         if id.is_empty() {
             return Err(sheet_err(line, "empty item_id".into()));
         }

@@ -129,7 +129,8 @@ impl Core {
     }
 
     /// Uploads one input file (written from the spool), records it with its keys, and
-    /// creates its batch.
+    /// creates its batch; a stopped layer ([`Core::stopped`]: a signal, the budget) does
+    /// neither.
     async fn submit(
         &self,
         (cache, api, spool): (&Cache, &BatchApi<'_>, &Spool),
@@ -137,6 +138,7 @@ impl Core {
         taken: &Taken,
     ) -> Result<(BatchRecord, crate::layer_core::Reservation<'_>), LlmError> {
         let inner = self;
+        self.go_on()?;
         let (est_usd, reservation) = self.reserve_file(chunk, taken)?;
         let spooled: Vec<Spooled> = chunk.iter().map(|k| taken[*k].spooled).collect();
         let first = chunk[0];
@@ -152,12 +154,14 @@ impl Core {
         let requests = chunk.len();
         cache
             .record_upload(
-                &file_id,
+                (&file_id, &inner.owner),
                 (&inner.endpoint, &inner.config.model),
                 ("uploaded", est_usd),
                 (requests, spool.rows(spooled)?),
             )
             .await?;
+        // Stopped meanwhile: the file is recorded, its batch made by the next run.
+        self.go_on()?;
         let remote = api.create(&file_id).await?;
         cache
             .update_batch(&file_id, &remote.id, &remote.status, 0, 0)
@@ -187,13 +191,18 @@ impl Core {
                 // Uploaded by a run that was killed before it could record the batch.
                 None => match api.find_by_input(&record.file_id).await? {
                     Some(b) => b.id,
-                    None => api.create(&record.file_id).await?.id,
+                    None => {
+                        self.go_on()?;
+                        api.create(&record.file_id).await?.id
+                    }
                 },
             };
             pending.push((record.file_id, batch_id));
         }
         let mut interval = opts.poll_initial;
         loop {
+            // A stopped build polls no more; its batches are found again by the next run.
+            self.go_on()?;
             let mut still = Vec::new();
             for (file_id, batch_id) in pending {
                 let remote = api.retrieve(&batch_id).await?;

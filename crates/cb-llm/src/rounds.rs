@@ -246,13 +246,22 @@ impl Core {
     /// Runs rounds while calls are queued; ends when the queue stays empty.
     async fn drive<R: Round>(&self, rounds: &Rounds<R>) {
         while let Some(mut pending) = rounds.next_round().await {
+            // Calls whose callers are all gone (their items cancelled: the recipe stopped)
+            // are sent nowhere.
+            pending.retain(|_, w| w.waiters.iter().any(|t| !t.is_closed()));
             self.end_told(rounds, &mut pending);
             if pending.is_empty() {
                 continue;
             }
             tracing::info!(requests = pending.len(), "batch round");
             let taken = Taken::new(pending);
-            let mut errors = match rounds.transport.run(self, &taken, &rounds.spool).await {
+            // A stopped layer (a signal, the budget) starts no round: nothing more is
+            // uploaded, submitted or written.
+            let ran = match self.stopped() {
+                Some(e) => Err(e),
+                None => rounds.transport.run(self, &taken, &rounds.spool).await,
+            };
+            let mut errors = match ran {
                 Ok(e) => e,
                 Err(e) => {
                     // Credentials refused, path unknown or no connection at all: the endpoint
@@ -531,9 +540,9 @@ impl Core {
         LlmError::FormRefused(format!("HTTP {status} in a batch result: {said}"))
     }
 
-    /// Counts a collected file's answers as this run's calls and spending, commits them to
-    /// the cache with the file marked collected (one transaction), and hands them to their
-    /// callers.
+    /// Commits a collected file's answers to the cache with the file marked collected (one
+    /// transaction), counts them as this layer's calls and spending (unless another layer
+    /// of the run collected the file first), and hands them to their callers.
     pub(crate) async fn commit_file(
         &self,
         cache: &Cache,
@@ -542,18 +551,17 @@ impl Core {
         taken: &Taken,
     ) -> Result<(), LlmError> {
         let inner = self;
-        let s = &inner.stats;
-        for (_, r) in &answers {
-            s.upstream_calls.fetch_add(1, Ordering::Relaxed);
+        let (answers, first) = cache
+            .collect_batch(file_id, (&inner.endpoint, &inner.config.model), answers)
+            .await?;
+        for (_, r) in answers.iter().filter(|_| first) {
+            inner.stats.upstream_calls.fetch_add(1, Ordering::Relaxed);
             let cost = inner
                 .config
                 .price
                 .micro_usd(r.prompt_tokens, r.completion_tokens);
             self.spend(cost, r.prompt_tokens + r.completion_tokens);
         }
-        let answers = cache
-            .collect_batch(file_id, (&inner.endpoint, &inner.config.model), answers)
-            .await?;
         for (key, answer) in &answers {
             taken.answer(key, answer);
         }

@@ -161,18 +161,20 @@ impl Routes {
         out
     }
 
+    /// Stops every layer of the recipe: each call, upload, batch or batch file not yet sent
+    /// or written fails at once with `why` (a recipe that ended stops its rounds' drivers,
+    /// which run detached).
+    pub fn stop_all(&self, why: &str) {
+        for (_, l) in self.layers() {
+            l.stop(why);
+        }
+    }
+
     /// What every layer of the recipe sent, found cached and spent in this run, together.
     pub fn total(&self) -> StatsSnapshot {
         self.layers()
             .into_iter()
             .fold(StatsSnapshot::default(), |a, (_, l)| add(a, l.stats()))
-    }
-
-    /// Stops every layer of the recipe: each call not yet sent fails at once with `why`.
-    pub fn stop_all(&self, why: &str) {
-        for (_, l) in self.layers() {
-            l.stop(why);
-        }
     }
 }
 

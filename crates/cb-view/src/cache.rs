@@ -46,6 +46,23 @@ fn open(path: &Path) -> Result<Option<cb_llm::Cache>, ViewError> {
     cb_llm::Cache::open_read_only(path).map_err(|e| ViewError::cache(path, e))
 }
 
+/// Refuses a cache file that is not one (another SQLite file, or no database at all); no
+/// file is fine (a build without one).
+pub fn check(path: &Path) -> Result<(), ViewError> {
+    activity(path, 1).map(|_| ()).map_err(|e| {
+        let why = match e {
+            ViewError::Cache { source, .. } => source.to_string(),
+            other => other.to_string(),
+        };
+        // SQLite quotes the statement it failed on: the first line says what is wrong.
+        let why = why.lines().next().unwrap_or_default();
+        ViewError::Record {
+            path: path.display().to_string(),
+            message: format!("not a response cache of conflictbench: {why}"),
+        }
+    })
+}
+
 /// The cached call under `key`, if the cache holds it.
 pub fn call(path: &Path, key: &str) -> Result<Option<CachedCall>, ViewError> {
     let Some(cache) = open(path)? else {

@@ -13,22 +13,28 @@ use crate::record::Layout;
 use axum::extract::{Path, Query, State};
 use axum::response::Html;
 use minijinja::context;
+use serde::Deserialize;
 use serde_json::Value;
 
-/// The options of an item, each with its class (golden, negative or edited, other).
+/// The options of an item, each with its class and its label in words (golden, negative or
+/// edited, none).
 pub fn options_ctx(item: &cb_audit::Item) -> Vec<minijinja::Value> {
+    let other = match item.kind {
+        cb_audit::ItemKind::Kre => "negative answer",
+        _ => "edited answer",
+    };
     item.options
         .iter()
         .enumerate()
         .map(|(i, o)| {
-            let class = if item.answer_option == Some(i) {
-                "cb-gold"
+            let (class, label) = if item.answer_option == Some(i) {
+                ("cb-gold", "golden answer")
             } else if item.other_option == Some(i) {
-                "cb-negative"
+                ("cb-negative", other)
             } else {
-                ""
+                ("", "")
             };
-            context! { text => o, class }
+            context! { text => o, class, label }
         })
         .collect()
 }
@@ -94,8 +100,16 @@ fn lineage_ctx(
     Ok(out)
 }
 
-pub async fn row(State(s): Shared, Path(n): Path<usize>) -> Result<Html<String>, ViewError> {
+/// A row's address: its file (under the viewed folder) and its place there.
+#[derive(Debug, Deserialize)]
+pub struct RowAt {
+    pub file: String,
+    pub n: usize,
+}
+
+pub async fn row(State(s): Shared, Query(at): Query<RowAt>) -> Result<Html<String>, ViewError> {
     let snap = s.snapshot();
+    let n = snap.find_row(&at.file, at.n)?;
     let (v, item) = snap.row(n)?;
     let failed: Vec<_> = item
         .failed
@@ -113,7 +127,7 @@ pub async fn row(State(s): Shared, Path(n): Path<usize>) -> Result<Html<String>,
         })
         .collect();
     let ctx = context! {
-        index => n - snap.file_of(n).map_or(0, |f| f.first), options => options_ctx(&item),
+        index => at.n, options => options_ctx(&item),
         sides => sides(&item), failed, warnings, readers => readers_ctx(&v),
         lineage => lineage_ctx(&v, &s.settings.cache)?,
         cache => s.settings.cache.display().to_string(), item,
@@ -199,7 +213,7 @@ pub async fn rejects(
                 })
         }),
         q.page.unwrap_or(0),
-    );
+    )?;
     let mut shown = Vec::new();
     for &k in &paged.shown {
         let (d, i) = list[k];

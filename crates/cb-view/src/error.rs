@@ -32,6 +32,12 @@ pub enum ViewError {
     NotFound(String),
     #[error("{0}")]
     BadRequest(String),
+    /// A request the viewer will not serve (a post that is not from its own pages).
+    #[error("{0}")]
+    Forbidden(String),
+    /// What cannot be done now (a rating when the ratings file cannot be written).
+    #[error("{0}")]
+    Unavailable(String),
     #[error("{0}")]
     Template(#[from] minijinja::Error),
 }

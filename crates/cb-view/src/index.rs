@@ -238,6 +238,47 @@ impl Snapshot {
         Ok(s)
     }
 
+    /// Refuses what holds no benchmark rows: a file with none, a file whose first record is
+    /// not one (a source file, say), a folder whose JSON files hold none. A folder with no
+    /// JSON file at all is a build still to write them, and is served.
+    pub fn check_rows(&self) -> Result<(), ViewError> {
+        let refuse = |path: &Path, message: String| ViewError::Record {
+            path: path.display().to_string(),
+            message,
+        };
+        for f in &self.files {
+            if f.rows == 0 && self.root.is_file() {
+                return Err(refuse(&f.path, "holds no benchmark rows".into()));
+            }
+            if f.rows > 0 {
+                self.row(f.first).map_err(|e| {
+                    refuse(
+                        &f.path,
+                        format!("its first record is not a benchmark row: {e}"),
+                    )
+                })?;
+            }
+        }
+        let data: Vec<&PathBuf> = (self.fingerprint.0.iter())
+            .map(|(p, _, _)| p)
+            .filter(|p| {
+                let name = p.file_name().map(|n| n.to_string_lossy().into_owned());
+                !cb_audit::load::NEVER.contains(&name.unwrap_or_default().as_str())
+            })
+            .collect();
+        if self.files.is_empty() && !data.is_empty() {
+            let names: Vec<String> = data.iter().map(|p| p.display().to_string()).collect();
+            return Err(refuse(
+                &self.root,
+                format!(
+                    "holds no benchmark rows (its JSON files are not benchmark files: {})",
+                    names.join(", ")
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// The second reading: the audit of every row (its checks), and the rating sample.
     pub fn audit(mut self, spec: SampleSpec) -> Result<Snapshot, ViewError> {
         if !self.files.is_empty() {
@@ -383,6 +424,45 @@ impl Snapshot {
             })
             .collect();
         Ok(())
+    }
+
+    /// A file's name as links give it: its path under the viewed folder (its name, when a
+    /// file is viewed alone).
+    pub fn file_name(&self, file: &DataFile) -> String {
+        match file.path.strip_prefix(&self.root) {
+            Ok(rel) if !rel.as_os_str().is_empty() => rel.to_string_lossy().into_owned(),
+            _ => file
+                .path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+        }
+    }
+
+    /// The address of a row's page: its file and its place there, so that it names the same
+    /// row when other files come.
+    pub fn row_link(&self, row: usize) -> String {
+        let Some(file) = self.file_of(row) else {
+            return "/rows".into();
+        };
+        let n = (row - file.first).to_string();
+        crate::templates::link("/row", [("file", self.file_name(file).as_str()), ("n", &n)])
+    }
+
+    /// The row at place `n` of the file named `name` (as [`Snapshot::file_name`] gives it).
+    pub fn find_row(&self, name: &str, n: usize) -> Result<usize, ViewError> {
+        let file = self
+            .files
+            .iter()
+            .find(|f| self.file_name(f) == name)
+            .ok_or_else(|| ViewError::NotFound(format!("no data file {name}")))?;
+        if n >= file.rows {
+            return Err(ViewError::NotFound(format!(
+                "{name} has {} rows: no row {n}",
+                file.rows
+            )));
+        }
+        Ok(file.first + n)
     }
 
     /// The file a row is in.

@@ -15,8 +15,9 @@
 //! Memory is bounded by a few bytes a row ([`index::RowFacts`], 24 bytes: the record's
 //! offset, its failing checks, the reader's verdict) and the records a page shows: records
 //! are read again from their offsets, never all held. Nothing is written but the ratings
-//! file; every text of the data is escaped and the pages run no script. The binding, the
-//! token and the port are the caller's (the CLI): [`server::serve`] takes a bound listener.
+//! file; every text of the data is escaped and the pages run no script; a rating is taken only
+//! from the viewer's own page. The binding, the token and the port are the caller's (the
+//! CLI): [`server::serve`] takes a bound listener.
 
 pub mod cache;
 pub mod detail;
@@ -27,6 +28,7 @@ pub mod pages;
 pub mod rate;
 pub mod ratings;
 pub mod record;
+pub mod secret;
 pub mod server;
 pub mod state;
 pub mod stats;

@@ -5,6 +5,7 @@ use crate::error::ViewError;
 use crate::index::{Snapshot, Verdict};
 use crate::record;
 use crate::state::AppState;
+use crate::templates::link;
 use axum::extract::{Query, State};
 use axum::response::Html;
 use cb_audit::CHECKS;
@@ -29,19 +30,6 @@ pub fn render(
     let base = context! { title, stale, auditing };
     let t = s.templates.get_template(name)?;
     Ok(Html(t.render(context! { ..ctx, ..base })?))
-}
-
-/// Percent-encodes a query value.
-pub fn enc(s: &str) -> String {
-    let mut out = String::new();
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 /// A filter value: empty means none.
@@ -114,7 +102,8 @@ pub struct RowsQuery {
 
 impl RowsQuery {
     fn link(&self, path: &str, page: usize) -> String {
-        let mut parts = vec![format!("page={page}")];
+        let page = page.to_string();
+        let mut parts = vec![("page", page.as_str())];
         for (k, v) in [
             ("domain", &self.domain),
             ("check", &self.check),
@@ -124,10 +113,10 @@ impl RowsQuery {
             ("q", &self.q),
         ] {
             if let Some(v) = some(v) {
-                parts.push(format!("{k}={}", enc(v)));
+                parts.push((k, v));
             }
         }
-        format!("{path}?{}", parts.join("&"))
+        link(path, parts)
     }
 
     pub fn domain(&self, snap: &Snapshot) -> Result<Option<usize>, ViewError> {
@@ -150,16 +139,26 @@ pub struct Paged {
     pub page: usize,
 }
 
-pub fn page_of(matching: impl Iterator<Item = usize>, page: usize) -> Paged {
+/// The places of `matching` on page `page` (from 0); a page past the last is an error naming
+/// how many there are.
+pub fn page_of(matching: impl Iterator<Item = usize>, page: usize) -> Result<Paged, ViewError> {
+    let from = page.saturating_mul(PAGE);
     let mut shown = Vec::new();
     let mut total = 0;
     for i in matching {
-        if total >= page * PAGE && total < (page + 1) * PAGE {
+        if total >= from && total - from < PAGE {
             shown.push(i);
         }
         total += 1;
     }
-    Paged { shown, total, page }
+    let pages = total.div_ceil(PAGE).max(1);
+    if page >= pages {
+        return Err(ViewError::NotFound(format!(
+            "no page {page}: pages run from 0 to {}",
+            pages - 1
+        )));
+    }
+    Ok(Paged { shown, total, page })
 }
 
 pub fn pager_ctx(q: &RowsQuery, path: &str, p: &Paged) -> minijinja::Value {
@@ -213,12 +212,13 @@ pub async fn rows(State(s): Shared, Query(q): Query<RowsQuery>) -> Result<Html<S
     .await
     .map_err(|e| ViewError::BadRequest(e.to_string()))?;
     let (paged, q) = paged;
+    let paged = paged?;
     let mut rows = Vec::new();
     for &n in &paged.shown {
         let (_, item) = snap.row(n)?;
         let reader = snap.rows[n].reader;
         rows.push(context! {
-            n, domain => snap.domains[snap.files[snap.rows[n].file as usize].domain].name,
+            n, link => snap.row_link(n), domain => snap.domains[snap.files[snap.rows[n].file as usize].domain].name,
             id => item.id, question => short(&item.question, 160),
             failed => item.failed.iter().map(|(c, _)| c.clone()).collect::<Vec<_>>(),
             verdict => reader.as_str(),

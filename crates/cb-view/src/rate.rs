@@ -7,18 +7,22 @@ use crate::index::{reader_scales, Snapshot};
 use crate::pages::{render, Shared};
 use crate::ratings::{check_rater, Judgement};
 use crate::stats::{figures, Figures, ReaderSays};
-use axum::extract::{Form, Query, State};
+use crate::templates::{link, marks};
+use axum::extract::{Form, Query, RawQuery, State};
 use axum::http::header;
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use cb_audit::sheet::Rating;
 use minijinja::context;
 use serde::Deserialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 #[derive(Debug, Deserialize)]
 pub struct RateQuery {
     pub rater: Option<String>,
     pub item: Option<usize>,
+    /// The answer to the first question (the answer set alone), `yes` or `no`: the item's
+    /// second step (the contexts, the golden and negative options, the misleading scale).
+    pub distinguishable: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -29,6 +33,26 @@ pub struct RateForm {
     pub distinguishable: Option<String>,
     #[serde(default)]
     pub comment: String,
+    /// The viewer's form token ([`crate::state::AppState::form_token`]).
+    #[serde(default)]
+    pub form_token: String,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ExportQuery {
+    pub rater: Option<String>,
+}
+
+/// `yes`, `no`, or nothing said.
+fn parse_distinguishable(v: Option<&str>) -> Result<Option<bool>, ViewError> {
+    match v.map(str::trim) {
+        None | Some("") => Ok(None),
+        Some("yes") => Ok(Some(true)),
+        Some("no") => Ok(Some(false)),
+        Some(other) => Err(ViewError::BadRequest(format!(
+            "distinguishable \"{other}\" is not yes or no"
+        ))),
+    }
 }
 
 async fn blocking<T: Send + 'static>(
@@ -45,11 +69,13 @@ pub async fn rate_page(
 ) -> Result<Html<String>, ViewError> {
     let snap = s.snapshot();
     let spec = s.settings.sample;
+    let read_only = s.ratings.read_only.clone();
     let Some(rater) = q.rater.as_deref().filter(|r| !r.trim().is_empty()) else {
-        let ctx = context! { sample => snap.sample.len(), seed => spec.seed };
+        let ctx = context! { sample => snap.sample.len(), seed => spec.seed, read_only };
         return render(&s, "rate.html", "Rate", ctx);
     };
     let rater = check_rater(rater)?;
+    let distinguishable = parse_distinguishable(q.distinguishable.as_deref())?;
     let s2 = s.clone();
     let who = rater.clone();
     let mine: BTreeMap<String, Judgement> = blocking(move || s2.ratings.all())
@@ -73,6 +99,7 @@ pub async fn rate_page(
     };
     let mut ctx = context! {
         rater, done => mine.len(), sample => snap.sample.len(), items, position => at.map(|k| k + 1),
+        item_index => at, read_only, form_token => s.form_token,
     };
     if let Some(k) = at {
         let (_, item) = snap.row(snap.sample[k].row)?;
@@ -80,46 +107,50 @@ pub async fn rate_page(
             context! { misleading => j.misleading.as_str(), distinguishable => j.distinguishable,
             comment => j.comment }
         });
-        ctx = context! { options => options_ctx(&item), sides => sides(&item), item, previous, ..ctx };
+        // The answer set is asked first, before the golden option and the contexts show.
+        ctx = match distinguishable {
+            None => context! { plain_options => item.options, item, previous, ..ctx },
+            Some(d) => context! {
+                options => options_ctx(&item), sides => sides(&item), item, previous,
+                distinguishable => if d { "yes" } else { "no" }, ..ctx
+            },
+        };
     }
     render(&s, "rate.html", "Rate", ctx)
 }
 
 pub async fn rate_post(State(s): Shared, Form(f): Form<RateForm>) -> Result<Response, ViewError> {
+    if !crate::secret::same_secret(&f.form_token, &s.form_token) {
+        return Err(ViewError::Forbidden(
+            "refused: the form carries no token of this viewer (it was not sent from the viewer's own Rate page, or the viewer was started again since: reload the page); nothing was stored".into(),
+        ));
+    }
     let rater = check_rater(&f.rater)?;
     let snap = s.snapshot();
-    if !snap.sample.iter().any(|it| it.item_id == f.item_id) {
-        return Err(ViewError::BadRequest(format!(
-            "{} is not in the rating sample",
-            f.item_id
-        )));
-    }
+    // The page wrote the item's id with its hidden characters marked.
+    let item = snap
+        .sample
+        .iter()
+        .find(|it| it.item_id == f.item_id || marks(&it.item_id) == f.item_id)
+        .ok_or_else(|| {
+            ViewError::BadRequest(format!("{} is not in the rating sample", f.item_id))
+        })?;
     let misleading = Rating::parse(&f.misleading).ok_or_else(|| {
         ViewError::BadRequest(format!(
             "misleading \"{}\" is not one of not, somewhat, highly",
             f.misleading
         ))
     })?;
-    let distinguishable = match f.distinguishable.as_deref().map(str::trim) {
-        None | Some("") => None,
-        Some("yes") => Some(true),
-        Some("no") => Some(false),
-        Some(other) => {
-            return Err(ViewError::BadRequest(format!(
-                "distinguishable \"{other}\" is not yes or no"
-            )))
-        }
-    };
     let j = Judgement {
         rater: rater.clone(),
-        item_id: f.item_id,
+        item_id: item.item_id.clone(),
         misleading,
-        distinguishable,
+        distinguishable: parse_distinguishable(f.distinguishable.as_deref())?,
         comment: f.comment,
     };
     let s2 = s.clone();
     blocking(move || s2.ratings.put(&j)).await?;
-    Ok(Redirect::to(&format!("/rate?rater={}", crate::pages::enc(&rater))).into_response())
+    Ok(Redirect::to(&link("/rate", [("rater", rater.as_str())])).into_response())
 }
 
 /// What the readers said of the sample's items.
@@ -135,30 +166,100 @@ fn reader_says(snap: &Snapshot) -> Result<BTreeMap<String, ReaderSays>, ViewErro
     Ok(out)
 }
 
-/// The figures of the ratings so far.
-pub fn current(s: &crate::state::AppState) -> Result<Figures, ViewError> {
-    let snap = s.snapshot();
-    let ids: Vec<String> = snap.sample.iter().map(|i| i.item_id.clone()).collect();
-    Ok(figures(&ids, &s.ratings.all()?, &reader_says(&snap)?))
+/// The raters a page counts: those named by `among=` in the query, every rater when none is.
+fn among(query: Option<&str>) -> Option<BTreeSet<String>> {
+    let chosen: BTreeSet<String> = form_urlencoded::parse(query.unwrap_or("").as_bytes())
+        .filter(|(k, _)| k == "among")
+        .map(|(_, v)| v.trim().to_owned())
+        .collect();
+    (!chosen.is_empty()).then_some(chosen)
 }
 
-pub async fn agreement_page(State(s): Shared) -> Result<Html<String>, ViewError> {
+/// Every judgement, and those of the raters counted.
+fn judgements(
+    s: &crate::state::AppState,
+    chosen: Option<&BTreeSet<String>>,
+) -> Result<(Vec<Judgement>, Vec<Judgement>), ViewError> {
+    let all = s.ratings.all()?;
+    let counted = all
+        .iter()
+        .filter(|j| chosen.is_none_or(|c| c.contains(&j.rater)))
+        .cloned()
+        .collect();
+    Ok((all, counted))
+}
+
+/// Each rater with the ratings they gave of the sample and whether they are counted.
+pub type Raters = Vec<(String, usize, bool)>;
+
+/// The figures of the ratings so far, of the raters counted (all when `chosen` is `None`).
+pub fn current(
+    s: &crate::state::AppState,
+    chosen: Option<&BTreeSet<String>>,
+) -> Result<(Figures, Raters), ViewError> {
+    let snap = s.snapshot();
+    let ids: Vec<String> = snap.sample.iter().map(|i| i.item_id.clone()).collect();
+    let (all, counted) = judgements(s, chosen)?;
+    let mut raters: BTreeMap<String, usize> = BTreeMap::new();
+    for j in all.iter().filter(|j| ids.contains(&j.item_id)) {
+        *raters.entry(j.rater.clone()).or_default() += 1;
+    }
+    let raters = raters
+        .into_iter()
+        .map(|(r, n)| {
+            let on = chosen.is_none_or(|c| c.contains(&r));
+            (r, n, on)
+        })
+        .collect();
+    Ok((figures(&ids, &counted, &reader_says(&snap)?), raters))
+}
+
+pub async fn agreement_page(
+    State(s): Shared,
+    RawQuery(q): RawQuery,
+) -> Result<Html<String>, ViewError> {
+    let chosen = among(q.as_deref());
     let s2 = s.clone();
-    let f = blocking(move || current(&s2)).await?;
-    let ctx = context! { f, ratings => s.settings.ratings.display().to_string() };
+    let c2 = chosen.clone();
+    let (f, raters) = blocking(move || current(&s2, c2.as_ref())).await?;
+    let among: Vec<(&str, &str)> = raters
+        .iter()
+        .filter(|r| r.2 && chosen.is_some())
+        .map(|r| ("among", r.0.as_str()))
+        .collect();
+    let exports: Vec<String> = f
+        .raters
+        .iter()
+        .map(|(r, _)| {
+            link(
+                "/export",
+                [("rater", r.as_str())].into_iter().chain(among.clone()),
+            )
+        })
+        .collect();
+    let ctx = context! {
+        f, raters, exports, ratings => s.settings.ratings.display().to_string(),
+        set_aside => chosen.is_some(),
+    };
     render(&s, "agreement.html", "Agreement", ctx)
 }
 
 /// A rater's sheet (the review sheet's CSV, `rating` and `comment` filled) of the items
-/// every rater rated.
-pub fn sheet(s: &crate::state::AppState, rater: &str) -> Result<Vec<u8>, ViewError> {
+/// every rater counted rated.
+pub fn sheet(
+    s: &crate::state::AppState,
+    rater: &str,
+    chosen: Option<&BTreeSet<String>>,
+) -> Result<Vec<u8>, ViewError> {
     let snap = s.snapshot();
-    let all = s.ratings.all()?;
-    if !all.iter().any(|j| j.rater == rater) {
-        return Err(ViewError::NotFound(format!("no ratings by {rater}")));
+    let (_, counted) = judgements(s, chosen)?;
+    if !counted.iter().any(|j| j.rater == rater) {
+        return Err(ViewError::NotFound(format!(
+            "no ratings by {rater} among the raters counted"
+        )));
     }
     let ids: Vec<String> = snap.sample.iter().map(|i| i.item_id.clone()).collect();
-    let f = figures(&ids, &all, &BTreeMap::new());
+    let f = figures(&ids, &counted, &BTreeMap::new());
     let raters = f.raters.len();
     let mut items = Vec::new();
     for (it, fig) in snap.sample.iter().zip(&f.items) {
@@ -166,7 +267,7 @@ pub fn sheet(s: &crate::state::AppState, rater: &str) -> Result<Vec<u8>, ViewErr
             items.push(snap.row(it.row)?.1);
         }
     }
-    let mine: BTreeMap<&str, &Judgement> = all
+    let mine: BTreeMap<&str, &Judgement> = counted
         .iter()
         .filter(|j| j.rater == rater)
         .map(|j| (j.item_id.as_str(), j))
@@ -180,11 +281,16 @@ pub fn sheet(s: &crate::state::AppState, rater: &str) -> Result<Vec<u8>, ViewErr
     Ok(out)
 }
 
-pub async fn export(State(s): Shared, Query(q): Query<RateQuery>) -> Result<Response, ViewError> {
+pub async fn export(
+    State(s): Shared,
+    Query(q): Query<ExportQuery>,
+    RawQuery(raw): RawQuery,
+) -> Result<Response, ViewError> {
     let rater = check_rater(q.rater.as_deref().unwrap_or(""))?;
+    let chosen = among(raw.as_deref());
     let s2 = s.clone();
     let who = rater.clone();
-    let csv = blocking(move || sheet(&s2, &who)).await?;
+    let csv = blocking(move || sheet(&s2, &who, chosen.as_ref())).await?;
     let file: String = rater
         .chars()
         .map(|c| {

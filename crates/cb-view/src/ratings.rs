@@ -2,10 +2,14 @@
 //! written by upsert and committed before the page answers, so that a killed server or a
 //! second tab loses no submitted rating. It is created at the first rating; the viewer
 //! writes nothing else.
+//!
+//! [`Ratings::open`] checks the file before the server starts: an existing file must be a
+//! ratings database; a file or folder that cannot be written leaves the viewer reading only
+//! (the ratings so far are shown, no rating is taken, and the Rate page says why).
 
 use crate::error::ViewError;
 use cb_audit::sheet::Rating;
-use rusqlite::{params, Connection};
+use rusqlite::{params, Connection, OpenFlags};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -36,29 +40,143 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS ratings (
 pub struct Ratings {
     path: PathBuf,
     conn: Mutex<Option<Connection>>,
+    /// Why no rating can be written, when none can.
+    pub read_only: Option<String>,
 }
 
-/// A rater's name: 1 to 64 characters, none of them a control character.
+/// The columns a ratings file's `ratings` table has.
+const COLUMNS: [&str; 6] = [
+    "rater",
+    "item_id",
+    "misleading",
+    "distinguishable",
+    "comment",
+    "updated_unix",
+];
+
+/// A rater's name: 1 to 64 characters, none of them a control or direction character.
 pub fn check_rater(name: &str) -> Result<String, ViewError> {
     let n = name.trim();
-    if n.is_empty() || n.chars().count() > 64 || n.chars().any(char::is_control) {
+    let hidden = |c: char| c.is_control() || crate::templates::hidden(c);
+    if n.is_empty() || n.chars().count() > 64 || n.chars().any(hidden) {
         return Err(ViewError::BadRequest(
-            "a rater's name is 1 to 64 characters, none of them a control character".into(),
+            "a rater's name is 1 to 64 characters, none of them a control or direction character"
+                .into(),
         ));
     }
     Ok(n.to_owned())
 }
 
+/// Why the database at `path` is not a ratings file, if it is not: not SQLite, or no
+/// `ratings` table with its columns (an empty database is one still to be made).
+fn not_ratings(path: &Path) -> Option<String> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI;
+    let conn = match Connection::open_with_flags(read_only_uri(path), flags) {
+        Ok(c) => c,
+        Err(e) => return Some(e.to_string()),
+    };
+    let tables: rusqlite::Result<Vec<String>> = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+        .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect());
+    let tables = match tables {
+        Ok(t) => t,
+        Err(e) => return Some(e.to_string()),
+    };
+    if tables.is_empty() {
+        return None;
+    }
+    if !tables.iter().any(|t| t == "ratings") {
+        return Some(format!(
+            "it holds no ratings table (tables: {})",
+            tables.join(", ")
+        ));
+    }
+    let columns: rusqlite::Result<Vec<String>> = conn
+        .prepare("SELECT name FROM pragma_table_info('ratings')")
+        .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect());
+    match columns {
+        Ok(c) if COLUMNS.iter().all(|want| c.iter().any(|h| h == want)) => None,
+        Ok(c) => Some(format!(
+            "its ratings table has the columns {}, not {}",
+            c.join(", "),
+            COLUMNS.join(", ")
+        )),
+        Err(e) => Some(e.to_string()),
+    }
+}
+
+/// An SQLite address that opens `path` to read only and creates nothing beside it: sharing
+/// its `-wal` file where there is one (a viewer that was killed left its last ratings there),
+/// else as immutable.
+fn read_only_uri(path: &Path) -> String {
+    const SET: &percent_encoding::AsciiSet = &percent_encoding::CONTROLS
+        .add(b' ')
+        .add(b'%')
+        .add(b'?')
+        .add(b'#');
+    let p = path.to_string_lossy();
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    let immutable = if Path::new(&wal).exists() {
+        ""
+    } else {
+        "&immutable=1"
+    };
+    format!(
+        "file:{}?mode=ro{immutable}",
+        percent_encoding::utf8_percent_encode(&p, SET)
+    )
+}
+
+/// Why the ratings file `path` cannot be written, if it cannot: the file, or its folder
+/// (which holds the file's journal), refuses a write. The folder is asked by making a file
+/// there, removed at once (modes say nothing where privileges ignore them).
+fn unwritable(path: &Path) -> Option<String> {
+    if path.exists() {
+        if let Err(e) = std::fs::OpenOptions::new().append(true).open(path) {
+            return Some(format!("{} cannot be written: {e}", path.display()));
+        }
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let probe = tempfile::Builder::new()
+        .prefix(".view-ratings-probe")
+        .tempfile_in(dir);
+    probe.err().map(|e| {
+        format!(
+            "the folder {} cannot be written (the ratings file and its journal live there): {e}",
+            dir.display()
+        )
+    })
+}
+
 impl Ratings {
+    /// A ratings file at `path`, to read and write.
     pub fn new(path: &Path) -> Self {
         Ratings {
             path: path.to_path_buf(),
             conn: Mutex::new(None),
+            read_only: None,
         }
     }
 
-    pub fn path(&self) -> &Path {
-        &self.path
+    /// The ratings file at `path`, checked: an existing file that is not a ratings database
+    /// is an error naming it; one that cannot be written is opened to read only.
+    pub fn open(path: &Path) -> Result<Self, ViewError> {
+        if path.is_file() {
+            if let Some(why) = not_ratings(path) {
+                return Err(ViewError::Record {
+                    path: path.display().to_string(),
+                    message: format!("not a ratings file of the viewer: {why}"),
+                });
+            }
+        }
+        Ok(Ratings {
+            read_only: unwritable(path),
+            ..Ratings::new(path)
+        })
     }
 
     fn with<T>(
@@ -72,6 +190,25 @@ impl Ratings {
                 return Ok(None);
             }
             let err = |e| ViewError::sqlite(&self.path, e);
+            if self.read_only.is_some() {
+                // Read only: a file with no ratings table yet holds no rating.
+                let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI;
+                let conn =
+                    Connection::open_with_flags(read_only_uri(&self.path), flags).map_err(err)?;
+                let tables: i64 = conn
+                    .query_row(
+                        "SELECT count(*) FROM sqlite_master WHERE name = 'ratings'",
+                        [],
+                        |r| r.get(0),
+                    )
+                    .map_err(err)?;
+                if tables == 0 {
+                    return Ok(None);
+                }
+                *guard = Some(conn);
+                let conn = guard.as_ref().expect("opened above");
+                return f(conn).map(Some).map_err(err);
+            }
             let conn = Connection::open(&self.path).map_err(err)?;
             conn.pragma_update(None, "journal_mode", "WAL")
                 .map_err(err)?;
@@ -90,6 +227,11 @@ impl Ratings {
 
     /// Stores a judgement (replacing the rater's earlier one of the item), committed on return.
     pub fn put(&self, j: &Judgement) -> Result<(), ViewError> {
+        if let Some(why) = &self.read_only {
+            return Err(ViewError::Unavailable(format!(
+                "no rating can be stored: {why}; nothing was stored"
+            )));
+        }
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs() as i64);
@@ -158,5 +300,6 @@ mod tests {
         r.put(&j).unwrap();
         assert_eq!(r.all().unwrap(), vec![j]);
         assert!(check_rater(" ").is_err() && check_rater("a\u{7}").is_err());
+        assert!(check_rater("\u{202e}nna").is_err());
     }
 }

@@ -1,11 +1,13 @@
 //! The router: every route behind one guard (the `Host` header on loopback, the token
-//! elsewhere), every answer with a content security policy that lets no script run.
+//! elsewhere, the origin of a post everywhere), every answer, refusals included, with the
+//! same headers: a content security policy that lets no script run, no framing, no sniffing.
 
 use crate::error::ViewError;
+use crate::secret::same_secret;
 use crate::state::{watch, AppState};
 use crate::{detail, pages, rate};
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderValue, Method, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -23,6 +25,8 @@ impl IntoResponse for ViewError {
         let status = match &self {
             ViewError::NotFound(_) => StatusCode::NOT_FOUND,
             ViewError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ViewError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ViewError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             _ => StatusCode::INTERNAL_SERVER_ERROR,
         };
         if status == StatusCode::INTERNAL_SERVER_ERROR {
@@ -38,18 +42,13 @@ impl IntoResponse for ViewError {
     }
 }
 
-/// Compares in time independent of where the strings differ.
-fn same(a: &str, b: &str) -> bool {
-    a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |x, (p, q)| x | (p ^ q)) == 0
-}
-
-/// The token a request carries: `?token=`, the cookie, or `Authorization: Bearer`.
+/// The token a request carries: `?token=`, the cookie, or `Authorization: Bearer`; and
+/// whether it came in the address.
 fn token_of(req: &Request) -> (Option<String>, bool) {
     let query = req.uri().query().unwrap_or("");
-    let from_query = query
-        .split('&')
-        .find_map(|kv| kv.strip_prefix("token="))
-        .map(str::to_owned);
+    let from_query = form_urlencoded::parse(query.as_bytes())
+        .find(|(k, _)| k == "token")
+        .map(|(_, v)| v.into_owned());
     if from_query.is_some() {
         return (from_query, true);
     }
@@ -58,12 +57,10 @@ fn token_of(req: &Request) -> (Option<String>, bool) {
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .find_map(|c| {
-            c.trim()
-                .strip_prefix(&format!("{COOKIE}="))
-                .map(str::to_owned)
-        });
+        .flat_map(cookie::Cookie::split_parse)
+        .flatten()
+        .find(|c| c.name() == COOKIE)
+        .map(|c| c.value().to_owned());
     let bearer = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
@@ -81,7 +78,30 @@ fn refuse(status: StatusCode, why: &str) -> Response {
         .into_response()
 }
 
-async fn guard(State(s): State<Arc<AppState>>, req: Request, next: Next) -> Response {
+/// Why a request that writes (a POST) did not come from one of the viewer's own pages, if it
+/// did not: the browser's `Sec-Fetch-Site` must say `same-origin` and its `Origin` must be
+/// the address the request was sent to (clients that send neither, as scripts do, are left
+/// to the form token).
+fn foreign_post(req: &Request) -> Option<String> {
+    let headers = req.headers();
+    let text = |name| headers.get(name).map(|v| v.to_str().unwrap_or("?"));
+    if let Some(site) = text("sec-fetch-site").filter(|s| *s != "same-origin") {
+        return Some(format!(
+            "refused: this form was sent from another site's page (Sec-Fetch-Site: {site}); the viewer takes ratings only from its own pages, and nothing was stored"
+        ));
+    }
+    let host = text(header::HOST.as_str()).unwrap_or("");
+    match text(header::ORIGIN.as_str()) {
+        Some(origin) if origin != format!("http://{host}") => Some(format!(
+            "refused: this form was sent from a page of {origin}, not of http://{host}; the viewer takes ratings only from its own pages, and nothing was stored"
+        )),
+        _ => None,
+    }
+}
+
+/// Why `req` is refused, if it is: the host on loopback, the token beyond it, the origin of
+/// a post.
+fn refusal(s: &AppState, req: &Request) -> Option<Response> {
     if let Some(hosts) = &s.settings.hosts {
         let host = req
             .headers()
@@ -89,28 +109,45 @@ async fn guard(State(s): State<Arc<AppState>>, req: Request, next: Next) -> Resp
             .and_then(|h| h.to_str().ok())
             .unwrap_or("");
         if !hosts.iter().any(|h| h.eq_ignore_ascii_case(host)) {
-            return refuse(
+            return Some(refuse(
                 StatusCode::FORBIDDEN,
                 "this viewer answers only its loopback address",
-            );
-        }
-    }
-    let mut set_cookie = None;
-    if let Some(token) = &s.settings.token {
-        let (given, in_query) = token_of(&req);
-        if !given.as_deref().is_some_and(|g| same(g, token)) {
-            return refuse(
-                StatusCode::UNAUTHORIZED,
-                "this viewer needs its token: open the address it printed (…/?token=…)",
-            );
-        }
-        if in_query {
-            set_cookie = Some(format!(
-                "{COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/"
             ));
         }
     }
-    let mut resp = next.run(req).await;
+    if let Some(token) = &s.settings.token {
+        let (given, _) = token_of(req);
+        if !given.as_deref().is_some_and(|g| same_secret(g, token)) {
+            return Some(refuse(
+                StatusCode::UNAUTHORIZED,
+                "this viewer needs its token: open the address it printed (…/?token=…)",
+            ));
+        }
+    }
+    if req.method() != Method::GET && req.method() != Method::HEAD {
+        if let Some(why) = foreign_post(req) {
+            return Some(refuse(StatusCode::FORBIDDEN, &why));
+        }
+    }
+    None
+}
+
+/// Guards every route and gives every answer, refusals included, the same headers.
+async fn guard(State(s): State<Arc<AppState>>, req: Request, next: Next) -> Response {
+    let mut set_cookie = None;
+    let mut resp = match refusal(&s, &req) {
+        Some(refused) => refused,
+        None => {
+            if let (Some(token), (_, true)) = (&s.settings.token, token_of(&req)) {
+                let c = cookie::Cookie::build((COOKIE, token.clone()))
+                    .http_only(true)
+                    .same_site(cookie::SameSite::Strict)
+                    .path("/");
+                set_cookie = Some(c.build().to_string());
+            }
+            next.run(req).await
+        }
+    };
     let h = resp.headers_mut();
     h.insert(
         header::CONTENT_SECURITY_POLICY,
@@ -120,11 +157,14 @@ async fn guard(State(s): State<Arc<AppState>>, req: Request, next: Next) -> Resp
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
     );
+    // No address leaves for another site; the viewer's own forms keep their `Origin` (with
+    // `no-referrer` a browser sends `Origin: null`, which the post check refuses).
     h.insert(
         header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
+        HeaderValue::from_static("same-origin"),
     );
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     if let Some(c) = set_cookie.and_then(|c| HeaderValue::from_str(&c).ok()) {
         h.insert(header::SET_COOKIE, c);
     }
@@ -136,7 +176,7 @@ pub fn router(state: Arc<AppState>) -> Router {
     Router::new()
         .route("/", get(pages::overview))
         .route("/rows", get(pages::rows))
-        .route("/row/{n}", get(detail::row))
+        .route("/row", get(detail::row))
         .route("/rejects", get(detail::rejects))
         .route("/reject/{d}/{i}", get(detail::reject))
         .route("/live", get(detail::live_page))
@@ -161,13 +201,4 @@ pub async fn serve(
         .await;
     watcher.abort();
     r
-}
-
-/// A fresh random token (32 hexadecimal digits) for a viewer bound beyond loopback.
-pub fn new_token() -> String {
-    use rand::Rng;
-    let mut rng = rand::rng();
-    (0..16)
-        .map(|_| format!("{:02x}", rng.random::<u8>()))
-        .collect()
 }

@@ -2,7 +2,7 @@
 //! files change), the ratings file and the templates.
 
 use crate::error::ViewError;
-use crate::index::{fingerprint, SampleSpec, Snapshot};
+use crate::index::{fingerprint, Fingerprint, SampleSpec, Snapshot};
 use crate::ratings::Ratings;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
@@ -34,7 +34,13 @@ pub struct AppState {
     snapshot: RwLock<Arc<Snapshot>>,
     /// Why the last attempt to read the files again failed, if it did.
     pub stale: Mutex<Option<String>>,
+    /// The fingerprint of the files that last failed to read: they are read (and the failure
+    /// reported) again only once they change.
+    failed: Mutex<Option<Fingerprint>>,
     pub ratings: Ratings,
+    /// Every form that writes carries it, and a post without it is refused: only the
+    /// viewer's own pages know it (a random one per server).
+    pub form_token: String,
     pub templates: minijinja::Environment<'static>,
 }
 
@@ -47,15 +53,20 @@ impl std::fmt::Debug for AppState {
 }
 
 impl AppState {
-    /// Indexes the viewed files (an error here is the caller's to report) and loads the
-    /// templates; the audit follows in [`AppState::audit`].
+    /// Indexes the viewed files and checks what will be served: benchmark rows, the cache,
+    /// the ratings file (an error here is the caller's to report, before it binds), and
+    /// loads the templates; the audit follows in [`AppState::audit`].
     pub fn new(settings: Settings) -> Result<AppState, ViewError> {
         let snapshot = Snapshot::index(&settings.root)?;
+        snapshot.check_rows()?;
+        crate::cache::check(&settings.cache)?;
         Ok(AppState {
-            ratings: Ratings::new(&settings.ratings),
+            ratings: Ratings::open(&settings.ratings)?,
+            form_token: crate::secret::new_token(),
             templates: crate::templates::load()?,
             snapshot: RwLock::new(Arc::new(snapshot)),
             stale: Mutex::new(None),
+            failed: Mutex::new(None),
             settings,
         })
     }
@@ -100,26 +111,36 @@ impl AppState {
 
     /// Reads the files again when they changed since the snapshot was made, or audits them
     /// when they were not yet: first the index (new rows show at once), then the audit.
+    /// Files that failed are read again only once they change.
     pub fn refresh(&self) {
-        let current = self.snapshot();
-        if fingerprint(&self.settings.root) == current.fingerprint {
-            let failed = self
-                .stale
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .is_some();
-            if !current.audited && !failed {
-                self.audit();
-            }
+        let now = fingerprint(&self.settings.root);
+        let failed = || self.failed.lock().unwrap_or_else(|e| e.into_inner());
+        if failed().as_ref() == Some(&now) {
             return;
         }
-        self.set(Snapshot::index(&self.settings.root));
-        self.audit();
+        let stale = || self.stale.lock().unwrap_or_else(|e| e.into_inner());
+        let current = self.snapshot();
+        if now != current.fingerprint {
+            let indexed = Snapshot::index(&self.settings.root);
+            let ok = indexed.is_ok();
+            self.set(indexed);
+            if ok {
+                self.audit();
+            }
+        } else if current.audited {
+            // Back to the files of the snapshot after a failure: it holds again.
+            *stale() = None;
+        } else {
+            self.audit();
+        }
+        let failing = stale().is_some();
+        *failed() = failing.then_some(now);
     }
 }
 
 /// Looks at the files every `poll` and reads them again when they changed (a build renamed
-/// its finished files into place), until the server stops.
+/// its finished files into place), until the server stops. Files that failed to read are
+/// read again (and the failure reported) only once they change again.
 pub async fn watch(state: Arc<AppState>) {
     loop {
         let s = state.clone();
@@ -129,5 +150,6 @@ pub async fn watch(state: Arc<AppState>) {
         {
             return;
         }
+        tokio::time::sleep(state.settings.poll).await;
     }
 }

@@ -9,7 +9,11 @@
 //! reject reason, and of a full-text search (the median of 5 requests each), then the server's
 //! peak resident memory (`VmHWM` of `/proc/PID/status`, read after the requests) and the
 //! growth from the first size to the second. `VIEW_SIZES` (default `6000,36000`) sets the
-//! sizes. Under `cargo test --all-targets` the binary only prints that it was skipped.
+//! sizes. Then the CPU time the server spends left alone (the audit done, no request) over
+//! `VIEW_IDLE_S` seconds (default 20) at the first size: the sum over its threads of
+//! `/proc/PID/task/*/schedstat`. `VIEW_BIN` runs another `conflictbench` binary instead (an
+//! earlier one, to compare). Under `cargo test --all-targets` the binary only prints that it
+//! was skipped.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod common;
@@ -103,14 +107,33 @@ fn peak_kb(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
-type Measured = (f64, f64, Vec<(&'static str, f64)>, u64);
+/// CPU time of every thread of `pid` so far, in seconds.
+fn cpu_s(pid: u32) -> f64 {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).unwrap();
+    let ns: u64 = tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .sum();
+    ns as f64 / 1e9
+}
 
-/// (first page ms, audit done ms, per-page medians, peak KiB) for a build of `n` rows.
-fn measure(released: &[Value], n: usize) -> Measured {
+/// The `conflictbench` binary measured: `VIEW_BIN`, else this build's.
+fn binary() -> std::path::PathBuf {
+    std::env::var_os("VIEW_BIN")
+        .map(Into::into)
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_conflictbench").into())
+}
+
+type Measured = (f64, f64, Vec<(&'static str, f64)>, u64, Option<f64>);
+
+/// (first page ms, audit done ms, per-page medians, peak KiB, CPU seconds over `idle`
+/// seconds left alone when asked) for a build of `n` rows.
+fn measure(released: &[Value], n: usize, idle: Option<u64>) -> Measured {
     let d = tempfile::tempdir().unwrap();
     write_build(d.path(), released, n);
     let start = Instant::now();
-    let mut child = clean(Path::new(env!("CARGO_BIN_EXE_conflictbench")))
+    let mut child = clean(&binary())
         .arg("view")
         .arg(d.path())
         .args(["--port", "0"])
@@ -132,13 +155,19 @@ fn measure(released: &[Value], n: usize) -> Measured {
         std::thread::sleep(Duration::from_millis(20));
     }
     let audited = start.elapsed().as_secs_f64() * 1000.0;
+    let idle_cpu = idle.map(|secs| {
+        let before = cpu_s(child.id());
+        std::thread::sleep(Duration::from_secs(secs));
+        cpu_s(child.id()) - before
+    });
+    let row = first_row(port);
     let pages = [
         ("overview", "/"),
         ("check filter", "/rows?check=kre_golden_context_short"),
         ("verdict filter", "/rows?verdict=failed"),
         ("reject reason", "/rejects?reason=1"),
         ("search", "/rows?q=bookshelf"),
-        ("row", "/row/17"),
+        ("row", row.as_str()),
     ];
     let times = pages
         .iter()
@@ -149,7 +178,18 @@ fn measure(released: &[Value], n: usize) -> Measured {
     child.kill().unwrap();
     child.wait().unwrap();
     drop(stdout);
-    (first, audited, times, peak)
+    (first, audited, times, peak, idle_cpu)
+}
+
+/// A row's address, as the rows page links it (`/row/N` before the links named the file).
+fn first_row(port: u16) -> String {
+    let page = body(port, "/rows");
+    page.split("class=\"cb-open\" href=\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .unwrap_or("/row/0")
+        .replace("&amp;", "&")
+        .replace("&#x2f;", "/")
 }
 
 fn main() {
@@ -167,15 +207,23 @@ fn main() {
         .split(',')
         .filter_map(|s| s.trim().parse().ok())
         .collect();
+    let idle: u64 = env_or("VIEW_IDLE_S", 20);
     let mut peaks = Vec::new();
-    for n in sizes {
-        let (first, audited, times, peak) = measure(&released, n);
+    for (k, n) in sizes.into_iter().enumerate() {
+        let (first, audited, times, peak, idle_cpu) =
+            measure(&released, n, (k == 0 && idle > 0).then_some(idle));
         println!("view: {n} rows: first page {first:.0} ms (from the start: every row indexed)");
         println!("view: {n} rows: audit done {audited:.0} ms (from the start: checks and sample)");
         for (name, ms) in times {
             println!("view: {n} rows: {name:<15} {ms:>8.1} ms");
         }
         println!("view: {n} rows: peak memory {:.1} MB", peak as f64 / 1024.0);
+        if let Some(cpu) = idle_cpu {
+            println!(
+                "view: {n} rows: idle CPU {cpu:.3} s over {idle} s left alone ({:.2} % of a core)",
+                100.0 * cpu / idle as f64
+            );
+        }
         peaks.push((n, peak));
     }
     if let [(a, pa), (b, pb), ..] = peaks[..] {

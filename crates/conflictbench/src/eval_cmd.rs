@@ -182,7 +182,15 @@ async fn run_eval(args: RunArgs) -> anyhow::Result<()> {
     setup.preflight(&[])?;
     let config = setup.writer(|| None, &format!("the {bench} evaluation"))?;
     let created = crate::created::Created::before(config.cache_path.as_deref(), &[]);
+    // One command per output folder, before the first file is made there.
+    let out_was_there = out.exists();
+    let held = crate::folder_lock::lock(&out, crate::folder_lock::FOLDER, "--out")?;
     let result = evaluate(&args, config, data, &out).await;
+    drop(held);
+    if result.is_err() && !out_was_there {
+        // Made for the lock only (the cache elsewhere): removed when empty.
+        let _ = std::fs::remove_dir(&out);
+    }
     if result.is_err() {
         created.undo();
     }

@@ -31,8 +31,9 @@ pub struct ViewArgs {
     /// Default: OUT/llm-cache.sqlite.
     #[arg(long, value_name = "PATH")]
     pub cache: Option<PathBuf>,
-    /// The ratings file (SQLite), the one file the viewer writes, at the first rating.
-    /// Default: OUT/view-ratings.sqlite (beside OUT when OUT is a file).
+    /// The ratings file (SQLite), the one file the viewer writes, at the first rating; it
+    /// must be writable. Default: OUT/view-ratings.sqlite (beside OUT when OUT is a file);
+    /// where that cannot be written, the pages only read.
     #[arg(long, value_name = "PATH")]
     pub ratings: Option<PathBuf>,
     /// Rows in the rating sample (the review sheet's: `audit --sheet --sample N`).
@@ -74,7 +75,7 @@ fn settings(args: &ViewArgs) -> anyhow::Result<(Settings, IpAddr)> {
             }
             Some(t.clone())
         }
-        (None, false) => Some(cb_view::server::new_token()),
+        (None, false) => Some(cb_view::secret::new_token()),
         (None, true) => None,
     };
     let dir = if args.out.is_dir() {
@@ -125,8 +126,30 @@ fn settings(args: &ViewArgs) -> anyhow::Result<(Settings, IpAddr)> {
     Ok((settings, ip))
 }
 
+/// The `Host` headers a browser sends to a viewer on loopback port `port` (without the port
+/// where it is HTTP's own, 80).
+fn loopback_hosts(port: u16) -> Vec<String> {
+    let names = ["127.0.0.1", "localhost", "[::1]"];
+    let mut hosts: Vec<String> = names.iter().map(|n| format!("{n}:{port}")).collect();
+    if port == 80 {
+        hosts.extend(names.iter().map(|n| (*n).to_owned()));
+    }
+    hosts
+}
+
 pub async fn run(args: ViewArgs) -> anyhow::Result<()> {
-    let (mut settings, ip) = settings(&args)?;
+    let (settings, ip) = settings(&args)?;
+    // Everything served is checked before the port is bound.
+    let mut state = tokio::task::spawn_blocking(move || AppState::new(settings))
+        .await
+        .context("reading the files")?
+        .map_err(|e| crate::config_error::config_err(e.to_string()))?;
+    if let (Some(path), Some(why)) = (&args.ratings, &state.ratings.read_only) {
+        return Err(crate::config_error::config_err(format!(
+            "--ratings {} cannot be written: {why} (leave --ratings out to read a folder that cannot be written)",
+            path.display()
+        )));
+    }
     let listener = match tokio::net::TcpListener::bind((ip, args.port)).await {
         Ok(l) => l,
         Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
@@ -144,20 +167,9 @@ pub async fn run(args: ViewArgs) -> anyhow::Result<()> {
     };
     let port = listener.local_addr().context("the bound address")?.port();
     if ip.is_loopback() {
-        settings.hosts = Some(
-            [
-                format!("127.0.0.1:{port}"),
-                format!("localhost:{port}"),
-                format!("[::1]:{port}"),
-            ]
-            .into(),
-        );
+        state.settings.hosts = Some(loopback_hosts(port));
     }
-    let token = settings.token.clone();
-    let state = tokio::task::spawn_blocking(move || AppState::new(settings))
-        .await
-        .context("reading the files")?
-        .map_err(|e| crate::config_error::config_err(e.to_string()))?;
+    let token = state.settings.token.clone();
     let snap = state.snapshot();
     let shown = if ip.is_unspecified() {
         "127.0.0.1".to_owned()
@@ -169,17 +181,25 @@ pub async fn run(args: ViewArgs) -> anyhow::Result<()> {
     } else {
         shown
     };
+    let at = if port == 80 {
+        shown
+    } else {
+        format!("{shown}:{port}")
+    };
     let address = match &token {
-        Some(t) => format!("http://{shown}:{port}/?token={t}"),
-        None => format!("http://{shown}:{port}/"),
+        Some(t) => format!("http://{at}/?token={t}"),
+        None => format!("http://{at}/"),
+    };
+    let ratings = match &state.ratings.read_only {
+        None => format!("ratings go to {}", state.settings.ratings.display()),
+        Some(why) => format!("no rating can be saved ({why}); the pages only read"),
     };
     // Written once and any error ignored: a closed stdout must not stop the server.
     let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), format!(
-        "viewing {} ({} rows, {} rejects; the audit runs behind) at {address}\nratings go to {}; Ctrl-C stops\n",
+        "viewing {} ({} rows, {} rejects; the audit runs behind) at {address}\n{ratings}; Ctrl-C stops\n",
         args.out.display(),
         snap.rows.len(),
         snap.domains.iter().map(|d| d.rejects.len()).sum::<usize>(),
-        state.settings.ratings.display()
     ).as_bytes());
     let _ = std::io::Write::flush(&mut std::io::stdout());
     drop(snap);
@@ -204,4 +224,18 @@ async fn stop() {
     }
     #[cfg(not(unix))]
     let _ = tokio::signal::ctrl_c().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::loopback_hosts;
+
+    #[test]
+    fn on_port_80_a_browser_sends_the_host_without_the_port() {
+        let hosts = loopback_hosts(80);
+        for h in ["127.0.0.1", "127.0.0.1:80", "localhost", "[::1]"] {
+            assert!(hosts.iter().any(|x| x == h), "{h}: {hosts:?}");
+        }
+        assert!(!loopback_hosts(7878).iter().any(|x| x == "127.0.0.1"));
+    }
 }

@@ -3,11 +3,11 @@
 //! selection's order.
 
 use super::dry::DryTotals;
-use super::signals::Signals;
 use super::waiting::waiting_for;
 use crate::exit::Stopped;
 use crate::llm_config::LlmSetup;
 use crate::progress;
+use crate::signals::Signals;
 use crate::stdout::println_out;
 use cb_engine::{build_recipes, BuildOptions, EngineError, Progress, RecipeJob};
 use cb_engine::{Routes, Who};
@@ -81,6 +81,11 @@ impl BuildRun {
         // The first recipe (in the selection's order) that failed gives the run's error, once
         // every built recipe has said its line.
         let mut failed = None;
+        let files = prepared
+            .iter()
+            .flat_map(|j| j.routes.layers())
+            .flat_map(|(_, l)| l.waiting_files())
+            .collect();
         for (job, outcome) in prepared.into_iter().zip(outcomes) {
             let outcome = match outcome {
                 Ok(o) => o,
@@ -106,7 +111,7 @@ impl BuildRun {
         }
         if let Some(dir) = self.setup.batch_dir() {
             if !waiting.is_empty() {
-                return Err(anyhow::Error::new(waiting_for(dir, &waiting)?));
+                return Err(anyhow::Error::new(waiting_for(dir, &waiting, files)?));
             }
         }
         if self.setup.dry_run() {

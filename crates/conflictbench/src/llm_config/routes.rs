@@ -115,7 +115,9 @@ impl LlmSetup {
         manifest: &dyn Fn() -> Option<cb_model::Manifest>,
     ) -> anyhow::Result<Routes> {
         let previous = || manifest().and_then(|m| (!m.offline).then_some((m.endpoint, m.model)));
-        let config = self.writer(previous, &recipe.name())?;
+        let mut config = self.writer(previous, &recipe.name())?;
+        // Each layer's batch files are the recipe's own (`LlmConfig::job`).
+        config.job = Some(recipe.name());
         let writer = self
             .roster
             .layer(&Role::Writer, config.clone())
@@ -133,10 +135,9 @@ impl LlmSetup {
             if let Some(l) = layers.get(name) {
                 return Ok(l.clone());
             }
-            let l = self.roster.layer(
-                &Role::Named(name.to_owned()),
-                self.named_model_config(name)?,
-            )?;
+            let mut c = self.named_model_config(name)?;
+            c.job = Some(recipe.name());
+            let l = self.roster.layer(&Role::Named(name.to_owned()), c)?;
             layers.insert(name.to_owned(), l.clone());
             Ok(l)
         };
@@ -200,7 +201,9 @@ impl LlmSetup {
             ReaderSetting::Named { base_url, model } => (base_url, model),
             ReaderSetting::Model(name) => {
                 let role = Role::Named(name.clone());
-                let llm = self.roster.layer(&role, self.named_model_config(&name)?)?;
+                let mut c = self.named_model_config(&name)?;
+                c.job.clone_from(&config.job);
+                let llm = self.roster.layer(&role, c)?;
                 return Ok(Some((Who::Named(name), llm)));
             }
         };

@@ -641,3 +641,28 @@ async fn every_kre_recipe_through_one_folder_writes_and_counts_each_request_once
         &snapshot(&online.path().join("kre")),
     );
 }
+
+/// The waiting message counts this build's files only: an input file of the folder that no
+/// request of the build waits on (another build's, one copied in by hand) is not said.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_waiting_message_says_only_the_files_this_build_waits_on() {
+    let s = setup().await;
+    let (out, dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let o = build_files(&s, out.path(), dir.path()).await;
+    assert_eq!(o.status.code(), Some(WAITING), "{}", text(&o));
+    let ours = inputs(dir.path());
+    let requests: usize = ours.values().map(Vec::len).sum();
+    let foreign = dir.path().join("requests-00050.jsonl");
+    std::fs::copy(dir.path().join("requests-00001.jsonl"), &foreign).unwrap();
+    let o = build_files(&s, out.path(), dir.path()).await;
+    let said = text(&o);
+    assert_eq!(o.status.code(), Some(WAITING), "{said}");
+    assert!(
+        said.contains(&format!(
+            "{requests} requests in {} batch files",
+            ours.len()
+        )),
+        "{said}"
+    );
+    assert!(!said.contains("requests-00050"), "{said}");
+}

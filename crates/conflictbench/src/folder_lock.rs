@@ -1,6 +1,6 @@
 //! One command per folder: a build (its `--out` and its `--batch-dir`), an evaluation (its
-//! `--out`), an audit that asks a reader (its cache) and `batches run-dir` (its folder) take an
-//! advisory lock before they create anything there. The lock is the OS's (`flock` on a file
+//! `--out`), an audit that asks a reader (its `--cache`, by a lock file beside it) and `batches
+//! run-dir` (its folder) take an advisory lock before they create anything there. The lock is the OS's (`flock` on a file
 //! in the folder that names the holder: process id, start time, command), so a command killed
 //! at any point leaves no lock held; a second command on the same folder exits 2 before it
 //! creates any file, naming the one that holds it. The lock file is removed when its command
@@ -27,7 +27,23 @@ pub struct Held {
 /// Takes the lock `name` in `dir` (created when missing), which `flag` named: exit 2 (a
 /// configuration error) naming the holder when another command holds it.
 pub fn lock(dir: &Path, name: &str, flag: &str) -> anyhow::Result<Held> {
-    let cannot = |e: std::io::Error| config_err(format!("{flag} {}: {e}", dir.display()));
+    lock_as(dir, name, (flag, dir))
+}
+
+/// The lock of the file `file` (an audit's reader cache): `.NAME.lock` beside it, so that
+/// two commands never write one cache while others may write beside it.
+pub fn for_file(file: &Path, flag: &str) -> anyhow::Result<Held> {
+    let dir = file
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = file.file_name().unwrap_or_default().to_string_lossy();
+    lock_as(dir, &format!(".{name}.lock"), (flag, file))
+}
+
+/// [`lock`], the error naming `shown` after `flag`.
+fn lock_as(dir: &Path, name: &str, (flag, shown): (&str, &Path)) -> anyhow::Result<Held> {
+    let cannot = |e: std::io::Error| config_err(format!("{flag} {}: {e}", shown.display()));
     std::fs::create_dir_all(dir).map_err(cannot)?;
     let path = dir.join(name);
     loop {
@@ -45,7 +61,7 @@ pub fn lock(dir: &Path, name: &str, flag: &str) -> anyhow::Result<Held> {
                 let _ = file.read_to_string(&mut holder);
                 return Err(config_err(format!(
                     "{flag} {} is in use by another conflictbench command ({}); run one command per folder at a time: wait for it to end, stop it, or choose another folder",
-                    dir.display(),
+                    shown.display(),
                     said(holder.trim())
                 )));
             }
@@ -173,6 +189,11 @@ mod tests {
         );
         // Another lock name in the same folder is another lock.
         drop(lock(dir.path(), EXECUTOR, "DIR").unwrap());
+        let cache = dir.path().join("c.sqlite");
+        let file = for_file(&cache, "--cache").unwrap();
+        let e = for_file(&cache, "--cache").unwrap_err().to_string();
+        assert!(e.contains(&format!("--cache {}", cache.display())), "{e}");
+        drop(file);
         drop(held);
         assert!(!dir.path().join(FOLDER).exists(), "the lock file stays");
         drop(lock(dir.path(), FOLDER, "--out").unwrap());

@@ -15,7 +15,7 @@ mod common;
 use batch_dir::*;
 use common::*;
 use serde_json::Value;
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
@@ -485,4 +485,184 @@ async fn a_batch_window_of_0_or_without_batches_is_refused_before_any_file() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(text(&o).contains("calls to make"), "{}", text(&o));
     assert!(!dir.exists() && !out.path().join("kre").exists());
+}
+
+/// The binary under test: `CB_TEST_BIN` when set (to run these tests against another build of
+/// conflictbench, e.g. the one before a fix), else this checkout's.
+fn binary() -> String {
+    std::env::var("CB_TEST_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_conflictbench").into())
+}
+
+/// `conflictbench build kre` (every default KRE recipe at once) against the mock, through the
+/// folder `dir` when given, with rounds of `window` items.
+async fn build_kre(s: &Setup, out: &Path, files: Option<(&Path, &str)>) -> Output {
+    let mut cmd = tokio::process::Command::new(binary());
+    cmd.args(["build", "kre", "--model", "m", "--raw", &s.raw, "--out"])
+        .arg(out)
+        .args([
+            "--backend",
+            "openai",
+            "--base-url",
+            &s.base,
+            "--reader",
+            "none",
+        ])
+        .args(["--no-progress", "--recipes"])
+        .arg(repo().join("recipes"))
+        .arg("--prompts")
+        .arg(repo().join("prompts"))
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("RUST_LOG")
+        .env_remove("CONFLICTBENCH_LOG");
+    if let Some((dir, window)) = files {
+        cmd.arg("--batch-dir")
+            .arg(dir)
+            .args(["--batch-window", window]);
+    }
+    cmd.output().await.unwrap()
+}
+
+/// Each recipe's upstream calls over every run of its `runs.jsonl` in `out`.
+fn calls_by_recipe(out: &Path) -> BTreeMap<String, u64> {
+    let mut calls = BTreeMap::new();
+    for e in std::fs::read_dir(out.join("kre")).unwrap() {
+        let dir = e.unwrap().path();
+        if !dir.is_dir() {
+            continue;
+        }
+        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+        let runs = read_jsonl(&dir.join("runs.jsonl"));
+        let n = runs
+            .iter()
+            .map(|r| r["llm"]["upstream_calls"].as_u64().unwrap())
+            .sum();
+        calls.insert(name, n);
+    }
+    calls
+}
+
+/// The answers imported from each owner's files, as `conflictbench batches` lists the journal.
+fn answers_by_owner(cache: &Path) -> BTreeMap<String, u64> {
+    let o = std::process::Command::new(binary())
+        .args(["batches", "--json", "--cache"])
+        .arg(cache)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let mut by = BTreeMap::new();
+    for line in String::from_utf8_lossy(&o.stdout).lines() {
+        let r: Value = serde_json::from_str(line).unwrap();
+        let owner = r["owner"].as_str().unwrap_or_default().to_owned();
+        *by.entry(owner).or_default() += r["completed"].as_u64().unwrap();
+    }
+    by
+}
+
+/// Every KRE recipe built at once through one batch folder in rounds of 7 items, answered by
+/// `run-dir` between the runs (issue 44, item 1): every request goes into exactly one input
+/// file and reaches the server once, each recipe's `runs.jsonl` counts its own calls (those an
+/// online build of it makes), the waiting message counts the requests in the files waiting,
+/// and the build ends with the online build's files.
+#[tokio::test(flavor = "multi_thread")]
+#[allow(clippy::print_stderr)] // the counts, for the record
+async fn every_kre_recipe_through_one_folder_writes_and_counts_each_request_once() {
+    let s = setup().await;
+    let online = tempfile::tempdir().unwrap();
+    let o = build_kre(&s, online.path(), None).await;
+    assert!(o.status.success(), "{}", text(&o));
+    let online_calls = s.mock.request_count();
+
+    let (out, dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    s.mock.clear_journal();
+    let mut runs = 0;
+    loop {
+        runs += 1;
+        assert!(runs <= 12, "no end after {runs} runs");
+        let o = build_kre(&s, out.path(), Some((dir.path(), "7"))).await;
+        if o.status.success() {
+            break;
+        }
+        let said = text(&o);
+        assert_eq!(o.status.code(), Some(WAITING), "{said}");
+        // The message counts the requests of the files waiting for an output.
+        let waiting: usize = inputs(dir.path())
+            .iter()
+            .filter(|(name, _)| {
+                !dir.path()
+                    .join(name.replace(".jsonl", ".output.jsonl"))
+                    .exists()
+            })
+            .map(|(_, ids)| ids.len())
+            .sum();
+        assert!(
+            said.contains(&format!("waiting for answers: {waiting} requests in")),
+            "{waiting} requests wait: {said}"
+        );
+        let o = tokio::process::Command::new(binary())
+            .args(["batches", "run-dir"])
+            .arg(dir.path())
+            .args(["--base-url", &s.base])
+            .env_remove("OPENAI_API_KEY")
+            .output()
+            .await
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    let lines: Vec<String> = inputs(dir.path()).into_values().flatten().collect();
+    let distinct: HashSet<&String> = lines.iter().collect();
+    eprintln!(
+        "{runs} runs: {} request lines, {} distinct, {online_calls} online calls",
+        lines.len(),
+        distinct.len()
+    );
+    assert_eq!(lines.len(), distinct.len(), "a request was written twice");
+    // The online build also probed the structured-output form, which batch files never do.
+    assert!(distinct.len() <= online_calls, "{online_calls}");
+    assert_eq!(
+        s.mock.request_count(),
+        distinct.len(),
+        "a request was sent twice"
+    );
+    // Each recipe counted the answers of its own files, as the journal records them.
+    let journal = answers_by_owner(&out.path().join("llm-cache.sqlite"));
+    let counted = calls_by_recipe(out.path());
+    assert_eq!(counted.len(), 5, "{counted:?}");
+    for (recipe, calls) in &counted {
+        assert_eq!(
+            journal.get(&format!("kre-{recipe}/writer")),
+            Some(calls),
+            "{recipe}: {journal:?}"
+        );
+    }
+    assert_eq!(counted.values().sum::<u64>(), distinct.len() as u64);
+    assert_same(
+        &snapshot(&out.path().join("kre")),
+        &snapshot(&online.path().join("kre")),
+    );
+}
+
+/// The waiting message counts this build's files only: an input file of the folder that no
+/// request of the build waits on (another build's, one copied in by hand) is not said.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_waiting_message_says_only_the_files_this_build_waits_on() {
+    let s = setup().await;
+    let (out, dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let o = build_files(&s, out.path(), dir.path()).await;
+    assert_eq!(o.status.code(), Some(WAITING), "{}", text(&o));
+    let ours = inputs(dir.path());
+    let requests: usize = ours.values().map(Vec::len).sum();
+    let foreign = dir.path().join("requests-00050.jsonl");
+    std::fs::copy(dir.path().join("requests-00001.jsonl"), &foreign).unwrap();
+    let o = build_files(&s, out.path(), dir.path()).await;
+    let said = text(&o);
+    assert_eq!(o.status.code(), Some(WAITING), "{said}");
+    assert!(
+        said.contains(&format!(
+            "{requests} requests in {} batch files",
+            ours.len()
+        )),
+        "{said}"
+    );
+    assert!(!said.contains("requests-00050"), "{said}");
 }

@@ -195,6 +195,184 @@ async fn run_dir_fails_naming_the_endpoint_when_requests_got_no_answer() {
     assert!(text(&o).contains("nothing to answer"), "{}", text(&o));
 }
 
+/// Three files of four requests each in `dir` (`f1-0` ... `f3-3`).
+fn three_files(dir: &Path) {
+    for f in 1..=3 {
+        let text: String = (0..4).map(|i| good(&format!("f{f}-{i}")) + "\n").collect();
+        std::fs::write(dir.join(format!("requests-0000{f}.jsonl")), text).unwrap();
+    }
+}
+
+/// `run-dir` over [`three_files`] against a mock answering in 300 ms, two at a time, sent
+/// `signal` once the second file's first requests are in flight (`ignored`: started with
+/// SIGINT ignored, as a background job of a script is): it exits `code` saying what it did
+/// and what is left, keeps the first file's output, writes the second whole (its requests in
+/// flight answered, the others with an unanswered line), begins no third; a second run answers
+/// the third file only, and no request reached the server twice.
+async fn run_dir_stopped_by(signal: &str, code: i32, ignored: bool) {
+    let mock = MockServer::start(model()).await;
+    mock.set_latency(std::time::Duration::from_millis(300));
+    let dir = tempfile::tempdir().unwrap();
+    three_files(dir.path());
+    let base = mock.base_url();
+    let bin = env!("CARGO_BIN_EXE_conflictbench");
+    let mut cmd = if ignored {
+        let mut c = tokio::process::Command::new("sh");
+        c.args(["-c", "trap '' INT; exec \"$0\" \"$@\"", bin]);
+        c
+    } else {
+        tokio::process::Command::new(bin)
+    };
+    cmd.args(["batches", "run-dir"])
+        .arg(dir.path())
+        .args(["--base-url", &base, "--concurrency", "2"])
+        .env_remove("OPENAI_API_KEY")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    let child = cmd.spawn().unwrap();
+    let pid = child.id().unwrap();
+    let t0 = std::time::Instant::now();
+    while mock.request_count() < 5 {
+        assert!(t0.elapsed().as_secs() < 60, "no requests came");
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    let sent = std::process::Command::new("kill")
+        .args([&format!("-{signal}"), &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let o = tokio::time::timeout(std::time::Duration::from_secs(30), child.wait_with_output())
+        .await
+        .expect("run-dir did not stop")
+        .unwrap();
+    let said = text(&o);
+    assert_eq!(o.status.code(), Some(code), "{said}");
+    assert!(said.contains(&format!("stopped by SIG{signal}")), "{said}");
+    let third = dir.path().join("requests-00003.jsonl");
+    assert!(said.contains(&third.display().to_string()), "{said}");
+    let output = |f: usize| dir.path().join(format!("requests-0000{f}.output.jsonl"));
+    let first = read_jsonl(&output(1));
+    assert!(
+        first.iter().all(|l| l["response"]["status_code"] == 200),
+        "{first:?}"
+    );
+    // The file in progress: every request has its line, those in flight answered.
+    let second = read_jsonl(&output(2));
+    let ids: Vec<&str> = second
+        .iter()
+        .map(|l| l["custom_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["f2-0", "f2-1", "f2-2", "f2-3"], "{said}");
+    let answered = second
+        .iter()
+        .filter(|l| l["response"]["status_code"] == 200)
+        .count();
+    assert!(
+        (1..4).contains(&answered),
+        "{answered} answered: {second:?}"
+    );
+    assert_eq!(mock.request_count(), 4 + answered, "{said}");
+    assert!(!output(3).exists(), "a file begun after the stop");
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names.len(), 5, "a part or lock file left: {names:?}");
+
+    let o = run_dir(dir.path(), &["--base-url", &base]).await;
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(read_jsonl(&output(3)).len(), 4);
+    let mut bodies: Vec<String> = mock.journal().iter().map(|e| e.body.to_string()).collect();
+    let sent = bodies.len();
+    bodies.sort();
+    bodies.dedup();
+    assert_eq!(bodies.len(), sent, "a request reached the server twice");
+    assert_eq!(sent, 8 + answered);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn run_dir_stopped_by_sigint_finishes_the_file_in_progress_and_says_what_is_left() {
+    run_dir_stopped_by("INT", 130, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn run_dir_started_with_sigint_ignored_still_stops_on_it() {
+    run_dir_stopped_by("INT", 130, true).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn run_dir_stopped_by_sigterm_exits_143() {
+    run_dir_stopped_by("TERM", 143, false).await;
+}
+
+/// A second `run-dir` on a folder another one is answering exits 2 naming it, sending
+/// nothing; a folder it cannot write to is refused before anything is sent (where the tests
+/// run without root's rights to write anywhere).
+#[tokio::test(flavor = "multi_thread")]
+async fn run_dir_refuses_a_folder_it_cannot_hold_or_write_before_sending() {
+    let mock = MockServer::start(model()).await;
+    mock.set_latency(std::time::Duration::from_millis(500));
+    let dir = tempfile::tempdir().unwrap();
+    three_files(dir.path());
+    let base = mock.base_url();
+    let mut first = tokio::process::Command::new(env!("CARGO_BIN_EXE_conflictbench"))
+        .args(["batches", "run-dir"])
+        .arg(dir.path())
+        .args(["--base-url", &base, "--concurrency", "1"])
+        .env_remove("OPENAI_API_KEY")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while mock.request_count() < 1 {
+        assert!(t0.elapsed().as_secs() < 60, "no requests came");
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    let o = run_dir(dir.path(), &["--base-url", &base]).await;
+    let said = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("in use by another conflictbench command"),
+        "{said}"
+    );
+    assert!(
+        said.contains(&format!("process {}", first.id().unwrap())),
+        "{said}"
+    );
+    assert_eq!(
+        mock.request_count(),
+        1,
+        "the second executor sent a request"
+    );
+    first.kill().await.unwrap();
+
+    let locked = tempfile::tempdir().unwrap();
+    three_files(locked.path());
+    let mut perms = std::fs::metadata(locked.path()).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o555);
+    std::fs::set_permissions(locked.path(), perms).unwrap();
+    if std::fs::write(locked.path().join("probe"), "").is_ok() {
+        eprintln!("skipped the read-only folder: these tests may write anywhere (root)");
+        return;
+    }
+    let before = mock.request_count();
+    let o = run_dir(locked.path(), &["--base-url", &base]).await;
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains(&locked.path().display().to_string()),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(
+        mock.request_count(),
+        before,
+        "a request was sent for a folder it cannot write"
+    );
+}
+
 /// `python3 scripts/ray-batch.py DIR ARGS`, or `None` where there is no python3 (a failure
 /// under `CI=true`).
 async fn ray_batch(dir: &Path, args: &[&str]) -> Option<Output> {

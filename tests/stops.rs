@@ -535,3 +535,144 @@ async fn a_source_changed_between_the_passes_stops_the_build_naming_it() {
     let rows = read_json(&dir.join("cose.json"));
     assert_eq!(rows.as_array().unwrap().len(), 2 * N);
 }
+
+/// One command per folder (issue 44, item 2): while a build runs, the same command, and an
+/// eval into its `--out`, exit 2 naming it (its process id and start) and create nothing; a
+/// batch folder held by another command refuses a build with `--batch-dir` naming the flag,
+/// before its new `--out` exists. The lock goes with the build.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_second_command_on_a_folder_held_exits_2_naming_the_first_and_creates_nothing() {
+    let mock = MockServer::start(model()).await;
+    mock.set_latency(Duration::from_millis(300));
+    let (raw, out, tmp) = (
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
+    many_questions(raw.path(), N);
+    let base = mock.base_url();
+    let (raw_s, out_s) = (raw.path().to_str().unwrap(), out.path().to_str().unwrap());
+    let mut args = openai_args("cose", &base, raw_s, out_s);
+    args.extend(["--concurrency", "1"]);
+    let first = build_command(&args).spawn().unwrap();
+    let pid = first.id().unwrap();
+    let t0 = Instant::now();
+    while mock.answered() < 1 {
+        assert!(t0.elapsed() < Duration::from_secs(60), "no answers came");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let held = |o: &std::process::Output, flag: &str| {
+        let said = text(o);
+        assert_eq!(o.status.code(), Some(2), "{said}");
+        assert!(said.contains(flag) && said.contains("in use"), "{said}");
+        assert!(said.contains(&format!("process {pid}, started ")), "{said}");
+    };
+    let o = build(&args, &[]).await;
+    held(&o, "--out");
+    let kre = tmp.path().join("one.json");
+    std::fs::write(&kre, "[]").unwrap();
+    let o = eval(&[
+        "kre",
+        "--data",
+        kre.to_str().unwrap(),
+        "--base-url",
+        &base,
+        "--model",
+        "m",
+        "--out",
+        out_s,
+    ])
+    .await;
+    held(&o, "--out");
+    assert!(!out.path().join("eval").exists() && !out.path().join("kre/cose/cose.json").exists());
+    let o = tokio::time::timeout(Duration::from_secs(60), first.wait_with_output())
+        .await
+        .expect("the first build did not end")
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        !out.path().join(".conflictbench.lock").exists(),
+        "the lock file stays"
+    );
+
+    // A batch folder held (here by this test, as another command would) refuses a build.
+    let batches = tmp.path().join("batches");
+    std::fs::create_dir(&batches).unwrap();
+    let lock = std::fs::File::create(batches.join(".conflictbench.lock")).unwrap();
+    std::fs::write(
+        batches.join(".conflictbench.lock"),
+        "process 1, started then: a test",
+    )
+    .unwrap();
+    lock.try_lock().unwrap();
+    let new_out = tmp.path().join("new-out");
+    let mut args = openai_args("cose", &base, raw_s, new_out.to_str().unwrap());
+    args.extend(["--batch-dir", batches.to_str().unwrap()]);
+    let o = build(&args, &[]).await;
+    let said = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("--batch-dir") && said.contains("process 1, started then"),
+        "{said}"
+    );
+    assert!(!new_out.exists(), "the refused build made its --out");
+}
+
+/// A source whose stamps change during a build while its bytes do not (`touch`, a copy of
+/// the same content over it, the same content renamed into place) goes on to the end with the
+/// files of an undisturbed build (issue 44, item 6).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_source_touched_or_copied_over_with_the_same_bytes_goes_on() {
+    let mock = MockServer::start(model()).await;
+    mock.set_latency(Duration::from_millis(100));
+    let (raw, want, out) = (
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
+    let base = mock.base_url();
+    let raw_s = raw.path().to_str().unwrap();
+    many_questions(raw.path(), N);
+    let mut args = openai_args("cose", &base, raw_s, want.path().to_str().unwrap());
+    args.extend(["--concurrency", "1"]);
+    let o = build(&args, &[]).await;
+    assert!(o.status.success(), "{}", text(&o));
+    let primary = raw.path().join("commonsenseqa/dev_rand_split.jsonl");
+    let bytes = std::fs::read(&primary).unwrap();
+    for (i, how) in ["touch", "copy", "rename"].into_iter().enumerate() {
+        let out_i = out.path().join(how);
+        let mut args = openai_args("cose", &base, raw_s, out_i.to_str().unwrap());
+        args.extend(["--concurrency", "1", "--cache"]);
+        let cache = out.path().join(format!("{how}.sqlite"));
+        args.push(cache.to_str().unwrap());
+        let child = build_command(&args).spawn().unwrap();
+        let t0 = Instant::now();
+        while mock.answered() < ((i + 1) * N + 2) as u64 {
+            assert!(t0.elapsed() < Duration::from_secs(60), "no answers came");
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        match how {
+            "touch" => std::fs::File::options()
+                .write(true)
+                .open(&primary)
+                .unwrap()
+                .set_modified(std::time::SystemTime::now() + Duration::from_secs(5))
+                .unwrap(),
+            "copy" => std::fs::write(&primary, &bytes).unwrap(),
+            _ => {
+                let next = primary.with_extension("next");
+                std::fs::write(&next, &bytes).unwrap();
+                std::fs::rename(&next, &primary).unwrap();
+            }
+        }
+        let o = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+            .await
+            .expect("the build did not end")
+            .unwrap();
+        assert!(o.status.success(), "{how}: {}", text(&o));
+        assert_same(
+            &snapshot(&out_i.join("kre")),
+            &snapshot(&want.path().join("kre")),
+        );
+    }
+}

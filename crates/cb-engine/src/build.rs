@@ -46,7 +46,24 @@ pub struct BuildOutcome {
 /// Builds one recipe: reads, runs the steps, writes the outputs. `routes` says who answers
 /// each step and reads each reader check (nobody reads: the manifest and card say the rows
 /// are not reader-verified).
+///
+/// A recipe that ends without its files (its budget, a failure, requests waiting in batch
+/// files) stops its layers ([`Routes::stop_all`]): a round of its Batch API or batch files,
+/// whose driver runs detached, uploads, submits or writes nothing after it.
 pub async fn build_recipe(
+    recipe: &Recipe,
+    opts: &BuildOptions,
+    routes: &Routes,
+    progress: &dyn Progress,
+) -> Result<BuildOutcome, EngineError> {
+    let built = build_one(recipe, opts, routes, progress).await;
+    if let Err(e) = &built {
+        routes.stop_all(&format!("{} ended: {e}", recipe.name()));
+    }
+    built
+}
+
+async fn build_one(
     recipe: &Recipe,
     opts: &BuildOptions,
     routes: &Routes,

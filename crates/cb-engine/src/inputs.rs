@@ -51,7 +51,9 @@ pub fn resolve(spec: &SourceSpec, opts: &SourceOptions) -> Result<Vec<PathBuf>, 
 /// One input file as it was hashed for the manifest, watched so that every pass over it can
 /// check that it still reads those bytes: its [`Stamp`] (size, modification and change times,
 /// inode) is taken before it is hashed and compared after the hashing and at the end of each
-/// pass. A file modified within [`RACY`] of the hashing could change again within the same
+/// pass. A stamp that moved is not yet a change: the file is hashed again and its content
+/// decides (a `touch`, or a copy of the same bytes over it, goes on; other bytes stop the
+/// build). A file modified within [`RACY`] of the hashing could change again within the same
 /// tick of the file system's clock and keep its stamp (same size, same time); such a file is
 /// hashed again at each check.
 #[derive(Debug, Clone)]
@@ -108,10 +110,15 @@ fn changed(path: &Path, when: &str) -> EngineError {
 impl Watched {
     /// Hashes `path` (of the source `source`) for the manifest and starts watching it.
     pub(crate) fn new(source: &str, path: &Path) -> Result<Self, EngineError> {
-        let before = Stamp::of(path)?;
+        let mut before = Stamp::of(path)?;
         let input = input_file(source, path)?;
-        if Stamp::of(path)? != before {
-            return Err(changed(path, "while it was hashed"));
+        let after = Stamp::of(path)?;
+        if after != before {
+            // Written while it was hashed: the hash holds only if the bytes are the same now.
+            if input_file(source, path)?.sha256 != input.sha256 {
+                return Err(changed(path, "while it was hashed"));
+            }
+            before = after;
         }
         let racy = before.modified.is_none_or(|t| {
             std::time::SystemTime::now()
@@ -126,14 +133,17 @@ impl Watched {
         })
     }
 
-    /// Whether the file still holds the bytes it held when it was hashed: same stamp, and the
-    /// same hash for a file stamped too close to its last modification.
+    /// Whether the file still holds the bytes it held when it was hashed: the same hash when
+    /// its stamp moved or was taken too close to its last modification.
     pub(crate) fn check(&self) -> Result<(), EngineError> {
-        if Stamp::of(&self.path)? != self.stamp {
+        let moved = Stamp::of(&self.path)? != self.stamp;
+        if (moved || self.racy)
+            && input_file(&self.input.source, &self.path)?.sha256 != self.input.sha256
+        {
             return Err(changed(&self.path, "during the build"));
         }
-        if self.racy && input_file(&self.input.source, &self.path)?.sha256 != self.input.sha256 {
-            return Err(changed(&self.path, "during the build"));
+        if moved {
+            tracing::info!(file = %self.path.display(), "touched during the build, same bytes: the build goes on");
         }
         Ok(())
     }

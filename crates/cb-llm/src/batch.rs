@@ -9,7 +9,7 @@
 //!    exact online body), split under the per-file request and byte limits, each file
 //!    counted against `--max-cost`, uploaded, recorded, and submitted;
 //! 4. the batches are polled with growing intervals; each finished one is downloaded, its
-//!    lines checked against their requests ([`Llm::check_results`], shared with the batch
+//!    lines checked against their requests ([`Core::check_results`], shared with the batch
 //!    files) and its answers committed to the cache (with the batch
 //!    marked collected, in one transaction);
 //! 5. every key gets its answer or error back to the round driver, which retries or ends
@@ -20,7 +20,7 @@ use crate::batch_store::{self, BatchRecord};
 use crate::cache::Cache;
 use crate::http::OpenAiHttp;
 use crate::layer_core::Core;
-use crate::rounds::{answered_meanwhile, chunks, journal_estimate, Checked, Round, Taken};
+use crate::rounds::{answered_meanwhile, chunks, journal_estimate, Checked, Round, RoundCalls};
 use crate::spool::{Spool, Spooled};
 use crate::{BatchOptions, LlmConfig, LlmError};
 use std::collections::{HashMap, HashSet};
@@ -58,7 +58,7 @@ impl Round for ApiRounds {
     async fn run(
         &self,
         llm: &Core,
-        taken: &Taken,
+        taken: &RoundCalls,
         spool: &Spool,
     ) -> Result<HashMap<String, LlmError>, LlmError> {
         llm.api_round(self, taken, spool).await
@@ -71,7 +71,7 @@ impl Core {
     async fn api_round(
         &self,
         rounds: &ApiRounds,
-        taken: &Taken,
+        taken: &RoundCalls,
         spool: &Spool,
     ) -> Result<HashMap<String, LlmError>, LlmError> {
         let (inner, opts) = (self, &rounds.opts);
@@ -129,14 +129,16 @@ impl Core {
     }
 
     /// Uploads one input file (written from the spool), records it with its keys, and
-    /// creates its batch.
+    /// creates its batch; a stopped layer ([`Core::stopped`]: a signal, the budget) does
+    /// neither.
     async fn submit(
         &self,
         (cache, api, spool): (&Cache, &BatchApi<'_>, &Spool),
         chunk: &[&str],
-        taken: &Taken,
+        taken: &RoundCalls,
     ) -> Result<(BatchRecord, crate::layer_core::Reservation<'_>), LlmError> {
         let inner = self;
+        self.go_on()?;
         let (est_usd, reservation) = self.reserve_file(chunk, taken)?;
         let spooled: Vec<Spooled> = chunk.iter().map(|k| taken[*k].spooled).collect();
         let first = chunk[0];
@@ -152,12 +154,14 @@ impl Core {
         let requests = chunk.len();
         cache
             .record_upload(
-                &file_id,
+                (&file_id, &inner.owner),
                 (&inner.endpoint, &inner.config.model),
                 ("uploaded", est_usd),
                 (requests, spool.rows(spooled)?),
             )
             .await?;
+        // Stopped meanwhile: the file is recorded, its batch made by the next run.
+        self.go_on()?;
         let remote = api.create(&file_id).await?;
         cache
             .update_batch(&file_id, &remote.id, &remote.status, 0, 0)
@@ -176,7 +180,7 @@ impl Core {
         &self,
         (cache, api): (&Cache, &BatchApi<'_>),
         tracked: Vec<BatchRecord>,
-        taken: &Taken,
+        taken: &RoundCalls,
         opts: &BatchOptions,
     ) -> Result<HashMap<String, LlmError>, LlmError> {
         let mut errors = HashMap::new();
@@ -187,13 +191,18 @@ impl Core {
                 // Uploaded by a run that was killed before it could record the batch.
                 None => match api.find_by_input(&record.file_id).await? {
                     Some(b) => b.id,
-                    None => api.create(&record.file_id).await?.id,
+                    None => {
+                        self.go_on()?;
+                        api.create(&record.file_id).await?.id
+                    }
                 },
             };
             pending.push((record.file_id, batch_id));
         }
         let mut interval = opts.poll_initial;
         loop {
+            // A stopped build polls no more; its batches are found again by the next run.
+            self.go_on()?;
             let mut still = Vec::new();
             for (file_id, batch_id) in pending {
                 let remote = api.retrieve(&batch_id).await?;
@@ -230,7 +239,7 @@ impl Core {
         (cache, api): (&Cache, &BatchApi<'_>),
         file_id: &str,
         remote: &RemoteBatch,
-        taken: &Taken,
+        taken: &RoundCalls,
     ) -> Result<HashMap<String, LlmError>, LlmError> {
         let keys = cache.batch_keys(file_id)?;
         let mut checked = Checked::default();

@@ -1,25 +1,34 @@
 //! `--batch-dir`: rounds ([`crate::rounds`]) through a folder of files for the provider.
 //!
-//! Calls that miss the cache wait for a round as with the Batch API (`batch`). A round:
+//! Calls that miss the cache wait for a round as with the Batch API (`batch`). A round
+//! holds the process's folder lock ([`FOLDERS`]) from its first look at the journal to its
+//! last file written, and:
 //!
 //! 1. serves keys answered meanwhile from the cache;
-//! 2. imports every output file that has appeared beside one of the folder's input files
+//! 2. imports every output file that has appeared beside one of this layer's input files
 //!    that the journal holds open (`requests-00007.jsonl` -> `requests-00007.output.jsonl`,
 //!    the format vLLM's `run_batch` and the Batch API write): each line is checked against
-//!    the request it names, as the Batch API's are (`Llm::check_results`), and only a
-//!    checked answer is cached; the file is then closed in
+//!    the request it names, as the Batch API's are (`Core::check_results`), and only a
+//!    checked answer is cached and counted as this layer's call; the file is then closed in
 //!    the journal. A line that is not JSON, names no request of that file or one already
 //!    answered, names another model, or carries a body that is not an answer is reported
 //!    with its file and line (the log, and `problems.log` in the folder), and its request is
-//!    asked again like a request the file left out;
+//!    asked again like a request the file left out. Each file is recorded with its owner
+//!    (`Core::owner`: a recipe and a role), and the layers of a build of several recipes
+//!    import, and count, their own files only (an unowned file, of an older version, by
+//!    whichever layer comes first; another layer's answered file holding a request of the
+//!    round, by the round);
 //! 3. leaves the keys of input files still without output waiting;
 //! 4. writes the other keys as new input files of at most `max_requests_per_file` lines
 //!    (`custom_id` = cache key, `body` = the exact online body), recorded in the journal
-//!    before they are written;
+//!    before they are written (a file of the journal whose input file is missing was
+//!    removed by hand, as no round of the process looks in between: its requests are written
+//!    again);
 //! 5. answers every caller whose request waits with [`LlmError::Waiting`]: the engine lets
 //!    its item go and reads on, a window of items at a time, and the build ends waiting (exit
 //!    code 4) once every item has its next request in a file or its row; the same command,
-//!    run again once the files are answered, goes on.
+//!    run again once the files are answered, goes on. The layer remembers the files its
+//!    calls wait on ([`crate::Llm::waiting_files`]) for the build's message.
 //!
 //! A request that comes back without an answer from more than `max_retries` files (counted
 //! in the journal, so across runs) is rejected as an online call that runs out of retries.
@@ -28,10 +37,10 @@
 use crate::batch_store::{self, FOLDER_FILES};
 use crate::cache::Cache;
 use crate::layer_core::Core;
-use crate::rounds::{answered_meanwhile, chunks, journal_estimate, Checked, Round, Taken};
+use crate::rounds::{answered_meanwhile, chunks, journal_estimate, Checked, Round, RoundCalls};
 use crate::spool::{Spool, Spooled};
 use crate::{FilesOptions, LlmError};
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -92,10 +101,14 @@ pub(crate) fn unanswered(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
         .collect())
 }
 
-/// The unanswered input files with their model and size, for the message of a waiting build.
-pub fn pending(dir: &Path) -> std::io::Result<Vec<PendingFile>> {
+/// Those of `files` (input files) that have no output file yet, with their model and size,
+/// for the message of a waiting build.
+pub fn pending(files: impl IntoIterator<Item = PathBuf>) -> std::io::Result<Vec<PendingFile>> {
     let mut out = Vec::new();
-    for path in unanswered(dir)? {
+    for path in files {
+        if output_path(&path).exists() {
+            continue;
+        }
         let text = std::fs::read_to_string(&path)?;
         let model = text
             .lines()
@@ -112,13 +125,19 @@ pub fn pending(dir: &Path) -> std::io::Result<Vec<PendingFile>> {
     Ok(out)
 }
 
-/// Names of new input files are taken one at a time (the writer and its reader write to the
-/// same folder).
-static NAMING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+/// The rounds of every layer of the process, over any batch folder, take this lock for the
+/// whole round (import, name, record, write): the build owns its folders' files in one
+/// place, so no round sees a file recorded in the journal but not written yet (and takes it
+/// for one removed by hand), and no two rounds import one file. Another process is kept out
+/// of the folder by the CLI's folder lock.
+static FOLDERS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// Batch files at work: the folder and its limits.
 pub(crate) struct FileRounds {
     opts: FilesOptions,
+    /// The input files this layer's calls wait on: written by it, its own files still
+    /// without output, and another layer's files holding requests it asked for.
+    waits_on: std::sync::Mutex<BTreeSet<PathBuf>>,
 }
 
 impl FileRounds {
@@ -127,12 +146,26 @@ impl FileRounds {
         if let Some(c) = cache {
             batch_store::create_tables(c)?;
         }
-        Ok(Self { opts: opts.clone() })
+        Ok(Self {
+            opts: opts.clone(),
+            waits_on: Default::default(),
+        })
     }
 
     /// The folder the files are written to.
     pub(crate) fn dir(&self) -> &Path {
         &self.opts.dir
+    }
+
+    /// The input files this layer's calls waited on in this run (some may be answered by
+    /// now).
+    pub(crate) fn waits_on(&self) -> Vec<PathBuf> {
+        let files = self.waits_on.lock().expect("waiting files");
+        files.iter().cloned().collect()
+    }
+
+    fn wait_on(&self, input: PathBuf) {
+        self.waits_on.lock().expect("waiting files").insert(input);
     }
 }
 
@@ -144,10 +177,30 @@ impl Round for FileRounds {
     async fn run(
         &self,
         llm: &Core,
-        taken: &Taken,
+        taken: &RoundCalls,
         spool: &Spool,
     ) -> Result<HashMap<String, LlmError>, LlmError> {
-        llm.files_round((taken, spool), &self.opts).await
+        llm.files_round((taken, spool), self).await
+    }
+}
+
+/// A live file of the journal, as the folder shows it now.
+enum Found {
+    /// Its output file is there: to import.
+    Answered,
+    /// The input file is gone (removed by hand): its requests are written again.
+    Gone,
+    /// Still waiting for its output.
+    Waiting,
+}
+
+fn look(input: &Path) -> Found {
+    if output_path(input).is_file() {
+        Found::Answered
+    } else if !input.is_file() {
+        Found::Gone
+    } else {
+        Found::Waiting
     }
 }
 
@@ -156,11 +209,11 @@ impl Core {
     /// [`LlmError::Waiting`] for every key taken.
     async fn files_round(
         &self,
-        (taken, spool): (&Taken, &Spool),
-        opts: &FilesOptions,
+        (taken, spool): (&RoundCalls, &Spool),
+        rounds: &FileRounds,
     ) -> Result<HashMap<String, LlmError>, LlmError> {
-        let inner = self;
-        let cache = inner
+        let opts = &rounds.opts;
+        let cache = self
             .cache
             .as_ref()
             .ok_or_else(|| LlmError::Config("--batch-dir needs a cache file".into()))?;
@@ -169,33 +222,47 @@ impl Core {
         if open.is_empty() {
             return Ok(errors);
         }
+        let _folder = FOLDERS.lock().await;
         let prefix = journal_prefix(&opts.dir);
-        let (endpoint, model) = (inner.endpoint.as_str(), inner.config.model.as_str());
-        // Every output file that has appeared is imported, whichever windows its requests
-        // came from: the round's callers get their answers, the others find theirs in the
-        // cache when their items come, or their errors kept in the rounds.
+        let (endpoint, model) = endpoint_model(self);
+        let input_of = |file_id: &str| opts.dir.join(&file_id[prefix.len()..]);
+        // Every answered file of this layer's (or of no layer's) is imported, whichever
+        // windows its requests came from: the round's callers get their answers, the others
+        // find theirs in the cache when their items come, or their errors kept in the rounds.
+        // Another layer's files are its own to import and be credited with.
         for record in cache.live_files(endpoint, model, &prefix)? {
-            let input = opts.dir.join(&record.file_id[prefix.len()..]);
-            if output_path(&input).is_file() {
-                let failed = self.import(cache, &record.file_id, &input, taken).await?;
-                open.retain(|k| taken.waiting(k));
-                for (key, e) in failed {
-                    open.remove(key.as_str());
-                    errors.insert(key, e);
+            if record.owner != self.owner && !record.owner.is_empty() {
+                continue;
+            }
+            let input = input_of(&record.file_id);
+            match look(&input) {
+                Found::Answered => {
+                    let failed = self.import(cache, &record.file_id, &input, taken).await?;
+                    take_errors(&mut open, &mut errors, failed, taken);
                 }
-            } else if !input.is_file() {
-                // Removed by hand: its requests are written again.
-                tracing::warn!(file = %input.display(), "a batch file of the journal is gone; its requests are written again");
-                self.commit_file(cache, &record.file_id, Vec::new(), taken)
-                    .await?;
+                Found::Gone => self.gone(cache, &record.file_id, &input, taken).await?,
+                Found::Waiting => rounds.wait_on(input),
             }
         }
-        // Requests of files still without output wait for them.
+        // Requests of files still without output wait for them; another layer's answered
+        // file that holds one of this round's requests is imported here.
         let mut held = Vec::new();
         for key in open.clone() {
-            if cache.held_live(key, (endpoint, model), &prefix)? {
-                open.remove(key);
-                held.push(key.to_owned());
+            let Some((file_id, _)) = cache.held_live(key, (endpoint, model), &prefix)? else {
+                continue;
+            };
+            let input = input_of(&file_id);
+            match look(&input) {
+                Found::Answered => {
+                    let failed = self.import(cache, &file_id, &input, taken).await?;
+                    take_errors(&mut open, &mut errors, failed, taken);
+                }
+                Found::Gone => self.gone(cache, &file_id, &input, taken).await?,
+                Found::Waiting => {
+                    open.remove(key);
+                    held.push(key.to_owned());
+                    rounds.wait_on(input);
+                }
             }
         }
         let fresh: Vec<&str> = open.iter().copied().collect();
@@ -208,8 +275,10 @@ impl Core {
             if !rest.is_empty() {
                 pending.push(rest.to_vec());
             }
-            self.write_file((cache, spool), head, taken, (opts, &prefix))
+            let input = self
+                .write_file((cache, spool), head, taken, (opts, &prefix))
                 .await?;
+            rounds.wait_on(input);
         }
         let waiting = LlmError::Waiting(opts.dir.display().to_string());
         for key in held.into_iter().chain(open.iter().map(|k| (*k).to_owned())) {
@@ -218,20 +287,35 @@ impl Core {
         Ok(errors)
     }
 
-    /// Records a new input file in the journal, then writes it from the spool (whole, under
-    /// its final name only once complete).
+    /// Closes a file of the journal whose input file was removed by hand: its requests are
+    /// written again.
+    async fn gone(
+        &self,
+        cache: &Cache,
+        file_id: &str,
+        input: &Path,
+        taken: &RoundCalls,
+    ) -> Result<(), LlmError> {
+        tracing::warn!(file = %input.display(), "a batch file of the journal is gone; its requests are written again");
+        self.commit_file(cache, file_id, Vec::new(), taken).await
+    }
+
+    /// Records a new input file in the journal as this layer's, then writes it from the
+    /// spool (whole, under its final name only once complete), unless the layer is stopped;
+    /// gives its path. The round holds the folder ([`FOLDERS`]), so no other round looks at
+    /// the journal between the record and the file.
     async fn write_file(
         &self,
         (cache, spool): (&Cache, &Spool),
         chunk: &[&str],
-        taken: &Taken,
+        taken: &RoundCalls,
         (opts, prefix): (&FilesOptions, &str),
-    ) -> Result<(), LlmError> {
+    ) -> Result<PathBuf, LlmError> {
         let inner = self;
+        self.go_on()?;
         // Counted against --max-cost and --max-tokens as a Batch API file is.
         let (est_usd, _reservation) = self.reserve_file(chunk, taken)?;
         let spooled: Vec<Spooled> = chunk.iter().map(|k| taken[*k].spooled).collect();
-        let _naming = NAMING.lock().await;
         let journal = cache.file_ids(prefix)?;
         let on_disk = std::fs::read_dir(&opts.dir)
             .map_err(|e| LlmError::Config(format!("cannot read {}: {e}", opts.dir.display())))?
@@ -248,8 +332,8 @@ impl Core {
         let requests = chunk.len();
         cache
             .record_upload(
-                &format!("{prefix}{name}"),
-                (&inner.endpoint, &inner.config.model),
+                (&format!("{prefix}{name}"), &inner.owner),
+                endpoint_model(inner),
                 ("written", est_usd),
                 (requests, spool.rows(spooled.clone())?),
             )
@@ -257,7 +341,7 @@ impl Core {
         spool.write_lines(&spooled, &path)?;
         inner.stats.batches.fetch_add(1, Ordering::Relaxed);
         tracing::info!(file = %path.display(), requests, model = %inner.config.model, "batch file written");
-        Ok(())
+        Ok(path)
     }
 
     /// Imports the output file of `input`: checks each line, commits the answers (handed to
@@ -268,7 +352,7 @@ impl Core {
         cache: &Cache,
         file_id: &str,
         input: &Path,
-        taken: &Taken,
+        taken: &RoundCalls,
     ) -> Result<HashMap<String, LlmError>, LlmError> {
         let output = output_path(input);
         // Read one line at a time as it is checked, never the whole file at once.
@@ -299,6 +383,26 @@ impl Core {
             .await?;
         tracing::info!(file = %source, answers, without, refused_lines = checked.refused.len(), "batch output imported");
         Ok(checked.errors)
+    }
+}
+
+/// A layer's endpoint identity and model, as the journal records its files.
+fn endpoint_model(core: &Core) -> (&str, &str) {
+    (core.endpoint.as_str(), core.config.model.as_str())
+}
+
+/// After an import: the round's keys still open are those whose callers still wait; the keys
+/// the file answered with an error leave them, their errors kept.
+fn take_errors(
+    open: &mut BTreeSet<&str>,
+    errors: &mut HashMap<String, LlmError>,
+    failed: HashMap<String, LlmError>,
+    taken: &RoundCalls,
+) {
+    open.retain(|k| taken.waiting(k));
+    for (key, e) in failed {
+        open.remove(key.as_str());
+        errors.insert(key, e);
     }
 }
 

@@ -12,6 +12,11 @@
 //! naming the file's one model); a file none of whose requests got an answer from the
 //! endpoint is not written (nothing to import: run the executor again), and the report
 //! counts the requests left unanswered so that the caller can fail.
+//!
+//! A stop ([`Stop`]: the CLI sets it on SIGINT or SIGTERM) sends no request more: those in
+//! flight get their answers (no retry), the file in progress is written whole with every
+//! request's line (those not sent as unanswered: the build asks them again), the files not
+//! begun are left as they are, and the report says so.
 
 use crate::batch_files::{output_path, unanswered, write_whole};
 use crate::http::OpenAiHttp;
@@ -23,7 +28,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// What a run of the executor did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RunReport {
     /// Output files written.
     pub files: usize,
@@ -35,6 +40,24 @@ pub struct RunReport {
     pub unanswered: usize,
     /// Input files left without an output file because none of their requests got an answer.
     pub unwritten: usize,
+    /// Input files not begun because the run was stopped ([`Stop`]).
+    pub left: Vec<PathBuf>,
+}
+
+/// Tells a running executor to stop: no request is sent once it is set.
+#[derive(Debug, Default)]
+pub struct Stop(std::sync::OnceLock<String>);
+
+impl Stop {
+    /// Stops the run, `why` saying by what (the first reason stays).
+    pub fn stop(&self, why: &str) {
+        let _ = self.0.set(why.to_owned());
+    }
+
+    /// Why the run was stopped, if it was.
+    pub fn why(&self) -> Option<&str> {
+        self.0.get().map(String::as_str)
+    }
 }
 
 /// What became of one input file.
@@ -55,12 +78,13 @@ struct Request {
 }
 
 /// Answers the pending input files of `dir` against `config.base_url` (with its key,
-/// concurrency, timeout and retries); `done` is told each finished file. Every pending file is
-/// checked before the first request is sent: a malformed one is a [`LlmError::Config`]
-/// naming its file and line.
+/// concurrency, timeout and retries) until `stop` is set; `done` is told each finished file.
+/// Every pending file is checked before the first request is sent: a malformed one is a
+/// [`LlmError::Config`] naming its file and line.
 pub async fn run_dir(
     dir: &Path,
     config: &LlmConfig,
+    stop: &Arc<Stop>,
     done: impl Fn(&FileReport),
 ) -> Result<RunReport, LlmError> {
     if config.concurrency == 0 || config.request_timeout.is_zero() {
@@ -75,8 +99,13 @@ pub async fn run_dir(
     let http = Arc::new(OpenAiHttp::new(config)?);
     let config = Arc::new(config.clone());
     let mut report = RunReport::default();
-    for input in inputs {
-        let file = answer_file(&input, &http, &config).await?;
+    let mut inputs = inputs.into_iter();
+    for input in inputs.by_ref() {
+        if stop.why().is_some() {
+            report.left.push(input);
+            break;
+        }
+        let file = answer_file(&input, (&http, &config), stop).await?;
         done(&file);
         report.files += usize::from(file.output.is_some());
         report.unwritten += usize::from(file.output.is_none());
@@ -84,6 +113,7 @@ pub async fn run_dir(
         report.errors += file.errors;
         report.unanswered += file.unanswered;
     }
+    report.left.extend(inputs);
     Ok(report)
 }
 
@@ -155,8 +185,8 @@ fn check_line(
 /// an answer.
 async fn answer_file(
     input: &Path,
-    http: &Arc<OpenAiHttp>,
-    config: &Arc<LlmConfig>,
+    (http, config): (&Arc<OpenAiHttp>, &Arc<LlmConfig>),
+    stop: &Arc<Stop>,
 ) -> Result<FileReport, LlmError> {
     let requests = read_requests(input)?;
     let stem = input.file_stem().unwrap_or_default().to_string_lossy();
@@ -165,10 +195,14 @@ async fn answer_file(
     let n = requests.len();
     for (i, request) in requests.into_iter().enumerate() {
         let (http, gate, config) = (Arc::clone(http), Arc::clone(&gate), Arc::clone(config));
+        let stop = Arc::clone(stop);
         let id = RULES.output_line.id(&stem, i + 1);
         tasks.spawn(async move {
             let _slot = gate.acquire_owned().await.expect("executor gate");
-            let outcome = answer(&http, &config, &request.body).await;
+            let outcome = match stop.why() {
+                Some(why) => Err(not_sent(why)),
+                None => answer((&http, &config), &request.body, &stop).await,
+            };
             (i, output_line(&id, &request.custom_id, outcome))
         });
     }
@@ -199,11 +233,23 @@ async fn answer_file(
     Ok(file)
 }
 
-/// One request, retried on transient failures as the build's online calls are.
-async fn answer(http: &OpenAiHttp, config: &LlmConfig, body: &Value) -> Result<Value, LlmError> {
+/// The error of a request a stopped run did not send.
+fn not_sent(why: &str) -> LlmError {
+    LlmError::Lost(format!("not sent: the executor was stopped by {why}"))
+}
+
+/// One request, retried on transient failures as the build's online calls are, unless the
+/// run is stopped meanwhile.
+async fn answer(
+    (http, config): (&OpenAiHttp, &LlmConfig),
+    body: &Value,
+    stop: &Stop,
+) -> Result<Value, LlmError> {
     let mut attempt = 0;
     loop {
         match http.send_raw(body, config.request_timeout).await {
+            // No retry once stopped: the build asks the request again.
+            Err(e) if stop.why().is_some() => return Err(e),
             // A refused `response_format` is an answer for the build (it steps the form
             // down), not a failure to retry.
             Err(e)

@@ -16,10 +16,19 @@ use std::collections::HashSet;
 pub(crate) const FOLDER_FILES: &str = "dir:";
 
 /// Creates the journal's tables in `cache` (when it is writable): done by the transports that
-/// write the journal (the Batch API, batch files) when they are set up.
+/// write the journal (the Batch API, batch files) when they are set up. A journal made before
+/// files had owners gets the column, every earlier file unowned.
 pub(crate) fn create_tables(cache: &Cache) -> Result<(), LlmError> {
-    cache.create_tables(SCHEMA)
+    cache.create_tables(SCHEMA)?;
+    if cache.has_table("batches")? && !cache.has_column("batches", "owner")? {
+        cache.create_tables(OWNER_COLUMN)?;
+    }
+    Ok(())
 }
+
+/// Who wrote each file: the layer whose calls it holds (`Core::owner`, a recipe and a role),
+/// empty for a file of a layer of no recipe or of an earlier version.
+const OWNER_COLUMN: &str = "ALTER TABLE batches ADD COLUMN owner TEXT NOT NULL DEFAULT ''";
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS batches (
@@ -34,7 +43,8 @@ CREATE TABLE IF NOT EXISTS batches (
     estimated_usd REAL NOT NULL DEFAULT 0,
     collected INTEGER NOT NULL DEFAULT 0,
     created_unix INTEGER NOT NULL,
-    updated_unix INTEGER NOT NULL
+    updated_unix INTEGER NOT NULL,
+    owner TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS batch_requests (
     key TEXT NOT NULL,
@@ -68,11 +78,14 @@ pub struct BatchRecord {
     pub collected: bool,
     pub created_unix: u64,
     pub updated_unix: u64,
+    /// The layer that wrote it: a recipe and a role (`kre-cose/writer`, `kre-cose/reader`,
+    /// `kre-cose/model:NAME`); empty for a layer of no recipe or a file of an older version.
+    pub owner: String,
 }
 
 const SELECT: &str =
     "SELECT file_id, batch_id, endpoint, model, state, requests, completed, failed,
-    estimated_usd, collected, created_unix, updated_unix FROM batches";
+    estimated_usd, collected, created_unix, updated_unix, owner FROM batches";
 
 fn record(r: &rusqlite::Row<'_>) -> rusqlite::Result<BatchRecord> {
     Ok(BatchRecord {
@@ -88,6 +101,7 @@ fn record(r: &rusqlite::Row<'_>) -> rusqlite::Result<BatchRecord> {
         collected: r.get::<_, i64>(9)? != 0,
         created_unix: r.get::<_, i64>(10)? as u64,
         updated_unix: r.get::<_, i64>(11)? as u64,
+        owner: r.get(12)?,
     })
 }
 
@@ -98,6 +112,7 @@ impl Cache {
         if !self.has_table("batches")? {
             return Ok(Vec::new());
         }
+        create_tables(self)?;
         let conn = self.conn();
         let mut stmt = conn.prepare(&format!("{SELECT} ORDER BY created_unix, rowid"))?;
         let rows = stmt.query_map([], record)?;
@@ -109,6 +124,7 @@ impl Cache {
         if !self.has_table("batches")? {
             return Ok(None);
         }
+        create_tables(self)?;
         let conn = self.conn();
         Ok(conn
             .query_row(
@@ -119,13 +135,13 @@ impl Cache {
             .optional()?)
     }
 
-    /// Records an input file (uploaded, or written to a batch folder) and its `requests`
-    /// requests, in `state` (one transaction, on the writer). `rows` are taken one at a time
+    /// Records an input file (uploaded, or written to a batch folder) of the layer `owner`
+    /// and its `requests` requests, in `state` (one transaction, on the writer). `rows` are taken one at a time
     /// as they are written (from the spool of waiting requests); one that cannot be read
     /// undoes the whole record.
     pub(crate) async fn record_upload<I>(
         &self,
-        file_id: &str,
+        (file_id, owner): (&str, &str),
         (endpoint, model): (&str, &str),
         (state, estimated_usd): (&str, f64),
         (requests, rows): (usize, I),
@@ -134,8 +150,9 @@ impl Cache {
         I: IntoIterator<Item = Result<RequestRow, String>> + Send + 'static,
         I::IntoIter: Send,
     {
-        let (file_id, endpoint, model, state) = (
+        let (file_id, owner, endpoint, model, state) = (
             file_id.to_owned(),
+            owner.to_owned(),
             endpoint.to_owned(),
             model.to_owned(),
             state.to_owned(),
@@ -145,7 +162,7 @@ impl Cache {
             let tx = conn.transaction()?;
             tx.execute(
                 "INSERT INTO batches (file_id, endpoint, model, state, requests, estimated_usd,
-                 created_unix, updated_unix) VALUES (?1, ?2, ?3, ?7, ?4, ?5, ?6, ?6)",
+                 created_unix, updated_unix, owner) VALUES (?1, ?2, ?3, ?7, ?4, ?5, ?6, ?6, ?8)",
                 params![
                     file_id,
                     endpoint,
@@ -153,7 +170,8 @@ impl Cache {
                     requests as i64,
                     estimated_usd,
                     unix_now(),
-                    state
+                    state,
+                    owner
                 ],
             )?;
             {
@@ -255,21 +273,25 @@ impl Cache {
         Ok(live.collect::<Result<_, _>>()?)
     }
 
-    /// Whether a live file of the batch folder `prefix` names holds the request `key` (for
-    /// this endpoint and model).
+    /// The live file of the batch folder `prefix` names that holds the request `key` (for
+    /// this endpoint and model), if one does: its id and owner.
     pub(crate) fn held_live(
         &self,
         key: &str,
         (endpoint, model): (&str, &str),
         prefix: &str,
-    ) -> Result<bool, LlmError> {
+    ) -> Result<Option<(String, String)>, LlmError> {
         let conn = self.conn();
         let mut stmt = conn.prepare_cached(
-            "SELECT 1 FROM batch_requests r JOIN batches b ON b.file_id = r.file_id
+            "SELECT b.file_id, b.owner FROM batch_requests r JOIN batches b ON b.file_id = r.file_id
              WHERE r.key = ?1 AND b.collected = 0 AND b.endpoint = ?2 AND b.model = ?3
              AND substr(b.file_id, 1, length(?4)) = ?4 LIMIT 1",
         )?;
-        Ok(stmt.exists(params![key, endpoint, model, prefix])?)
+        Ok(stmt
+            .query_row(params![key, endpoint, model, prefix], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .optional()?)
     }
 
     /// The ids of the journal's files that start with `prefix`.
@@ -320,13 +342,14 @@ impl Cache {
 
     /// Commits a collected batch's answers (each stored with its request as the journal
     /// holds it, never read into memory) and marks it collected, in one transaction on the
-    /// writer; gives the answers back.
+    /// writer; gives the answers back, and whether this collection was the file's first (a
+    /// file collected already, by another layer of the run, is paid for and counted once).
     pub(crate) async fn collect_batch(
         &self,
         file_id: &str,
         (endpoint, model): (&str, &str),
         answers: Vec<(String, CachedResponse)>,
-    ) -> Result<Vec<(String, CachedResponse)>, LlmError> {
+    ) -> Result<(Vec<(String, CachedResponse)>, bool), LlmError> {
         let (file_id, endpoint, model) =
             (file_id.to_owned(), endpoint.to_owned(), model.to_owned());
         let (back, answered) = tokio::sync::oneshot::channel();
@@ -351,12 +374,13 @@ impl Cache {
                     ])?;
                 }
             }
-            tx.execute(
-                "UPDATE batches SET collected = 1, updated_unix = ?2 WHERE file_id = ?1",
+            let first = tx.execute(
+                "UPDATE batches SET collected = 1, updated_unix = ?2 WHERE file_id = ?1
+                 AND collected = 0",
                 params![file_id, unix_now()],
-            )?;
+            )? == 1;
             tx.commit()?;
-            let _ = back.send(answers);
+            let _ = back.send((answers, first));
             Ok(())
         }))
         .await?;
@@ -397,7 +421,7 @@ mod tests {
         let written = async {
             cache
                 .record_upload(
-                    "file-1",
+                    ("file-1", "kre-cose/writer"),
                     ("http://e/v1", "m"),
                     ("uploaded", 0.5),
                     (1, vec![Ok(row)]),

@@ -253,6 +253,16 @@ impl Cache {
         Ok(n > 0)
     }
 
+    /// Whether the table `table` of the cache file has the column `column`.
+    pub(crate) fn has_column(&self, table: &str, column: &str) -> Result<bool, LlmError> {
+        let n: i64 = self.conn().query_row(
+            "SELECT COUNT(*) FROM pragma_table_info(?1) WHERE name = ?2",
+            [table, column],
+            |r| r.get(0),
+        )?;
+        Ok(n > 0)
+    }
+
     /// Opens an existing cache file to read only (dry runs): `None` when there is no file.
     /// Nothing is created, neither the file nor its folder.
     pub fn open_read_only(path: &Path) -> Result<Option<Self>, LlmError> {

@@ -89,6 +89,11 @@ pub struct LlmConfig {
     pub transport: Transport,
     /// What the user set the endpoint and model with, for the errors that say what to check.
     pub named_by: NamedBy,
+    /// The job whose calls the layer makes (a recipe's name), `None` for a layer of no
+    /// recipe: with its role ([`crate::Roster::layer`]) it names the layer's batch files in
+    /// the journal, so each recipe imports, and is credited with, the files of its own calls.
+    /// Never part of a cache key.
+    pub job: Option<String>,
 }
 
 /// The settings that name an endpoint and its model, as an error tells the user to check
@@ -201,6 +206,7 @@ impl LlmConfig {
             structured: Structured::Auto,
             transport: Transport::Online,
             named_by: NamedBy::default(),
+            job: None,
         }
     }
 }

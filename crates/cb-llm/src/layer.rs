@@ -92,7 +92,7 @@ impl Llm {
         cache: Option<Cache>,
         route: Option<Route>,
         (limiter, form): (Arc<Limiter>, Arc<FormState>),
-        budget: Arc<Budget>,
+        (budget, owner): (Arc<Budget>, String),
     ) -> Self {
         let endpoint = match (config.backend, &config.transport) {
             (BackendKind::Offline, _) => "offline".to_string(),
@@ -109,6 +109,7 @@ impl Llm {
                 budget,
                 form,
                 dead: Default::default(),
+                owner,
             }),
             route: Arc::new(route),
         }
@@ -157,6 +158,15 @@ impl Llm {
                 "batches": inner.stats.batches.load(Ordering::Relaxed),
             }),
             _ => serde_json::json!({"mode": "online"}),
+        }
+    }
+
+    /// The input files of a batch folder (`--batch-dir`) this layer's calls waited on in
+    /// this run, answered since or not; none for the other transports.
+    pub fn waiting_files(&self) -> Vec<std::path::PathBuf> {
+        match self.route.as_ref() {
+            Some(Route::Files(rounds)) => rounds.transport.waits_on(),
+            _ => Vec::new(),
         }
     }
 

@@ -29,8 +29,12 @@ pub(crate) struct Core {
     pub(crate) budget: Arc<Budget>,
     /// The structured-output form found out (auto mode).
     pub(crate) form: Arc<FormState>,
-    /// Set once the endpoint is known to be unusable: every later call fails at once.
+    /// Set once the endpoint is known to be unusable, or the layer is stopped (a signal):
+    /// every later call fails at once.
     pub(crate) dead: std::sync::OnceLock<String>,
+    /// Whose calls these are (`kre-cose/writer`: a recipe and a role; empty for a layer of
+    /// no recipe): the batch files it writes are recorded as its own.
+    pub(crate) owner: String,
 }
 
 /// What the layers of one run spend together, against `--max-cost` and `--max-tokens`.
@@ -49,6 +53,18 @@ impl Core {
     /// The endpoint identity that goes into cache keys (no credentials, no query).
     pub(crate) fn endpoint(&self) -> &str {
         &self.endpoint
+    }
+
+    /// Why nothing more may be sent, if so: the layer was stopped ([`crate::Llm::stop`]: a
+    /// signal, or its recipe ended by the budget or a failure) or its endpoint found unusable.
+    /// Every transport asks before each request, upload, batch or file it would send or write.
+    pub(crate) fn stopped(&self) -> Option<LlmError> {
+        self.dead.get().map(|why| LlmError::Endpoint(why.clone()))
+    }
+
+    /// `Err` when the layer is stopped ([`Core::stopped`]).
+    pub(crate) fn go_on(&self) -> Result<(), LlmError> {
+        self.stopped().map_or(Ok(()), Err)
     }
 
     pub(crate) fn key_as(&self, call: &Call, form: Form) -> String {
@@ -73,7 +89,7 @@ impl Core {
 
     /// Adds the tokens of an answer that cost nothing now (from the cache, or from a batch
     /// whose cost was counted when it was collected) to the build's totals; an online answer
-    /// is counted by `Llm::account`.
+    /// is counted by [`Core::account`].
     pub(crate) fn count_tokens(&self, answer: &CachedResponse) {
         let stats = &self.stats;
         stats

@@ -39,7 +39,7 @@ mod stored;
 mod structured;
 
 pub use batch::cancel_batch;
-pub use batch_run::{run_dir, RunReport};
+pub use batch_run::{run_dir, RunReport, Stop};
 pub use batch_store::BatchRecord;
 pub use cache::{Cache, CachedResponse};
 pub use config::{

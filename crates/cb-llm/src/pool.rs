@@ -300,8 +300,8 @@ impl Core {
             never_connected: true,
         };
         loop {
-            if let Some(why) = inner.dead.get() {
-                return Err(LlmError::Endpoint(why.clone()));
+            if let Some(e) = inner.stopped() {
+                return Err(e);
             }
             let i = pool.pick().await.map_err(|why| {
                 inner.stats.failures.fetch_add(1, Ordering::Relaxed);

@@ -29,6 +29,17 @@ pub enum Role {
     Named(String),
 }
 
+impl Role {
+    /// How the role names a layer's files in the journal, after its job.
+    fn key(&self) -> String {
+        match self {
+            Role::Writer => "writer".into(),
+            Role::Reader => "reader".into(),
+            Role::Named(n) => format!("model:{n}"),
+        }
+    }
+}
+
 impl std::fmt::Display for Role {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -97,7 +108,8 @@ impl Roster {
     /// A new layer for `role`, configured by `config` (its endpoint, model, price,
     /// transport; its cache file): its own counters; the roster's cache for that file, the
     /// roster's budget (whatever `config` says of one), and the limiter (and pool) of
-    /// `role`, made with `config`'s limits by the role's first layer.
+    /// `role`, made with `config`'s limits by the role's first layer. Its batch files are
+    /// recorded as those of `config.job` and `role` (`kre-cose/writer`).
     pub fn layer(&self, role: &Role, mut config: LlmConfig) -> Result<Llm, LlmError> {
         config.max_cost_usd = self.inner.max_cost_usd;
         config.max_tokens = self.inner.max_tokens;
@@ -130,12 +142,16 @@ impl Roster {
                 .entry(role.clone())
                 .or_default(),
         );
+        let owner = config
+            .job
+            .as_ref()
+            .map_or_else(String::new, |job| format!("{job}/{}", role.key()));
         let llm = Llm::assemble(
             config,
             cache,
             route,
             (limiter, form),
-            Arc::clone(&self.inner.budget),
+            (Arc::clone(&self.inner.budget), owner),
         );
         if let Some(why) = self.inner.stopped.get() {
             llm.stop(why);
@@ -161,15 +177,6 @@ impl Roster {
             }
         }
         roles
-    }
-
-    /// What the whole command spent upstream so far: USD and tokens.
-    pub fn spent(&self) -> (f64, u64) {
-        let b = &self.inner.budget;
-        (
-            b.spent_micro_usd.load(std::sync::atomic::Ordering::Relaxed) as f64 / 1e6,
-            b.tokens.load(std::sync::atomic::Ordering::Relaxed),
-        )
     }
 
     /// The cache of `config`'s file, opened once (read-only for a dry run, which creates

@@ -72,8 +72,8 @@ impl Core {
         let mut every_attempt_unconnected = true;
         loop {
             let permit = inner.limiter.acquire(est_tokens).await;
-            if let Some(why) = inner.dead.get() {
-                return Err(LlmError::Endpoint(why.clone()));
+            if let Some(e) = inner.stopped() {
+                return Err(e);
             }
             inner.stats.upstream_calls.fetch_add(1, Ordering::Relaxed);
             let result = http.send(body, inner.config.request_timeout).await;

@@ -156,3 +156,75 @@ async fn stop_all_stops_every_layer_of_every_role_and_those_made_after() {
     }
     assert_eq!(mock.request_count(), 0, "a stopped layer sends nothing");
 }
+
+/// A stop reaches every transport by the same flag (issue 44, item 3): layers of one roster,
+/// one for each way a call travels (online, an endpoint pool, the Batch API, batch files),
+/// stopped while their calls wait (the Batch API's and the files' for their round to start)
+/// send nothing more: no request, no upload or batch, no file written; each call ends with the
+/// stop's reason.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stop_reaches_every_transport_before_it_sends_anything() {
+    let mock = cb_mock::MockServer::start(cb_mock::fixed("A")).await;
+    let (dir, folder) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut c = LlmConfig::offline();
+    c.backend = BackendKind::Openai;
+    c.base_url = mock.base_url();
+    c.model = "m".into();
+    c.cache_path = Some(dir.path().join("c.sqlite"));
+    c.max_retries = 0;
+    let quiet = Duration::from_millis(400);
+    let pool = PoolConfig {
+        name: "p".into(),
+        endpoints: vec![EndpointSpec {
+            base_url: mock.base_url(),
+            concurrency: 1,
+            rpm: None,
+            tpm: None,
+        }],
+        open_after: 3,
+        cooldown: Duration::from_secs(1),
+    };
+    let batch = cb_llm::BatchOptions {
+        quiet,
+        poll_initial: Duration::from_millis(20),
+        ..Default::default()
+    };
+    let files = cb_llm::FilesOptions {
+        quiet,
+        ..cb_llm::FilesOptions::new(folder.path().to_path_buf())
+    };
+    let roster = Roster::new(None, None);
+    let transports = [
+        Transport::Online,
+        Transport::Pool(pool),
+        Transport::BatchApi(batch),
+        Transport::BatchFiles(files),
+    ];
+    let mut calls = tokio::task::JoinSet::new();
+    for (i, t) in transports.into_iter().enumerate() {
+        let mut c = c.clone();
+        c.transport = t;
+        let layer = roster.layer(&Role::Named(format!("t{i}")), c).unwrap();
+        calls.spawn(async move { layer.complete(&call(i, 0)).await });
+    }
+    // Within the rounds' quiet period (the online and pool calls are answered by then, or
+    // stopped before they are sent).
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    roster.stop_all("stopped by SIGINT");
+    let mut ended = 0;
+    while let Some(done) = calls.join_next().await {
+        if let Err(e) = done.unwrap() {
+            assert!(e.to_string().contains("SIGINT"), "{e}");
+            ended += 1;
+        }
+    }
+    // Nothing of the rounds was sent or written: they had not started at the stop.
+    assert!(ended >= 2, "{ended} calls stopped");
+    assert!(mock.request_count() <= 2, "{}", mock.request_count());
+    assert_eq!(mock.batch_count(), 0, "a batch was made after the stop");
+    let written: Vec<_> = std::fs::read_dir(folder.path()).unwrap().collect();
+    assert!(
+        written.is_empty(),
+        "a batch file was written after the stop: {written:?}"
+    );
+}

@@ -71,6 +71,8 @@ pub async fn read(
         return Err(config_err("--concurrency must be at least 1"));
     }
     crate::preflight::check_endpoint("--reader-base-url", base_url, true)?;
+    // One command per cache: two audits never write one reader cache at once.
+    let _held = crate::folder_lock::for_file(&args.cache, "--cache")?;
     let llm = crate::llm_config::audit_reader(&args.cache, args.concurrency, (base_url, model))?;
     let files = crate::assets::prompt_files(args.prompts.as_deref())?;
     let jobs = jobs_of(report, &files, args.votes as u32)?;

@@ -1,10 +1,14 @@
 //! The `batches` command: list the batch journal, cancel a batch, answer a batch folder.
 //! (`build`'s `--batch` and `--batch-dir` flags are in `llm_args`.)
 
+use crate::exit::Stopped;
+use crate::folder_lock;
+use crate::signals::Signals;
 use anyhow::Context;
-use cb_llm::{BatchRecord, Cache, LlmConfig};
+use cb_llm::{BatchRecord, Cache};
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 /// `conflictbench batches`: the batches in a cache's journal.
@@ -78,12 +82,16 @@ fn check_run_dir(a: &RunDirArgs) -> anyhow::Result<()> {
 
 async fn run_dir(a: RunDirArgs) -> anyhow::Result<()> {
     check_run_dir(&a)?;
-    // The model each request names is in its line of the file: none is set here.
-    let mut c = crate::llm_config::endpoint_config(&a.base_url, &LlmConfig::offline().model);
+    let mut c = crate::llm_config::endpoint_config(&a.base_url, None);
     c.concurrency = a.concurrency;
     c.max_retries = a.max_retries;
     c.request_timeout = Duration::from_secs(a.timeout_s);
-    let report = cb_llm::run_dir(&a.dir, &c, |f| {
+    // One executor a folder; taking the lock also shows, before anything is sent, that the
+    // output files can be written there.
+    let _held = folder_lock::lock(&a.dir, folder_lock::EXECUTOR, "batches run-dir")?;
+    let (stop, caught) = (Arc::new(cb_llm::Stop::default()), Arc::new(OnceLock::new()));
+    let watcher = tokio::spawn(stop_on_signals(Arc::clone(&stop), Arc::clone(&caught)));
+    let report = cb_llm::run_dir(&a.dir, &c, &stop, |f| {
         crate::stdout::println_out(&match &f.output {
             Some(output) => format!(
                 "{}: {} requests, {} without an answer",
@@ -99,7 +107,12 @@ async fn run_dir(a: RunDirArgs) -> anyhow::Result<()> {
             ),
         });
     })
-    .await?;
+    .await;
+    watcher.abort();
+    let report = report?;
+    if let Some(&(signal, code)) = caught.get() {
+        return Err(anyhow::Error::new(stopped(&a, &report, (signal, code))));
+    }
     if report.files + report.unwritten == 0 {
         crate::stdout::println_out(&format!("nothing to answer in {}", a.dir.display()));
         return Ok(());
@@ -125,6 +138,49 @@ async fn run_dir(a: RunDirArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Stops the executor on the first SIGINT or SIGTERM (`caught` says which): no request more
+/// is sent, the file in progress is written with the answers in flight. A second one ends
+/// the process at once (the file in progress is then not written: its requests are sent
+/// again by the next run).
+async fn stop_on_signals(stop: Arc<cb_llm::Stop>, caught: Arc<OnceLock<(&'static str, u8)>>) {
+    let mut signals = Signals::new();
+    let first = signals.next().await;
+    let _ = caught.set(first);
+    stop.stop(first.0);
+    tracing::warn!(
+        "{}: no request more is sent; the file in progress is written once the requests in flight are answered (signal again to stop at once)",
+        first.0
+    );
+    let (signal, code) = signals.next().await;
+    tracing::warn!("{signal} again: stopped at once; the file in progress was not written");
+    std::process::exit(i32::from(code));
+}
+
+/// What a signal's stop says: the files answered before it, the file in progress, and those
+/// left for another run.
+fn stopped(a: &RunDirArgs, report: &cb_llm::RunReport, (signal, code): (&str, u8)) -> Stopped {
+    let left: Vec<String> = report
+        .left
+        .iter()
+        .map(|p| format!("  {}", p.display()))
+        .collect();
+    let mut message = format!(
+        "stopped by {signal}: {} files answered ({} requests, {} of them not sent or not answered: the build asks them again); {} files left unanswered",
+        report.files,
+        report.requests,
+        report.unanswered,
+        left.len(),
+    );
+    if !left.is_empty() {
+        message.push_str(&format!(
+            ":\n{}\nrun `conflictbench batches run-dir {}` again to answer them",
+            left.join("\n"),
+            a.dir.display()
+        ));
+    }
+    Stopped { code, message }
+}
+
 pub async fn run(args: BatchesArgs) -> anyhow::Result<()> {
     if let Some(BatchesCommand::RunDir(a)) = args.command {
         return run_dir(a).await;
@@ -140,7 +196,7 @@ pub async fn run(args: BatchesArgs) -> anyhow::Result<()> {
         let record = cache
             .batch(id)?
             .with_context(|| format!("no batch {id} in {}", args.cache.display()))?;
-        let c = crate::llm_config::endpoint_config(base_url, &record.model);
+        let c = crate::llm_config::endpoint_config(base_url, Some(&record.model));
         let r = cb_llm::cancel_batch(&cache, &c, id).await?;
         crate::stdout::println_out(&line(&r));
         return Ok(());
@@ -148,7 +204,7 @@ pub async fn run(args: BatchesArgs) -> anyhow::Result<()> {
     let all = cache.batches()?;
     if !args.json {
         crate::stdout::println_out(&format!(
-            "{:<24} {:<24} {:<12} {:>8} {:>9} {:>7} {:>9} collected",
+            "{:<24} {:<24} {:<12} {:>8} {:>9} {:>7} {:>9} collected owner",
             "batch", "input file", "state", "requests", "completed", "failed", "est. USD"
         ));
     }
@@ -164,7 +220,7 @@ pub async fn run(args: BatchesArgs) -> anyhow::Result<()> {
 
 fn line(r: &BatchRecord) -> String {
     format!(
-        "{:<24} {:<24} {:<12} {:>8} {:>9} {:>7} {:>9.4} {}",
+        "{:<24} {:<24} {:<12} {:>8} {:>9} {:>7} {:>9.4} {:<9} {}",
         r.batch_id.as_deref().unwrap_or("-"),
         r.file_id,
         r.state,
@@ -172,6 +228,7 @@ fn line(r: &BatchRecord) -> String {
         r.completed,
         r.failed,
         r.estimated_usd,
-        if r.collected { "yes" } else { "no" }
+        if r.collected { "yes" } else { "no" },
+        if r.owner.is_empty() { "-" } else { &r.owner }
     )
 }

@@ -8,7 +8,6 @@
 
 mod dry;
 mod run;
-mod signals;
 mod waiting;
 
 use crate::config_error::config_err;
@@ -116,6 +115,13 @@ pub async fn run(args: BuildArgs) -> anyhow::Result<()> {
         },
         reporter: progress::Bars::new(!args.no_progress && !setup.dry_run()),
         setup,
+    };
+    // One build per folder (its --out, its --batch-dir), taken before the first file is
+    // made; a dry run makes none.
+    let _held = if run.setup.dry_run() {
+        Vec::new()
+    } else {
+        crate::folder_lock::for_build(&args.out, run.setup.batch_dir())?
     };
     let prepared = run.prepare(&selected)?;
     let outcomes = run.build_all(&prepared).await?;

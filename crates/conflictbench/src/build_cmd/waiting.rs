@@ -2,11 +2,18 @@
 
 use crate::exit::Stopped;
 use anyhow::Context;
-use std::path::Path;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
 
-/// A `--batch-dir` build with requests waiting in files: exit code 4, and what to run.
-pub(super) fn waiting_for(dir: &Path, recipes: &[String]) -> anyhow::Result<Stopped> {
-    let files = cb_llm::batch_files::pending(dir)
+/// A `--batch-dir` build with requests waiting in files: exit code 4, and what to run. The
+/// files said are this build's (`files`: those its layers' calls waited on) still without
+/// an output file, whatever else the folder holds.
+pub(super) fn waiting_for(
+    dir: &Path,
+    recipes: &[String],
+    files: BTreeSet<PathBuf>,
+) -> anyhow::Result<Stopped> {
+    let files = cb_llm::batch_files::pending(files)
         .with_context(|| format!("cannot read {}", dir.display()))?;
     let requests: usize = files.iter().map(|f| f.requests).sum();
     let mut m = format!(

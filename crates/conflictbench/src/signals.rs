@@ -1,8 +1,12 @@
-//! The signals that stop a build: SIGINT and SIGTERM (Ctrl-C off Unix).
+//! The signals that stop a command: SIGINT and SIGTERM (Ctrl-C off Unix), for a build and for
+//! `batches run-dir` (the line and exit code of a command they stopped: `crate::exit::Stopped`).
 
-/// SIGINT and SIGTERM, caught from the moment a build starts its work until it ends (its
-/// recipes are built at once: a signal stops every one not yet finished).
-pub(super) struct Signals {
+/// SIGINT and SIGTERM, caught from the moment a command starts its work until it ends (a
+/// build's recipes are built at once: a signal stops every one not yet finished; `batches
+/// run-dir` finishes the file in progress with the requests in flight). They are caught even
+/// when the command was started with SIGINT ignored (a background job of a script), so that
+/// `kill -INT` stops it as it stops a build.
+pub(crate) struct Signals {
     #[cfg(unix)]
     int: Option<tokio::signal::unix::Signal>,
     #[cfg(unix)]
@@ -10,7 +14,7 @@ pub(super) struct Signals {
 }
 
 impl Signals {
-    pub(super) fn new() -> Self {
+    pub(crate) fn new() -> Self {
         #[cfg(unix)]
         {
             use tokio::signal::unix::{signal, SignalKind};
@@ -24,7 +28,7 @@ impl Signals {
     }
 
     /// The next signal: its name and the exit code it gives (128 + its number).
-    pub(super) async fn next(&mut self) -> (&'static str, u8) {
+    pub(crate) async fn next(&mut self) -> (&'static str, u8) {
         #[cfg(unix)]
         {
             async fn recv(s: &mut Option<tokio::signal::unix::Signal>) {

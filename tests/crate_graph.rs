@@ -12,6 +12,11 @@
 //!   each other in a circle (read from the `use` and `crate::` paths of the sources and the
 //!   root's `mod` declarations, tests left out): the root declares and re-exports, and a module
 //!   that names something the root defines itself makes a circle with it.
+//! - Every library crate's root holds only module declarations, re-exports and docs.
+//! - No function runs over 80 lines; no source file over 600 lines of code (comments, blank
+//!   lines and tests aside; cb-eval's `compare.rs` 800).
+//! - ARCHITECTURE.md's code map has one entry a crate, its glossary each of the domain's
+//!   words once, and every name either gives in backticks is in the sources.
 
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -682,4 +687,366 @@ fn the_length_counter_counts_from_fn_to_its_brace() {
     let body = "    x();\n".repeat(78);
     let text = format!("pub async fn ok() {{\n{body}}}\n\nfn long() {{\n{body}    y();\n}}\n");
     assert_eq!(long_functions(&text, 80), [("long".to_string(), 82, 81)]);
+}
+
+/// The items of a crate root's code (tests and comments already left out) other than a
+/// module declaration (`mod a;`), a re-export (`pub use ...;`, `pub(crate) use ...;`) or an
+/// attribute: each as its first line.
+fn root_items_beyond_declarations(root_code: &str) -> Vec<String> {
+    let chars: Vec<char> = root_code.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        if chars[i].is_whitespace() {
+            i += 1;
+            continue;
+        }
+        // An item: up to the `;` or the closing brace at depth 0; an attribute, to its `]`.
+        let start = i;
+        let attribute = chars[i] == '#';
+        let mut depth = 0i32;
+        while i < chars.len() {
+            let c = chars[i];
+            i += 1;
+            match c {
+                '{' | '[' | '(' => depth += 1,
+                '}' | ']' | ')' => {
+                    depth -= 1;
+                    if depth == 0 && (attribute || c == '}') {
+                        break;
+                    }
+                }
+                ';' if depth == 0 => break,
+                _ => {}
+            }
+        }
+        if attribute {
+            continue;
+        }
+        // A brace that closes a `use` tree is followed by the `;` that ends the item.
+        let mut j = i;
+        while j < chars.len() && chars[j].is_whitespace() {
+            j += 1;
+        }
+        if chars.get(j) == Some(&';') {
+            i = j + 1;
+        }
+        let item: String = chars[start..i].iter().collect();
+        let mut rest = item.trim_start();
+        let public = rest.starts_with("pub");
+        if let Some(r) = rest.strip_prefix("pub") {
+            rest = r.trim_start();
+            if rest.starts_with('(') {
+                rest = rest.split_once(')').map_or("", |(_, r)| r.trim_start());
+            }
+        }
+        let declares = rest.starts_with("mod ") && item.trim_end().ends_with(';');
+        let reexports = public && rest.starts_with("use ");
+        if !declares && !reexports {
+            out.push(item.trim().lines().next().unwrap_or("").to_string());
+        }
+    }
+    out
+}
+
+#[test]
+fn crate_roots_only_declare_modules_and_reexport() {
+    let mut found = Vec::new();
+    for pkg in metadata() {
+        let manifest = PathBuf::from(pkg["manifest_path"].as_str().expect("manifest_path"));
+        let lib = manifest.parent().expect("crate dir").join("src/lib.rs");
+        let Ok(text) = std::fs::read_to_string(&lib) else {
+            continue;
+        };
+        for item in root_items_beyond_declarations(&code_of(&text)) {
+            found.push(format!("{}: {item}", lib.display()));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "crate roots hold more than module declarations, re-exports and docs (move these \
+         into a module named for what they do):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_root_checker_sees_an_item_beside_the_declarations() {
+    let ok = "#![doc = \"x\"]\nmod a;\npub(crate) mod b;\npub use a::{\n    C,\n    D,\n};\n\
+              #[cfg(feature = \"x\")]\npub use b::E as F;\n";
+    assert!(root_items_beyond_declarations(&code_of(ok)).is_empty());
+    let tests = format!("{ok}#[cfg(test)]\nmod tests {{\n    fn t() {{}}\n}}\n");
+    assert!(root_items_beyond_declarations(&code_of(&tests)).is_empty());
+    let bad = format!(
+        "{ok}use std::path::Path;\nconst N: usize = 1;\npub fn f() {{\n    g();\n}}\nmod inline {{\n}}\n"
+    );
+    assert_eq!(
+        root_items_beyond_declarations(&code_of(&bad)),
+        [
+            "use std::path::Path;",
+            "const N: usize = 1;",
+            "pub fn f() {",
+            "mod inline {"
+        ]
+    );
+}
+
+/// The modules a file declares for tests only (`#[cfg(test)] mod a;`, or `mod b;` inside a
+/// `#[cfg(test)]` module), as paths below the file's own module.
+fn test_only_modules(text: &str) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    let mut cfg_test = false;
+    let mut depth = 0usize;
+    // The inline modules open inside test code: the depth each began at, and its name.
+    let mut open: Vec<(usize, String)> = Vec::new();
+    for line in text.lines() {
+        let t = line.trim();
+        if t.starts_with("//") {
+            continue;
+        }
+        if t.starts_with("#[cfg(test)]") {
+            cfg_test = true;
+            continue;
+        }
+        let item = ["pub(crate) ", "pub(super) ", "pub "]
+            .iter()
+            .find_map(|v| t.strip_prefix(v))
+            .unwrap_or(t);
+        if let Some(rest) = item.strip_prefix("mod ") {
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            if cfg_test || !open.is_empty() {
+                if t.ends_with(';') {
+                    let mut path: Vec<String> = open.iter().map(|(_, n)| n.clone()).collect();
+                    path.push(name);
+                    out.push(path);
+                } else if t.ends_with('{') {
+                    open.push((depth, name));
+                }
+            }
+        }
+        if !t.starts_with('#') {
+            cfg_test = false;
+        }
+        depth += line.matches('{').count();
+        depth = depth.saturating_sub(line.matches('}').count());
+        while open.last().is_some_and(|(d, _)| depth <= *d) {
+            open.pop();
+        }
+    }
+    out
+}
+
+/// The source files among `files` that only tests compile (the files of modules declared for
+/// tests only, and everything below them).
+fn test_only_files(files: &[PathBuf]) -> BTreeSet<PathBuf> {
+    let mut dirs = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(f).expect("read source");
+        let stem = f.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+        let base = if matches!(stem, "lib" | "main" | "mod") {
+            f.parent().expect("dir").to_path_buf()
+        } else {
+            f.with_extension("")
+        };
+        for m in test_only_modules(&text) {
+            dirs.push(m.iter().fold(base.clone(), |p, s| p.join(s)));
+        }
+    }
+    files
+        .iter()
+        .filter(|f| {
+            dirs.iter()
+                .any(|d| f.starts_with(d) || f.with_extension("") == *d)
+        })
+        .cloned()
+        .collect()
+}
+
+/// Lines of code of a source file: comments, blank lines and test modules left out.
+fn lines_of_code(text: &str) -> usize {
+    code_of(text)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .count()
+}
+
+/// Most lines of code a source file may hold: cb-eval's `compare.rs` (paired comparisons,
+/// whose size is its own work) 800, every other file 600.
+fn line_limit(file: &Path) -> usize {
+    if file.ends_with("cb-eval/src/compare.rs") {
+        800
+    } else {
+        600
+    }
+}
+
+#[test]
+fn no_source_file_runs_over_600_lines_of_code() {
+    let mut long = Vec::new();
+    for pkg in metadata() {
+        let manifest = PathBuf::from(pkg["manifest_path"].as_str().expect("manifest_path"));
+        let src = manifest.parent().expect("crate dir").join("src");
+        let mut files = Vec::new();
+        rust_files(&src, &mut files);
+        let tests_only = test_only_files(&files);
+        for f in files.iter().filter(|f| !tests_only.contains(*f)) {
+            let n = lines_of_code(&std::fs::read_to_string(f).expect("read source"));
+            if n > line_limit(f) {
+                long.push(format!("{}: {n} lines of code", f.display()));
+            }
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "source files over their limit (600 lines of code, comments, blank lines and tests \
+         aside; cb-eval's compare.rs 800):\n{}",
+        long.join("\n")
+    );
+}
+
+#[test]
+fn the_line_counter_leaves_out_comments_blanks_and_tests() {
+    let text = "//! Docs.\n\n/// A function.\nfn f() {\n    // a comment\n    g();\n}\n\n\
+                #[cfg(test)]\nmod tests {\n    #[test]\n    fn t() {}\n}\n";
+    assert_eq!(lines_of_code(text), 3);
+    assert_eq!(
+        test_only_modules("#[cfg(test)]\nmod tests {\n    /// Doc.\n    mod sameness;\n}\n#[cfg(test)]\n#[allow(x)]\nmod fixtures;\nmod real;\n"),
+        [vec!["tests".to_string(), "sameness".to_string()], vec!["fixtures".to_string()]]
+    );
+}
+
+/// Every word of the code of a crate's sources, lower-cased (comments and tests left out: a
+/// name only a comment says is no name the code has; a header `Host` is the code's `HOST`),
+/// with its modules' file names.
+fn words_of_crate(src: &Path) -> BTreeSet<String> {
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    let mut words = BTreeSet::new();
+    for f in &files {
+        if let Some(stem) = f.file_stem().and_then(|s| s.to_str()) {
+            words.insert(stem.to_lowercase());
+        }
+        let code = code_of(&std::fs::read_to_string(f).expect("read source"));
+        words.extend(
+            code.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .filter(|w| !w.is_empty())
+                .map(str::to_lowercase),
+        );
+    }
+    words
+}
+
+/// The Rust paths a piece of Markdown names in backticks (`Roster`, `Rounds::errors_ahead`,
+/// `cb_llm::Roster`), as segments; flags, file names, code with spaces and values are
+/// left out.
+fn backticked_paths(md: &str) -> Vec<Vec<String>> {
+    let identifier = |seg: &str| {
+        seg.chars()
+            .next()
+            .is_some_and(|c| c.is_alphabetic() || c == '_')
+            && seg.chars().all(|c| c.is_alphanumeric() || c == '_')
+    };
+    md.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(|s| s.split("::").map(str::to_string).collect::<Vec<_>>())
+        .filter(|segs| segs.iter().all(|seg| identifier(seg)))
+        .collect()
+}
+
+/// The sections of ARCHITECTURE.md's `## title` that list entries `- **name**...`: each
+/// entry's name and text.
+fn entries(section: &str) -> Vec<(String, String)> {
+    let text = std::fs::read_to_string(root().join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
+    let body = text
+        .split("\n## ")
+        .find(|s| s.starts_with(section))
+        .unwrap_or_else(|| panic!("ARCHITECTURE.md has a '## {section}' section"));
+    body.split("\n- **")
+        .skip(1)
+        .filter_map(|e| {
+            let (name, rest) = e.split_once("**")?;
+            Some((name.to_string(), rest.to_string()))
+        })
+        .collect()
+}
+
+#[test]
+fn the_code_map_and_the_glossary_name_what_the_sources_have() {
+    let crates: BTreeMap<String, BTreeSet<String>> = metadata()
+        .iter()
+        .map(|p| {
+            let manifest = PathBuf::from(p["manifest_path"].as_str().expect("manifest_path"));
+            let src = manifest.parent().expect("crate dir").join("src");
+            (
+                p["name"].as_str().expect("name").to_string(),
+                words_of_crate(&src),
+            )
+        })
+        .collect();
+    let mut wrong = Vec::new();
+    // The code map: one entry a crate, and each name it gives is in that crate's code (or,
+    // for `other_crate::Name`, in the other crate's).
+    let map = entries("Code map");
+    let mapped: BTreeSet<String> = map.iter().map(|(n, _)| n.clone()).collect();
+    let all: BTreeSet<String> = crates.keys().cloned().collect();
+    if mapped != all {
+        wrong.push(format!(
+            "the code map's entries {mapped:?} are not the workspace's crates {all:?}"
+        ));
+    }
+    let found = |krate: &str, path: &[String]| -> bool {
+        let (krate, path) = match crates.get(&path[0].replace('_', "-")) {
+            Some(_) if path.len() > 1 => (path[0].replace('_', "-"), &path[1..]),
+            _ => (krate.to_string(), path),
+        };
+        crates
+            .get(&krate)
+            .is_some_and(|words| path.iter().all(|seg| words.contains(&seg.to_lowercase())))
+    };
+    for (krate, text) in &map {
+        for path in backticked_paths(text) {
+            if !found(krate, &path) {
+                wrong.push(format!(
+                    "code map, {krate}: `{}` is not in its sources",
+                    path.join("::")
+                ));
+            }
+        }
+    }
+    // The glossary: each of the domain's words once, each name in the sources of some crate.
+    let glossary = entries("Glossary");
+    for term in [
+        "writer", "reader", "panel", "control", "round", "window", "spool", "roster", "route",
+    ] {
+        let n = glossary.iter().filter(|(t, _)| t == term).count();
+        if n != 1 {
+            wrong.push(format!("the glossary defines `{term}` {n} times"));
+        }
+    }
+    for (term, text) in &glossary {
+        for path in backticked_paths(text) {
+            if !crates.keys().any(|k| found(k, &path)) {
+                wrong.push(format!(
+                    "glossary, {term}: `{}` is in no crate's sources",
+                    path.join("::")
+                ));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "ARCHITECTURE.md:\n{}", wrong.join("\n"));
+}
+
+#[test]
+fn names_in_backticks_are_paths_and_nothing_else() {
+    assert_eq!(
+        backticked_paths("a `Roster`, `Rounds::errors_ahead`, `--reader NAME`, `readers = [...]`, `templates/card.md`, `\"all\"`, `Host:`"),
+        [
+            vec!["Roster".to_string()],
+            vec!["Rounds".to_string(), "errors_ahead".to_string()]
+        ]
+    );
 }

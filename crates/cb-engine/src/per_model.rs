@@ -29,7 +29,7 @@ pub(crate) fn uses(routes: &Routes, steps: &[Box<dyn Step>], calls: &CallTally) 
         return Vec::new();
     }
     let mut by: BTreeMap<Who, (Vec<String>, [u64; 3])> = BTreeMap::new();
-    by.entry(Who::Build).or_default();
+    by.entry(Who::Writer).or_default();
     for s in steps {
         for who in routes.of_step(s.name(), s.reads(), !s.prompts().is_empty()) {
             by.entry(who).or_default().0.push(s.name().to_owned());

@@ -9,7 +9,7 @@
 //!    exact online body), split under the per-file request and byte limits, each file
 //!    counted against `--max-cost`, uploaded, recorded, and submitted;
 //! 4. the batches are polled with growing intervals; each finished one is downloaded, its
-//!    lines checked against their requests ([`Llm::check_results`], shared with the batch
+//!    lines checked against their requests ([`Core::check_results`], shared with the batch
 //!    files) and its answers committed to the cache (with the batch
 //!    marked collected, in one transaction);
 //! 5. every key gets its answer or error back to the round driver, which retries or ends
@@ -20,7 +20,7 @@ use crate::batch_store::{self, BatchRecord};
 use crate::cache::Cache;
 use crate::http::OpenAiHttp;
 use crate::layer_core::Core;
-use crate::rounds::{answered_meanwhile, chunks, journal_estimate, Checked, Round, Taken};
+use crate::rounds::{answered_meanwhile, chunks, journal_estimate, Checked, Round, RoundCalls};
 use crate::spool::{Spool, Spooled};
 use crate::{BatchOptions, LlmConfig, LlmError};
 use std::collections::{HashMap, HashSet};
@@ -58,7 +58,7 @@ impl Round for ApiRounds {
     async fn run(
         &self,
         llm: &Core,
-        taken: &Taken,
+        taken: &RoundCalls,
         spool: &Spool,
     ) -> Result<HashMap<String, LlmError>, LlmError> {
         llm.api_round(self, taken, spool).await
@@ -71,7 +71,7 @@ impl Core {
     async fn api_round(
         &self,
         rounds: &ApiRounds,
-        taken: &Taken,
+        taken: &RoundCalls,
         spool: &Spool,
     ) -> Result<HashMap<String, LlmError>, LlmError> {
         let (inner, opts) = (self, &rounds.opts);
@@ -135,7 +135,7 @@ impl Core {
         &self,
         (cache, api, spool): (&Cache, &BatchApi<'_>, &Spool),
         chunk: &[&str],
-        taken: &Taken,
+        taken: &RoundCalls,
     ) -> Result<(BatchRecord, crate::layer_core::Reservation<'_>), LlmError> {
         let inner = self;
         self.go_on()?;
@@ -180,7 +180,7 @@ impl Core {
         &self,
         (cache, api): (&Cache, &BatchApi<'_>),
         tracked: Vec<BatchRecord>,
-        taken: &Taken,
+        taken: &RoundCalls,
         opts: &BatchOptions,
     ) -> Result<HashMap<String, LlmError>, LlmError> {
         let mut errors = HashMap::new();
@@ -239,7 +239,7 @@ impl Core {
         (cache, api): (&Cache, &BatchApi<'_>),
         file_id: &str,
         remote: &RemoteBatch,
-        taken: &Taken,
+        taken: &RoundCalls,
     ) -> Result<HashMap<String, LlmError>, LlmError> {
         let keys = cache.batch_keys(file_id)?;
         let mut checked = Checked::default();

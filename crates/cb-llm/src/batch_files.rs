@@ -8,7 +8,7 @@
 //! 2. imports every output file that has appeared beside one of this layer's input files
 //!    that the journal holds open (`requests-00007.jsonl` -> `requests-00007.output.jsonl`,
 //!    the format vLLM's `run_batch` and the Batch API write): each line is checked against
-//!    the request it names, as the Batch API's are (`Llm::check_results`), and only a
+//!    the request it names, as the Batch API's are (`Core::check_results`), and only a
 //!    checked answer is cached and counted as this layer's call; the file is then closed in
 //!    the journal. A line that is not JSON, names no request of that file or one already
 //!    answered, names another model, or carries a body that is not an answer is reported
@@ -37,7 +37,7 @@
 use crate::batch_store::{self, FOLDER_FILES};
 use crate::cache::Cache;
 use crate::layer_core::Core;
-use crate::rounds::{answered_meanwhile, chunks, journal_estimate, Checked, Round, Taken};
+use crate::rounds::{answered_meanwhile, chunks, journal_estimate, Checked, Round, RoundCalls};
 use crate::spool::{Spool, Spooled};
 use crate::{FilesOptions, LlmError};
 use std::collections::{BTreeSet, HashMap};
@@ -177,7 +177,7 @@ impl Round for FileRounds {
     async fn run(
         &self,
         llm: &Core,
-        taken: &Taken,
+        taken: &RoundCalls,
         spool: &Spool,
     ) -> Result<HashMap<String, LlmError>, LlmError> {
         llm.files_round((taken, spool), self).await
@@ -209,7 +209,7 @@ impl Core {
     /// [`LlmError::Waiting`] for every key taken.
     async fn files_round(
         &self,
-        (taken, spool): (&Taken, &Spool),
+        (taken, spool): (&RoundCalls, &Spool),
         rounds: &FileRounds,
     ) -> Result<HashMap<String, LlmError>, LlmError> {
         let opts = &rounds.opts;
@@ -294,7 +294,7 @@ impl Core {
         cache: &Cache,
         file_id: &str,
         input: &Path,
-        taken: &Taken,
+        taken: &RoundCalls,
     ) -> Result<(), LlmError> {
         tracing::warn!(file = %input.display(), "a batch file of the journal is gone; its requests are written again");
         self.commit_file(cache, file_id, Vec::new(), taken).await
@@ -308,7 +308,7 @@ impl Core {
         &self,
         (cache, spool): (&Cache, &Spool),
         chunk: &[&str],
-        taken: &Taken,
+        taken: &RoundCalls,
         (opts, prefix): (&FilesOptions, &str),
     ) -> Result<PathBuf, LlmError> {
         let inner = self;
@@ -352,7 +352,7 @@ impl Core {
         cache: &Cache,
         file_id: &str,
         input: &Path,
-        taken: &Taken,
+        taken: &RoundCalls,
     ) -> Result<HashMap<String, LlmError>, LlmError> {
         let output = output_path(input);
         // Read one line at a time as it is checked, never the whole file at once.
@@ -397,7 +397,7 @@ fn take_errors(
     open: &mut BTreeSet<&str>,
     errors: &mut HashMap<String, LlmError>,
     failed: HashMap<String, LlmError>,
-    taken: &Taken,
+    taken: &RoundCalls,
 ) {
     open.retain(|k| taken.waiting(k));
     for (key, e) in failed {

@@ -89,7 +89,7 @@ impl Core {
 
     /// Adds the tokens of an answer that cost nothing now (from the cache, or from a batch
     /// whose cost was counted when it was collected) to the build's totals; an online answer
-    /// is counted by `Llm::account`.
+    /// is counted by [`Core::account`].
     pub(crate) fn count_tokens(&self, answer: &CachedResponse) {
         let stats = &self.stats;
         stats

@@ -179,15 +179,6 @@ impl Roster {
         roles
     }
 
-    /// What the whole command spent upstream so far: USD and tokens.
-    pub fn spent(&self) -> (f64, u64) {
-        let b = &self.inner.budget;
-        (
-            b.spent_micro_usd.load(std::sync::atomic::Ordering::Relaxed) as f64 / 1e6,
-            b.tokens.load(std::sync::atomic::Ordering::Relaxed),
-        )
-    }
-
     /// The cache of `config`'s file, opened once (read-only for a dry run, which creates
     /// none).
     fn cache(&self, config: &LlmConfig) -> Result<Option<Cache>, LlmError> {

@@ -16,7 +16,7 @@
 //! The caller then goes on exactly as with a cache hit: validation, a second attempt (which
 //! joins the next round), rejects. What both transports share is here too: the input file
 //! of a chunk of requests with its budget reservation, the check of result lines against
-//! their requests ([`Llm::check_results`]), and the commit of a collected file.
+//! their requests ([`Core::check_results`]), and the commit of a collected file.
 
 use crate::batch_api::{input_line, parse_results};
 use crate::cache::{Cache, CachedResponse};
@@ -40,13 +40,13 @@ pub(crate) trait Round: Send + Sync + 'static {
     fn quiet(&self) -> Duration;
 
     /// One round over the calls `taken` (their requests are in `spool`): each answer is
-    /// handed to its callers as soon as it is committed ([`Taken::answer`]); returns the
+    /// handed to its callers as soon as it is committed ([`RoundCalls::answer`]); returns the
     /// errors of the calls that got none (a call with neither is missing from the results).
     /// An `Err` ends every call of the round with it (a fatal one stops the build).
     fn run<'a>(
         &'a self,
         llm: &'a Core,
-        taken: &'a Taken,
+        taken: &'a RoundCalls,
         spool: &'a Spool,
     ) -> impl Future<Output = Result<HashMap<String, LlmError>, LlmError>> + Send + 'a;
 }
@@ -54,12 +54,12 @@ pub(crate) trait Round: Send + Sync + 'static {
 /// The calls of one round: where their requests are and what they may cost, and the callers
 /// still waiting, who get an answer as soon as it is committed, so a round never holds its
 /// answers (issue 29, item 5).
-pub(crate) struct Taken {
+pub(crate) struct RoundCalls {
     calls: HashMap<String, Waiting>,
     callers: Mutex<HashMap<String, Vec<oneshot::Sender<Answer>>>>,
 }
 
-impl Taken {
+impl RoundCalls {
     fn new(mut calls: HashMap<String, Waiting>) -> Self {
         let callers = calls
             .iter_mut()
@@ -92,7 +92,7 @@ impl Taken {
     }
 }
 
-impl std::ops::Index<&str> for Taken {
+impl std::ops::Index<&str> for RoundCalls {
     type Output = Waiting;
     fn index(&self, key: &str) -> &Waiting {
         &self.calls[key]
@@ -126,7 +126,7 @@ pub(crate) struct Rounds<R> {
     /// window's calls, a file holds those of earlier windows too). Such a call, when its item
     /// comes, ends (or goes to the next round) with its error, as if it had been in that
     /// round; its answers are in the cache already.
-    told: Mutex<HashMap<String, LlmError>>,
+    errors_ahead: Mutex<HashMap<String, LlmError>>,
     /// The requests of the waiting calls.
     spool: Spool,
     pub(crate) transport: R,
@@ -136,7 +136,7 @@ impl<R: Round> Rounds<R> {
     pub(crate) fn new(transport: R) -> Arc<Self> {
         Arc::new(Self {
             queue: Mutex::default(),
-            told: Mutex::default(),
+            errors_ahead: Mutex::default(),
             spool: Spool::new(),
             transport,
         })
@@ -164,15 +164,18 @@ impl<R: Round> Rounds<R> {
     }
 
     /// Keeps the errors a round got for requests it did not take, for when their calls come.
-    fn tell(&self, errors: HashMap<String, LlmError>) {
+    fn keep_errors_ahead(&self, errors: HashMap<String, LlmError>) {
         if !errors.is_empty() {
-            self.told.lock().expect("told errors").extend(errors);
+            self.errors_ahead
+                .lock()
+                .expect("errors ahead")
+                .extend(errors);
         }
     }
 
     /// The error a round got for `key` before its call came, if any (once).
-    fn told(&self, key: &str) -> Option<LlmError> {
-        self.told.lock().expect("told errors").remove(key)
+    fn error_ahead(&self, key: &str) -> Option<LlmError> {
+        self.errors_ahead.lock().expect("errors ahead").remove(key)
     }
 
     /// Puts calls back in the queue for the next round.
@@ -200,7 +203,7 @@ impl Core {
         key: String,
         form: Form,
     ) -> Result<Completion, LlmError> {
-        if let Some(e) = rounds.told(&key) {
+        if let Some(e) = rounds.error_ahead(&key) {
             // Answered with an error in a file of an earlier window: as if it had waited in
             // that round (a retry goes into the next one).
             if let Some(e) = self.retry_or_end(&key, (&call.item, &mut 0), e) {
@@ -249,12 +252,12 @@ impl Core {
             // Calls whose callers are all gone (their items cancelled: the recipe stopped)
             // are sent nowhere.
             pending.retain(|_, w| w.waiters.iter().any(|t| !t.is_closed()));
-            self.end_told(rounds, &mut pending);
+            self.end_errors_ahead(rounds, &mut pending);
             if pending.is_empty() {
                 continue;
             }
             tracing::info!(requests = pending.len(), "batch round");
-            let taken = Taken::new(pending);
+            let taken = RoundCalls::new(pending);
             // A stopped layer (a signal, the budget) starts no round: nothing more is
             // uploaded, submitted or written.
             let ran = match self.stopped() {
@@ -271,24 +274,28 @@ impl Core {
                 }
             };
             rounds.requeue(self.settle(taken, &mut errors));
-            rounds.tell(errors);
+            rounds.keep_errors_ahead(errors);
         }
     }
 
     /// Calls queued while an earlier round learnt their error (from a file of an earlier
     /// window): each ends with it, or stays for this round as a retry.
-    fn end_told<R: Round>(&self, rounds: &Rounds<R>, pending: &mut HashMap<String, Waiting>) {
-        let told: Vec<(String, LlmError)> = {
-            let mut told = rounds.told.lock().expect("told errors");
-            if told.is_empty() {
+    fn end_errors_ahead<R: Round>(
+        &self,
+        rounds: &Rounds<R>,
+        pending: &mut HashMap<String, Waiting>,
+    ) {
+        let ahead: Vec<(String, LlmError)> = {
+            let mut ahead = rounds.errors_ahead.lock().expect("errors ahead");
+            if ahead.is_empty() {
                 return;
             }
             pending
                 .keys()
-                .filter_map(|k| told.remove(k).map(|e| (k.clone(), e)))
+                .filter_map(|k| ahead.remove(k).map(|e| (k.clone(), e)))
                 .collect()
         };
-        for (key, e) in told {
+        for (key, e) in ahead {
             let Some(mut w) = pending.remove(&key) else {
                 continue;
             };
@@ -310,7 +317,7 @@ impl Core {
     /// returns those calls.
     fn settle(
         &self,
-        taken: Taken,
+        taken: RoundCalls,
         errors: &mut HashMap<String, LlmError>,
     ) -> Vec<(String, Waiting)> {
         let mut callers = taken.callers.into_inner().expect("round callers");
@@ -399,7 +406,7 @@ impl Core {
     /// [`Core::reserve_file`], a budget stop). A round's file larger than what is left is cut
     /// there and the rest waits for a later run, so a budget that pays for one call always
     /// gets on, a file at a time.
-    pub(crate) fn affordable(&self, chunk: &[&str], taken: &Taken) -> usize {
+    pub(crate) fn affordable(&self, chunk: &[&str], taken: &RoundCalls) -> usize {
         let b = &self.budget;
         let used = |spent: &std::sync::atomic::AtomicU64,
                     reserved: &std::sync::atomic::AtomicU64| {
@@ -428,7 +435,7 @@ impl Core {
     pub(crate) fn reserve_file(
         &self,
         chunk: &[&str],
-        taken: &Taken,
+        taken: &RoundCalls,
     ) -> Result<(f64, crate::layer_core::Reservation<'_>), LlmError> {
         let (mut micro, mut tokens) = (0u64, 0u64);
         for key in chunk {
@@ -548,7 +555,7 @@ impl Core {
         cache: &Cache,
         file_id: &str,
         answers: Vec<(String, CachedResponse)>,
-        taken: &Taken,
+        taken: &RoundCalls,
     ) -> Result<(), LlmError> {
         let inner = self;
         let (answers, first) = cache
@@ -603,7 +610,7 @@ fn same_model(answered: &str, asked: &str) -> bool {
 /// an earlier run) their answers; returns the others, in key order.
 pub(crate) fn answered_meanwhile<'a>(
     cache: &Cache,
-    taken: &'a Taken,
+    taken: &'a RoundCalls,
 ) -> Result<BTreeSet<&'a str>, LlmError> {
     let mut open = BTreeSet::new();
     for key in taken.keys() {
@@ -637,7 +644,7 @@ pub(crate) fn journal_estimate<'a>(
 /// and `max_bytes` bytes.
 pub(crate) fn chunks<'a>(
     keys: &[&'a str],
-    taken: &Taken,
+    taken: &RoundCalls,
     (max_requests, max_bytes): (usize, usize),
 ) -> Vec<Vec<&'a str>> {
     let sizes: Vec<usize> = keys.iter().map(|k| taken[*k].spooled.line_bytes).collect();

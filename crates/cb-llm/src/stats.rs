@@ -37,6 +37,39 @@ pub struct StatsSnapshot {
     pub batches: u64,
 }
 
+/// Two layers' counters, added up.
+impl std::ops::Add for StatsSnapshot {
+    type Output = Self;
+
+    fn add(self, s: Self) -> Self {
+        StatsSnapshot {
+            calls: self.calls + s.calls,
+            upstream_calls: self.upstream_calls + s.upstream_calls,
+            cache_hits: self.cache_hits + s.cache_hits,
+            retries: self.retries + s.retries,
+            failures: self.failures + s.failures,
+            prompt_tokens: self.prompt_tokens + s.prompt_tokens,
+            completion_tokens: self.completion_tokens + s.completion_tokens,
+            spent_usd: self.spent_usd + s.spent_usd,
+            estimated_tokens: self.estimated_tokens + s.estimated_tokens,
+            batches: self.batches + s.batches,
+        }
+    }
+}
+
+impl std::ops::AddAssign for StatsSnapshot {
+    fn add_assign(&mut self, s: Self) {
+        *self = *self + s;
+    }
+}
+
+/// Several layers' counters, added up in order.
+impl std::iter::Sum for StatsSnapshot {
+    fn sum<I: Iterator<Item = Self>>(iter: I) -> Self {
+        iter.fold(Self::default(), |a, s| a + s)
+    }
+}
+
 impl Stats {
     pub fn snapshot(&self) -> StatsSnapshot {
         let g = |a: &AtomicU64| a.load(Ordering::Relaxed);

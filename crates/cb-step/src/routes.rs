@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 /// a reader named by `--reader-base-url`/`--reader-model` (in this order in manifests).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Who {
-    Build,
+    Writer,
     Named(String),
     Reader,
 }
@@ -20,7 +20,7 @@ impl Who {
     pub fn name(&self) -> Option<&str> {
         match self {
             Who::Named(n) => Some(n),
-            Who::Build | Who::Reader => None,
+            Who::Writer | Who::Reader => None,
         }
     }
 }
@@ -29,7 +29,7 @@ impl Who {
 #[derive(Debug, Clone)]
 pub struct Routes {
     writer: Llm,
-    /// The build's reader and who it is (`Who::Build`: the writer reads its own rows).
+    /// The build's reader and who it is (`Who::Writer`: the writer reads its own rows).
     reader: Option<(Who, Llm)>,
     /// Steps that call a named model: step -> its name and layer.
     steps: BTreeMap<String, (String, Llm)>,
@@ -111,7 +111,7 @@ impl Routes {
         }
         match self.steps.get(name) {
             Some((n, _)) => vec![Who::Named(n.clone())],
-            None if calls_model => vec![Who::Build],
+            None if calls_model => vec![Who::Writer],
             None => Vec::new(),
         }
     }
@@ -120,13 +120,13 @@ impl Routes {
     pub fn unnamed(&self, reads: bool) -> Who {
         match &self.reader {
             Some((Who::Reader, _)) if reads => Who::Reader,
-            _ => Who::Build,
+            _ => Who::Writer,
         }
     }
 
     /// Every layer of the recipe, once each, with who it answers as: the writer first.
     pub fn layers(&self) -> Vec<(Who, &Llm)> {
-        let mut out: Vec<(Who, &Llm)> = vec![(Who::Build, &self.writer)];
+        let mut out: Vec<(Who, &Llm)> = vec![(Who::Writer, &self.writer)];
         let steps = self.steps.values().map(|(n, l)| (Who::Named(n.clone()), l));
         let panels = self
             .panels
@@ -155,8 +155,7 @@ impl Routes {
     pub fn figures(&self) -> BTreeMap<Who, StatsSnapshot> {
         let mut out: BTreeMap<Who, StatsSnapshot> = BTreeMap::new();
         for (who, l) in self.layers() {
-            let e = out.entry(who).or_default();
-            *e = add(*e, l.stats());
+            *out.entry(who).or_default() += l.stats();
         }
         out
     }
@@ -172,24 +171,6 @@ impl Routes {
 
     /// What every layer of the recipe sent, found cached and spent in this run, together.
     pub fn total(&self) -> StatsSnapshot {
-        self.layers()
-            .into_iter()
-            .fold(StatsSnapshot::default(), |a, (_, l)| add(a, l.stats()))
-    }
-}
-
-/// Two layers' counters, added up.
-pub fn add(a: StatsSnapshot, s: StatsSnapshot) -> StatsSnapshot {
-    StatsSnapshot {
-        calls: a.calls + s.calls,
-        upstream_calls: a.upstream_calls + s.upstream_calls,
-        cache_hits: a.cache_hits + s.cache_hits,
-        retries: a.retries + s.retries,
-        failures: a.failures + s.failures,
-        prompt_tokens: a.prompt_tokens + s.prompt_tokens,
-        completion_tokens: a.completion_tokens + s.completion_tokens,
-        spent_usd: a.spent_usd + s.spent_usd,
-        estimated_tokens: a.estimated_tokens + s.estimated_tokens,
-        batches: a.batches + s.batches,
+        self.layers().into_iter().map(|(_, l)| l.stats()).sum()
     }
 }

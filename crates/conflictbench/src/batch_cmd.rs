@@ -5,7 +5,7 @@ use crate::exit::Stopped;
 use crate::folder_lock;
 use crate::signals::Signals;
 use anyhow::Context;
-use cb_llm::{BatchRecord, Cache, LlmConfig};
+use cb_llm::{BatchRecord, Cache};
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
@@ -82,8 +82,7 @@ fn check_run_dir(a: &RunDirArgs) -> anyhow::Result<()> {
 
 async fn run_dir(a: RunDirArgs) -> anyhow::Result<()> {
     check_run_dir(&a)?;
-    // The model each request names is in its line of the file: none is set here.
-    let mut c = crate::llm_config::endpoint_config(&a.base_url, &LlmConfig::offline().model);
+    let mut c = crate::llm_config::endpoint_config(&a.base_url, None);
     c.concurrency = a.concurrency;
     c.max_retries = a.max_retries;
     c.request_timeout = Duration::from_secs(a.timeout_s);
@@ -197,7 +196,7 @@ pub async fn run(args: BatchesArgs) -> anyhow::Result<()> {
         let record = cache
             .batch(id)?
             .with_context(|| format!("no batch {id} in {}", args.cache.display()))?;
-        let c = crate::llm_config::endpoint_config(base_url, &record.model);
+        let c = crate::llm_config::endpoint_config(base_url, Some(&record.model));
         let r = cb_llm::cancel_batch(&cache, &c, id).await?;
         crate::stdout::println_out(&line(&r));
         return Ok(());

@@ -13,7 +13,7 @@ use crate::progress;
 use crate::stdout::println_out;
 use anyhow::Context;
 use cb_eval::{EvalOptions, Sampling};
-use cb_llm::Llm;
+use cb_llm::Role;
 use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
 
@@ -185,7 +185,7 @@ async fn run_eval(args: RunArgs) -> anyhow::Result<()> {
     // One command per output folder, before the first file is made there.
     let out_was_there = out.exists();
     let held = crate::folder_lock::lock(&out, crate::folder_lock::FOLDER, "--out")?;
-    let result = evaluate(&args, config, data, &out).await;
+    let result = evaluate(&args, (setup, config), data, &out).await;
     drop(held);
     if result.is_err() && !out_was_there {
         // Made for the lock only (the cache elsewhere): removed when empty.
@@ -252,16 +252,20 @@ impl Created {
     }
 }
 
-/// The evaluation proper, from opening the LLM layer (and its cache) on; the layer is closed
-/// when this returns.
+/// The evaluation proper, from opening the LLM layer (and its cache) on: the model under test
+/// is the writer of `setup`'s roster, configured by `config`; the layer and the roster are
+/// closed when this returns (a failed run's cache is then removed, see [`Created`]).
 async fn evaluate(
     args: &RunArgs,
-    config: cb_llm::LlmConfig,
+    (setup, config): (LlmSetup, cb_llm::LlmConfig),
     data: Vec<PathBuf>,
     out: &Path,
 ) -> anyhow::Result<()> {
     let bench = args.benchmark.as_deref().unwrap_or_default();
-    let llm = Llm::new(config.clone()).context("cannot set up the LLM layer")?;
+    let llm = setup
+        .roster()
+        .layer(&Role::Writer, config.clone())
+        .context("cannot set up the LLM layer")?;
     let opts = EvalOptions {
         data,
         prompts: crate::assets::prompt_files(args.prompts.as_deref())?,

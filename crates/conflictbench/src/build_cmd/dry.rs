@@ -29,7 +29,7 @@ impl DryTotals {
                 s.calls, s.cache_hits, s.upstream_calls, s.estimated_tokens
             );
             parts.push(match who {
-                Who::Build => format!("{said}{}", if batch { " at the batch price" } else { "" }),
+                Who::Writer => format!("{said}{}", if batch { " at the batch price" } else { "" }),
                 Who::Reader => format!("; reader: {said}"),
                 Who::Named(n) => format!("; {n}: {said}"),
             });

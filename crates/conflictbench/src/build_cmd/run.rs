@@ -42,12 +42,12 @@ impl Job<'_> {
 
 /// The engine's progress hooks, passed on to the bars, with the recipes finished so far (a
 /// signal records the others as stopped).
-struct Finishing<'a> {
+struct BarsAndFinished<'a> {
     bars: &'a progress::Bars,
-    done: std::sync::Mutex<std::collections::BTreeSet<String>>,
+    finished: std::sync::Mutex<std::collections::BTreeSet<String>>,
 }
 
-impl Progress for Finishing<'_> {
+impl Progress for BarsAndFinished<'_> {
     fn shows_total(&self) -> bool {
         self.bars.shows_total()
     }
@@ -58,7 +58,7 @@ impl Progress for Finishing<'_> {
         self.bars.item_done(recipe, llm);
     }
     fn finish(&self, recipe: &str, rows: u64, rejected: u64) {
-        self.done
+        self.finished
             .lock()
             .expect("finished lock")
             .insert(recipe.to_owned());
@@ -162,9 +162,9 @@ impl BuildRun {
                 routes: &j.routes,
             })
             .collect();
-        let progress = Finishing {
+        let progress = BarsAndFinished {
             bars: &self.reporter,
-            done: Default::default(),
+            finished: Default::default(),
         };
         let mut signals = Signals::new();
         // A signal drops the build future: its tasks stop, and every answer already handed
@@ -188,7 +188,7 @@ impl BuildRun {
         tokio::select! {
             r = build_recipes(&engine_jobs, &progress) => Ok(r),
             (s, roles) = stop_on_signal => {
-                let done = progress.done.lock().expect("finished lock").clone();
+                let done = progress.finished.lock().expect("finished lock").clone();
                 let left: Vec<&Job<'_>> =
                     jobs.iter().filter(|j| !done.contains(&j.recipe.name())).collect();
                 Err(self.stopped(&left, s, &roles))
@@ -205,20 +205,16 @@ impl BuildRun {
         roles: &[String],
     ) -> anyhow::Error {
         let why = format!("stopped by {signal}");
-        let (mut calls, mut hits, mut usd) = (0, 0, 0.0);
+        let mut sent = cb_llm::StatsSnapshot::default();
         for job in left {
             self.reporter.finish(&job.recipe.name(), 0, 0);
             let (opts, routes) = (&self.opts, &job.routes);
             if let Err(w) = cb_engine::build::record_stopped(job.recipe, opts, routes, &why) {
                 tracing::warn!(error = %w, "cannot record the stopped run");
             }
-            let stats = job.routes.total();
-            (calls, hits, usd) = (
-                calls + stats.upstream_calls,
-                hits + stats.cache_hits,
-                usd + stats.spent_usd,
-            );
+            sent += job.routes.total();
         }
+        let (calls, hits, usd) = (sent.upstream_calls, sent.cache_hits, sent.spent_usd);
         let names: Vec<String> = left.iter().map(|j| j.recipe.name()).collect();
         let name = names.join(", ");
         let message = if self.setup.dry_run() {
@@ -242,7 +238,7 @@ impl Built {
         let mut others = String::new();
         for (who, s) in &figures {
             let name = match who {
-                Who::Build => continue,
+                Who::Writer => continue,
                 Who::Reader => "reader",
                 Who::Named(n) => n.as_str(),
             };
@@ -251,7 +247,7 @@ impl Built {
                 s.upstream_calls, s.cache_hits, s.spent_usd
             ));
         }
-        let stats = figures.get(&Who::Build).copied().unwrap_or_default();
+        let stats = figures.get(&Who::Writer).copied().unwrap_or_default();
         let o = &self.outcome;
         format!(
             "{}: {} rows, {} rejected -> {} [{} upstream calls, {} cache hits, ${:.4}{others}]",

@@ -5,13 +5,14 @@ use cb_llm::{pricing, ApiKey, BackendKind, Llm, LlmConfig, NamedBy, Role, Roster
 use std::path::Path;
 
 /// One endpoint reached alone, outside a build (`batches run-dir`, `batches --cancel`): the
-/// openai backend at `base_url` for `model`, the key from `OPENAI_API_KEY`, everything else
-/// as [`LlmConfig::offline`] leaves it.
-pub fn endpoint_config(base_url: &str, model: &str) -> LlmConfig {
+/// openai backend at `base_url` for `model` (`None`, `batches run-dir`: no model, each
+/// request names its own in its line), the key from `OPENAI_API_KEY`, everything else as
+/// [`LlmConfig::offline`] leaves it.
+pub fn endpoint_config(base_url: &str, model: Option<&str>) -> LlmConfig {
     let mut c = LlmConfig::offline();
     c.backend = BackendKind::Openai;
     c.base_url = base_url.to_owned();
-    c.model = model.to_owned();
+    c.model = model.unwrap_or_default().to_owned();
     c.api_key = api_key();
     c
 }

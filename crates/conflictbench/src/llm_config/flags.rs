@@ -2,7 +2,7 @@
 //! [`LlmSetup`] (the transport, the default model, the reader, the named models and which
 //! step each answers).
 
-use super::{Carrier, LlmSetup, ModelSpec, ReaderSetting};
+use super::{LlmSetup, ModelSpec, ReaderSetting, TransportSetting};
 use crate::config_error::config_err;
 use crate::llm_args::{Backend, BatchFlags, LlmArgs, ModelFlags, PoolFlags, ReaderArgs};
 use cb_llm::{BatchOptions, Limits, LlmConfig, NamedBy, PoolConfig, Roster};
@@ -33,8 +33,8 @@ impl LlmSetup {
             Some((p, r)) => (Some(p), r),
             None => (None, Default::default()),
         };
-        let carrier = carrier(batch, pool)?;
-        let mut setup = Self::new(llm, carrier, out);
+        let transport = transport_setting(batch, pool)?;
+        let mut setup = Self::new(llm, transport, out);
         if let Some(path) = &models.models_file {
             let file = crate::models_file::read(path, limits, breaker).map_err(config_err)?;
             setup.named = file
@@ -58,7 +58,7 @@ impl LlmSetup {
                 .then(|| "the pool file's reader keys".to_owned()),
             (None, _, _) => Some("--reader-base-url/--reader-model".to_owned()),
         };
-        setup.reader = reader_setting(reader, pool_reader, &setup.known())?;
+        setup.reader = setup.reader_setting(reader, pool_reader)?;
         for spec in &models.model_for {
             let (step, name) = spec
                 .split_once('=')
@@ -78,6 +78,42 @@ impl LlmSetup {
         Ok(setup)
     }
 
+    /// The reader the flags (or a pool file's reader keys, where the flags name none) ask for.
+    /// `--reader none` with a reader named is a contradiction.
+    fn reader_setting(
+        &self,
+        flags: &ReaderArgs,
+        (pool_url, pool_model): crate::pool_file::Reader,
+    ) -> anyhow::Result<ReaderSetting> {
+        let named = flags.reader_base_url.is_some() || flags.reader_model.is_some();
+        if let Some(choice) = &flags.reader {
+            if named {
+                return Err(config_err(format!(
+                    "--reader {choice} cannot be combined with --reader-base-url or --reader-model"
+                )));
+            }
+            if choice == "none" {
+                return Ok(ReaderSetting::Nobody);
+            }
+            if !self.named.contains_key(choice) {
+                return Err(config_err(format!(
+                    "--reader {choice}: expected none or the name of a model of --models (known: {})",
+                    self.known_list()
+                )));
+            }
+            return Ok(ReaderSetting::Model(choice.clone()));
+        }
+        let (base_url, model) = if named {
+            (flags.reader_base_url.clone(), flags.reader_model.clone())
+        } else {
+            (pool_url, pool_model)
+        };
+        Ok(match (base_url, model) {
+            (None, None) => ReaderSetting::Writer,
+            (base_url, model) => ReaderSetting::Named { base_url, model },
+        })
+    }
+
     /// A named model of `path` as the run reaches it: its pool, else `base_url` with the
     /// run's transport (`--batch`, `--batch-dir`, online).
     fn named_spec(&self, path: &Path, name: &str, m: crate::models_file::NamedModel) -> ModelSpec {
@@ -86,10 +122,10 @@ impl LlmSetup {
             base_url: m.base_url,
             model: Some(m.model),
             price: m.price,
-            carrier: match m.pool {
-                Some(p) => Carrier::Pool(p),
-                None => match &self.default.carrier {
-                    Carrier::Pool(_) => Carrier::Online,
+            transport: match m.pool {
+                Some(p) => TransportSetting::Pool(p),
+                None => match &self.default.transport {
+                    TransportSetting::Pool(_) => TransportSetting::Online,
                     c => c.clone(),
                 },
             },
@@ -105,10 +141,10 @@ impl LlmSetup {
     /// `eval`'s configuration: the model under test, online; `out` is where the default cache
     /// goes.
     pub fn for_eval(llm: &LlmArgs, out: &Path) -> Self {
-        Self::new(llm, Carrier::Online, out)
+        Self::new(llm, TransportSetting::Online, out)
     }
 
-    fn new(llm: &LlmArgs, carrier: Carrier, out: &Path) -> Self {
+    fn new(llm: &LlmArgs, transport: TransportSetting, out: &Path) -> Self {
         let mut shared = LlmConfig::offline();
         shared.concurrency = llm.concurrency;
         shared.rpm = llm.rpm;
@@ -120,11 +156,11 @@ impl LlmSetup {
         shared.max_cost_usd = llm.max_cost;
         shared.max_tokens = llm.max_tokens;
         shared.structured = llm.structured.into();
-        let sends_nothing = matches!(carrier, Carrier::Files { .. });
+        let sends_nothing = matches!(transport, TransportSetting::Files { .. });
         let backend = match llm.backend {
             Some(b) => b,
             None if llm.base_url.is_some()
-                || matches!(carrier, Carrier::Pool(_))
+                || matches!(transport, TransportSetting::Pool(_))
                 || sends_nothing =>
             {
                 Backend::Openai
@@ -143,7 +179,7 @@ impl LlmSetup {
                 base_url: llm.base_url.clone(),
                 model: llm.model.clone(),
                 price: (llm.price_input, llm.price_output),
-                carrier,
+                transport,
                 named_by: NamedBy::default(),
                 limits: None,
                 structured: None,
@@ -157,49 +193,12 @@ impl LlmSetup {
     }
 }
 
-/// The reader the flags (or a pool file's reader keys, where the flags name none) ask for.
-/// `--reader none` with a reader named is a contradiction.
-fn reader_setting(
-    flags: &ReaderArgs,
-    (pool_url, pool_model): crate::pool_file::Reader,
-    known: &[&str],
-) -> anyhow::Result<ReaderSetting> {
-    let named = flags.reader_base_url.is_some() || flags.reader_model.is_some();
-    if let Some(choice) = &flags.reader {
-        if named {
-            return Err(config_err(format!(
-                "--reader {choice} cannot be combined with --reader-base-url or --reader-model"
-            )));
-        }
-        if choice == "none" {
-            return Ok(ReaderSetting::Nobody);
-        }
-        if !known.contains(&choice.as_str()) {
-            let known = if known.is_empty() {
-                "none: give --models FILE".to_owned()
-            } else {
-                known.join(", ")
-            };
-            return Err(config_err(format!(
-                "--reader {choice}: expected none or the name of a model of --models (known: {known})"
-            )));
-        }
-        return Ok(ReaderSetting::Model(choice.clone()));
-    }
-    let (base_url, model) = if named {
-        (flags.reader_base_url.clone(), flags.reader_model.clone())
-    } else {
-        (pool_url, pool_model)
-    };
-    Ok(match (base_url, model) {
-        (None, None) => ReaderSetting::Writer,
-        (base_url, model) => ReaderSetting::Named { base_url, model },
-    })
-}
-
 /// The transport the batch flags and the pool choose; a pool cannot be combined with
 /// `--batch` or `--batch-dir`, nor `--batch-dir` name a file.
-fn carrier(batch: &BatchFlags, pool: Option<PoolConfig>) -> anyhow::Result<Carrier> {
+fn transport_setting(
+    batch: &BatchFlags,
+    pool: Option<PoolConfig>,
+) -> anyhow::Result<TransportSetting> {
     let window = batch_window(batch)?;
     if pool.is_some() && (batch.batch || batch.batch_dir.is_some()) {
         return Err(config_err(
@@ -213,7 +212,7 @@ fn carrier(batch: &BatchFlags, pool: Option<PoolConfig>) -> anyhow::Result<Carri
                 dir.display()
             )));
         }
-        return Ok(Carrier::Files {
+        return Ok(TransportSetting::Files {
             dir: dir.clone(),
             max_lines: batch.batch_dir_max_lines.max(1),
             max_bytes: batch.batch_max_mb.max(1) * 1024 * 1024,
@@ -224,7 +223,7 @@ fn carrier(batch: &BatchFlags, pool: Option<PoolConfig>) -> anyhow::Result<Carri
         if !(batch.batch_price_factor >= 0.0 && batch.batch_price_factor.is_finite()) {
             return Err(config_err("--batch-price-factor must be a number >= 0"));
         }
-        return Ok(Carrier::BatchApi {
+        return Ok(TransportSetting::BatchApi {
             options: BatchOptions {
                 max_requests_per_file: batch.batch_max_requests.max(1),
                 max_bytes_per_file: batch.batch_max_mb.max(1) * 1024 * 1024,
@@ -236,8 +235,8 @@ fn carrier(batch: &BatchFlags, pool: Option<PoolConfig>) -> anyhow::Result<Carri
         });
     }
     Ok(match pool {
-        Some(p) => Carrier::Pool(p),
-        None => Carrier::Online,
+        Some(p) => TransportSetting::Pool(p),
+        None => TransportSetting::Online,
     })
 }
 

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 
 /// How the calls of a model that miss the cache travel, as the flags chose it.
 #[derive(Debug, Clone)]
-pub enum Carrier {
+pub enum TransportSetting {
     Online,
     /// `--endpoint` / `--endpoints FILE`.
     Pool(PoolConfig),
@@ -52,12 +52,26 @@ pub struct ModelSpec {
     /// USD per million prompt and completion tokens, where the settings give them (else
     /// the built-in table).
     pub price: (Option<f64>, Option<f64>),
-    pub carrier: Carrier,
+    pub transport: TransportSetting,
     /// The settings that name it, for the errors that say what to check.
     pub named_by: NamedBy,
     /// Its own concurrency, RPM and TPM, and structured-output form (else the run's).
     pub limits: Option<Limits>,
     pub structured: Option<Structured>,
+}
+
+impl ModelSpec {
+    /// The endpoints it is reached at: its base URL as given, then a pool's.
+    fn endpoints(&self) -> impl Iterator<Item = &str> {
+        let pool = match &self.transport {
+            TransportSetting::Pool(p) => p.endpoints.as_slice(),
+            _ => &[],
+        };
+        self.base_url
+            .iter()
+            .map(String::as_str)
+            .chain(pool.iter().map(|e| e.base_url.as_str()))
+    }
 }
 
 /// Who reads a build's rows back.
@@ -119,13 +133,13 @@ impl LlmSetup {
 
     /// The calls go through the Batch API (`--batch`): prices are the batch prices.
     pub fn batch_api(&self) -> bool {
-        matches!(self.default.carrier, Carrier::BatchApi { .. })
+        matches!(self.default.transport, TransportSetting::BatchApi { .. })
     }
 
     /// `--batch-dir`: the folder of batch files, as given.
     pub fn batch_dir(&self) -> Option<&Path> {
-        match &self.default.carrier {
-            Carrier::Files { dir, .. } => Some(dir),
+        match &self.default.transport {
+            TransportSetting::Files { dir, .. } => Some(dir),
             _ => None,
         }
     }
@@ -135,6 +149,7 @@ impl LlmSetup {
         self.named.keys().map(String::as_str).collect()
     }
 
+    /// The names of the named models as the errors say them.
     fn known_list(&self) -> String {
         if self.named.is_empty() {
             "none: give --models FILE".into()

@@ -1,7 +1,7 @@
 //! The preflight: every endpoint the run will call (the writer's, a pool's, the readers',
 //! the named models') checked before any work.
 
-use super::{Carrier, LlmSetup, ReaderSetting};
+use super::{LlmSetup, ModelSpec, ReaderSetting, TransportSetting};
 use crate::llm_args::Backend;
 use cb_engine::Recipe;
 
@@ -13,25 +13,14 @@ impl LlmSetup {
         if self.backend == Backend::Offline {
             return Ok(());
         }
-        let sends_nothing = matches!(self.default.carrier, Carrier::Files { .. });
+        let sends_nothing = matches!(self.default.transport, TransportSetting::Files { .. });
         let calls = self.backend == Backend::Openai && !self.dry_run && !sends_nothing;
-        let pool = match &self.default.carrier {
-            Carrier::Pool(p) => p.endpoints.iter().map(|e| e.base_url.as_str()).collect(),
-            _ => Vec::new(),
-        };
-        for url in self.default.base_url.iter().map(String::as_str).chain(pool) {
+        for url in self.default.endpoints() {
             crate::preflight::check_endpoint("--base-url", url, calls)?;
         }
-        for spec in self.named.values() {
-            let pool = match &spec.carrier {
-                Carrier::Pool(p) => p.endpoints.iter().map(|e| e.base_url.as_str()).collect(),
-                _ => Vec::new(),
-            };
-            for url in spec.base_url.iter().map(String::as_str).chain(pool) {
-                crate::preflight::check_endpoint(&spec.named_by.base_url, url, calls)?;
-            }
-        }
-        Ok(())
+        self.named
+            .values()
+            .try_for_each(|spec| check_model(spec, calls))
     }
 
     /// The endpoints of the build's readers (`--reader-base-url`, `--reader NAME`, the
@@ -57,17 +46,18 @@ impl LlmSetup {
                 .flat_map(|s| s.strs("readers").unwrap_or_default()),
         );
         for name in names {
-            let Some(spec) = self.named.get(&name) else {
-                continue;
-            };
-            let pool = match &spec.carrier {
-                Carrier::Pool(p) => p.endpoints.iter().map(|e| e.base_url.as_str()).collect(),
-                _ => Vec::new(),
-            };
-            for url in spec.base_url.iter().map(String::as_str).chain(pool) {
-                crate::preflight::check_endpoint(&spec.named_by.base_url, url, calls)?;
+            if let Some(spec) = self.named.get(&name) {
+                check_model(spec, calls)?;
             }
         }
         Ok(())
     }
+}
+
+/// Checks every endpoint of a named model (`calls`: whether this run sends it requests).
+fn check_model(spec: &ModelSpec, calls: bool) -> anyhow::Result<()> {
+    for url in spec.endpoints() {
+        crate::preflight::check_endpoint(&spec.named_by.base_url, url, calls)?;
+    }
+    Ok(())
 }

@@ -2,7 +2,7 @@
 //! limits, transport) and each recipe's routing table, every layer from the run's roster.
 
 use super::endpoint::{api_key, reader_config};
-use super::{Carrier, LlmSetup, ModelSpec, ReaderSetting};
+use super::{LlmSetup, ModelSpec, ReaderSetting, TransportSetting};
 use crate::config_error::config_err;
 use crate::llm_args::Backend;
 use anyhow::Context;
@@ -21,18 +21,18 @@ impl LlmSetup {
     ) -> anyhow::Result<LlmConfig> {
         let mut c = self.shared.clone();
         if self.backend == Backend::Offline {
-            apply_carrier(&mut c, &self.default.carrier)?;
+            apply_transport(&mut c, &self.default.transport)?;
             return Ok(c);
         }
         let spec = &self.default;
         // A pool stands in for `--base-url` (its first endpoint names the run); batch files
         // name no server unless told: their answers are recorded as from `batch-files`.
-        let stand_in = match &spec.carrier {
-            Carrier::Pool(p) => p.endpoints.first().map(|e| e.base_url.clone()),
-            Carrier::Files { .. } => Some(cb_llm::batch_files::ENDPOINT.to_owned()),
+        let transport_url = match &spec.transport {
+            TransportSetting::Pool(p) => p.endpoints.first().map(|e| e.base_url.clone()),
+            TransportSetting::Files { .. } => Some(cb_llm::batch_files::ENDPOINT.to_owned()),
             _ => None,
         };
-        let given = spec.base_url.clone().or(stand_in);
+        let given = spec.base_url.clone().or(transport_url);
         let (base_url, model) = match (self.backend, &given, &spec.model) {
             (_, Some(u), Some(m)) => (u.clone(), m.clone()),
             (Backend::Replay, u, m) => {
@@ -88,7 +88,7 @@ impl LlmSetup {
         if let Some(s) = spec.structured {
             c.structured = s;
         }
-        apply_carrier(&mut c, &spec.carrier)?;
+        apply_transport(&mut c, &spec.transport)?;
         Ok(c)
     }
 
@@ -96,9 +96,9 @@ impl LlmSetup {
     /// reads with its model in an offline build too).
     fn named_model_config(&self, name: &str) -> anyhow::Result<LlmConfig> {
         let spec = &self.named[name];
-        let base_url = match (&spec.base_url, &spec.carrier) {
+        let base_url = match (&spec.base_url, &spec.transport) {
             (Some(u), _) => u.clone(),
-            (None, Carrier::Pool(p)) => p
+            (None, TransportSetting::Pool(p)) => p
                 .endpoints
                 .first()
                 .map(|e| e.base_url.clone())
@@ -218,7 +218,7 @@ impl LlmSetup {
             }
         };
         if !offline && base_url == config.base_url && model == config.model {
-            return Ok(Some((Who::Build, routes.writer().clone())));
+            return Ok(Some((Who::Writer, routes.writer().clone())));
         }
         crate::preflight::check_endpoint(
             "--reader-base-url",
@@ -239,22 +239,22 @@ impl LlmSetup {
 /// Puts the transport into a configuration: a pool (not for the offline backend, which
 /// sends nothing) sums its endpoints' concurrency; the Batch API prices calls at its factor;
 /// batch files need their folder, made here.
-fn apply_carrier(c: &mut LlmConfig, carrier: &Carrier) -> anyhow::Result<()> {
+fn apply_transport(c: &mut LlmConfig, transport: &TransportSetting) -> anyhow::Result<()> {
     let batch_backend = matches!(c.backend, BackendKind::Openai | BackendKind::DryRun);
-    match carrier {
-        Carrier::Online => {}
-        Carrier::Pool(pool) => {
+    match transport {
+        TransportSetting::Online => {}
+        TransportSetting::Pool(pool) => {
             if c.backend != BackendKind::Offline {
                 c.concurrency = Limits::of_pool(pool).concurrency;
                 c.transport = Transport::Pool(pool.clone());
             }
         }
-        Carrier::Files { .. } if !batch_backend => {
+        TransportSetting::Files { .. } if !batch_backend => {
             return Err(config_err(
                 "--batch-dir needs the openai backend (--model names the model the files ask for)",
             ))
         }
-        Carrier::Files {
+        TransportSetting::Files {
             dir,
             max_lines,
             max_bytes,
@@ -276,12 +276,12 @@ fn apply_carrier(c: &mut LlmConfig, carrier: &Carrier) -> anyhow::Result<()> {
                 ..FilesOptions::new(dir)
             });
         }
-        Carrier::BatchApi { .. } if !batch_backend => {
+        TransportSetting::BatchApi { .. } if !batch_backend => {
             return Err(config_err(
                 "--batch needs the openai backend (--base-url and --model)",
             ))
         }
-        Carrier::BatchApi {
+        TransportSetting::BatchApi {
             options,
             price_factor,
         } => {

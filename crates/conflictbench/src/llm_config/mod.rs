@@ -6,7 +6,7 @@
 //! (every layer of the run comes from one roster, [`LlmSetup::roster`]: one budget, one cache
 //! writer, one limiter and one pool a model; each recipe's routes: [`LlmSetup::routes`]),
 //! `eval` the model under test, `audit` and `batches` their one endpoint
-//! ([`reader_config`], [`api_key`]).
+//! ([`endpoint::reader_config`], [`endpoint::api_key`]).
 
 mod endpoint;
 mod flags;

@@ -70,7 +70,7 @@ pub fn fr(vr: Option<f64>, rr: Option<f64>) -> Option<f64> {
 
 /// One question's contribution to the DMSS, in {-1, 0, 1}. **Reading** of section 3.4 and
 /// appendix A.2 ("The closer DMSS to 1 means the model is more likely to depend on
-/// self-memory to answer the question. Conversely, when DMSS nearing -1 the model [leans]
+/// self-memory to answer the question. Conversely, when DMSS nearing -1 the model \[leans\]
 /// heavily on external prompts"): a known question asked with the negative context scores
 /// +1 when the answer stays golden (memory) and -1 when it is the negative option (prompt);
 /// an unknown question asked with the golden context scores -1 when the answer is golden

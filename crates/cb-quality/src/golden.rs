@@ -4,7 +4,7 @@
 use crate::stems::{distinct_stems, each_content_stem, Stem};
 
 /// Whether a context written for the negative answer speaks of the golden answer at least as
-/// much as of the negative one: it uses at least one content-word stem ([`stem`]) of the
+/// much as of the negative one: it uses at least one content-word stem ([`crate::stems::stem`]) of the
 /// golden answer that the negative answer lacks, and at least as many of those as of the
 /// negative answer's own (function words and the words of `given`, the question and premise,
 /// left out). Real SmolLM2 explanations for e-CARE: "A car's battery is dead, so it needs to

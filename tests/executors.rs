@@ -306,6 +306,52 @@ async fn run_dir_stopped_by_sigterm_exits_143() {
     run_dir_stopped_by("TERM", 143, false).await;
 }
 
+/// `run-dir` stopped while a request waits to be retried (the server asked for a minute)
+/// stops at once, sends it no more, and leaves the file, none of whose requests got an
+/// answer, as it was, naming it.
+#[tokio::test(flavor = "multi_thread")]
+async fn run_dir_stopped_while_a_request_waits_to_be_retried_sends_it_no_more() {
+    let mock = MockServer::start(responder(|_| Reply::Status {
+        code: 503,
+        retry_after: Some("60".into()),
+        body: r#"{"error":{"message":"busy"}}"#.into(),
+    }))
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("requests-00001.jsonl"), good("a") + "\n").unwrap();
+    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_conflictbench"))
+        .args(["batches", "run-dir"])
+        .arg(dir.path())
+        .args(["--base-url", &mock.base_url()])
+        .env_remove("OPENAI_API_KEY")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let pid = child.id().unwrap();
+    let t0 = std::time::Instant::now();
+    while mock.request_count() < 1 {
+        assert!(t0.elapsed().as_secs() < 60, "no requests came");
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let o = tokio::time::timeout(std::time::Duration::from_secs(20), child.wait_with_output())
+        .await
+        .expect("run-dir waited out the retry")
+        .unwrap();
+    let said = text(&o);
+    assert_eq!(o.status.code(), Some(130), "{said}");
+    assert_eq!(mock.request_count(), 1, "retried after the stop");
+    assert!(said.contains("requests-00001.jsonl"), "{said}");
+    assert!(!dir.path().join("requests-00001.output.jsonl").exists());
+}
+
 /// A second `run-dir` on a folder another one is answering exits 2 naming it, sending
 /// nothing; a folder it cannot write to is refused before anything is sent (where the tests
 /// run without root's rights to write anywhere).

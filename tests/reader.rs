@@ -139,6 +139,18 @@ async fn offline_cose(
     build(&args, &[]).await
 }
 
+/// A row without what reading it adds (the `reader` column and the reader's calls in its
+/// lineage).
+fn without_reader(row: &Value) -> Value {
+    let mut row = row.clone();
+    let o = row.as_object_mut().unwrap();
+    o.remove("reader");
+    if let Some(Value::Array(calls)) = o.get_mut("lineage") {
+        calls.retain(|c| c["step"] != "reader_check");
+    }
+    row
+}
+
 fn by_id(rows: &[Value]) -> HashMap<String, Value> {
     rows.iter()
         .map(|r| (r["source_id"].as_str().unwrap().to_owned(), r.clone()))
@@ -176,13 +188,25 @@ async fn an_offline_build_read_by_an_always_a_reader_keeps_exactly_the_rows_whos
         .filter(|r| r["stage"] == "reader_check")
         .collect();
     assert_eq!(by_reader.len(), all.len() - want.len());
+    let unread = by_id(&all);
     for r in &by_reader {
         assert_eq!(r["reason"], "reader_disagrees", "{r}");
         assert!(
             r["detail"].as_str().unwrap().contains("picked \"A\""),
             "{r}"
         );
+        // The refused row is kept whole: the row the build without a reader wrote, with the
+        // reader's verdicts and calls.
+        let row = &r["row"];
+        assert_eq!(row["reader"]["checks"][0]["pick"], "A", "{r}");
+        assert_eq!(
+            without_reader(row),
+            without_reader(&unread[r["id"].as_str().unwrap()])
+        );
     }
+    assert!(rejects
+        .iter()
+        .all(|r| r.get("row").is_some() == (r["reason"] == "reader_disagrees")));
     // Kept rows carry the reader's picks; the manifest and the card name the reader.
     for r in &kept {
         let checks = r["reader"]["checks"].as_array().unwrap();
@@ -1000,4 +1024,69 @@ async fn an_unknown_reader_name_and_a_bad_agree_are_refused_at_load() {
     let agree = &refused["\"a\", \"b\""];
     assert!(agree.contains("unknown `agree = \"most\"`"), "{agree}");
     assert_eq!(a.request_count() + b.request_count(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_recall_sample_the_reader_refuses_is_kept_whole_in_its_reject() {
+    let raw = repo().join("raw");
+    let (plain, read) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let server = MockServer::start(fixed("A")).await;
+    let base = server.base_url();
+    for (out, reader) in [(plain.path(), None), (read.path(), Some(&base))] {
+        let mut args = vec!["recall", "--domains", "uj", "--raw", raw.to_str().unwrap()];
+        args.extend(["--out", out.to_str().unwrap()]);
+        if let Some(base) = reader {
+            args.extend(["--reader-base-url", base, "--reader-model", "reader"]);
+        }
+        let o = build(&args, &[]).await;
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    // "A" is the edited answer's option or the original's, never both: the reader refuses
+    // every sample (`qa_a` wants the edited answer, `qa_na` the original).
+    let (plain, read) = (
+        plain.path().join("recall/uj"),
+        read.path().join("recall/uj"),
+    );
+    let by_source = |file: &str| {
+        let mut m: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+        for r in read_jsonl(&plain.join(file)) {
+            m.entry(r["source_id"].as_str().unwrap().to_owned())
+                .or_default()
+                .push(without_reader(&r));
+        }
+        m
+    };
+    let (qa_a, qa_na, tg) = (
+        by_source("qa_a.jsonl"),
+        by_source("qa_na.jsonl"),
+        by_source("text_generation.jsonl"),
+    );
+    assert!(read_jsonl(&read.join("qa_a.jsonl")).is_empty());
+    let rejects = read_jsonl(&read.join("rejects.jsonl"));
+    let refused: Vec<&Value> = rejects
+        .iter()
+        .filter(|r| r["reason"] == "reader_disagrees")
+        .collect();
+    assert!(!qa_a.is_empty());
+    assert_eq!(refused.len(), qa_a.len(), "every sample refused");
+    assert!(rejects
+        .iter()
+        .all(|r| r.get("row").is_some() == (r["reason"] == "reader_disagrees")));
+    for r in refused {
+        let (id, row) = (r["id"].as_str().unwrap(), &r["row"]);
+        assert_eq!(row["qa_a"]["reader"]["checks"][0]["check"], "qa_a", "{r}");
+        assert_eq!(vec![without_reader(&row["qa_a"])], qa_a[id], "{id}");
+        let na: Vec<Value> = row["qa_na"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(without_reader)
+            .collect();
+        assert_eq!(na, qa_na[id], "{id}");
+        assert_eq!(
+            vec![without_reader(&row["text_generation"])],
+            tg[id],
+            "{id}"
+        );
+    }
 }

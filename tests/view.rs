@@ -5,8 +5,9 @@
 //! once lose nothing; the pages list, filter and search what the files hold, check their page
 //! numbers, mark hidden characters and keep a row's link when files come; a bad file is
 //! reported once per change; ratings that cannot be written leave the pages reading; the
-//! page's reader-versus-people kappa of a build read by a scripted reader is the one computed
-//! by hand, and a rater set aside leaves Fleiss' kappa to the others.
+//! rating sample of a build read by a scripted reader holds the rows it kept and those it
+//! refused, half and half, shown alike, and the page's reader-versus-people kappa over both is
+//! the one computed by hand; a rater set aside leaves Fleiss' kappa to the others.
 
 mod common;
 #[path = "common/view.rs"]
@@ -817,46 +818,84 @@ async fn the_page_measures_the_reader_against_people_as_by_hand() {
     let reader = cb_mock::MockServer::start(follower_picking_the_longest()).await;
     view_common::read_build_of(&out, &reader, "squad").await;
     let rows = common::read_jsonl(&out.join("kre/squad/squad.jsonl"));
+    let rejects = common::read_jsonl(&out.join("kre/squad/rejects.jsonl"));
+    // The rows the reader refused for its verdict keep their texts and verdicts in the
+    // reject (no other reject has a `row`).
+    let refused: Vec<&serde_json::Value> = rejects
+        .iter()
+        .filter(|r| r["reason"] == "reader_disagrees")
+        .map(|r| &r["row"])
+        .collect();
+    assert!(rejects
+        .iter()
+        .all(|r| r.get("row").is_some() == (r["reason"] == "reader_disagrees")));
+    assert_eq!((rows.len(), refused.len()), (4, 2), "{rejects:?}");
     let v = start_viewer(&[out.to_str().unwrap(), "--sample", "100"]);
     let ids = sample_ids(v.port);
-    assert_eq!(ids.len(), rows.len(), "the sample is every row");
-    let reader_says: Vec<(String, bool)> = rows
-        .iter()
-        .map(|r| {
-            let set = r["reader"]["checks"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|c| c["check"] == "answer_set")
-                .unwrap();
-            (
-                r["id"].as_str().unwrap().to_owned(),
-                set["passed"].as_bool().unwrap(),
-            )
-        })
-        .collect();
-    // The reader's answer-set picks, as the rows record them (the longest option is the
-    // golden answer in the first row only).
-    let by_id = |id: &str| {
-        reader_says
-            .iter()
-            .find(|(r, _)| id.ends_with(&format!("#{r}")))
-            .unwrap()
-            .1
+    // The sample: every row kept and every row refused, shuffled together.
+    let of = |id: &str| {
+        let row =
+            |r: &&serde_json::Value| id == format!("squad.jsonl#{}", r["id"].as_str().unwrap());
+        (rows.iter().find(row).map(|r| (r, true)))
+            .or_else(|| refused.iter().copied().find(row).map(|r| (r, false)))
+            .unwrap_or_else(|| panic!("{id} is neither a row kept nor one refused"))
     };
-    let reader_set: Vec<bool> = ids.iter().map(|id| by_id(id)).collect();
-    assert_eq!(
-        reader_set,
-        [true, false, false, false],
-        "{reader_says:?} {ids:?}"
+    let kept: Vec<bool> = ids.iter().map(|id| of(id).1).collect();
+    assert_eq!(kept, [true, true, true, true, false, false], "{ids:?}");
+    let (_, page) = get(v.port, "/rate");
+    assert!(
+        page.contains("2 rows the reader refused and 4 rows it let stand"),
+        "{page}"
     );
+    // A refused row is shown as a kept one is: the same marks, nothing naming a verdict.
+    for step in ["", "&distinguishable=yes"] {
+        let show = |k: usize| get(v.port, &format!("/rate?rater=probe&item={k}{step}")).1;
+        let (kept_page, refused_page) = (show(0), show(4));
+        for page in [&kept_page, &refused_page] {
+            let question = page.split("<p><strong>").nth(1).unwrap();
+            assert!(
+                !question.contains("refus") && !question.contains("reject"),
+                "{page}"
+            );
+        }
+        for mark in [
+            "id=\"cb-item\"",
+            "cb-plain-options",
+            "id=\"cb-options\"",
+            "golden answer",
+            "negative answer",
+            "golden context",
+            "negative context",
+        ] {
+            assert_eq!(
+                kept_page.contains(mark),
+                refused_page.contains(mark),
+                "{mark}: {refused_page}"
+            );
+        }
+    }
+    // What the reader said, as the rows and the rejects record it: misled (it picked the
+    // negative answer from the negative context) by every row it kept and by none it
+    // refused; from the options alone it told the golden answer in the first row only (the
+    // longest option), and it was not asked that of the rows it refused.
+    let said = |k: usize, check: &str| {
+        let checks = of(&ids[k]).0["reader"]["checks"].as_array().unwrap();
+        let c = checks.iter().find(|c| c["check"] == check);
+        c.map(|c| c["passed"].as_bool().unwrap())
+    };
+    let reader_misled: Vec<Option<bool>> = (0..6).map(|k| said(k, "negative")).collect();
+    let t = Some(true);
+    let f = Some(false);
+    assert_eq!(reader_misled, [t, t, t, t, f, f]);
+    let reader_set: Vec<Option<bool>> = (0..6).map(|k| said(k, "answer_set")).collect();
+    assert_eq!(reader_set, [t, f, f, f, None, None], "{ids:?}");
     // Two raters agree throughout: the answer set tells the answer in items 0 and 3; the
-    // negative context does not mislead in item 1, it does (highly) in the others.
+    // negative context does not mislead in items 1 and 4, it does (highly) in the others.
     let token = form_token(v.port);
     for (k, id) in ids.iter().enumerate() {
         for rater in ["ann", "bob"] {
             let dist = if k % 3 == 0 { "yes" } else { "no" };
-            let level = if k == 1 { "not" } else { "highly" };
+            let level = if k == 1 || k == 4 { "not" } else { "highly" };
             let body = rating_body(&token, rater, id, level, dist);
             assert_eq!(request(v.port, "POST", "/rate", &[], &body).0, 303);
         }
@@ -882,7 +921,8 @@ async fn the_page_measures_the_reader_against_people_as_by_hand() {
                 .to_owned()
         })
         .collect();
-    // By hand, answer set, (people, reader): (yes, yes), (no, no), (no, no), (yes, no).
+    // By hand, answer set, over the four items the reader was asked it of, (people, reader):
+    // (yes, yes), (no, no), (no, no), (yes, no).
     // p_o = 3/4; people say yes 2/4, the reader 1/4: p_e = 1/2 · 1/4 + 1/2 · 3/4 = 1/2;
     // kappa = (3/4 - 1/2) / (1 - 1/2) = 0.5; se = sqrt(3/4 · 1/4 / (4 · 1/4)) = 0.4330,
     // interval 0.5 ± 1.96 se = [-0.349, 1.349], clipped to [-0.349, 1.000].
@@ -898,26 +938,28 @@ async fn the_page_measures_the_reader_against_people_as_by_hand() {
         ],
         "{table}"
     );
-    // Misleading, (people, reader): (yes, yes), (no, yes), (yes, yes), (yes, yes): p_o = 3/4;
-    // people 3/4, the reader 4/4: p_e = 3/4; kappa = 0 (a reader misled by every row it let
-    // stand agrees with people no better than chance); se = sqrt(3/16 / (4 · 1/16)) = 0.866,
-    // interval clipped to [-1.000, 1.000].
+    // Misleading, over the six, (people, reader): (yes, yes), (no, yes), (yes, yes),
+    // (yes, yes), (no, no), (yes, no): p_o = 4/6; people say yes 4/6, the reader 4/6:
+    // p_e = (2/3)² + (1/3)² = 5/9; kappa = (2/3 - 5/9) / (4/9) = 0.25;
+    // se = sqrt(2/3 · 1/3 / (6 · (4/9)²)) = 0.4330, interval 0.25 ± 0.8487 = [-0.599, 1.099],
+    // clipped to [-0.599, 1.000]. (Over the rows kept alone the reader says "misled" of each,
+    // and its kappa is 0 whatever the people say.)
     assert_eq!(
         cells[..6],
         [
             "reader",
             "misleading",
-            "4",
-            "0.750",
-            "0.0000",
-            "[-1.000, 1.000]"
+            "6",
+            "0.667",
+            "0.2500",
+            "[-0.599, 1.000]"
         ],
         "{table}"
     );
     // A third rater who rated one item (not misleading) leaves one item every rater rated:
     // ann, bob highly, carl not: P = (2 · 1) / (3 · 2) = 1/3, P_e = (2/3)² + (1/3)² = 5/9,
-    // kappa = (1/3 - 5/9) / (4/9) = -0.5. Set aside, ann and bob agree on all four items:
-    // P = 1, P_e = (1/4)² + (3/4)² = 5/8, kappa = 1.
+    // kappa = (1/3 - 5/9) / (4/9) = -0.5. Set aside, ann and bob agree on all six items:
+    // P = 1, P_e = (2/6)² + (4/6)² = 5/9, kappa = 1.
     let body = rating_body(&token, "carl", &ids[0], "not", "yes");
     assert_eq!(request(v.port, "POST", "/rate", &[], &body).0, 303);
     let fleiss = |query: &str| {
@@ -938,7 +980,7 @@ async fn the_page_measures_the_reader_against_people_as_by_hand() {
     );
     assert_eq!(
         fleiss("?among=ann&among=bob"),
-        "Fleiss' kappa: 1.0000; percent agreement 100.0% over 4 item(s) that all 2 raters rated."
+        "Fleiss' kappa: 1.0000; percent agreement 100.0% over 6 item(s) that all 2 raters rated."
     );
     let (_, page) = get(v.port, "/agreement?among=ann&among=bob");
     assert!(
@@ -949,11 +991,22 @@ async fn the_page_measures_the_reader_against_people_as_by_hand() {
         page.contains("&#x2f;export?rater=ann&amp;among=ann&amp;among=bob"),
         "{page}"
     );
-    // Ann's sheet among ann and bob holds the four items they both rated.
+    // Ann's sheet among ann and bob holds the six items they both rated.
     let (status, csv) = get(v.port, "/export?rater=ann&among=ann&among=bob");
     assert_eq!(status, 200, "{csv}");
     assert_eq!(
         csv::Reader::from_reader(csv.as_bytes()).records().count(),
-        4
+        6
+    );
+    // A sample of four is half refused, half kept.
+    drop(v);
+    let v = start_viewer(&[out.to_str().unwrap(), "--sample", "4"]);
+    let kept: Vec<bool> = sample_ids(v.port).iter().map(|id| of(id).1).collect();
+    assert_eq!(kept.iter().filter(|k| **k).count(), 2, "{kept:?}");
+    assert_eq!(kept.len(), 4);
+    let (_, page) = get(v.port, "/rate");
+    assert!(
+        page.contains("2 rows the reader refused and 2 rows it let stand"),
+        "{page}"
     );
 }

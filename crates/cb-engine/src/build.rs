@@ -192,6 +192,13 @@ impl Runner {
         }
         (item, Ok(()))
     }
+
+    /// Whether the reader check refused the item for its verdict (`reader_disagrees`): its
+    /// reject then carries the rows it would have written.
+    fn refused(&self, ended: &Ended) -> bool {
+        matches!(ended, Err((i, StepFailure::Reject { reason, .. }))
+            if reason == "reader_disagrees" && self.steps[*i].reads())
+    }
 }
 
 /// Whether an item ended waiting for batch files to be answered ([`cb_llm::LlmError::Waiting`]):
@@ -221,6 +228,9 @@ struct Finished {
     item: Item,
     ended: Ended,
     rows: Result<Encoded, EngineError>,
+    /// The rows of an item the reader check refused, for its reject
+    /// ([`crate::output::Encoder::refused`]).
+    refused: Option<Result<serde_json::Value, EngineError>>,
 }
 
 /// What running the items gave, before the accounting.
@@ -255,7 +265,12 @@ impl Ran {
     /// Takes in one item that ended: its reader verdicts, its calls, the steps it entered and
     /// the one that rejected it. Gives what is to be written in its place.
     fn add(&mut self, steps: &[Box<dyn Step>], finished: Finished) -> Done {
-        let Finished { item, ended, rows } = finished;
+        let Finished {
+            item,
+            ended,
+            rows,
+            refused,
+        } = finished;
         if let Some(r) = item.fields.get(cb_step::READER_FIELD) {
             self.counts.readers.add(r);
         }
@@ -297,6 +312,10 @@ impl Ran {
                 let c = &mut self.counts.steps[i];
                 c.rejected += 1;
                 *c.reasons.entry(reason.clone()).or_default() += 1;
+                let row = match refused.transpose() {
+                    Ok(row) => row,
+                    Err(e) => return Done::Row(Err(e)),
+                };
                 Done::Reject(Reject {
                     id: item.id,
                     origin: item.origin.to_string(),
@@ -305,6 +324,7 @@ impl Ran {
                     detail,
                     raw_response: raw,
                     attempts,
+                    row,
                 })
             }
         }
@@ -504,7 +524,14 @@ impl Build<'_> {
                         Ok(()) => encoder.encode(&item),
                         Err(_) => Ok(Encoded::default()),
                     };
-                    (slot, Finished { item, ended, rows })
+                    let refused = runner.refused(&ended).then(|| encoder.refused(&item));
+                    let finished = Finished {
+                        item,
+                        ended,
+                        rows,
+                        refused,
+                    };
+                    (slot, finished)
                 });
             }
             Err(r) => {

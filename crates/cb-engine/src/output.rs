@@ -470,6 +470,20 @@ impl Encoder {
         };
         Ok(Encoded(rows))
     }
+
+    /// The rows an item the reader check refused would have written, as one value for its
+    /// reject's `row` (KRE: the clean JSONL row; RECALL: `qa_a`, `qa_na` and
+    /// `text_generation` by name).
+    pub fn refused(&self, item: &Item) -> Result<Value, EngineError> {
+        Ok(if self.recall {
+            let (qa_a, qa_na, text_generation) = recall_rows(item, &self.recipe)?;
+            serde_json::json!({ "qa_a": qa_a, "qa_na": qa_na, "text_generation": text_generation })
+        } else {
+            let release = kre_row(item)?;
+            serde_json::to_value(kre_clean_row(item, &self.recipe, &release))
+                .expect("a row serialises")
+        })
+    }
 }
 
 /// The output files of one recipe's build, written as its rows pass in source order: the

@@ -56,6 +56,7 @@ fn read_error_reject(e: &cb_readers::ReadError, index: usize) -> Reject {
         detail,
         raw_response: None,
         attempts: 0,
+        row: None,
     }
 }
 
@@ -423,6 +424,7 @@ fn reject(rec: &SourceRecord, stage: Stage, why: Why) -> Reject {
         detail: why.detail,
         raw_response: None,
         attempts: 0,
+        row: None,
     }
 }
 

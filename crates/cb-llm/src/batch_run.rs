@@ -40,23 +40,42 @@ pub struct RunReport {
     pub unanswered: usize,
     /// Input files left without an output file because none of their requests got an answer.
     pub unwritten: usize,
-    /// Input files not begun because the run was stopped ([`Stop`]).
+    /// Input files left as they were because the run was stopped ([`Stop`]): not begun, or
+    /// stopped before any of their requests got an answer.
     pub left: Vec<PathBuf>,
 }
 
-/// Tells a running executor to stop: no request is sent once it is set.
+/// Tells a running executor to stop: no request is sent once it is set, and a request
+/// waiting to be retried is not retried.
 #[derive(Debug, Default)]
-pub struct Stop(std::sync::OnceLock<String>);
+pub struct Stop {
+    why: std::sync::OnceLock<String>,
+    set: tokio::sync::Notify,
+}
 
 impl Stop {
     /// Stops the run, `why` saying by what (the first reason stays).
     pub fn stop(&self, why: &str) {
-        let _ = self.0.set(why.to_owned());
+        let _ = self.why.set(why.to_owned());
+        self.set.notify_waiters();
     }
 
     /// Why the run was stopped, if it was.
     pub fn why(&self) -> Option<&str> {
-        self.0.get().map(String::as_str)
+        self.why.get().map(String::as_str)
+    }
+
+    /// Returns once the run is stopped.
+    async fn stopped(&self) {
+        loop {
+            let set = self.set.notified();
+            tokio::pin!(set);
+            set.as_mut().enable();
+            if self.why().is_some() {
+                return;
+            }
+            set.await;
+        }
     }
 }
 
@@ -106,6 +125,10 @@ pub async fn run_dir(
             break;
         }
         let file = answer_file(&input, (&http, &config), stop).await?;
+        if file.output.is_none() && stop.why().is_some() {
+            // Stopped before any of its requests got an answer: left as it was.
+            report.left.push(input);
+        }
         done(&file);
         report.files += usize::from(file.output.is_some());
         report.unwritten += usize::from(file.output.is_none());
@@ -260,7 +283,11 @@ async fn answer(
                 attempt += 1;
                 let wait = config.retry_wait(&e, attempt);
                 tracing::warn!(attempt, error = %e, "executor: retrying a request");
-                tokio::time::sleep(wait).await;
+                tokio::select! {
+                    () = tokio::time::sleep(wait) => {}
+                    // Stopped while waiting to retry: not sent again.
+                    () = stop.stopped() => return Err(e),
+                }
             }
             other => return other,
         }

@@ -10,6 +10,7 @@
 use crate::error::ViewError;
 use crate::record::{self, Layout};
 use cb_audit::{FileKind, CHECKS};
+use rand::seq::SliceRandom;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -68,6 +69,9 @@ pub struct RejectFacts {
     pub offset: u64,
     /// Index into [`Snapshot::reasons`].
     pub reason: u16,
+    /// The rows it holds under `row`: those of an item the reader refused
+    /// (`reader_disagrees`: KRE one, RECALL its sample's), 0 for any other reject.
+    pub refused_rows: u8,
 }
 
 /// A folder of a build's outputs (`kre/cose`), or the folder of a file viewed alone.
@@ -82,11 +86,24 @@ pub struct Domain {
     pub rejects: Vec<RejectFacts>,
 }
 
-/// A row of the rating sample: its place and its `item_id` (as on the review sheet).
+/// A row of the rating sample: where it is and its `item_id` (as on the review sheet).
 #[derive(Debug, Clone)]
 pub struct SampleItem {
-    pub row: usize,
+    pub at: Sampled,
     pub item_id: String,
+}
+
+/// Where a row of the rating sample is: a row of the files (the reader let it stand), or a
+/// row the reader refused, kept in a reject's `row` (its `part`-th: KRE's only row, RECALL's
+/// `qa_a`, `qa_na`... and `text_generation` rows in that order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sampled {
+    Row(usize),
+    Refused {
+        domain: usize,
+        reject: usize,
+        part: u8,
+    },
 }
 
 /// The viewed folder at one moment.
@@ -99,7 +116,10 @@ pub struct Snapshot {
     /// Reject reason codes, in order of first appearance.
     pub reasons: Vec<String>,
     pub report: Option<cb_audit::Report>,
+    /// The rating sample ([`Snapshot::add_sample`]), in the order raters are shown it.
     pub sample: Vec<SampleItem>,
+    /// How many rows of the sample the reader refused.
+    pub sample_refused: usize,
     /// Reader models named in the rows' `reader` columns (the first reader, then a panel's).
     pub readers: Vec<String>,
     pub fingerprint: Fingerprint,
@@ -402,28 +422,109 @@ impl Snapshot {
             if id == next {
                 self.reasons.push(reason.to_owned());
             }
-            rejects.push(RejectFacts { offset, reason: id });
+            let refused = v.get("row").map_or(0, |r| refused_rows(r).len());
+            rejects.push(RejectFacts {
+                offset,
+                reason: id,
+                refused_rows: refused.min(u8::MAX as usize) as u8,
+            });
             Ok(())
         })?;
         self.domains[d].rejects = rejects;
         Ok(())
     }
 
+    /// The rating sample, drawn blind to the reader's verdict: with rows the reader refused
+    /// (rejects holding their `row`), half of it (rounded down) is drawn from those, seeded,
+    /// and the rest is the review sheet's stratified sample of the files' rows (the reader let
+    /// them stand); either side short of its half leaves the rest to the other. The two are
+    /// shown shuffled together (seeded), so a row's place does not tell its verdict. Without
+    /// refused rows the sample is the review sheet's (`audit --sheet`, same size and seed),
+    /// in file order.
     fn add_sample(&mut self, spec: SampleSpec) -> Result<(), ViewError> {
-        let Some(report) = &self.report else {
-            return Ok(());
-        };
-        let rows = cb_audit::sample::stratified_sample(report, spec.size, spec.seed);
-        let items = report.items_at(&rows)?;
-        self.sample = rows
-            .into_iter()
-            .zip(items)
-            .map(|(row, item)| SampleItem {
-                row,
+        let mut pool: Vec<Sampled> = Vec::new();
+        for (domain, d) in self.domains.iter().enumerate() {
+            for (reject, r) in d.rejects.iter().enumerate() {
+                pool.extend((0..r.refused_rows).map(|part| Sampled::Refused {
+                    domain,
+                    reject,
+                    part,
+                }));
+            }
+        }
+        let kept = self.report.as_ref().map_or(0, |r| r.outline.len());
+        let mut refused = pool.len().min(spec.size / 2);
+        let keep = kept.min(spec.size - refused);
+        refused = pool.len().min(spec.size - keep);
+        let mut sample = Vec::with_capacity(keep + refused);
+        if let Some(report) = &self.report {
+            let rows = cb_audit::sample::stratified_sample(report, keep, spec.seed);
+            let items = report.items_at(&rows)?;
+            sample.extend(rows.into_iter().zip(items).map(|(row, item)| SampleItem {
+                at: Sampled::Row(row),
                 item_id: item.item_id,
-            })
-            .collect();
+            }));
+        }
+        if refused > 0 {
+            let mut rng = cb_model::item_rng(spec.seed, "view-sample", "refused", "draw");
+            pool.shuffle(&mut rng);
+            for at in pool.into_iter().take(refused) {
+                let item_id = self.sampled(at)?.1.item_id;
+                sample.push(SampleItem { at, item_id });
+            }
+            let mut rng = cb_model::item_rng(spec.seed, "view-sample", "both", "order");
+            sample.shuffle(&mut rng);
+        }
+        self.sample = sample;
+        self.sample_refused = refused;
         Ok(())
+    }
+
+    /// Reads a row of the rating sample again: its record and its item, a row the reader
+    /// refused as its file would hold it (the domain's KRE file, or the RECALL file of its
+    /// part), so that the page shows it as it shows any other.
+    pub fn sampled(&self, at: Sampled) -> Result<(Value, cb_audit::Item), ViewError> {
+        let (domain, reject, part) = match at {
+            Sampled::Row(row) => return self.row(row),
+            Sampled::Refused {
+                domain,
+                reject,
+                part,
+            } => (domain, reject, part as usize),
+        };
+        let record = self.reject(domain, reject)?;
+        let d = &self.domains[domain];
+        let (name, v) = refused_rows(&record["row"])
+            .into_iter()
+            .nth(part)
+            .ok_or_else(|| ViewError::NotFound(format!("no refused row {part} in {}", d.name)))?;
+        let path = match name {
+            Some(name) => d.dir.join(name),
+            // KRE: the domain's file (`squad.jsonl`), as the rows the reader let stand.
+            None => (d.files.iter().map(|&f| &self.files[f]))
+                .find(|f| matches!(f.kind, FileKind::KreJson | FileKind::KreJsonl))
+                .map_or_else(
+                    || {
+                        let stem = d.dir.file_name().unwrap_or_default().to_string_lossy();
+                        d.dir.join(format!("{stem}.jsonl"))
+                    },
+                    |f| f.path.clone(),
+                ),
+        };
+        let kind = match name {
+            Some("qa_a.jsonl") => FileKind::QaA,
+            Some("qa_na.jsonl") => FileKind::QaNa,
+            Some(_) => FileKind::TextGeneration,
+            None => FileKind::KreJsonl,
+        };
+        let names = cb_audit::load::RowNames::of(&path);
+        let parsed = names.row(
+            kind,
+            part,
+            &format!("rejects.jsonl record {reject}"),
+            v.clone(),
+        )?;
+        Ok((v.clone(), cb_audit::item_of(parsed, Vec::new())))
     }
 
     /// A file's name as links give it: its path under the viewed folder (its name, when a
@@ -504,6 +605,23 @@ impl Snapshot {
         };
         record::read_at(path, Layout::Lines, r.offset)
     }
+}
+
+/// The rows of a refused item's `row` (a reject's), each with the RECALL file that would
+/// hold it (`None`: KRE, the domain's file).
+fn refused_rows(row: &Value) -> Vec<(Option<&'static str>, &Value)> {
+    if !row.is_object() {
+        return Vec::new();
+    }
+    if row.get("qa_a").is_none() {
+        return vec![(None, row)];
+    }
+    let qa_na = row["qa_na"].as_array().into_iter().flatten();
+    std::iter::once((Some("qa_a.jsonl"), &row["qa_a"]))
+        .chain(qa_na.map(|r| (Some("qa_na.jsonl"), r)))
+        .chain([(Some("text_generation.jsonl"), &row["text_generation"])])
+        .filter(|(_, r)| r.is_object())
+        .collect()
 }
 
 /// The verdict of a `reader` column and whether a panel's picks differ; reader models are

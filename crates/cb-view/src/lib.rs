@@ -7,8 +7,10 @@
 //!   and its lineage opened to each call's prompt and answer (read from the cache).
 //! - Live: while a build writes into the folder, each recipe's rows and rejects so far, the
 //!   latest answers and the spend per model, read without locking the build.
-//! - Rate: raters rate the review sheet's sample (same size and seed as `audit --sheet`) on
-//!   KRE appendix A.4's scales; ratings go to one SQLite file; the page shows Fleiss' kappa
+//! - Rate: raters rate a sample drawn blind to the reader's verdict (the review sheet's rows,
+//!   same size and seed as `audit --sheet`, and, where a reader refused rows, half of it from
+//!   those, kept in the rejects' `row`; [`index::Snapshot::sampled`]) on KRE appendix A.4's
+//!   scales; ratings go to one SQLite file; the page shows Fleiss' kappa
 //!   over raters and Cohen's kappa between the people and each reader; each rater's sheet
 //!   exports to the review sheet's CSV, which `conflictbench agreement` reads.
 //!

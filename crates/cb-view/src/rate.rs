@@ -1,5 +1,7 @@
-//! Rating: a rater, under their name, rates the review sample (the sheet's rows: same size,
-//! same seed) on KRE appendix A.4's scales; the agreement page and the sheet export.
+//! Rating: a rater, under their name, rates the sample (the sheet's rows, same size and seed,
+//! and half of it from the rows a reader refused where there are some: blind to the verdict,
+//! [`crate::index::Snapshot::sampled`]) on KRE appendix A.4's scales; the agreement page and
+//! the sheet export.
 
 use crate::detail::{options_ctx, sides};
 use crate::error::ViewError;
@@ -71,7 +73,9 @@ pub async fn rate_page(
     let spec = s.settings.sample;
     let read_only = s.ratings.read_only.clone();
     let Some(rater) = q.rater.as_deref().filter(|r| !r.trim().is_empty()) else {
-        let ctx = context! { sample => snap.sample.len(), seed => spec.seed, read_only };
+        let ctx = context! {
+            sample => snap.sample.len(), refused => snap.sample_refused, seed => spec.seed, read_only
+        };
         return render(&s, "rate.html", "Rate", ctx);
     };
     let rater = check_rater(rater)?;
@@ -102,7 +106,7 @@ pub async fn rate_page(
         item_index => at, read_only, form_token => s.form_token,
     };
     if let Some(k) = at {
-        let (_, item) = snap.row(snap.sample[k].row)?;
+        let (_, item) = snap.sampled(snap.sample[k].at)?;
         let previous = mine.get(&item.item_id).map(|j| {
             context! { misleading => j.misleading.as_str(), distinguishable => j.distinguishable,
             comment => j.comment }
@@ -157,7 +161,7 @@ pub async fn rate_post(State(s): Shared, Form(f): Form<RateForm>) -> Result<Resp
 fn reader_says(snap: &Snapshot) -> Result<BTreeMap<String, ReaderSays>, ViewError> {
     let mut out = BTreeMap::new();
     for it in &snap.sample {
-        let (v, _) = snap.row(it.row)?;
+        let (v, _) = snap.sampled(it.at)?;
         let says = reader_scales(&v);
         if !says.is_empty() {
             out.insert(it.item_id.clone(), says);
@@ -239,7 +243,7 @@ pub async fn agreement_page(
         .collect();
     let ctx = context! {
         f, raters, exports, ratings => s.settings.ratings.display().to_string(),
-        set_aside => chosen.is_some(),
+        set_aside => chosen.is_some(), refused => s.snapshot().sample_refused,
     };
     render(&s, "agreement.html", "Agreement", ctx)
 }
@@ -264,7 +268,7 @@ pub fn sheet(
     let mut items = Vec::new();
     for (it, fig) in snap.sample.iter().zip(&f.items) {
         if fig.counts.iter().sum::<usize>() == raters {
-            items.push(snap.row(it.row)?.1);
+            items.push(snap.sampled(it.at)?.1);
         }
     }
     let mine: BTreeMap<&str, &Judgement> = counted

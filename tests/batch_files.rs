@@ -493,9 +493,9 @@ fn binary() -> String {
     std::env::var("CB_TEST_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_conflictbench").into())
 }
 
-/// `conflictbench build kre` (every default KRE recipe at once) against the mock, through the
-/// folder `dir` when given, with rounds of `window` items.
-async fn build_kre(s: &Setup, out: &Path, files: Option<(&Path, &str)>) -> Output {
+/// `conflictbench build kre` (every default KRE recipe at once) against the mock, with the
+/// transport flags `how` (none: online).
+async fn build_kre(s: &Setup, out: &Path, how: &[&str]) -> Output {
     let mut cmd = tokio::process::Command::new(binary());
     cmd.args(["build", "kre", "--model", "m", "--raw", &s.raw, "--out"])
         .arg(out)
@@ -514,12 +514,8 @@ async fn build_kre(s: &Setup, out: &Path, files: Option<(&Path, &str)>) -> Outpu
         .env_remove("OPENAI_BASE_URL")
         .env_remove("OPENAI_API_KEY")
         .env_remove("RUST_LOG")
-        .env_remove("CONFLICTBENCH_LOG");
-    if let Some((dir, window)) = files {
-        cmd.arg("--batch-dir")
-            .arg(dir)
-            .args(["--batch-window", window]);
-    }
+        .env_remove("CONFLICTBENCH_LOG")
+        .args(how);
     cmd.output().await.unwrap()
 }
 
@@ -540,6 +536,19 @@ fn calls_by_recipe(out: &Path) -> BTreeMap<String, u64> {
         calls.insert(name, n);
     }
     calls
+}
+
+/// Each recipe counted the answers of its own files or batches, as the journal records them,
+/// and together they are the `requests` asked.
+fn counted_as_the_journal_says(out: &Path, requests: usize) {
+    let journal = answers_by_owner(&out.join("llm-cache.sqlite"));
+    let counted = calls_by_recipe(out);
+    assert_eq!(counted.len(), 5, "{counted:?}");
+    for (recipe, calls) in &counted {
+        let owner = format!("kre-{recipe}/writer");
+        assert_eq!(journal.get(&owner), Some(calls), "{recipe}: {journal:?}");
+    }
+    assert_eq!(counted.values().sum::<u64>(), requests as u64);
 }
 
 /// The answers imported from each owner's files, as `conflictbench batches` lists the journal.
@@ -569,7 +578,7 @@ fn answers_by_owner(cache: &Path) -> BTreeMap<String, u64> {
 async fn every_kre_recipe_through_one_folder_writes_and_counts_each_request_once() {
     let s = setup().await;
     let online = tempfile::tempdir().unwrap();
-    let o = build_kre(&s, online.path(), None).await;
+    let o = build_kre(&s, online.path(), &[]).await;
     assert!(o.status.success(), "{}", text(&o));
     let online_calls = s.mock.request_count();
 
@@ -579,7 +588,13 @@ async fn every_kre_recipe_through_one_folder_writes_and_counts_each_request_once
     loop {
         runs += 1;
         assert!(runs <= 12, "no end after {runs} runs");
-        let o = build_kre(&s, out.path(), Some((dir.path(), "7"))).await;
+        let batch_dir = [
+            "--batch-dir",
+            dir.path().to_str().unwrap(),
+            "--batch-window",
+            "7",
+        ];
+        let o = build_kre(&s, out.path(), &batch_dir).await;
         if o.status.success() {
             break;
         }
@@ -624,18 +639,7 @@ async fn every_kre_recipe_through_one_folder_writes_and_counts_each_request_once
         distinct.len(),
         "a request was sent twice"
     );
-    // Each recipe counted the answers of its own files, as the journal records them.
-    let journal = answers_by_owner(&out.path().join("llm-cache.sqlite"));
-    let counted = calls_by_recipe(out.path());
-    assert_eq!(counted.len(), 5, "{counted:?}");
-    for (recipe, calls) in &counted {
-        assert_eq!(
-            journal.get(&format!("kre-{recipe}/writer")),
-            Some(calls),
-            "{recipe}: {journal:?}"
-        );
-    }
-    assert_eq!(counted.values().sum::<u64>(), distinct.len() as u64);
+    counted_as_the_journal_says(out.path(), distinct.len());
     assert_same(
         &snapshot(&out.path().join("kre")),
         &snapshot(&online.path().join("kre")),
@@ -665,4 +669,35 @@ async fn the_waiting_message_says_only_the_files_this_build_waits_on() {
         "{said}"
     );
     assert!(!said.contains("requests-00050"), "{said}");
+}
+
+/// The Batch API held to the same (issue 44, item 1): every KRE recipe at once through the
+/// Batch API in rounds of 7 items submits each request once, each recipe counts the answers of
+/// its own batches, and the build ends with the online build's files.
+#[tokio::test(flavor = "multi_thread")]
+async fn every_kre_recipe_through_the_batch_api_submits_and_counts_each_request_once() {
+    let s = setup().await;
+    let online = tempfile::tempdir().unwrap();
+    let o = build_kre(&s, online.path(), &[]).await;
+    assert!(o.status.success(), "{}", text(&o));
+    let online_calls = s.mock.request_count();
+    s.mock.clear_journal();
+    let out = tempfile::tempdir().unwrap();
+    let batch = ["--batch", "--batch-poll-ms", "20", "--batch-window", "7"];
+    let o = build_kre(&s, out.path(), &batch).await;
+    assert!(o.status.success(), "{}", text(&o));
+    let subs = s.mock.batch_submissions();
+    let ids: HashSet<&str> = subs.iter().map(|s| s.custom_id.as_str()).collect();
+    assert_eq!(ids.len(), subs.len(), "a request was submitted twice");
+    assert!(ids.len() <= online_calls, "{} of {online_calls}", ids.len());
+    assert_eq!(
+        s.mock.request_count(),
+        0,
+        "the batch build made online calls"
+    );
+    counted_as_the_journal_says(out.path(), ids.len());
+    assert_same(
+        &snapshot(&out.path().join("kre")),
+        &snapshot(&online.path().join("kre")),
+    );
 }

@@ -7,7 +7,8 @@
 //! reported once per change; ratings that cannot be written leave the pages reading; the
 //! rating sample of a build read by a scripted reader holds the rows it kept and those it
 //! refused, half and half, shown alike, and the page's reader-versus-people kappa over both is
-//! the one computed by hand; a rater set aside leaves Fleiss' kappa to the others.
+//! the one computed by hand, and a refused RECALL sample's rows are drawn and rated as rows of
+//! their files; a rater set aside leaves Fleiss' kappa to the others.
 
 mod common;
 #[path = "common/view.rs"]
@@ -1009,4 +1010,80 @@ async fn the_page_measures_the_reader_against_people_as_by_hand() {
         page.contains("2 rows the reader refused and 2 rows it let stand"),
         "{page}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refused_recall_sample_is_rated_as_the_rows_of_its_files() {
+    // A reader that always answers "A" refuses every RECALL sample (the answer-edited context
+    // wants the edited answer's option, the other edit the original's: never both "A").
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("gen");
+    let reader = cb_mock::MockServer::start(cb_mock::fixed("A")).await;
+    let raw = common::repo().join("raw");
+    let base = reader.base_url();
+    let o = common::build(
+        &[
+            "recall",
+            "--domains",
+            "uj",
+            "--raw",
+            raw.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--reader-base-url",
+            &base,
+            "--reader-model",
+            "reader",
+        ],
+        &[],
+    )
+    .await;
+    assert!(o.status.success(), "{}", common::text(&o));
+    let rejects = common::read_jsonl(&out.join("recall/uj/rejects.jsonl"));
+    let refused: Vec<&serde_json::Value> = rejects
+        .iter()
+        .filter(|r| r["reason"] == "reader_disagrees")
+        .map(|r| &r["row"])
+        .collect();
+    assert!(!refused.is_empty());
+    // Every row of a refused sample can be drawn: its QA-A row, its QA-NA rows and its
+    // text-generation row, each named as its file names its rows.
+    let v = start_viewer(&[out.to_str().unwrap(), "--sample", "1000"]);
+    let ids = sample_ids(v.port);
+    let mut want: Vec<String> = Vec::new();
+    for r in &refused {
+        want.push(format!("qa_a.jsonl#{}", r["qa_a"]["id"].as_str().unwrap()));
+        for na in r["qa_na"].as_array().unwrap() {
+            want.push(format!("qa_na.jsonl#{}", na["id"].as_str().unwrap()));
+        }
+        let tg = r["text_generation"]["id"].as_str().unwrap();
+        want.push(format!("text_generation.jsonl#{tg}"));
+    }
+    let (mut got, mut want) = (ids.clone(), want);
+    got.sort();
+    want.sort();
+    assert_eq!(got, want);
+    let (_, page) = get(v.port, "/rate");
+    assert!(
+        page.contains(&format!(
+            "{} rows the reader refused and 0 rows it let stand",
+            ids.len()
+        )),
+        "{page}"
+    );
+    // Each is shown with its question and options, then its two texts, and can be rated.
+    let k = ids
+        .iter()
+        .position(|id| id.starts_with("qa_a.jsonl#"))
+        .unwrap();
+    let (status, page) = get(v.port, &format!("/rate?rater=ann&item={k}"));
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("cb-plain-options"), "{page}");
+    let (status, page) = get(
+        v.port,
+        &format!("/rate?rater=ann&item={k}&distinguishable=no"),
+    );
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("edited context"), "{page}");
+    assert_eq!(rate(v.port, "ann", &ids[k], "somewhat", "no"), 303);
 }

@@ -1,7 +1,7 @@
 //! `--batch-dir`: rounds ([`crate::rounds`]) through a folder of files for the provider.
 //!
 //! Calls that miss the cache wait for a round as with the Batch API (`batch`). A round
-//! holds the process's folder lock ([`FOLDERS`]) from its first look at the journal to its
+//! holds the process's folder lock (`FOLDERS`) from its first look at the journal to its
 //! last file written, and:
 //!
 //! 1. serves keys answered meanwhile from the cache;

@@ -116,7 +116,8 @@ pub struct Snapshot {
     /// Reject reason codes, in order of first appearance.
     pub reasons: Vec<String>,
     pub report: Option<cb_audit::Report>,
-    /// The rating sample ([`Snapshot::add_sample`]), in the order raters are shown it.
+    /// The rating sample (drawn by `add_sample`: the half-and-half rule is there), in the
+    /// order raters are shown it.
     pub sample: Vec<SampleItem>,
     /// How many rows of the sample the reader refused.
     pub sample_refused: usize,

@@ -532,9 +532,9 @@ impl Build<'_> {
 
     /// A build stopped by `e` (a fatal failure or the partial-failure rule): nothing is
     /// written, but what this run sent and spent is recorded in `runs.jsonl` (not by a dry
-    /// run). Gives `e` back.
+    /// run, nor for a configuration error: that run sent nothing). Gives `e` back.
     fn stopped(&self, e: EngineError) -> EngineError {
-        if self.opts.write {
+        if self.opts.write && !e.is_config() {
             if let Err(w) = record_run(&self.dir, self.routes, Some(&e.to_string())) {
                 tracing::warn!(error = %w, "cannot record the stopped run");
             }

@@ -28,6 +28,17 @@ pub enum EngineError {
     },
 }
 
+impl EngineError {
+    /// A configuration error (exit code 2): the run could not have made progress, so it
+    /// leaves no trace (no `runs.jsonl` line).
+    pub fn is_config(&self) -> bool {
+        matches!(
+            self,
+            Self::Config(_) | Self::Llm(cb_llm::LlmError::Config(_))
+        )
+    }
+}
+
 impl From<cb_step::StepError> for EngineError {
     fn from(e: cb_step::StepError) -> Self {
         match e {

@@ -23,9 +23,10 @@ impl CallTally {
 
 /// The manifest's `models`: every model the build's steps call or its calls reached, the
 /// build's own first, each with its steps and its calls, tokens and estimated cost at its
-/// own price. Empty without named models.
+/// own price. Empty when the build's own model answers every call (no named model, no reader
+/// of its own: one price covers them all).
 pub(crate) fn uses(routes: &Routes, steps: &[Box<dyn Step>], calls: &CallTally) -> Vec<ModelUse> {
-    if !routes.names_any() {
+    if !routes.names_any() && !routes.figures().contains_key(&Who::Reader) {
         return Vec::new();
     }
     let mut by: BTreeMap<Who, (Vec<String>, [u64; 3])> = BTreeMap::new();

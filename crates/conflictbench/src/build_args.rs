@@ -30,6 +30,20 @@ pub fn at_least_one(s: &str) -> Result<usize, String> {
     Ok(v)
 }
 
+/// Value parser of the counts, rates, sizes and times that have no zero (`--concurrency`,
+/// `--rpm`, `--tpm`, `--timeout-s`, the batch files' sizes and polls): 0 is refused, never read
+/// as "unlimited" or as 1; leaving the flag out gives its default.
+pub fn positive<T: std::str::FromStr + PartialEq + From<u8>>(s: &str) -> Result<T, String> {
+    let v: T = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a whole number"))?;
+    if v == T::from(0) {
+        return Err("must be at least 1 (0 is not read as unlimited or as 1: leave the flag out for its default)".into());
+    }
+    Ok(v)
+}
+
 /// Parses the `--input SOURCE=PATH` overrides and checks that each names a source (primary
 /// or joined) of the selected recipes.
 pub fn inputs(specs: &[String], recipes: &[&Recipe]) -> anyhow::Result<BTreeMap<String, PathBuf>> {

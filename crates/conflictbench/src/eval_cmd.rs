@@ -181,7 +181,7 @@ async fn run_eval(args: RunArgs) -> anyhow::Result<()> {
     };
     setup.preflight(&[])?;
     let config = setup.writer(|| None, &format!("the {bench} evaluation"))?;
-    let created = Created::before(config.cache_path.as_deref());
+    let created = crate::created::Created::before(config.cache_path.as_deref(), &[]);
     // One command per output folder, before the first file is made there.
     let out_was_there = out.exists();
     let held = crate::folder_lock::lock(&out, crate::folder_lock::FOLDER, "--out")?;
@@ -197,64 +197,10 @@ async fn run_eval(args: RunArgs) -> anyhow::Result<()> {
     result
 }
 
-/// What an evaluation may create before it knows it can run: its cache file (with its `-wal`
-/// and `-shm`) and the folders above it, when they were not there. A failed run undoes them,
-/// unless the cache holds an answer (a failure after some answers, e.g. the budget, resumes
-/// from them).
-struct Created {
-    cache: Option<PathBuf>,
-    /// The folders to be created, deepest first.
-    dirs: Vec<PathBuf>,
-}
-
-impl Created {
-    fn before(cache: Option<&Path>) -> Self {
-        let Some(cache) = cache.filter(|c| !c.exists()) else {
-            return Self {
-                cache: None,
-                dirs: Vec::new(),
-            };
-        };
-        let dirs = cache
-            .ancestors()
-            .skip(1)
-            .take_while(|d| !d.as_os_str().is_empty() && !d.exists())
-            .map(Path::to_path_buf)
-            .collect();
-        Self {
-            cache: Some(cache.to_path_buf()),
-            dirs,
-        }
-    }
-
-    /// Removes the cache file this run created when it holds no answer, then the folders this
-    /// run created when they are empty. Best effort: what cannot be removed stays.
-    fn undo(self) {
-        let Some(cache) = self.cache else { return };
-        let unused = match cb_llm::Cache::open_read_only(&cache) {
-            Ok(Some(c)) => c.is_empty().unwrap_or(false),
-            Ok(None) => true,
-            Err(_) => false,
-        };
-        if !unused {
-            return;
-        }
-        for ext in ["", "-wal", "-shm"] {
-            let mut p = cache.as_os_str().to_owned();
-            p.push(ext);
-            let _ = std::fs::remove_file(PathBuf::from(p));
-        }
-        for d in &self.dirs {
-            if std::fs::remove_dir(d).is_err() {
-                break;
-            }
-        }
-    }
-}
-
 /// The evaluation proper, from opening the LLM layer (and its cache) on: the model under test
 /// is the writer of `setup`'s roster, configured by `config`; the layer and the roster are
-/// closed when this returns (a failed run's cache is then removed, see [`Created`]).
+/// closed when this returns (a failed run's cache is then removed, see
+/// [`crate::created::Created`]).
 async fn evaluate(
     args: &RunArgs,
     (setup, config): (LlmSetup, cb_llm::LlmConfig),

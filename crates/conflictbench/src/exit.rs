@@ -43,7 +43,7 @@ pub(crate) fn report(e: &anyhow::Error) -> ExitCode {
 /// error (a bad flag, recipe or input; a budget that cannot pay for one call), 3 the budget
 /// reached (resumable), 1 anything else (a build or evaluation that failed). 0 and the
 /// signal codes (130, 143) are decided before errors are.
-fn exit_code(e: &anyhow::Error) -> u8 {
+pub(crate) fn exit_code(e: &anyhow::Error) -> u8 {
     use cb_eval::EvalError;
     use cb_llm::LlmError;
     let llm = |l: &LlmError| match l {

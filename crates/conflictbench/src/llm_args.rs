@@ -19,7 +19,7 @@ pub enum Backend {
 #[derive(Args, Debug)]
 pub struct LlmArgs {
     /// Model calls in flight at once.
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = 16, value_parser = crate::build_args::positive::<usize>)]
     pub concurrency: usize,
     /// Who answers: default `openai` when a base URL is set (flag or OPENAI_BASE_URL), else `offline`.
     #[arg(long, value_enum)]
@@ -30,11 +30,11 @@ pub struct LlmArgs {
     /// Model name sent to the endpoint. For `replay`, default: the one in the previous manifest.
     #[arg(long)]
     pub model: Option<String>,
-    /// Requests per minute (unlimited when absent).
-    #[arg(long)]
+    /// Requests per minute (unlimited when absent; at least 1).
+    #[arg(long, value_parser = crate::build_args::positive::<u32>)]
     pub rpm: Option<u32>,
-    /// Tokens per minute (unlimited when absent).
-    #[arg(long)]
+    /// Tokens per minute (unlimited when absent; at least 1).
+    #[arg(long, value_parser = crate::build_args::positive::<u32>)]
     pub tpm: Option<u32>,
     /// Retries of a call after 429, 5xx, a timeout or a broken connection.
     #[arg(long, default_value_t = 5)]
@@ -45,8 +45,8 @@ pub struct LlmArgs {
     /// Longest backoff delay in seconds.
     #[arg(long, default_value_t = 60)]
     pub backoff_max_s: u64,
-    /// Seconds before a call times out.
-    #[arg(long, default_value_t = 120)]
+    /// Seconds before a call times out (at least 1).
+    #[arg(long, default_value_t = 120, value_parser = crate::build_args::positive::<u64>)]
     pub timeout_s: u64,
     /// Stop cleanly (resumable, exit code 3) before the calls of this run cost more than this many USD.
     #[arg(long, value_parser = crate::build_args::amount)]
@@ -54,10 +54,11 @@ pub struct LlmArgs {
     /// Stop cleanly (resumable, exit code 3) before the calls of this run use more tokens than this.
     #[arg(long)]
     pub max_tokens: Option<u64>,
-    /// USD per million prompt tokens (default: the built-in table, 0 for unknown models).
+    /// USD per million prompt tokens (default: the built-in table; a model it does not know
+    /// costs 0, and is refused under --max-cost).
     #[arg(long, value_parser = crate::build_args::amount)]
     pub price_input: Option<f64>,
-    /// USD per million completion tokens (default: the built-in table, 0 for unknown models).
+    /// USD per million completion tokens (default as --price-input).
     #[arg(long, value_parser = crate::build_args::amount)]
     pub price_output: Option<f64>,
     /// Response cache (SQLite). Default: OUT/llm-cache.sqlite.
@@ -83,13 +84,13 @@ pub struct BatchFlags {
     #[arg(long, default_value_t = 0.5, value_name = "FACTOR")]
     pub batch_price_factor: f64,
     /// First wait between two polls of a batch, in milliseconds (grows to a minute).
-    #[arg(long, default_value_t = 5000, value_name = "MS")]
+    #[arg(long, default_value_t = 5000, value_name = "MS", value_parser = crate::build_args::positive::<u64>)]
     pub batch_poll_ms: u64,
     /// Most requests in one batch input file.
-    #[arg(long, default_value_t = 50_000, value_name = "N")]
+    #[arg(long, default_value_t = 50_000, value_name = "N", value_parser = crate::build_args::positive::<usize>)]
     pub batch_max_requests: usize,
     /// Most megabytes in one batch input file (--batch and --batch-dir).
-    #[arg(long, default_value_t = 190, value_name = "MB")]
+    #[arg(long, default_value_t = 190, value_name = "MB", value_parser = crate::build_args::positive::<usize>)]
     pub batch_max_mb: usize,
     /// Write the calls that miss the cache as OpenAI batch input files in DIR
     /// (`requests-NNNNN.jsonl`) and stop with exit code 4; once something has written the
@@ -100,7 +101,7 @@ pub struct BatchFlags {
     #[arg(long, value_name = "DIR", conflicts_with = "batch")]
     pub batch_dir: Option<PathBuf>,
     /// Most requests in one file of --batch-dir.
-    #[arg(long, default_value_t = 5_000, value_name = "N")]
+    #[arg(long, default_value_t = 5_000, value_name = "N", value_parser = crate::build_args::positive::<usize>)]
     pub batch_dir_max_lines: usize,
     /// Most items a round of --batch or --batch-dir takes at once (default 5000): the build
     /// holds only these in memory, whatever the size of the source, at the cost of more rounds
@@ -145,6 +146,13 @@ pub struct ReaderArgs {
     /// Model that reads the rows back (default: the build's own --model).
     #[arg(long, value_name = "NAME")]
     pub reader_model: Option<String>,
+    /// USD per million prompt tokens of the reader of --reader-model / --reader-base-url
+    /// (default: the build's own price for the build's model, else the built-in table).
+    #[arg(long, value_name = "USD", value_parser = crate::build_args::amount)]
+    pub reader_price_input: Option<f64>,
+    /// USD per million completion tokens of that reader (default as --reader-price-input).
+    #[arg(long, value_name = "USD", value_parser = crate::build_args::amount)]
+    pub reader_price_output: Option<f64>,
 }
 
 /// Flags of `build` for named models (issue 31).

@@ -15,6 +15,7 @@ mod batch_cmd;
 mod build_args;
 mod build_cmd;
 mod config_error;
+mod created;
 mod eval_cmd;
 mod exit;
 mod export_cmd;

@@ -87,6 +87,13 @@ pub fn read(
         if e.concurrency == Some(0) {
             return Err(at("`concurrency = 0`: at least 1".into()));
         }
+        for (key, v) in [("rpm", e.rpm), ("tpm", e.tpm)] {
+            if v == Some(0) {
+                return Err(at(format!(
+                    "`{key} = 0` would let nothing through: give at least 1, or leave it out for no limit"
+                )));
+            }
+        }
         if name.is_empty()
             || !name
                 .chars()

@@ -92,10 +92,8 @@ pub async fn run(args: BuildArgs) -> anyhow::Result<()> {
         built.push((*r, r.load_steps(&cb_steps::STEPS, &prompts)?));
     }
     setup.check_recipes(&built)?;
+    setup.check_prices(&selected)?;
     let inputs = build_args::inputs(&args.inputs, &selected)?;
-    if args.llm.concurrency == 0 {
-        return Err(config_err("--concurrency must be at least 1"));
-    }
     setup.preflight(&selected)?;
     let run = BuildRun {
         opts: BuildOptions {
@@ -116,16 +114,39 @@ pub async fn run(args: BuildArgs) -> anyhow::Result<()> {
         reporter: progress::Bars::new(!args.no_progress && !setup.dry_run()),
         setup,
     };
-    // One build per folder (its --out, its --batch-dir), taken before the first file is
-    // made; a dry run makes none.
-    let _held = if run.setup.dry_run() {
-        Vec::new()
-    } else {
-        crate::folder_lock::for_build(&args.out, run.setup.batch_dir())?
-    };
-    let prepared = run.prepare(&selected)?;
-    let outcomes = run.build_all(&prepared).await?;
-    run.say(prepared, outcomes)
+    // A configuration error found once the layers are made (a budget that cannot pay for one
+    // call) leaves no file behind, in a new folder or an old one.
+    let out = &args.out;
+    let folders: Vec<PathBuf> = std::iter::once(out.clone())
+        .chain(
+            selected
+                .iter()
+                .map(|r| out.join(&r.benchmark).join(&r.domain)),
+        )
+        .chain(run.setup.batch_dir().map(std::path::Path::to_path_buf))
+        .collect();
+    let folders: Vec<&std::path::Path> = folders.iter().map(PathBuf::as_path).collect();
+    let created = crate::created::Created::before(Some(run.setup.cache()), &folders);
+    let result = async {
+        // One build per folder (its --out, its --batch-dir), taken before the first file is
+        // made; a dry run makes none. Released (its file removed) before anything is undone.
+        let _held = if run.setup.dry_run() {
+            Vec::new()
+        } else {
+            crate::folder_lock::for_build(&args.out, run.setup.batch_dir())?
+        };
+        let prepared = run.prepare(&selected)?;
+        let outcomes = run.build_all(&prepared).await?;
+        run.say(prepared, outcomes)
+    }
+    .await;
+    if result
+        .as_ref()
+        .is_err_and(|e| crate::exit::exit_code(e) == 2)
+    {
+        created.undo();
+    }
+    result
 }
 
 /// `--out` must be a folder or not exist yet: a file (or a path through one) is a

@@ -59,6 +59,7 @@ impl LlmSetup {
             (None, _, _) => Some("--reader-base-url/--reader-model".to_owned()),
         };
         setup.reader = setup.reader_setting(reader, pool_reader)?;
+        setup.reader_price = (reader.reader_price_input, reader.reader_price_output);
         for spec in &models.model_for {
             let (step, name) = spec
                 .split_once('=')
@@ -86,6 +87,15 @@ impl LlmSetup {
         (pool_url, pool_model): crate::pool_file::Reader,
     ) -> anyhow::Result<ReaderSetting> {
         let named = flags.reader_base_url.is_some() || flags.reader_model.is_some();
+        if (pool_url.is_some() || pool_model.is_some()) && (named || flags.reader.is_some()) {
+            let flag = flags.reader.as_ref().map_or_else(
+                || "--reader-base-url/--reader-model".to_owned(),
+                |r| format!("--reader {r}"),
+            );
+            return Err(config_err(format!(
+                "the pool file's reader_base_url/reader_model (--endpoints) and {flag} both name the reader: keep one"
+            )));
+        }
         if let Some(choice) = &flags.reader {
             if named {
                 return Err(config_err(format!(
@@ -152,7 +162,7 @@ impl LlmSetup {
         shared.max_retries = llm.max_retries;
         shared.backoff_base = Duration::from_millis(llm.backoff_ms);
         shared.backoff_max = Duration::from_secs(llm.backoff_max_s);
-        shared.request_timeout = Duration::from_secs(llm.timeout_s.max(1));
+        shared.request_timeout = Duration::from_secs(llm.timeout_s);
         shared.max_cost_usd = llm.max_cost;
         shared.max_tokens = llm.max_tokens;
         shared.structured = llm.structured.into();
@@ -185,6 +195,7 @@ impl LlmSetup {
                 structured: None,
             },
             reader: ReaderSetting::Writer,
+            reader_price: (None, None),
             named: BTreeMap::new(),
             model_for: BTreeMap::new(),
             reader_by: None,
@@ -214,8 +225,8 @@ fn transport_setting(
         }
         return Ok(TransportSetting::Files {
             dir: dir.clone(),
-            max_lines: batch.batch_dir_max_lines.max(1),
-            max_bytes: batch.batch_max_mb.max(1) * 1024 * 1024,
+            max_lines: batch.batch_dir_max_lines,
+            max_bytes: batch.batch_max_mb * 1024 * 1024,
             window,
         });
     }
@@ -225,9 +236,9 @@ fn transport_setting(
         }
         return Ok(TransportSetting::BatchApi {
             options: BatchOptions {
-                max_requests_per_file: batch.batch_max_requests.max(1),
-                max_bytes_per_file: batch.batch_max_mb.max(1) * 1024 * 1024,
-                poll_initial: Duration::from_millis(batch.batch_poll_ms.max(1)),
+                max_requests_per_file: batch.batch_max_requests,
+                max_bytes_per_file: batch.batch_max_mb * 1024 * 1024,
+                poll_initial: Duration::from_millis(batch.batch_poll_ms),
                 window,
                 ..BatchOptions::default()
             },

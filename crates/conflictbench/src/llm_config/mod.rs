@@ -105,6 +105,8 @@ pub struct LlmSetup {
     /// The model of every call that names no other.
     default: ModelSpec,
     reader: ReaderSetting,
+    /// `--reader-price-input`, `--reader-price-output`.
+    reader_price: (Option<f64>, Option<f64>),
     /// The named models (`--models FILE`), by name.
     named: BTreeMap<String, ModelSpec>,
     /// `--model-for STEP=NAME`: step name -> model name.
@@ -132,6 +134,10 @@ impl LlmSetup {
     }
 
     /// The calls go through the Batch API (`--batch`): prices are the batch prices.
+    pub fn cache(&self) -> &Path {
+        &self.cache
+    }
+
     pub fn batch_api(&self) -> bool {
         matches!(self.default.transport, TransportSetting::BatchApi { .. })
     }

@@ -27,13 +27,19 @@ impl LlmSetup {
     /// recipes' panels), checked whatever the writer's backend: an offline build's readers
     /// call their models too.
     fn preflight_readers(&self, recipes: &[&Recipe]) -> anyhow::Result<()> {
-        let calls = !self.dry_run && self.backend != Backend::Replay;
+        // A model whose calls go into batch files sends nothing: it needs no key.
+        let calls = |transport: &TransportSetting| {
+            !self.dry_run
+                && self.backend != Backend::Replay
+                && !matches!(transport, TransportSetting::Files { .. })
+        };
         let mut names: Vec<String> = match &self.reader {
             ReaderSetting::Nobody => return Ok(()),
             ReaderSetting::Named {
                 base_url: Some(u), ..
             } => {
-                crate::preflight::check_endpoint("--reader-base-url", u, calls)?;
+                let sends = calls(&self.default.transport);
+                crate::preflight::check_endpoint("--reader-base-url", u, sends)?;
                 Vec::new()
             }
             ReaderSetting::Model(n) => vec![n.clone()],
@@ -47,7 +53,7 @@ impl LlmSetup {
         );
         for name in names {
             if let Some(spec) = self.named.get(&name) {
-                check_model(spec, calls)?;
+                check_model(spec, calls(&spec.transport))?;
             }
         }
         Ok(())

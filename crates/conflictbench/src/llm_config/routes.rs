@@ -65,11 +65,7 @@ impl LlmSetup {
         (base_url, model): (String, String),
     ) -> anyhow::Result<LlmConfig> {
         let mut c = self.shared.clone();
-        let builtin = pricing::builtin(&model).unwrap_or_default();
-        c.price = Price {
-            input_per_million: spec.price.0.unwrap_or(builtin.input_per_million),
-            output_per_million: spec.price.1.unwrap_or(builtin.output_per_million),
-        };
+        c.price = price_of(spec.price, &model).unwrap_or_default();
         c.backend = if self.dry_run {
             BackendKind::DryRun
         } else if self.backend == Backend::Replay {
@@ -162,6 +158,17 @@ impl LlmSetup {
         Ok(routes)
     }
 
+    /// The price of the reader `model` at the online price: `--reader-price-input` and
+    /// `--reader-price-output`, else the writer's price when it is the writer's model, else
+    /// the built-in table; `None` when nothing gives it.
+    pub(super) fn reader_price(&self, model: &str) -> Option<Price> {
+        let given = match (&self.reader_price, &self.default.model) {
+            ((None, None), Some(writer)) if writer == model => self.default.price,
+            (given, _) => *given,
+        };
+        price_of(given, model)
+    }
+
     /// The reader of a build whose writer is `routes`' (configured by `config`), and who it
     /// answers as: `None` for `--reader none` and for an offline build without a reader
     /// named; the writer itself when the settings name its own endpoint and model or none;
@@ -220,13 +227,26 @@ impl LlmSetup {
         if !offline && base_url == config.base_url && model == config.model {
             return Ok(Some((Who::Writer, routes.writer().clone())));
         }
-        crate::preflight::check_endpoint(
-            "--reader-base-url",
-            &base_url,
-            !self.dry_run && config.backend != BackendKind::Replay,
-        )?;
+        // With batch files the reader's requests go into the files too (its model in their
+        // lines): it sends nothing, and with no base URL named its answers are recorded as
+        // from `batch-files`, as the writer's are.
+        let files = matches!(config.transport, Transport::BatchFiles(_));
+        let sends = !self.dry_run && config.backend != BackendKind::Replay && !files;
+        if !(files && base_url == cb_llm::batch_files::ENDPOINT) {
+            crate::preflight::check_endpoint("--reader-base-url", &base_url, sends)?;
+        }
         let mut c = reader_config(config.clone(), base_url, model);
         c.cache_path = Some(self.cache.clone());
+        // Its own price (at the batch price when its calls go in batches) and its own limits
+        // (the run's flags: never a pool's endpoints' concurrency together).
+        c.price = self.reader_price(&c.model).unwrap_or_default();
+        if let (Transport::BatchApi(_), TransportSetting::BatchApi { price_factor, .. }) =
+            (&c.transport, &self.default.transport)
+        {
+            c.price.input_per_million *= price_factor;
+            c.price.output_per_million *= price_factor;
+        }
+        Limits::of(&self.shared).apply(&mut c);
         if self.dry_run {
             c.backend = BackendKind::DryRun;
         } else if config.backend == BackendKind::Replay {
@@ -234,6 +254,17 @@ impl LlmSetup {
         }
         Ok(Some((Who::Reader, self.roster.layer(&Role::Reader, c)?)))
     }
+}
+
+/// The price of `model` as `given` (the flags' or a models file's USD per million prompt and
+/// completion tokens), the built-in table filling in what is not given; `None` when neither
+/// gives both.
+pub(super) fn price_of(given: (Option<f64>, Option<f64>), model: &str) -> Option<Price> {
+    let builtin = pricing::builtin(model);
+    Some(Price {
+        input_per_million: given.0.or(builtin.map(|b| b.input_per_million))?,
+        output_per_million: given.1.or(builtin.map(|b| b.output_per_million))?,
+    })
 }
 
 /// Puts the transport into a configuration: a pool (not for the offline backend, which

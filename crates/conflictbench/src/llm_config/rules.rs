@@ -1,7 +1,8 @@
 //! The routing rules: the selected recipes checked against the flags and the named models
 //! in one pass, before any work and before any file or cache is made.
 
-use super::LlmSetup;
+use super::routes::price_of;
+use super::{LlmSetup, ReaderSetting};
 use crate::config_error::config_err;
 use crate::llm_args::Backend;
 use cb_engine::Recipe;
@@ -79,6 +80,62 @@ impl LlmSetup {
                     "{}: the recipe's panel (`readers`) and {by} both name the readers: keep one (the panel, or drop `readers` from the recipe)",
                     recipe.step_at(i, Some("readers"))
                 )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Under `--max-cost`, every model the build may call has a price: the writer (unless
+    /// offline), the reader, each named model a step, `--model-for`, `--reader NAME` or a
+    /// panel calls. A model the built-in table does not know and the settings do not price
+    /// would cost 0 whatever it spends, out of the budget's sight: refused, naming the model
+    /// and how to price it. A replay calls nothing and is not checked.
+    pub fn check_prices(&self, recipes: &[&Recipe]) -> anyhow::Result<()> {
+        let Some(max) = self.shared.max_cost_usd else {
+            return Ok(());
+        };
+        if self.backend == Backend::Replay {
+            return Ok(());
+        }
+        let unpriced = |model: &str, by: &str, how: &str| {
+            config_err(format!(
+                "--max-cost {max}: model `{model}` ({by}) has no known price, so the budget cannot see what it spends: give {how} (USD per million tokens)"
+            ))
+        };
+        let writer = self.default.model.as_deref();
+        if let (Some(m), false) = (writer, self.backend == Backend::Offline) {
+            if price_of(self.default.price, m).is_none() {
+                return Err(unpriced(m, "--model", "--price-input and --price-output"));
+            }
+        }
+        let mut named: Vec<String> = self.model_for.values().cloned().collect();
+        match &self.reader {
+            ReaderSetting::Named { model, .. } => {
+                if let Some(m) = model.as_deref().or(writer) {
+                    if self.reader_price(m).is_none() {
+                        let how = "--reader-price-input and --reader-price-output";
+                        return Err(unpriced(m, "the reader", how));
+                    }
+                }
+            }
+            ReaderSetting::Model(name) => named.push(name.clone()),
+            _ => {}
+        }
+        let reads = !matches!(self.reader, ReaderSetting::Nobody);
+        for spec in recipes.iter().flat_map(|r| &r.steps) {
+            named.extend(spec.model.clone());
+            if reads {
+                named.extend(spec.strs("readers").unwrap_or_default());
+            }
+        }
+        for name in named {
+            let Some(spec) = self.named.get(&name) else {
+                continue;
+            };
+            let model = spec.model.as_deref().unwrap_or_default();
+            if price_of(spec.price, model).is_none() {
+                let how = format!("`price_input` and `price_output` in [models.{name}]");
+                return Err(unpriced(model, &spec.named_by.model, &how));
             }
         }
         Ok(())

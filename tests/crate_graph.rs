@@ -15,8 +15,9 @@
 //! - Every library crate's root holds only module declarations, re-exports and docs.
 //! - No function runs over 80 lines; no source file over 600 lines of code (comments, blank
 //!   lines and tests aside; cb-eval's `compare.rs` 800).
-//! - ARCHITECTURE.md's code map has one entry a crate, its glossary each of the domain's
-//!   words once, and every name either gives in backticks is in the sources.
+//! - ARCHITECTURE.md's code map has one entry a crate, naming every module its root declares;
+//!   its glossary has each of the domain's words once; every name either gives in backticks
+//!   is in the sources.
 
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -1014,6 +1015,30 @@ fn the_code_map_and_the_glossary_name_what_the_sources_have() {
                     "code map, {krate}: `{}` is not in its sources",
                     path.join("::")
                 ));
+            }
+        }
+    }
+    // Every module a crate's root declares (tests aside) is named in the crate's entry.
+    for pkg in metadata() {
+        let name = pkg["name"].as_str().expect("name");
+        let manifest = PathBuf::from(pkg["manifest_path"].as_str().expect("manifest_path"));
+        let src = manifest.parent().expect("crate dir").join("src");
+        let root = ["lib.rs", "main.rs"]
+            .iter()
+            .map(|f| src.join(f))
+            .find(|f| f.is_file())
+            .expect("a crate root");
+        let text = std::fs::read_to_string(&root).expect("read root");
+        let tests: Vec<Vec<String>> = test_only_modules(&text);
+        let named: BTreeSet<String> = map
+            .iter()
+            .filter(|(n, _)| n == name)
+            .flat_map(|(_, t)| backticked_paths(t))
+            .filter_map(|p| p.into_iter().next())
+            .collect();
+        for m in declared_modules(&code_of(&text)) {
+            if !tests.contains(&vec![m.clone()]) && !named.contains(&m) {
+                wrong.push(format!("code map, {name}: module `{m}` is not named"));
             }
         }
     }

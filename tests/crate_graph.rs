@@ -53,6 +53,18 @@ fn metadata() -> Vec<Value> {
     v["packages"].as_array().expect("packages").clone()
 }
 
+/// Each workspace crate's name and `src` folder.
+fn crate_sources() -> Vec<(String, PathBuf)> {
+    metadata()
+        .iter()
+        .map(|p| {
+            let manifest = PathBuf::from(p["manifest_path"].as_str().expect("manifest_path"));
+            let src = manifest.parent().expect("crate dir").join("src");
+            (p["name"].as_str().expect("name").to_string(), src)
+        })
+        .collect()
+}
+
 fn dep_names(pkg: &Value, kind: Option<&str>) -> BTreeSet<String> {
     pkg["dependencies"]
         .as_array()
@@ -520,15 +532,9 @@ fn find_cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>>
 #[test]
 fn no_crate_imports_its_own_modules_in_a_circle() {
     let mut circles = Vec::new();
-    for pkg in metadata() {
-        let manifest = PathBuf::from(pkg["manifest_path"].as_str().expect("manifest_path"));
-        let src = manifest.parent().expect("crate dir").join("src");
+    for (name, src) in crate_sources() {
         if let Some(c) = module_circle(&src) {
-            circles.push(format!(
-                "{}: {}",
-                pkg["name"].as_str().unwrap_or("?"),
-                c.join(" -> ")
-            ));
+            circles.push(format!("{name}: {}", c.join(" -> ")));
         }
     }
     assert!(
@@ -662,13 +668,9 @@ fn long_functions(text: &str, max: usize) -> Vec<(String, usize, usize)> {
 #[test]
 fn no_function_runs_over_80_lines() {
     let mut long = Vec::new();
-    for pkg in metadata() {
-        let manifest = PathBuf::from(pkg["manifest_path"].as_str().expect("manifest_path"));
+    for (_, src) in crate_sources() {
         let mut files = Vec::new();
-        rust_files(
-            &manifest.parent().expect("crate dir").join("src"),
-            &mut files,
-        );
+        rust_files(&src, &mut files);
         for f in files {
             let text = std::fs::read_to_string(&f).expect("read source");
             for (name, line, n) in long_functions(&text, 80) {
@@ -753,9 +755,8 @@ fn root_items_beyond_declarations(root_code: &str) -> Vec<String> {
 #[test]
 fn crate_roots_only_declare_modules_and_reexport() {
     let mut found = Vec::new();
-    for pkg in metadata() {
-        let manifest = PathBuf::from(pkg["manifest_path"].as_str().expect("manifest_path"));
-        let lib = manifest.parent().expect("crate dir").join("src/lib.rs");
+    for (_, src) in crate_sources() {
+        let lib = src.join("lib.rs");
         let Ok(text) = std::fs::read_to_string(&lib) else {
             continue;
         };
@@ -887,9 +888,7 @@ fn line_limit(file: &Path) -> usize {
 #[test]
 fn no_source_file_runs_over_600_lines_of_code() {
     let mut long = Vec::new();
-    for pkg in metadata() {
-        let manifest = PathBuf::from(pkg["manifest_path"].as_str().expect("manifest_path"));
-        let src = manifest.parent().expect("crate dir").join("src");
+    for (_, src) in crate_sources() {
         let mut files = Vec::new();
         rust_files(&src, &mut files);
         let tests_only = test_only_files(&files);
@@ -977,16 +976,9 @@ fn entries(section: &str) -> Vec<(String, String)> {
 
 #[test]
 fn the_code_map_and_the_glossary_name_what_the_sources_have() {
-    let crates: BTreeMap<String, BTreeSet<String>> = metadata()
-        .iter()
-        .map(|p| {
-            let manifest = PathBuf::from(p["manifest_path"].as_str().expect("manifest_path"));
-            let src = manifest.parent().expect("crate dir").join("src");
-            (
-                p["name"].as_str().expect("name").to_string(),
-                words_of_crate(&src),
-            )
-        })
+    let crates: BTreeMap<String, BTreeSet<String>> = crate_sources()
+        .into_iter()
+        .map(|(name, src)| (name, words_of_crate(&src)))
         .collect();
     let mut wrong = Vec::new();
     // The code map: one entry a crate, and each name it gives is in that crate's code (or,
@@ -1019,10 +1011,7 @@ fn the_code_map_and_the_glossary_name_what_the_sources_have() {
         }
     }
     // Every module a crate's root declares (tests aside) is named in the crate's entry.
-    for pkg in metadata() {
-        let name = pkg["name"].as_str().expect("name");
-        let manifest = PathBuf::from(pkg["manifest_path"].as_str().expect("manifest_path"));
-        let src = manifest.parent().expect("crate dir").join("src");
+    for (name, src) in crate_sources() {
         let root = ["lib.rs", "main.rs"]
             .iter()
             .map(|f| src.join(f))
@@ -1032,7 +1021,7 @@ fn the_code_map_and_the_glossary_name_what_the_sources_have() {
         let tests: Vec<Vec<String>> = test_only_modules(&text);
         let named: BTreeSet<String> = map
             .iter()
-            .filter(|(n, _)| n == name)
+            .filter(|(n, _)| *n == name)
             .flat_map(|(_, t)| backticked_paths(t))
             .filter_map(|p| p.into_iter().next())
             .collect();

@@ -15,8 +15,9 @@
 //! - Every library crate's root holds only module declarations, re-exports and docs.
 //! - No function runs over 80 lines; no source file over 600 lines of code (comments, blank
 //!   lines and tests aside; cb-eval's `compare.rs` 800).
-//! - ARCHITECTURE.md's code map has one entry a crate, its glossary each of the domain's
-//!   words once, and every name either gives in backticks is in the sources.
+//! - ARCHITECTURE.md's code map has one entry a crate, naming every module its root declares;
+//!   its glossary has each of the domain's words once; every name either gives in backticks
+//!   is in the sources.
 
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -50,6 +51,18 @@ fn metadata() -> Vec<Value> {
     );
     let v: Value = serde_json::from_slice(&out.stdout).expect("cargo metadata prints JSON");
     v["packages"].as_array().expect("packages").clone()
+}
+
+/// Each workspace crate's name and `src` folder.
+fn crate_sources() -> Vec<(String, PathBuf)> {
+    metadata()
+        .iter()
+        .map(|p| {
+            let manifest = PathBuf::from(p["manifest_path"].as_str().expect("manifest_path"));
+            let src = manifest.parent().expect("crate dir").join("src");
+            (p["name"].as_str().expect("name").to_string(), src)
+        })
+        .collect()
 }
 
 fn dep_names(pkg: &Value, kind: Option<&str>) -> BTreeSet<String> {
@@ -519,15 +532,9 @@ fn find_cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>>
 #[test]
 fn no_crate_imports_its_own_modules_in_a_circle() {
     let mut circles = Vec::new();
-    for pkg in metadata() {
-        let manifest = PathBuf::from(pkg["manifest_path"].as_str().expect("manifest_path"));
-        let src = manifest.parent().expect("crate dir").join("src");
+    for (name, src) in crate_sources() {
         if let Some(c) = module_circle(&src) {
-            circles.push(format!(
-                "{}: {}",
-                pkg["name"].as_str().unwrap_or("?"),
-                c.join(" -> ")
-            ));
+            circles.push(format!("{name}: {}", c.join(" -> ")));
         }
     }
     assert!(
@@ -661,13 +668,9 @@ fn long_functions(text: &str, max: usize) -> Vec<(String, usize, usize)> {
 #[test]
 fn no_function_runs_over_80_lines() {
     let mut long = Vec::new();
-    for pkg in metadata() {
-        let manifest = PathBuf::from(pkg["manifest_path"].as_str().expect("manifest_path"));
+    for (_, src) in crate_sources() {
         let mut files = Vec::new();
-        rust_files(
-            &manifest.parent().expect("crate dir").join("src"),
-            &mut files,
-        );
+        rust_files(&src, &mut files);
         for f in files {
             let text = std::fs::read_to_string(&f).expect("read source");
             for (name, line, n) in long_functions(&text, 80) {
@@ -752,9 +755,8 @@ fn root_items_beyond_declarations(root_code: &str) -> Vec<String> {
 #[test]
 fn crate_roots_only_declare_modules_and_reexport() {
     let mut found = Vec::new();
-    for pkg in metadata() {
-        let manifest = PathBuf::from(pkg["manifest_path"].as_str().expect("manifest_path"));
-        let lib = manifest.parent().expect("crate dir").join("src/lib.rs");
+    for (_, src) in crate_sources() {
+        let lib = src.join("lib.rs");
         let Ok(text) = std::fs::read_to_string(&lib) else {
             continue;
         };
@@ -886,9 +888,7 @@ fn line_limit(file: &Path) -> usize {
 #[test]
 fn no_source_file_runs_over_600_lines_of_code() {
     let mut long = Vec::new();
-    for pkg in metadata() {
-        let manifest = PathBuf::from(pkg["manifest_path"].as_str().expect("manifest_path"));
-        let src = manifest.parent().expect("crate dir").join("src");
+    for (_, src) in crate_sources() {
         let mut files = Vec::new();
         rust_files(&src, &mut files);
         let tests_only = test_only_files(&files);
@@ -976,16 +976,9 @@ fn entries(section: &str) -> Vec<(String, String)> {
 
 #[test]
 fn the_code_map_and_the_glossary_name_what_the_sources_have() {
-    let crates: BTreeMap<String, BTreeSet<String>> = metadata()
-        .iter()
-        .map(|p| {
-            let manifest = PathBuf::from(p["manifest_path"].as_str().expect("manifest_path"));
-            let src = manifest.parent().expect("crate dir").join("src");
-            (
-                p["name"].as_str().expect("name").to_string(),
-                words_of_crate(&src),
-            )
-        })
+    let crates: BTreeMap<String, BTreeSet<String>> = crate_sources()
+        .into_iter()
+        .map(|(name, src)| (name, words_of_crate(&src)))
         .collect();
     let mut wrong = Vec::new();
     // The code map: one entry a crate, and each name it gives is in that crate's code (or,
@@ -1014,6 +1007,27 @@ fn the_code_map_and_the_glossary_name_what_the_sources_have() {
                     "code map, {krate}: `{}` is not in its sources",
                     path.join("::")
                 ));
+            }
+        }
+    }
+    // Every module a crate's root declares (tests aside) is named in the crate's entry.
+    for (name, src) in crate_sources() {
+        let root = ["lib.rs", "main.rs"]
+            .iter()
+            .map(|f| src.join(f))
+            .find(|f| f.is_file())
+            .expect("a crate root");
+        let text = std::fs::read_to_string(&root).expect("read root");
+        let tests: Vec<Vec<String>> = test_only_modules(&text);
+        let named: BTreeSet<String> = map
+            .iter()
+            .filter(|(n, _)| *n == name)
+            .flat_map(|(_, t)| backticked_paths(t))
+            .filter_map(|p| p.into_iter().next())
+            .collect();
+        for m in declared_modules(&code_of(&text)) {
+            if !tests.contains(&vec![m.clone()]) && !named.contains(&m) {
+                wrong.push(format!("code map, {name}: module `{m}` is not named"));
             }
         }
     }

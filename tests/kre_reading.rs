@@ -452,3 +452,82 @@ fn prompts_carry_the_question_the_answer_and_the_context() {
         }
     }
 }
+
+/// The negative answer is never an option that already stands in the passage (the rewrite
+/// would name it twice, in two roles); when all three do, the item is rejected
+/// (`negative_in_context`). An answer SQuAD's annotators gave instead of the first one is
+/// shown to the model as such, never an option, and noted on the row (`answers_disagree`).
+#[tokio::test(flavor = "multi_thread")]
+async fn negatives_already_in_the_passage_and_answers_in_dispute() {
+    let cases = ["twoin", "allin", "disputed"];
+    let raw = tempfile::tempdir().unwrap();
+    write_squad(raw.path(), &cases);
+    let file = raw.path().join("squad_v2/dev-v2.0.json");
+    let mut doc = read_json(&file);
+    doc["data"][0]["paragraphs"][2]["qas"][0]["answers"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"text": "Bob Jones", "answer_start": 0}));
+    std::fs::write(&file, doc.to_string()).unwrap();
+    let mock = MockServer::start(responder(|req| {
+        let all = all_text(req);
+        let case = between(&all, "Case ", ":").unwrap_or("").to_owned();
+        if all.contains("misleading options") {
+            let again = req.last_user().starts_with("That answer cannot be used");
+            return Reply::content(match case.as_str() {
+                "twoin" => r#"{"options": ["1820", "first bridge", "Dan Brown"]}"#,
+                "allin" => r#"{"options": ["1820", "first bridge", "Case1"]}"#,
+                "disputed" if again => r#"{"options": ["Eve Adams", "Carol White", "Dan Brown"]}"#,
+                _ => r#"{"options": ["Bob Jones", "Carol White", "Dan Brown"]}"#,
+            });
+        }
+        rewritten(&all)
+    }))
+    .await;
+    let out = tempfile::tempdir().unwrap();
+    let base = mock.base_url();
+    let (r, o) = (raw.path().to_str().unwrap(), out.path().to_str().unwrap());
+    let recipes = squad_recipe_with("repair", 1);
+    let o = build_with(recipes.path(), &openai_args("squad", &base, r, o), &[]).await;
+    assert!(o.status.success(), "{}", text(&o));
+    let dir = out.path().join("kre/squad");
+    assert_eq!(check_rows(&dir, "squad"), 2);
+    let rows = read_jsonl(&dir.join("squad.jsonl"));
+    assert_eq!(rows[0]["source_id"], "q000");
+    assert_eq!(rows[0]["negative_answer"], "Dan Brown", "{}", rows[0]);
+    assert_eq!(rows[0]["warnings"], json!([]));
+    assert_eq!(rows[1]["source_id"], "q002");
+    let notes = rows[1]["warnings"].as_array().unwrap();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    let note = notes[0].as_str().unwrap();
+    assert!(
+        note.starts_with("answers_disagree: ") && note.contains("\"Bob Jones\""),
+        "{note}"
+    );
+    let choices = rows[1]["choices"].as_array().unwrap();
+    assert!(choices.contains(&json!("Eve Adams")) && !choices.contains(&json!("Bob Jones")));
+    let rejects = read_jsonl(&dir.join("rejects.jsonl"));
+    assert_eq!(rejects.len(), 1, "{rejects:?}");
+    assert_eq!(rejects[0]["id"], "q001");
+    assert_eq!(rejects[0]["stage"], "distractors");
+    assert_eq!(
+        rejects[0]["reason"], "negative_in_context",
+        "{}",
+        rejects[0]
+    );
+    // The disputed answer reached the model as another accepted answer, not a form.
+    let asked: Vec<String> = mock
+        .journal()
+        .into_iter()
+        .map(|e| all_text(&ChatRequest::new(e.body)))
+        .filter(|t| t.contains("Case disputed") && t.contains("misleading options"))
+        .collect();
+    assert!(!asked.is_empty());
+    for t in &asked {
+        assert!(
+            t.contains("Other answers the dataset accepts (do not use them as options either): \"Bob Jones\""),
+            "{t}"
+        );
+        assert!(!t.contains("written in other ways"), "{t}");
+    }
+}

@@ -672,6 +672,93 @@ async fn a_reader_that_reads_well_passes_its_controls_and_the_rows_are_reader_ve
     );
     assert!(!card.contains("unreliable"), "{card}");
     assert!(!text(&o).contains("unreliable"), "{}", text(&o));
+    // The card quotes what the reader was told, word for word from the prompt file, and the
+    // manifest keeps it.
+    let prompt = std::fs::read_to_string(repo().join("prompts/reader/question.md")).unwrap();
+    let told = prompt
+        .split("=== system ===\n")
+        .nth(1)
+        .and_then(|t| t.split("\n\n=== user ===").next())
+        .unwrap()
+        .trim();
+    assert!(
+        told.starts_with("Answer each multiple-choice question from the passage"),
+        "{told}"
+    );
+    assert!(
+        card.contains(&format!("and told: \"{told}\", chose the answer")),
+        "{card}"
+    );
+    assert_eq!(m["reader"]["instruction"], told);
+}
+
+/// Four rows read well: four controls of four are too few to measure a reader. The card and
+/// the log name the count as the cause and say to build more rows, not to change the reader.
+#[tokio::test(flavor = "multi_thread")]
+async fn too_few_controls_are_said_as_such() {
+    let plain = tempfile::tempdir().unwrap();
+    let (rows, _, _) = ecare_rows(plain.path()).await;
+    let mut known = HashMap::new();
+    for r in &rows {
+        let choices = r["choices"].as_array().unwrap();
+        for (context, option) in [
+            ("negative_context", "candidate"),
+            ("golden_context", "answer"),
+        ] {
+            let text = choices[option_of(r, option)].as_str().unwrap().to_owned();
+            known.insert(r[context].as_str().unwrap().trim().to_owned(), text);
+        }
+    }
+    let server = MockServer::start(table_reader(known)).await;
+    let read = tempfile::tempdir().unwrap();
+    let raw = repo().join("raw");
+    let base = server.base_url();
+    let args = [
+        "kre",
+        "--domains",
+        "ecare",
+        "--raw",
+        raw.to_str().unwrap(),
+        "--out",
+        read.path().to_str().unwrap(),
+        "--limit",
+        "4",
+        "--reader-base-url",
+        &base,
+        "--reader-model",
+        "reader",
+    ];
+    let o = build(&args, &[]).await;
+    assert!(o.status.success(), "{}", text(&o));
+    let dir = read.path().join("kre/ecare");
+    let m = read_json(&dir.join("manifest.json"));
+    assert_eq!(
+        m["reader"]["checks"]["control"],
+        serde_json::json!({"asked": 4, "passed": 4})
+    );
+    assert_eq!(m["reader"]["trust"]["verified"], false);
+    let card = std::fs::read_to_string(dir.join("README.md")).unwrap();
+    assert!(
+        card.contains("> **Not reader-verified: too few controls.** `reader` at")
+            && card.contains("It was asked only 4 control questions (the golden context leading to the golden answer) and passed 4: too few to measure a reader, which says nothing yet of how it reads")
+            && card.contains("Build more rows (a larger `--limit` or `--sample`) to measure it."),
+        "{card}"
+    );
+    assert!(
+        !card.contains("unreliable") && !card.contains("stronger reader"),
+        "{card}"
+    );
+    let log = text(&o);
+    assert!(
+        log.contains("the reader reader was asked only 4 control questions")
+            && log.contains("too few to measure a reader (at least 10 are needed)")
+            && log.contains("build more rows (a larger --limit or --sample)"),
+        "{log}"
+    );
+    assert!(
+        !log.contains("unreliable") && !log.contains("stronger reader"),
+        "{log}"
+    );
 }
 
 // Several readers (issue 31 item 5): a reader check that names two named models

@@ -242,16 +242,17 @@ fn eventkg_model(req: &ChatRequest) -> Reply {
                 .to_string(),
         );
     }
-    if all.contains("(kind of value: ") {
+    if all.contains("Give another") {
         if all.contains("Congress of Vienna") {
             return Reply::Content(r#"{"edited_answer": "Par"#.into());
         }
-        let kind = between(&all, "(kind of value: ", ")").unwrap();
-        let edited = match kind {
-            "date" => "1 January 1900",
-            "place" => "Timbuktu",
-            "actor" => "Ada Lovelace",
-            "event" => "Siege of Troy",
+        // "(the event's KEY: a date)": the kind in words after the last colon.
+        let about = between(&all, "\nCorrect answer: \"", ")").unwrap();
+        let edited = match about.rsplit(": ").next().unwrap() {
+            "a date" => "1 January 1900",
+            "a place" => "Timbuktu",
+            "a person or organisation" => "Ada Lovelace",
+            "an event" => "Siege of Troy",
             _ => "Zzyzx",
         };
         return Reply::Content(json!({ "edited_answer": edited }).to_string());
@@ -331,4 +332,103 @@ async fn bad_model_answers_end_in_rejects_and_files_do_not_depend_on_concurrency
             .unwrap();
         assert!(st["rejected"].as_u64().unwrap() >= 1, "{st}");
     }
+}
+
+/// The editor's questions of the reader check (`kind_check`, `coherence_check` in the bundled
+/// recipe): a reader that judges an edited answer of another kind, or a non-answer-edited
+/// context that contradicts itself, refuses exactly those samples, with the reasons
+/// `reader_wrong_kind` and `reader_contradiction`; a reader that finds no flaw refuses none.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_reader_refuses_edits_of_another_kind_and_contexts_that_contradict_themselves() {
+    let raw = raw();
+    // The stand-in writes every step; its answer edit puts "Timbuktu" for a place, and its
+    // non-answer edit "Xanadu" for a place outside the answer.
+    let build_read = |flaws: bool| {
+        let raw = raw.clone();
+        async move {
+            let server = MockServer::start(responder(move |req: &ChatRequest| {
+                let last = req.last_user();
+                if flaws && last.contains("Reply with the letter of one option (one of") {
+                    let flawed = (last.contains("same kind of thing")
+                        && last.contains("with \"Timbuktu\""))
+                        || (last.contains("contradict") && last.contains("Xanadu"));
+                    return Reply::Content(cb_mock::reader_script::judge(last, flawed).unwrap());
+                }
+                cb_mock::stand_in::answer(req)
+            }))
+            .await;
+            let out = tempfile::tempdir().unwrap();
+            let base = server.base_url();
+            let args = reading_args(
+                "recall",
+                "eventkg",
+                &base,
+                &raw,
+                out.path().to_str().unwrap(),
+            );
+            let o = build(&args, &[("OPENAI_API_KEY", "sk-test")]).await;
+            assert!(o.status.success(), "{}", text(&o));
+            (out, server)
+        }
+    };
+    let (clean, _s1) = build_read(false).await;
+    let dir = clean.path().join("recall/eventkg");
+    let rows = read_jsonl(&dir.join("qa_na.jsonl"));
+    let m = read_json(&dir.join("manifest.json"));
+    assert_eq!(
+        m["reader"]["checks"]["kind"]["asked"],
+        m["reader"]["checks"]["kind"]["passed"]
+    );
+    let kinds = m["reader"]["checks"]["kind"]["asked"].as_u64().unwrap();
+    assert!(kinds >= rows.len() as u64, "{}", m["reader"]);
+    let (mut wrong_kind, mut contradiction) = (Vec::new(), Vec::new());
+    for r in &rows {
+        let id = r["source_id"].as_str().unwrap().to_owned();
+        if r["edited_answer"] == "Timbuktu" {
+            wrong_kind.push(id);
+        } else if r["edited_context"].as_str().unwrap().contains("Xanadu") {
+            contradiction.push(id);
+        }
+    }
+    assert!(
+        !wrong_kind.is_empty() && !contradiction.is_empty(),
+        "{wrong_kind:?} {contradiction:?}"
+    );
+
+    let (flawed, _s2) = build_read(true).await;
+    let dir = flawed.path().join("recall/eventkg");
+    assert_counts_add_up(&dir);
+    let kept: Vec<String> = read_jsonl(&dir.join("qa_na.jsonl"))
+        .iter()
+        .map(|r| r["source_id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        kept.len(),
+        rows.len() - wrong_kind.len() - contradiction.len()
+    );
+    let rejects = read_jsonl(&dir.join("rejects.jsonl"));
+    let refused = |reason: &str| -> Vec<String> {
+        rejects
+            .iter()
+            .filter(|r| r["stage"] == "reader_check" && r["reason"] == reason)
+            .map(|r| r["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(refused("reader_wrong_kind"), wrong_kind);
+    assert_eq!(refused("reader_contradiction"), contradiction);
+    let r = rejects
+        .iter()
+        .find(|r| r["reason"] == "reader_wrong_kind")
+        .unwrap();
+    assert!(
+        r["detail"]
+            .as_str()
+            .unwrap()
+            .contains("asked whether the edited answer keeps the answer's kind, the reader picked")
+            && r["detail"]
+                .as_str()
+                .unwrap()
+                .contains("no: another kind of thing"),
+        "{r}"
+    );
 }

@@ -184,10 +184,14 @@ pub fn model_reply(req: &ChatRequest) -> Reply {
     ))
 }
 
-/// The reader's answer when `req` is a multiple-choice question (the eval prompts end with
-/// "Answer with the letter"): the option its context names
-/// ([`cb_mock::reader_script::follow_context`]).
+/// The reader's answer when `req` is a multiple-choice question (the reader's and the eval's
+/// prompts end with "Answer with the letter"): the option its context names
+/// ([`cb_mock::reader_script::follow_context`]); a judged check's passing option.
 pub fn reader_reply(req: &ChatRequest) -> Option<Reply> {
+    // The judged checks (`reader/judge.md`): an editor that finds no flaw.
+    if let Some(pick) = cb_mock::reader_script::judge(req.last_user(), false) {
+        return Some(Reply::Content(pick));
+    }
     let mcq = req
         .last_user()
         .contains("Answer with the letter")

@@ -3,12 +3,13 @@
 use crate::output::{append_line, Encoded, Encoder, Outputs};
 use crate::recipe::Recipe;
 use crate::source::{Entry, Source, SourceOptions};
+use crate::tally::{waits, Counts, Done, Ended, Finished, Ran};
 use crate::{EngineError, Item};
 use cb_llm::pricing::round_usd;
 use cb_llm::Llm;
 use cb_llm::Progress;
 use cb_model::manifest::LlmTotals;
-use cb_model::{Manifest, Reject, StageCounts};
+use cb_model::{Manifest, StageCounts};
 use cb_step::{Corpus, Indexer, Registry, Routes, Step, StepCtx, StepFailure, Who};
 use minijinja::Environment;
 use std::collections::BTreeMap;
@@ -154,9 +155,6 @@ struct Build<'a> {
     dir: PathBuf,
 }
 
-/// Where an item ended: finished, or rejected by step `usize`.
-type Ended = Result<(), (usize, StepFailure)>;
-
 /// What the steps see of one build: the steps themselves, the models, and the corpus.
 struct Runner {
     steps: Vec<Box<dyn Step>>,
@@ -198,136 +196,6 @@ impl Runner {
     fn refused(&self, ended: &Ended) -> bool {
         matches!(ended, Err((i, StepFailure::Reject { reason, .. }))
             if reason == "reader_disagrees" && self.steps[*i].reads())
-    }
-}
-
-/// Whether an item ended waiting for batch files to be answered ([`cb_llm::LlmError::Waiting`]):
-/// its request is in a file, the item itself is let go (the next build run reads it again and
-/// finds its earlier answers in the cache), and the build reads on, so that one run writes
-/// the files of every item while it holds only a window of them.
-fn waits(f: &StepFailure) -> bool {
-    matches!(
-        f,
-        StepFailure::Fatal(cb_step::StepError::Llm(cb_llm::LlmError::Waiting(_)))
-    )
-}
-
-/// How an item or a loading reject ended, waiting in the reorder buffer for its turn to be
-/// written.
-enum Done {
-    /// A row, serialised by the item's task (or why it could not be).
-    Row(Result<Encoded, EngineError>),
-    Reject(Reject),
-    /// Cancelled, or ended by a fatal failure: nothing to write (the build fails).
-    Nothing,
-}
-
-/// What an item's task hands back: the item, how its steps ended and, when they all
-/// passed, its rows serialised for the output files (nothing otherwise).
-struct Finished {
-    item: Item,
-    ended: Ended,
-    rows: Result<Encoded, EngineError>,
-    /// The rows of an item the reader check refused, for its reject
-    /// ([`crate::output::Encoder::refused`]).
-    refused: Option<Result<serde_json::Value, EngineError>>,
-}
-
-/// What running the items gave, before the accounting.
-struct Ran {
-    counts: Counts,
-    /// The counts of the loading stages (read, join, map, filter) and the filtered records
-    /// by reason.
-    loading: (Vec<StageCounts>, BTreeMap<String, u64>),
-    /// The first fatal failure of a step; it stopped the others.
-    fatal: Option<EngineError>,
-    /// Items wait for answers to batch files: the build reads on, writes nothing and ends
-    /// with this error (exit code 4 from the CLI).
-    waiting: Option<EngineError>,
-    /// A failure of the source or the writer; it stopped the build too.
-    broken: Option<EngineError>,
-}
-
-/// What a run counts for the manifest, as items end.
-struct Counts {
-    /// Per step: in, rejected and reasons (out is set by the accounting).
-    steps: Vec<StageCounts>,
-    /// Calls and tokens of the items' model calls (the price is set by the accounting).
-    llm: LlmTotals,
-    /// Per reader check: how many rows it was asked for and how many it passed; with several
-    /// readers, each one's and their agreement.
-    readers: cb_model::manifest::ReaderTally,
-    /// The calls by named model and step (the manifest's `models`).
-    models: crate::per_model::CallTally,
-}
-
-impl Ran {
-    /// Takes in one item that ended: its reader verdicts, its calls, the steps it entered and
-    /// the one that rejected it. Gives what is to be written in its place.
-    fn add(&mut self, steps: &[Box<dyn Step>], finished: Finished) -> Done {
-        let Finished {
-            item,
-            ended,
-            rows,
-            refused,
-        } = finished;
-        if let Some(r) = item.fields.get(cb_step::READER_FIELD) {
-            self.counts.readers.add(r);
-        }
-        for c in &item.calls {
-            self.counts.llm.calls += 1;
-            self.counts.llm.prompt_tokens += c.prompt_tokens;
-            self.counts.llm.completion_tokens += c.completion_tokens;
-            self.counts.models.add(c);
-        }
-        let reached = match &ended {
-            Ok(()) => steps.len(),
-            Err((i, _)) => *i + 1,
-        };
-        for c in self.counts.steps.iter_mut().take(reached) {
-            c.in_ += 1;
-        }
-        match ended {
-            Ok(()) => Done::Row(rows),
-            Err((_, f)) if waits(&f) => {
-                if let StepFailure::Fatal(e) = f {
-                    self.waiting.get_or_insert(e.into());
-                }
-                Done::Nothing
-            }
-            Err((_, StepFailure::Fatal(e))) => {
-                self.fatal.get_or_insert(e.into());
-                Done::Nothing
-            }
-            Err((_, StepFailure::Cancelled)) => Done::Nothing,
-            Err((
-                i,
-                StepFailure::Reject {
-                    reason,
-                    detail,
-                    raw,
-                    attempts,
-                },
-            )) => {
-                let c = &mut self.counts.steps[i];
-                c.rejected += 1;
-                *c.reasons.entry(reason.clone()).or_default() += 1;
-                let row = match refused.transpose() {
-                    Ok(row) => row,
-                    Err(e) => return Done::Row(Err(e)),
-                };
-                Done::Reject(Reject {
-                    id: item.id,
-                    origin: item.origin.to_string(),
-                    stage: steps[i].name().to_owned(),
-                    reason,
-                    detail,
-                    raw_response: raw,
-                    attempts,
-                    row,
-                })
-            }
-        }
     }
 }
 
@@ -588,14 +456,10 @@ impl Build<'_> {
         // A dry run asked no reader anything: it warns of nothing they said.
         if let Some(r) = manifest.reader.as_ref().filter(|_| self.opts.write) {
             if let Some(w) = r.warning() {
-                let advice = if r.read_nothing() {
-                    "see rejects.jsonl for what stopped every item before it"
-                } else {
-                    "choose a stronger reader (README: the reader check)"
-                };
                 tracing::warn!(
                     recipe = %self.name,
-                    "{w}; the card does not call the rows reader-verified: {advice}"
+                    "{w}; the card does not call the rows reader-verified: {}",
+                    r.advice()
                 );
             }
         }
@@ -646,19 +510,7 @@ impl Build<'_> {
             files: out.paths().collect(),
             data_files: out.data_files(&card.split),
             card,
-            reader: counts.readers.info(
-                self.routes
-                    .reader()
-                    .filter(|_| steps.iter().any(|s| s.reads()))
-                    .map(|r| {
-                        let c = r.config();
-                        (
-                            c.backend.name().into(),
-                            c.model.clone(),
-                            r.endpoint().to_owned(),
-                        )
-                    }),
-            ),
+            reader: crate::per_model::reader(self.routes, steps, counts.readers),
         }
     }
 

@@ -45,8 +45,11 @@ struct ReaderView<'a> {
     passed: u64,
     /// The Wilson 95 % lower bound of its control pass rate, to two places (`none`: none asked).
     bound: String,
-    /// Fewer controls asked than the rule needs.
+    /// Untrusted only because it was asked too few controls to be measured (with a panel:
+    /// every untrusted reader).
     too_few: bool,
+    /// What the reader was told, word for word (the system part of its question).
+    instruction: Option<&'a str>,
     /// The rule in words.
     rule: String,
     /// In a panel's entry: the rows it judged and let stand.
@@ -99,7 +102,8 @@ fn reader_view(r: &ReaderInfo) -> ReaderView<'_> {
             .trust
             .lower_bound
             .map_or("none".to_owned(), |l| format!("{l:.2}")),
-        too_few: r.trust.controls_asked < ReaderTrust::MIN_CONTROLS,
+        too_few: r.too_few(),
+        instruction: r.instruction.as_deref(),
         rule: ReaderTrust::rule(),
         judged: r.rows.map_or(0, |t| t.asked),
         stood: r.rows.map_or(0, |t| t.passed),
@@ -155,6 +159,7 @@ pub fn render(recipe: &Recipe, m: &Manifest) -> String {
         description => &recipe.description,
         offline => m.offline,
         reader,
+        control_measures => &m.card.control_measures,
         config_table => hub::config_table(&configs),
         empty => m.data_files.iter().filter(|f| f.rows == 0).map(|f| f.path.as_str()).collect::<Vec<_>>(),
         split => &m.card.split,
@@ -235,6 +240,8 @@ fn reader_cell(r: &ReaderInfo) -> String {
         ""
     } else if r.read_nothing() {
         " (read no row: not reader-verified)"
+    } else if r.too_few() {
+        " (too few controls to measure it: not reader-verified)"
     } else {
         " (unreliable: not reader-verified)"
     };
@@ -266,12 +273,10 @@ mod tests {
         }))
         .unwrap();
         let checks = [("control".to_owned(), CheckTally { asked, passed })].into();
-        m.reader = Some(ReaderInfo::new(
-            "openai".into(),
-            "rm".into(),
-            "http://r".into(),
-            checks,
-        ));
+        m.reader = Some(ReaderInfo {
+            instruction: Some("Answer from the passage.".into()),
+            ..ReaderInfo::new("openai".into(), "rm".into(), "http://r".into(), checks)
+        });
         m.card = hub::complete(&r.card, &r.format);
         m
     }
@@ -288,10 +293,13 @@ mod tests {
         let too_few = render(r, &manifest(r, 3, 3));
         let verified = render(r, &manifest(r, 12, 12));
         for (card, part) in [
-            (&unreliable, "> **Not reader-verified: an unreliable reader.** `rm` at `http://r` (openai) read the rows back, but it passed only 1 of 10 control questions (the golden context leading to the golden answer; Wilson 95 % lower bound 0.02), and the card calls rows reader-verified only with at least 10 controls asked and the lower bound of the Wilson 95 % interval of their pass rate at least 0.70."),
+            (&unreliable, "> **Not reader-verified: an unreliable reader.** `rm` at `http://r` (openai) read the rows back, told: \"Answer from the passage.\", but it passed only 1 of 10 control questions (the golden context leading to the golden answer; Wilson 95 % lower bound 0.02), and the card calls rows reader-verified only with at least 10 controls asked and the lower bound of the Wilson 95 % interval of their pass rate at least 0.70."),
             (&unreliable, "Checks passed: control 1 of 10. Rebuild with a stronger reader."),
             (&unreliable, "| reader | rm at http://r (unreliable: not reader-verified) |"),
-            (&too_few, "but it was asked only 3 control questions (the golden context leading to the golden answer) and passed 3: too few to measure a reader, and"),
+            (&too_few, "> **Not reader-verified: too few controls.** `rm` at `http://r` (openai) read the rows back, told: \"Answer from the passage.\". It was asked only 3 control questions (the golden context leading to the golden answer) and passed 3: too few to measure a reader, which says nothing yet of how it reads;"),
+            (&too_few, "Build more rows (a larger `--limit` or `--sample`) to measure it."),
+            (&too_few, "| reader | rm at http://r (too few controls to measure it: not reader-verified) |"),
+            (&verified, "given the row's question and options with the generated context alone and told: \"Answer from the passage.\", chose the answer"),
             (&verified, "> **Reader-verified** by `rm` at `http://r` (openai)"),
             (&verified, "Checks passed: control 12 of 12. The reader is trusted on its controls: it passed 12 of 12 control questions (the golden context leading to the golden answer; Wilson 95 % lower bound 0.76)"),
             (&verified, "| reader | rm at http://r |"),
@@ -301,6 +309,7 @@ mod tests {
             assert!(card.contains(part), "{part:?} not in\n{card}");
         }
         assert!(!unreliable.contains("Reader-verified") && !too_few.contains("Reader-verified"));
+        assert!(!too_few.contains("unreliable") && !too_few.contains("stronger reader"));
         for card in [&unreliable, &too_few, &verified] {
             assert!(!card.contains("{{") && !card.contains("{%"));
         }

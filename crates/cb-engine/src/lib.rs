@@ -23,6 +23,7 @@ pub mod output;
 mod per_model;
 pub mod recipe;
 pub mod source;
+mod tally;
 
 pub use build::{build_recipe, build_recipes, BuildOptions, BuildOutcome, RecipeJob};
 pub use cb_llm::{NoProgress, Progress};

@@ -1,11 +1,37 @@
 //! A build told model by model, from its routing table ([`Routes`]): which steps call each
 //! model and what its calls came to (the manifest's `models`, counted from the rows' lineage
-//! like the totals), and what each model's layers sent this run (`runs.jsonl`).
+//! like the totals), what each model's layers sent this run (`runs.jsonl`), and who read
+//! the rows and what they were told (the manifest's `reader`).
 
 use cb_llm::Llm;
-use cb_model::manifest::{LlmTotals, ModelUse};
+use cb_model::manifest::{LlmTotals, ModelUse, ReaderInfo, ReaderTally};
 use cb_step::{CallRecord, Routes, Step, Who};
 use std::collections::BTreeMap;
+
+/// The manifest's `reader`: the readers' tallies, who read (the build's reader, where a step
+/// reads), and what the reader was told: the system part of the reader check's question,
+/// word for word.
+pub(crate) fn reader(
+    routes: &Routes,
+    steps: &[Box<dyn Step>],
+    tally: ReaderTally,
+) -> Option<ReaderInfo> {
+    let reads = steps.iter().find(|s| s.reads());
+    let who = routes.reader().filter(|_| reads.is_some()).map(|r| {
+        let c = r.config();
+        (
+            c.backend.name().into(),
+            c.model.clone(),
+            r.endpoint().to_owned(),
+        )
+    });
+    let mut info = tally.info(who)?;
+    info.instruction = reads
+        .and_then(|s| s.prompt())
+        .map(|p| p.system.trim().to_owned())
+        .filter(|i| !i.is_empty());
+    Some(info)
+}
 
 /// The calls of the items, by the named model they went to (`None`: the build's own model or
 /// an unnamed reader) and the step that made them: calls, prompt and completion tokens.

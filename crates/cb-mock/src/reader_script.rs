@@ -1,7 +1,8 @@
 //! Closed-form readers, for tests of the reader check: each reads the multiple-choice
-//! question a request asks (rendered by `prompts/eval/kre.md` or `prompts/eval/recall_qa.md`:
-//! a context, a question, options lettered from `A`) and answers with a letter by one fixed
-//! rule, so which rows pass follows from the rows alone.
+//! question a request asks (rendered by `prompts/reader/question.md`, `prompts/eval/kre.md`
+//! or `prompts/eval/recall_qa.md`: a context, a question, options lettered from `A`) and
+//! answers with a letter by one fixed rule, so which rows pass follows from the rows alone;
+//! [`judge`] answers the reader check's judged questions (`prompts/reader/judge.md`).
 //!
 //! - [`follow_context`]: the option whose text the context names (case-insensitive; the
 //!   longest when several are named); "None" when none is.
@@ -114,9 +115,37 @@ pub fn table_reader(known: HashMap<String, String>) -> Responder {
     })
 }
 
+/// The letter of the option an editor picks for the reader check's judged questions
+/// (`prompts/reader/judge.md`: RECALL's `kind` and `coherent` checks), if `prompt` is one;
+/// `flawed` picks the option that flags a flaw ("no: another kind of thing", "yes: it
+/// contradicts itself"), else the one that passes.
+pub fn judge(prompt: &str, flawed: bool) -> Option<String> {
+    if !prompt.contains("Reply with the letter of one option (one of") {
+        return None;
+    }
+    let passes = |t: &str| t.starts_with("yes: the same kind") || t.starts_with("no: it agrees");
+    let flags = |t: &str| t.starts_with("no: another kind") || t.starts_with("yes: it contradicts");
+    prompt.lines().find_map(|l| {
+        let (mark, text) = l.split_once(": ")?;
+        let ok = mark.len() == 1 && mark.chars().all(|c| c.is_ascii_uppercase());
+        (ok && if flawed { flags(text) } else { passes(text) }).then(|| mark.to_owned())
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn judged_questions_are_answered_by_their_options() {
+        let q = "Passage:\n<<<\nThe tower stands in Lyon.\n>>>\n\nDoes any statement of this passage contradict another statement of the same passage?\nA: yes: it contradicts itself\nB: no: it agrees with itself\nReply with the letter of one option (one of A, B).";
+        assert_eq!(judge(q, false).as_deref(), Some("B"));
+        assert_eq!(judge(q, true).as_deref(), Some("A"));
+        assert_eq!(
+            judge("Question: x\nA: y\nAnswer with the letter", false),
+            None
+        );
+    }
 
     #[test]
     fn both_layouts_of_the_eval_prompts_parse() {

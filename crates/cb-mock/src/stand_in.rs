@@ -19,9 +19,10 @@
 //! - RECALL `nonanswer_edit` (`recall/edit_nonanswer_record.md`): the first other value of the
 //!   paragraph replaced by a fixed one of its key's sort (`2 February 1960`, `Xanadu`,
 //!   `Grace Hopper`);
-//! - the reader check's questions (`eval/kre.md`, `eval/recall_qa.md`): the option the
-//!   context names ([`crate::reader_script::follow_context`]); the answer-set test
-//!   (`reader/answer_set.md`): `A`.
+//! - the reader check's questions (`reader/question.md`): the option the context names
+//!   ([`crate::reader_script::follow_context`]); the answer-set test
+//!   (`reader/answer_set.md`): `A`; the judged checks (`reader/judge.md`): the option that
+//!   passes ([`crate::reader_script::judge`]).
 //!
 //! A request whose `json_schema` asks for `{"ok": <boolean>}` alone (the structured-output
 //! probe of `cb-llm`) gets `{"ok": true}`, as from a server that enforces schemas (vLLM,
@@ -50,6 +51,9 @@ pub fn answer(req: &ChatRequest) -> Reply {
     if last.contains("The question itself is not shown") {
         return Reply::Content("A".to_owned());
     }
+    if let Some(pick) = crate::reader_script::judge(last, false) {
+        return Reply::Content(pick);
+    }
     let schema = &req.body["response_format"]["json_schema"]["schema"];
     if schema["required"] == json!(["ok"]) {
         return Reply::Content(r#"{"ok": true}"#.to_owned());
@@ -63,7 +67,7 @@ pub fn answer(req: &ChatRequest) -> Reply {
         paraphrase(&all)
     } else if all.contains("Paragraph written from the record") {
         question(&all)
-    } else if all.contains("(kind of value: ") {
+    } else if all.contains("Give another") {
         answer_edit(&all)
     } else if all.contains("Introduce factual errors") {
         nonanswer_edit(&all)
@@ -166,8 +170,9 @@ fn variant(answer: &str, k: u64) -> String {
 fn distractors(all: &str) -> String {
     let passage = block(all, "").to_lowercase();
     let answer = between(all, "Correct answer: \"", "\"").unwrap_or_default();
-    let mut taken: Vec<String> = quoted_after(all, "Other accepted forms of the correct answer:")
+    let mut taken: Vec<String> = quoted_after(all, "The same answer written in other ways:")
         .iter()
+        .chain(&quoted_after(all, "(do not use them as options either):"))
         .chain(std::iter::once(&answer.to_owned()))
         .map(|a| a.to_lowercase())
         .collect();
@@ -208,7 +213,7 @@ fn replace_ignoring_case(text: &str, from: &str, to: &str) -> String {
 fn rewrite(all: &str) -> String {
     let passage = block(all, "Passage:");
     let negative = between(all, "Replacement answer: \"", "\"").unwrap_or_default();
-    let mut golden = quoted_after(all, "Other forms of the correct answer:");
+    let mut golden = quoted_after(all, "The passage may also write it as:");
     golden.extend(between(all, "Correct answer: \"", "\"").map(str::to_owned));
     golden.sort_by_key(|g| std::cmp::Reverse(g.len()));
     golden.iter().fold(passage.to_owned(), |t, g| {
@@ -257,11 +262,13 @@ fn question(all: &str) -> String {
 
 /// RECALL answer edit: a fixed value of the answer's kind.
 fn answer_edit(all: &str) -> String {
-    let edited = match between(all, "(kind of value: ", ")").unwrap_or_default() {
-        "date" => "1 January 1950",
-        "place" => "Timbuktu",
-        "actor" => "Ada Lovelace",
-        "event" => "Siege of Troy",
+    // "(the event's KEY: a date)": the kind in words after the last colon.
+    let about = between(all, "\nCorrect answer: \"", ")").unwrap_or_default();
+    let edited = match about.rsplit(": ").next().unwrap_or_default() {
+        "a date" => "1 January 1950",
+        "a place" => "Timbuktu",
+        "a person or organisation" => "Ada Lovelace",
+        "an event" => "Siege of Troy",
         _ => "Zzyzx",
     };
     json!({ "edited_answer": edited }).to_string()
@@ -362,7 +369,7 @@ mod tests {
             r#"{"replacements":[{"original":"Kelburg","edited":"Xanadu"}]}"#
         );
         assert_eq!(
-            ask("Correct answer: \"Kelburg\" (kind of value: place)"),
+            ask("Give another real place\nCorrect answer: \"Kelburg\" (the event's location: a place)"),
             r#"{"edited_answer":"Timbuktu"}"#
         );
     }

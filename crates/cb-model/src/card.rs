@@ -28,6 +28,12 @@ pub struct CardMeta {
     pub source_datasets: Vec<String>,
     /// The license of every source, as its publisher states it.
     pub licenses: Vec<SourceLicense>,
+    /// What the reader check's control (the golden context leading to the golden answer)
+    /// measures on this domain, where its golden contexts cannot be relied on to lead to the
+    /// golden answer; the card says it beside the reader. Empty (and not written) where the
+    /// control measures reading.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub control_measures: String,
 }
 
 /// The license of one source.

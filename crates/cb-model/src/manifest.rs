@@ -94,6 +94,10 @@ pub struct ReaderInfo {
     /// With several readers: the agreement of each pair on the rows both judged.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub agreement: Vec<Agreement>,
+    /// What the reader was told, word for word: the system part of the reader check's
+    /// question template (`prompts/reader/question.md` unless the recipe names another).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instruction: Option<String>,
 }
 
 /// How far two readers agree on which rows stand: the 2x2 table of their verdicts on the
@@ -157,6 +161,7 @@ impl ReaderInfo {
             rows: None,
             panel: Vec::new(),
             agreement: Vec::new(),
+            instruction: None,
         }
     }
 
@@ -173,6 +178,28 @@ impl ReaderInfo {
     /// rejected before the reader check.
     pub fn read_nothing(&self) -> bool {
         self.trust.controls_asked == 0 && self.panel.iter().all(|r| r.trust.controls_asked == 0)
+    }
+
+    /// Whether every reader that is not trusted (one, or each of a panel) was asked too few
+    /// controls to be measured: the cure is more rows, not another reader.
+    pub fn too_few(&self) -> bool {
+        let untrusted: Vec<&ReaderInfo> = if self.panel.is_empty() {
+            vec![self]
+        } else {
+            self.panel.iter().filter(|r| !r.trust.verified).collect()
+        };
+        !untrusted.is_empty() && untrusted.iter().all(|r| r.trust.too_few())
+    }
+
+    /// What to do when the readers' verdicts are not trusted, by the cause.
+    pub fn advice(&self) -> &'static str {
+        if self.read_nothing() {
+            "see rejects.jsonl for what stopped every item before it"
+        } else if self.too_few() {
+            "build more rows (a larger --limit or --sample) so that the reader is asked enough control questions to be measured (README: the reader check)"
+        } else {
+            "choose a stronger reader (README: the reader check)"
+        }
     }
 
     /// The log's and the card's sentence when a reader's verdicts cannot be trusted (with a
@@ -379,6 +406,15 @@ impl ReaderTrust {
         )
     }
 
+    /// Whether the reader is untrusted only because it was asked too few controls to be
+    /// measured: some, fewer than [`Self::MIN_CONTROLS`], and it passed every one (4 of 4, 7
+    /// of 7). A reader that failed some is unreliable, whatever the count.
+    pub fn too_few(&self) -> bool {
+        !self.verified
+            && (1..Self::MIN_CONTROLS).contains(&self.controls_asked)
+            && self.controls_passed == self.controls_asked
+    }
+
     /// Why a reader is or is not trusted, with its figures (follows the reader's name).
     pub fn why(&self) -> String {
         let (p, n) = (self.controls_passed, self.controls_asked);
@@ -392,15 +428,23 @@ impl ReaderTrust {
             )
         } else if n == 0 {
             "read no row (every item was rejected before the reader check), so it was never measured and verified nothing".to_string()
-        } else if n < Self::MIN_CONTROLS {
+        } else if self.too_few() {
             format!(
-                "is unreliable: it was asked only {n} control questions (the golden context leading to the golden answer) and passed {p}{bound}; at least {} are needed to measure a reader, so its verdicts are not trusted (the rule: {})",
+                "was asked only {n} control questions (the golden context leading to the golden answer) and passed {p}{bound}: too few to measure a reader (at least {} are needed), so its verdicts are not trusted; this says nothing yet of how it reads (the rule: {})",
                 Self::MIN_CONTROLS,
                 Self::rule()
             )
         } else {
+            let few = if n < Self::MIN_CONTROLS {
+                format!(
+                    ", and only {n} were asked (at least {} are needed)",
+                    Self::MIN_CONTROLS
+                )
+            } else {
+                String::new()
+            };
             format!(
-                "is unreliable: it passed only {p} of {n} control questions (the golden context leading to the golden answer){bound}, under {:.2}, so its verdicts are not trusted (the rule: {})",
+                "is unreliable: it passed only {p} of {n} control questions (the golden context leading to the golden answer){bound}, under {:.2}{few}, so its verdicts are not trusted (the rule: {})",
                 Self::MIN_PASS_RATE,
                 Self::rule()
             )
@@ -512,6 +556,7 @@ mod tests {
             "{w}"
         );
         assert!(w.contains("lower bound 0.00"), "{w}");
+        assert!(!r.too_few(), "twelve controls measure a reader");
         let none = ReaderInfo::new("openai".into(), "m".into(), "e".into(), BTreeMap::new());
         assert_eq!(
             none.warning().unwrap(),
@@ -527,10 +572,35 @@ mod tests {
             },
         );
         let few = ReaderInfo::new("openai".into(), "m".into(), "e".into(), few);
-        assert!(few
-            .warning()
-            .unwrap()
-            .contains("asked only 3 control questions"));
+        // Four of four, seven of seven: the count is the cause, not the reader.
+        let w = few.warning().unwrap();
+        assert!(
+            w.starts_with("the reader m was asked only 3 control questions (the golden context leading to the golden answer) and passed 3, Wilson 95 % lower bound 0.44: too few to measure a reader (at least 10 are needed)"),
+            "{w}"
+        );
+        assert!(!w.contains("unreliable"), "{w}");
+        assert!(few.too_few() && few.trust.too_few());
+        // Five of eight: failures say something already; the count is named beside them.
+        let mixed = ReaderInfo::new(
+            "openai".into(),
+            "m".into(),
+            "e".into(),
+            [(
+                "control".to_owned(),
+                CheckTally {
+                    asked: 8,
+                    passed: 5,
+                },
+            )]
+            .into(),
+        );
+        let w = mixed.warning().unwrap();
+        assert!(
+            w.starts_with("the reader m is unreliable: it passed only 5 of 8 control questions")
+                && w.contains(", and only 8 were asked (at least 10 are needed)"),
+            "{w}"
+        );
+        assert!(!mixed.too_few());
         let mut good = BTreeMap::new();
         good.insert(
             "control".to_owned(),
@@ -541,6 +611,7 @@ mod tests {
         );
         let r = ReaderInfo::new("openai".into(), "m".into(), "e".into(), good);
         assert_eq!(r.warning(), None);
+        assert!(!r.too_few() && !none.too_few());
         assert!(r
             .trust
             .why()

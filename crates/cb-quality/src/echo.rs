@@ -18,8 +18,7 @@ pub const PROMPT_LABELS: &[&str] = &[
     "Event",
     "For comparison, the reference explanation of the other option reads",
     "Options",
-    "Other accepted forms of the correct answer",
-    "Other forms of the correct answer",
+    "Other answers the dataset accepts (do not use them as options either)",
     "Paragraph",
     "Paragraph about an event",
     "Paragraph written from the record",
@@ -28,8 +27,11 @@ pub const PROMPT_LABELS: &[&str] = &[
     "Record of the event",
     "Reference explanation",
     "Replacement answer",
+    "Sentence",
     "Sentences collected about the term",
     "Term",
+    "The passage may also write it as",
+    "The same answer written in other ways",
 ];
 
 /// The first line of `answer` that starts with one of `labels` (case-insensitive) followed

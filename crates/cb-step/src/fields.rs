@@ -19,6 +19,10 @@ pub const GOLDEN_CONTEXT: &str = "golden_context";
 pub const ANSWER_TEXT: &str = "answer_text";
 /// KRE reading comprehension: other accepted forms of the answer, a list of strings (mapped).
 pub const ALIASES: &str = "aliases";
+/// KRE reading comprehension: answers the dataset also accepts that are not forms of the
+/// answer (SQuAD annotators who answered otherwise), a list of strings (mapped, optional:
+/// `other_than(answers[0], answers)` in the SQuAD recipe). Never options; the row notes `answers_disagree`.
+pub const OTHER_ANSWERS: &str = "other_answers";
 /// KRE e-CARE: the premise the question is asked about (mapped; absent for other sources).
 pub const PREMISE: &str = "premise";
 /// RECALL: the domain of the row (mapped).

@@ -15,7 +15,37 @@ pub fn environment() -> Environment<'static> {
     });
     env.add_filter("fill_what", fill_what);
     env.add_function("contains_answer", contains_answer);
+    env.add_function("forms_of", |answer: String, answers: Vec<String>| {
+        split_answers(&answer, answers).0
+    });
+    env.add_function("other_than", |answer: String, answers: Vec<String>| {
+        split_answers(&answer, answers).1
+    });
     env
+}
+
+/// Splits a dataset's accepted answers by whether they agree with `answer`: a form of it
+/// holds it or is held by it as whole words, after normalisation ("the Netherlands" for
+/// "Netherlands", "Western Europe" for "Europe"); any other is another answer, one an
+/// annotator gave instead ("Germany" for "the Netherlands"). Empty answers and those equal
+/// to `answer` once normalised are in neither list. Recipes call the two halves
+/// `forms_of(answer, answers)` and `other_than(answer, answers)`.
+pub fn split_answers(answer: &str, answers: Vec<String>) -> (Vec<String>, Vec<String>) {
+    use cb_model::text::{contains_phrase, normalize};
+    let own = normalize(answer);
+    let (mut forms, mut others) = (Vec::new(), Vec::new());
+    for a in answers {
+        let n = normalize(&a);
+        if n.is_empty() || n == own {
+            continue;
+        }
+        if contains_phrase(&a, answer) || contains_phrase(answer, &a) {
+            forms.push(a);
+        } else {
+            others.push(a);
+        }
+    }
+    (forms, others)
 }
 
 /// `contains_answer(context, answer, aliases, ...)`: whether any of the given answers (each
@@ -113,6 +143,36 @@ mod tests {
         assert_eq!(
             t("contains_answer(c, '', e)"),
             serde_json::Value::Bool(false)
+        );
+    }
+
+    /// SQuAD's annotators sometimes answer differently: their answers that hold the first
+    /// one or are held by it are its forms, the rest other answers.
+    #[test]
+    fn accepted_answers_split_into_forms_and_other_answers() {
+        let env = environment();
+        let ctx = serde_json::json!({
+            "a": "the Netherlands",
+            "l": ["the Netherlands", "Netherlands", "Germany", "the Netherlands and Germany", ""],
+        });
+        let t = |e: &str| {
+            let v = env
+                .compile_expression(e)
+                .unwrap()
+                .eval(JValue::from_serialize(&ctx))
+                .unwrap();
+            serde_json::to_value(&v).unwrap()
+        };
+        assert_eq!(
+            t("forms_of(a, l)"),
+            serde_json::json!(["the Netherlands and Germany"])
+        );
+        assert_eq!(t("other_than(a, l)"), serde_json::json!(["Germany"]));
+        let (forms, others) =
+            split_answers("Europe", vec!["Western Europe".into(), "three".into()]);
+        assert_eq!(
+            (forms, others),
+            (vec!["Western Europe".to_owned()], vec!["three".to_owned()])
         );
     }
 }

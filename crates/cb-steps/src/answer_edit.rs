@@ -57,7 +57,8 @@ impl AnswerEdit {
                     .map(|v| v.iter().collect())
                     .unwrap_or_default();
                 let fits = |c: &&String| {
-                    text::normalize(c) != text::normalize(value)
+                    (kind == "date" || !is_name(answer) || is_name(c))
+                        && text::normalize(c) != text::normalize(value)
                         && text::find_word_occurrences(paragraph, c).is_empty()
                         && !text::contains_phrase(c, answer)
                 };
@@ -142,6 +143,11 @@ impl AnswerEdit {
                         }
                     ));
                 }
+                if !is_date && is_name(answer) && !is_name(edited) {
+                    return Err(format!(
+                        "wrong_kind: \"{answer}\" is a name (a person, a place, an event), so its replacement must be one too, not \"{edited}\""
+                    ));
+                }
             }
             Mode::Text => {
                 let (n, m) = (
@@ -157,6 +163,21 @@ impl AnswerEdit {
         }
         Ok(edited.to_owned())
     }
+}
+
+/// Whether `value` is written as a name: its first word, an article aside, starts with a
+/// capital letter ("the Battle of Hastings", "Rouen", "UN").
+fn is_name(value: &str) -> bool {
+    let words: Vec<&str> = value.split_whitespace().collect();
+    let first = match words.as_slice() {
+        [a, next, ..] if ["the", "a", "an"].contains(&a.to_lowercase().as_str()) => *next,
+        [w, ..] => *w,
+        [] => return false,
+    };
+    first
+        .chars()
+        .find(|c| c.is_alphanumeric())
+        .is_some_and(char::is_uppercase)
 }
 
 impl ModelBacked for AnswerEdit {
@@ -240,5 +261,28 @@ mod tests {
             .starts_with("unchanged"));
         assert!(v("Boeing 747").unwrap_err().starts_with("wrong_kind"));
         assert!(v("Rouen").unwrap_err().starts_with("already_in_context"));
+    }
+
+    /// A name stays a name: a place, a person or an event replaced by a common noun is of
+    /// another kind ("the referee" for "Pierre Cauchon").
+    #[test]
+    fn a_name_is_replaced_by_a_name() {
+        let step = AnswerEdit { mode: Mode::Record };
+        let mut item = date_item();
+        item.set(fields::ANSWER, "Pierre Cauchon");
+        item.set(fields::ANSWER_VALUE, "Pierre Cauchon");
+        item.set(fields::ANSWER_KIND, "actor");
+        item.set(fields::ANSWER_KEY, "judge");
+        let ans = Answer::of(&item).unwrap();
+        let p = "The trial of Joan of Arc was judged by Pierre Cauchon in Rouen.";
+        let v = |e: &str| step.validate(&json!({ "edited_answer": e }).to_string(), &ans, p);
+        assert_eq!(v("Thomas Cromwell").unwrap(), "Thomas Cromwell");
+        assert_eq!(v("the Holy Inquisition").unwrap(), "the Holy Inquisition");
+        let e = v("a referee").unwrap_err();
+        assert!(
+            e.starts_with("wrong_kind") && e.contains("is a name"),
+            "{e}"
+        );
+        assert!(is_name("UN") && is_name("the Battle of Hastings") && !is_name("the referee"));
     }
 }

@@ -19,10 +19,20 @@ pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepErro
 
 /// Writes three misleading options, then `choices` (the answer and the three options in a
 /// seeded order, purpose `option_order`), `answer` and `candidate` (letters) and
-/// `negative_answer` (a seeded pick among the three, purpose `negative_answer`).
+/// `negative_answer` (a seeded pick, purpose `negative_answer`, among the options that do
+/// not already stand in the golden context: the rewrite puts the negative answer in the
+/// answer's place, and one already there in another role would make the passage say it
+/// twice, as MuSiQue's "614", Columbus's area code, made Cincinnati's. When all three stand
+/// there the item is rejected, `negative_in_context`).
 ///
 /// Validation: a JSON object `{"options": [...]}` with exactly three non-empty options,
-/// distinct after normalisation, none equal to the answer or one of its aliases.
+/// distinct after normalisation, none equal to the answer, one of its forms (`aliases`) or
+/// another answer the dataset accepts (`other_answers`), and none holding the answer or a
+/// form of it, or held by one, as whole words ("Western Europe" or "Europe" for "Europe":
+/// not wrong). The prompt sees the forms as `aliases` and the other answers as
+/// `other_answers`; an item with other answers carries the note `answers_disagree` in its
+/// row's `warnings` column (the dataset's annotators answered differently: the question may
+/// have two answers).
 ///
 /// Offline rule: when the answer contains a number, the number is shifted (a year by 1 to
 /// 15, a decade by 10 to 50, other numbers within about a third of their value), keeping the
@@ -48,17 +58,45 @@ impl ModelBacked for Distractors {
             return Err(StepFailure::reject("no_answer", "answer_text is empty"));
         }
         let aliases = usable_aliases(&answer, item.require_texts(fields::ALIASES)?);
+        // Optional: only SQuAD's recipe maps the answers its annotators disagree on.
+        let others = usable_aliases(&answer, item.texts(fields::OTHER_ANSWERS));
+        let taken = Taken::new(&answer, &aliases, &others);
         let offline = if ctx.needs_rule_answer() {
             let mut rng = item_rng(ctx.seed, ctx.recipe, &item.id, "distractors");
-            json!({ "options": offline_options(item.require(fields::QUESTION)?, &answer, &aliases, &ctx.corpus.view::<GoldenAnswers>().answers, &mut rng) })
+            json!({ "options": offline_options(item.require(fields::QUESTION)?, &taken, &ctx.corpus.view::<GoldenAnswers>().answers, &mut rng) })
                 .to_string()
         } else {
             String::new()
         };
-        let a = model.ask(item, &answer, [("aliases", json!(aliases))], offline);
-        let options = ask(ctx, item, a, |raw| validate_options(raw, &answer, &aliases)).await?;
+        let a = model.ask(
+            item,
+            &answer,
+            [
+                ("aliases", json!(aliases)),
+                ("other_answers", json!(others)),
+            ],
+            offline,
+        );
+        let options = ask(ctx, item, a, |raw| validate_options(raw, &taken)).await?;
+        let golden = item.require(fields::GOLDEN_CONTEXT)?;
+        // Options already in the passage stay options, never the negative answer.
+        let eligible: Vec<usize> = (0..options.len())
+            .filter(|&i| !text::contains_phrase(golden, &options[i]))
+            .collect();
+        if eligible.is_empty() {
+            return Err(StepFailure::reject(
+                "negative_in_context",
+                format!(
+                    "every option already stands in the golden context ({}): none can be the negative answer",
+                    options.join(", ")
+                ),
+            ));
+        }
+        if !others.is_empty() {
+            note_disagreement(item, &answer, &others);
+        }
         let mut rng = item_rng(ctx.seed, ctx.recipe, &item.id, "negative_answer");
-        let negative = rng.random_range(0..options.len()) + 1;
+        let negative = eligible[rng.random_range(0..eligible.len())] + 1;
         let mut all = vec![answer];
         all.extend(options);
         let mut order: Vec<usize> = (0..all.len()).collect();
@@ -80,12 +118,64 @@ impl ModelBacked for Distractors {
     }
 }
 
+/// The answers an option may not be: the answer and its forms (neither equal, nor holding
+/// one, nor held by one, as whole words) and the other answers the dataset accepts (not
+/// equal).
+#[derive(Debug)]
+pub struct Taken {
+    golden: Vec<String>,
+    others: Vec<String>,
+}
+
+impl Taken {
+    pub fn new(answer: &str, forms: &[String], others: &[String]) -> Self {
+        Taken {
+            golden: std::iter::once(answer)
+                .chain(forms.iter().map(String::as_str))
+                .map(str::to_owned)
+                .collect(),
+            others: others.to_vec(),
+        }
+    }
+
+    /// Why `option` cannot be an option (the reason's text after `bad_options: `), if so.
+    fn refuses(&self, option: &str) -> Option<String> {
+        let n = text::normalize(option);
+        for g in &self.golden {
+            if text::normalize(g) == n {
+                return Some(format!("\"{option}\" is the correct answer"));
+            }
+            if text::contains_phrase(option, g) {
+                return Some(format!(
+                    "\"{option}\" holds the correct answer \"{g}\": it is not wrong"
+                ));
+            }
+            if text::contains_phrase(g, option) {
+                return Some(format!(
+                    "\"{option}\" is part of the correct answer \"{g}\": it is not wrong"
+                ));
+            }
+        }
+        self.others
+            .iter()
+            .find(|o| text::normalize(o) == n)
+            .map(|_| format!("\"{option}\" is an answer the dataset accepts"))
+    }
+}
+
+/// Records on the item that its dataset accepts answers that are not forms of `answer`.
+fn note_disagreement(item: &mut Item, answer: &str, others: &[String]) {
+    let mut notes = item.texts(fields::WARNINGS);
+    let listed: Vec<String> = others.iter().map(|o| format!("\"{o}\"")).collect();
+    notes.push(format!(
+        "answers_disagree: the dataset also accepts {} for this question, which is not a form of \"{answer}\"; never an option, and left as it is in the negative context",
+        listed.join(", ")
+    ));
+    item.set(fields::WARNINGS, notes);
+}
+
 /// Checks a `distractors` answer; the reason says what is wrong.
-pub fn validate_options(
-    raw: &str,
-    answer: &str,
-    aliases: &[String],
-) -> Result<Vec<String>, String> {
+pub fn validate_options(raw: &str, taken: &Taken) -> Result<Vec<String>, String> {
     let v = extract_json(raw).ok_or("bad_json: the answer holds no JSON object")?;
     let options: Vec<String> = v
         .get("options")
@@ -101,18 +191,14 @@ pub fn validate_options(
             options.len()
         ));
     }
-    let golden: Vec<String> = std::iter::once(answer)
-        .chain(aliases.iter().map(String::as_str))
-        .map(text::normalize)
-        .collect();
     let mut seen = HashSet::new();
     for o in &options {
         let n = text::normalize(o);
         if n.is_empty() {
             return Err("bad_options: an option is empty".into());
         }
-        if golden.contains(&n) {
-            return Err(format!("bad_options: \"{o}\" is the correct answer"));
+        if let Some(why) = taken.refuses(o) {
+            return Err(format!("bad_options: {why}"));
         }
         if !seen.insert(n) {
             return Err(format!("bad_options: \"{o}\" is given twice"));
@@ -124,18 +210,15 @@ pub fn validate_options(
 /// The offline rule's three options (fewer when nothing fits; validation then rejects).
 pub fn offline_options(
     question: &str,
-    answer: &str,
-    aliases: &[String],
+    taken: &Taken,
     pool: &[String],
     rng: &mut impl Rng,
 ) -> Vec<String> {
-    let mut taken: HashSet<String> = std::iter::once(answer)
-        .chain(aliases.iter().map(String::as_str))
-        .map(text::normalize)
-        .collect();
+    let answer = taken.golden[0].as_str();
+    let mut seen: HashSet<String> = HashSet::new();
     let mut out = Vec::new();
     let mut push = |s: String, out: &mut Vec<String>| {
-        if out.len() < 3 && taken.insert(text::normalize(&s)) {
+        if out.len() < 3 && taken.refuses(&s).is_none() && seen.insert(text::normalize(&s)) {
             out.push(s);
         }
     };
@@ -149,10 +232,7 @@ pub fn offline_options(
     let shape = Shape::of(answer);
     let mut tiers: [Vec<&String>; 4] = Default::default();
     for p in pool {
-        if text::contains_phrase(p, answer)
-            || text::contains_phrase(answer, p)
-            || text::contains_phrase(question, p)
-        {
+        if taken.refuses(p).is_some() || text::contains_phrase(question, p) {
             continue;
         }
         let s = Shape::of(p);
@@ -369,7 +449,8 @@ mod tests {
         .iter()
         .map(|s| s.to_string())
         .collect();
-        let o = offline_options("Who was Emma's brother?", "Richard", &[], &pool, &mut rng());
+        let taken = Taken::new("Richard", &[], &[]);
+        let o = offline_options("Who was Emma's brother?", &taken, &pool, &mut rng());
         assert_eq!(o.len(), 3);
         for x in &o {
             assert!(
@@ -381,19 +462,62 @@ mod tests {
 
     #[test]
     fn options_are_validated() {
-        let ok = validate_options(r#"{"options": ["a b", "c", "d"]}"#, "x", &[]).unwrap();
+        let x = Taken::new("x", &[], &[]);
+        let ok = validate_options(r#"{"options": ["a b", "c", "d"]}"#, &x).unwrap();
         assert_eq!(ok.len(), 3);
-        let e = validate_options(r#"{"options": ["a", "c"]}"#, "x", &[]).unwrap_err();
+        let e = validate_options(r#"{"options": ["a", "c"]}"#, &x).unwrap_err();
         assert!(e.starts_with("bad_options"), "{e}");
-        let e = validate_options(r#"{"options": ["The X", "c", "d"]}"#, "x", &[]).unwrap_err();
+        let e = validate_options(r#"{"options": ["The X", "c", "d"]}"#, &x).unwrap_err();
         assert!(e.contains("correct answer"), "{e}");
-        let e =
-            validate_options(r#"{"options": ["y", "c", "d"]}"#, "x", &["Y".into()]).unwrap_err();
+        let with_form = Taken::new("x", &["Y".into()], &[]);
+        let e = validate_options(r#"{"options": ["y", "c", "d"]}"#, &with_form).unwrap_err();
         assert!(e.contains("correct answer"), "{e}");
-        let e = validate_options(r#"{"options": ["c", "C.", "d"]}"#, "x", &[]).unwrap_err();
+        let e = validate_options(r#"{"options": ["c", "C.", "d"]}"#, &x).unwrap_err();
         assert!(e.contains("twice"), "{e}");
-        assert!(validate_options("{\"options\": [", "x", &[])
+        assert!(validate_options("{\"options\": [", &x)
             .unwrap_err()
             .starts_with("bad_json"));
+    }
+
+    /// An option that holds the answer, or that the answer holds, is not wrong: refused as
+    /// `bad_options`, also against the answer's forms; another answer the dataset accepts is
+    /// refused as it is written, and what merely shares a word is fine.
+    #[test]
+    fn an_option_holding_or_held_by_the_answer_is_refused() {
+        let europe = Taken::new("Europe", &["western Europe".into()], &["Germany".into()]);
+        let v = |o: &str| {
+            validate_options(
+                &json!({ "options": [o, "Asia", "Africa"] }).to_string(),
+                &europe,
+            )
+        };
+        let e = v("Northern Europe").unwrap_err();
+        assert!(
+            e.starts_with("bad_options") && e.contains("holds the correct answer \"Europe\""),
+            "{e}"
+        );
+        let e = v("Western").unwrap_err();
+        assert!(
+            e.contains("part of the correct answer \"western Europe\""),
+            "{e}"
+        );
+        let e = v("germany").unwrap_err();
+        assert!(e.contains("an answer the dataset accepts"), "{e}");
+        assert!(v("East Germany").is_ok());
+        assert!(v("Eurasia").is_ok());
+        // The offline rule keeps to the same rule.
+        let pool: Vec<String> = [
+            "Europe and Asia",
+            "the West",
+            "Oceania",
+            "South America",
+            "Antarctica",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let o = offline_options("Where is the Rhine?", &europe, &pool, &mut rng());
+        assert!(o.iter().all(|x| europe.refuses(x).is_none()), "{o:?}");
+        assert!(!o.contains(&"Europe and Asia".to_owned()), "{o:?}");
     }
 }

@@ -2,7 +2,7 @@
 //! the dataset's wrong options. No model.
 
 use crate::prelude::*;
-use cb_model::{item_rng, letter, letter_index};
+use cb_model::{item_rng, letter, letter_index, text};
 use rand::Rng;
 
 /// The step table's constructor.
@@ -13,7 +13,19 @@ pub fn build(spec: &StepSpec, _prompts: &Files) -> Result<Box<dyn Step>, StepErr
 }
 
 /// Picks the negative answer uniformly among the wrong choices (those that are not the
-/// golden one written again), with the item's own generator (purpose `negative_answer`). Writes `candidate` (letter) and `negative_answer`.
+/// golden one written again), with the item's own generator (purpose `negative_answer`).
+/// Writes `candidate` (letter) and `negative_answer`.
+///
+/// A wrong choice that would not make a conflict that holds together is passed over while
+/// another is left: one that already stands in the golden context (`negative_in_context`:
+/// the golden context would name it too) and one that holds the golden answer or is held by
+/// it (`negative_overlaps_answer`: "the flowers withered" against "because there was no
+/// sunshine, the flowers withered" supports both), each compared as whole words, case
+/// aside. KRE fixes the options of its commonsense parts (the released wrong ones): when no
+/// other is left (e-CARE has one wrong hypothesis), the pick stands and the row notes the
+/// code in its `warnings` column. A golden context that shares no content word with the
+/// question or the golden answer is noted too (`golden_unrelated`): the reader's control on
+/// it measures what the reader knows, not how it reads.
 #[derive(Debug)]
 pub struct PickNegative {
     pub name: String,
@@ -45,12 +57,80 @@ impl PickNegative {
                 "no wrong choice to pick",
             ));
         }
+        // Optional: a recipe without a golden context checks only the overlap.
+        let golden_context = item
+            .get_text(fields::GOLDEN_CONTEXT)
+            .unwrap_or("")
+            .to_owned();
+        let flaws: Vec<Option<String>> = wrong
+            .iter()
+            .map(|&i| flaw(&choices[i], &choices[answer], &golden_context))
+            .collect();
+        let sound: Vec<usize> = wrong
+            .iter()
+            .zip(&flaws)
+            .filter(|(_, f)| f.is_none())
+            .map(|(&i, _)| i)
+            .collect();
+        let from = if sound.is_empty() { &wrong } else { &sound };
         let mut rng = item_rng(ctx.seed, ctx.recipe, &item.id, "negative_answer");
-        let pick = wrong[rng.random_range(0..wrong.len())];
+        let pick = from[rng.random_range(0..from.len())];
+        if sound.is_empty() {
+            let why = wrong
+                .iter()
+                .position(|&i| i == pick)
+                .and_then(|k| flaws[k].clone())
+                .expect("every wrong choice has a flaw");
+            let mut notes = item.texts(fields::WARNINGS);
+            notes.push(format!(
+                "{why}; no other wrong choice is left, and KRE's options are the dataset's"
+            ));
+            item.set(fields::WARNINGS, notes);
+        }
+        let question = item.get_text(fields::QUESTION).unwrap_or("").to_owned();
+        if off_question(&golden_context, &format!("{question} {}", choices[answer])) {
+            let mut notes = item.texts(fields::WARNINGS);
+            notes.push(format!(
+                "golden_unrelated: the golden context (\"{}\") shares no content word with the question or the golden answer; its control measures what the reader knows more than how it reads",
+                golden_context.trim()
+            ));
+            item.set(fields::WARNINGS, notes);
+        }
         item.set(fields::CANDIDATE, letter(pick));
         item.set(fields::NEGATIVE_ANSWER, choices[pick].clone());
         Ok(())
     }
+}
+
+/// Why `choice` makes no sound negative answer against `golden` and `golden_context`
+/// (`code: detail`), if so.
+fn flaw(choice: &str, golden: &str, golden_context: &str) -> Option<String> {
+    let within =
+        |hay: &str, phrase: &str| !text::find_word_occurrences(hay, phrase.trim()).is_empty();
+    if within(golden_context, choice) {
+        return Some(format!(
+            "negative_in_context: the golden context already names \"{}\"",
+            choice.trim()
+        ));
+    }
+    if within(choice, golden) || within(golden, choice) {
+        return Some(format!(
+            "negative_overlaps_answer: \"{}\" and the golden answer \"{}\" hold one another",
+            choice.trim(),
+            golden.trim()
+        ));
+    }
+    None
+}
+
+/// Whether `golden_context` has content words and none of them (on crude stems,
+/// [`cb_quality::added_words`]) is one of `asked` (the question and the golden answer): a
+/// context that cannot lead a reader to the golden answer (CoS-E's "Rivers flow trough
+/// valleys." for a question about revolving doors). A guess from the words: a context may
+/// bear on the question in other words.
+fn off_question(golden_context: &str, asked: &str) -> bool {
+    let content = cb_quality::added_words(golden_context, "");
+    !content.is_empty() && cb_quality::added_words(golden_context, asked).len() == content.len()
 }
 
 /// The choices the negative answer may be: not the golden one, nor the golden one written
@@ -82,6 +162,67 @@ mod tests {
         ]);
         assert_eq!(wrong_choices(&c, 1), [0]);
         assert!(wrong_choices(&texts(&["x", "X "]), 0).is_empty());
+    }
+
+    #[test]
+    fn a_choice_in_the_golden_context_or_overlapping_the_answer_is_flawed() {
+        let f = |c: &str, g: &str, ctx: &str| {
+            flaw(c, g, ctx).map(|w| w.split(':').next().unwrap().to_owned())
+        };
+        let ctx = "Rivers flow through valleys, not over mountains.";
+        assert_eq!(
+            f("mountains", "valley", ctx).as_deref(),
+            Some("negative_in_context")
+        );
+        assert_eq!(
+            f("Mountains", "valley", ctx).as_deref(),
+            Some("negative_in_context")
+        );
+        assert_eq!(f("mountain", "valley", ctx), None, "whole words only");
+        assert_eq!(
+            f("river bank", "bank", "").as_deref(),
+            Some("negative_overlaps_answer")
+        );
+        assert_eq!(
+            f("bank", "river bank", "").as_deref(),
+            Some("negative_overlaps_answer")
+        );
+        assert_eq!(
+            f(
+                "The flowers withered.",
+                "Because there was no sunshine, the flowers withered.",
+                ""
+            )
+            .as_deref(),
+            Some("negative_overlaps_answer")
+        );
+        assert!(off_question(
+            "Rivers flow trough valleys.",
+            "A revolving door is a security measure at a what? bank"
+        ));
+        assert!(!off_question(
+            "Banks use revolving doors.",
+            "A revolving door is a security measure at a what? bank"
+        ));
+        assert!(!off_question("", "Where? bank"));
+        // Articles count: two released e-CARE hypotheses that differ by one stay sound.
+        assert_eq!(
+            f(
+                "this mammal is a artiodactyl.",
+                "this mammal is an artiodactyl.",
+                ""
+            ),
+            None
+        );
+        assert_eq!(
+            f(
+                "The first letter he learns is A.",
+                "The first letter he learns is alpha.",
+                ""
+            ),
+            None
+        );
+        assert_eq!(f("bankrupt", "bank", ""), None);
     }
 }
 
@@ -133,5 +274,68 @@ mod missing_field {
         item.set(fields::CHOICES, json!(["bank", "library"]));
         step.apply(&mut item, &ctx).unwrap();
         assert_eq!(item.require(fields::NEGATIVE_ANSWER).unwrap(), "library");
+    }
+
+    /// The pick passes over the wrong choices that stand in the golden context or overlap the
+    /// golden answer while another is left, at every seed; with none left the released pick
+    /// stands and the row notes why.
+    #[test]
+    fn flawed_choices_are_passed_over_while_another_is_left() {
+        let llm = cb_llm::Llm::new(cb_llm::LlmConfig::offline()).unwrap();
+        let env = minijinja::Environment::new();
+        let corpus = cb_step::Corpus::default();
+        let routes = cb_step::Routes::new(llm);
+        let item = |choices: serde_json::Value, context: &str| Item {
+            index: 0,
+            id: "q-1".into(),
+            origin: cb_model::Origin {
+                file: "t".into(),
+                line: 1,
+            },
+            fields: json!({ "choices": choices, "answer": "A", "golden_context": context })
+                .as_object()
+                .unwrap()
+                .clone(),
+            calls: Vec::new(),
+        };
+        let step = PickNegative {
+            name: "pick_negative".into(),
+        };
+        let mut picked = std::collections::BTreeSet::new();
+        for seed in 0..40 {
+            let ctx = StepCtx {
+                routes: &routes,
+                env: &env,
+                seed,
+                recipe: "t",
+                corpus: &corpus,
+            };
+            let mut it = item(
+                json!(["valley", "mountains", "river valley", "sea", "desert"]),
+                "Rivers flow through valleys, not over mountains.",
+            );
+            step.apply(&mut it, &ctx).unwrap();
+            picked.insert(it.require(fields::NEGATIVE_ANSWER).unwrap().to_owned());
+            assert!(it.texts(fields::WARNINGS).is_empty());
+            // e-CARE: one wrong hypothesis, held by the golden one: kept, and noted.
+            let mut it = item(
+                json!([
+                    "Because there was no sunshine, the flowers withered.",
+                    "The flowers withered."
+                ]),
+                "Flowers wither without sunshine.",
+            );
+            step.apply(&mut it, &ctx).unwrap();
+            assert_eq!(it.require(fields::CANDIDATE).unwrap(), "B");
+            let notes = it.texts(fields::WARNINGS);
+            assert_eq!(notes.len(), 1);
+            assert!(
+                notes[0].starts_with("negative_overlaps_answer: "),
+                "{notes:?}"
+            );
+        }
+        let expected: std::collections::BTreeSet<String> =
+            ["sea".to_owned(), "desert".to_owned()].into();
+        assert_eq!(picked, expected);
     }
 }

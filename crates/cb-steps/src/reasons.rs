@@ -34,7 +34,7 @@
 //! | code | step(s) | meaning |
 //! |---|---|---|
 //! | `bad_json` | `distractors`, `qa`, `answer_edit`, `nonanswer_edit` | the answer is not the JSON the schema asks for |
-//! | `bad_options` | `distractors` | the three options are unusable (equal to the answer or to each other, wrong format) |
+//! | `bad_options` | `distractors` | the three options are unusable (equal to the answer, one of its forms or another accepted answer, holding the answer or held by it, equal to each other, wrong format) |
 //! | `bad_key`, `bad_question`, `answer_in_question`, `not_verbatim` | `qa` | the question, or the record key it asks about, breaks the paper's rules |
 //! | `bad_answer` | `qa`, `pick_negative`, `reader_check` | the answer is not a usable value (not a record value, the event's name, the term itself, not a letter) |
 //! | `not_in_paragraph` | `qa`, `nonanswer_edit` | the answer or an edited word is not in the paragraph |
@@ -55,9 +55,28 @@
 //! | `empty` | prose steps | the answer is empty |
 //! | `no_answer` | `distractors` | the item has no answer to build options around |
 //! | `no_wrong_choice` | `pick_negative` | the item has no wrong option to pick |
+//! | `negative_in_context` | `distractors` | every option already stands in the golden context: none can be the negative answer without the rewrite naming it twice |
 //! | `reader_disagrees` | `reader_check` | the reader did not pick the intended answer from the generated context |
+//! | `reader_wrong_kind` | `reader_check` (RECALL, `kind_check`) | the reader judged the edited answer another kind of thing than the answer |
+//! | `reader_contradiction` | `reader_check` (RECALL, `coherence_check`) | the reader judged that the non-answer-edited context contradicts itself |
 //! | `reader_control_failed` | `reader_check` | the reader did not pick the golden answer from the golden context |
 //! | `answer_set_reveals` | `reader_check` | the options give the answer away |
+//!
+//! # Notes a row can carry
+//! Where the data cannot give what a step needs and the step keeps the row, it says so in
+//! the row's `warnings` column (same `code: detail` form):
+//!
+//! | code | step | meaning |
+//! |---|---|---|
+//! | `answers_disagree` | `distractors` | the dataset accepts answers that are not forms of the first (SQuAD annotators who answered otherwise): never options, left as they are in the negative context |
+//! | `negative_in_context` | `pick_negative` | the only wrong choices left already stand in the golden context; KRE's options are the dataset's, so the pick stands |
+//! | `negative_overlaps_answer` | `pick_negative` | the only wrong choices left hold the golden answer or are held by it ("the flowers withered" against "because there was no sunshine, the flowers withered") |
+//! | `golden_unrelated` | `pick_negative` | the golden context shares no content word with the question or the golden answer (CoS-E's "Rivers flow trough valleys."): its control measures what the reader knows |
+//!
+//! `pick_negative` passes over a wrong choice that stands in the golden context or overlaps
+//! the golden answer while another is left; `distractors` never makes such an option the
+//! negative answer and refuses an option that holds the answer or is held by it
+//! (`bad_options`).
 //!
 //! The codes of `cb_step::GUESS_CODES` (`supports_golden`, `denies_negative`, `no_mention`,
 //! `restates_question`) guess at meaning: where a reader checks the rows they are warnings,

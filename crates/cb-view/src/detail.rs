@@ -7,7 +7,8 @@ use crate::error::ViewError;
 use crate::index::Snapshot;
 use crate::live;
 use crate::pages::{
-    domains_ctx, holds, page_of, pager_ctx, render, short, some, RowsQuery, Shared,
+    domains_ctx, filter_value, page_of, pager_ctx, record_contains, render, short, RowsQuery,
+    Shared,
 };
 use crate::record::Layout;
 use axum::extract::{Path, Query, State};
@@ -189,7 +190,7 @@ pub async fn rejects(
 ) -> Result<Html<String>, ViewError> {
     let snap = s.snapshot();
     let domain = q.domain(&snap)?;
-    let reason = match some(&q.reason) {
+    let reason = match filter_value(&q.reason) {
         None => None,
         Some(r) => Some(
             r.parse::<u16>()
@@ -198,7 +199,7 @@ pub async fn rejects(
                 .ok_or_else(|| ViewError::BadRequest(format!("no reject reason {r}")))?,
         ),
     };
-    let needle = some(&q.q).map(str::to_lowercase);
+    let needle = filter_value(&q.q).map(str::to_lowercase);
     let list: Vec<(usize, usize)> = all_rejects(&snap).collect();
     let paged = page_of(
         (0..list.len()).filter(|&k| {
@@ -207,9 +208,9 @@ pub async fn rejects(
             domain.is_none_or(|x| x == d)
                 && reason.is_none_or(|r| dom.rejects[i].reason == r)
                 && needle.as_deref().is_none_or(|n| {
-                    dom.rejects_file
-                        .as_deref()
-                        .is_some_and(|p| holds(p, Layout::Lines, dom.rejects[i].offset, n))
+                    dom.rejects_file.as_deref().is_some_and(|p| {
+                        record_contains(p, Layout::Lines, dom.rejects[i].offset, n)
+                    })
                 })
         }),
         q.page.unwrap_or(0),
@@ -230,7 +231,7 @@ pub async fn rejects(
         .map(|(i, name)| context! { index => i, name, selected => reason == Some(i as u16) })
         .collect();
     let ctx = context! {
-        domains => domains_ctx(&snap, domain), reasons, q => some(&q.q), rejects => shown,
+        domains => domains_ctx(&snap, domain), reasons, q => filter_value(&q.q), rejects => shown,
         ..pager_ctx(&q, "/rejects", &paged)
     };
     render(&s, "rejects.html", "Rejects", ctx)

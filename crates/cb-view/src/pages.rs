@@ -32,8 +32,8 @@ pub fn render(
     Ok(Html(t.render(context! { ..ctx, ..base })?))
 }
 
-/// A filter value: empty means none.
-pub fn some(v: &Option<String>) -> Option<&str> {
+/// A filter value as given, trimmed: empty means none.
+pub fn filter_value(v: &Option<String>) -> Option<&str> {
     v.as_deref().map(str::trim).filter(|v| !v.is_empty())
 }
 
@@ -112,7 +112,7 @@ impl RowsQuery {
             ("reason", &self.reason),
             ("q", &self.q),
         ] {
-            if let Some(v) = some(v) {
+            if let Some(v) = filter_value(v) {
                 parts.push((k, v));
             }
         }
@@ -120,7 +120,7 @@ impl RowsQuery {
     }
 
     pub fn domain(&self, snap: &Snapshot) -> Result<Option<usize>, ViewError> {
-        match some(&self.domain) {
+        match filter_value(&self.domain) {
             None => Ok(None),
             Some(d) => d
                 .parse::<usize>()
@@ -171,7 +171,12 @@ pub fn pager_ctx(q: &RowsQuery, path: &str, p: &Paged) -> minijinja::Value {
 }
 
 /// Whether the record at `offset` of `path` holds `needle` (lowercase) in one of its texts.
-pub fn holds(path: &std::path::Path, layout: record::Layout, offset: u64, needle: &str) -> bool {
+pub fn record_contains(
+    path: &std::path::Path,
+    layout: record::Layout,
+    offset: u64,
+    needle: &str,
+) -> bool {
     record::read_at(path, layout, offset).is_ok_and(|v| {
         let mut text = String::new();
         record::text_of(&v, &mut text);
@@ -182,7 +187,7 @@ pub fn holds(path: &std::path::Path, layout: record::Layout, offset: u64, needle
 pub async fn rows(State(s): Shared, Query(q): Query<RowsQuery>) -> Result<Html<String>, ViewError> {
     let snap = s.snapshot();
     let domain = q.domain(&snap)?;
-    let check = match some(&q.check) {
+    let check = match filter_value(&q.check) {
         None => None,
         Some(c) => Some(
             CHECKS
@@ -191,9 +196,9 @@ pub async fn rows(State(s): Shared, Query(q): Query<RowsQuery>) -> Result<Html<S
                 .ok_or_else(|| ViewError::BadRequest(format!("no audit check {c}")))?,
         ),
     };
-    let verdict = some(&q.verdict).map(str::to_owned);
-    let split = some(&q.split).is_some();
-    let needle = some(&q.q).map(str::to_lowercase);
+    let verdict = filter_value(&q.verdict).map(str::to_owned);
+    let split = filter_value(&q.split).is_some();
+    let needle = filter_value(&q.q).map(str::to_lowercase);
     let snap2 = snap.clone();
     let paged = tokio::task::spawn_blocking(move || {
         let matching = (0..snap2.rows.len()).filter(|&i| {
@@ -205,7 +210,7 @@ pub async fn rows(State(s): Shared, Query(q): Query<RowsQuery>) -> Result<Html<S
                 && (!split || r.panel_split)
                 && needle
                     .as_deref()
-                    .is_none_or(|n| holds(&f.path, f.layout, r.offset, n))
+                    .is_none_or(|n| record_contains(&f.path, f.layout, r.offset, n))
         });
         (page_of(matching, q.page.unwrap_or(0)), q)
     })
@@ -225,11 +230,11 @@ pub async fn rows(State(s): Shared, Query(q): Query<RowsQuery>) -> Result<Html<S
         });
     }
     let checks: Vec<_> = snap.report.iter().flat_map(|r| r.checks.iter()).filter(|c| c.failed > 0)
-        .map(|c| context! { code => c.code, failed => c.failed, selected => some(&q.check) == Some(c.code) })
+        .map(|c| context! { code => c.code, failed => c.failed, selected => filter_value(&q.check) == Some(c.code) })
         .collect();
     let ctx = context! {
-        domains => domains_ctx(&snap, domain), checks, verdict => some(&q.verdict), split,
-        q => some(&q.q), rows, ..pager_ctx(&q, "/rows", &paged)
+        domains => domains_ctx(&snap, domain), checks, verdict => filter_value(&q.verdict), split,
+        q => filter_value(&q.q), rows, ..pager_ctx(&q, "/rows", &paged)
     };
     render(&s, "rows.html", "Rows", ctx)
 }

@@ -1,7 +1,8 @@
 //! `audit --reader-base-url URL --reader-model NAME`: the reader checks of a build, run on
 //! any audited file (released KRE files included), and with `--rate` KRE appendix A.4's
 //! three-level rating. Questions are asked as the build's `reader_check` asks them
-//! (`cb_steps::reader_check::ask_check`: the eval prompts, the same letter extraction), as
+//! (`cb_steps::reader_check::ask_check`: the reader's question `reader/question.md`, the
+//! eval's letter extraction), as
 //! ordinary cached calls.
 
 use crate::config_error::config_err;
@@ -110,8 +111,9 @@ fn load_spec(files: &Files, name: &str, votes: u32) -> anyhow::Result<Arc<Reader
 
 /// The reader's questions of every KRE and QA row of `report` (its rows read again).
 fn jobs_of(report: &Report, files: &Files, votes: u32) -> anyhow::Result<Vec<Job>> {
-    let kre = load_spec(files, "eval/kre.md", votes)?;
-    let qa = load_spec(files, "eval/recall_qa.md", votes)?;
+    // The build's reader check's question: the same instruction for released rows and ours.
+    let kre = load_spec(files, reader_check::DEFAULT_PROMPT, votes)?;
+    let qa = Arc::clone(&kre);
     let mut jobs = Vec::new();
     let wanted = |i: usize| report.outline[i].kind != ItemKind::TextGeneration;
     let each = |i: usize, it: cb_audit::Item| {
@@ -167,6 +169,7 @@ async fn ask_all(
                 name: job.code,
                 context: Some(&job.context),
                 expected: job.expected,
+                judged: false,
             };
             let asker = Asker {
                 reader: &llm,

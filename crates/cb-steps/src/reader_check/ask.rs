@@ -15,6 +15,9 @@ use cb_step::{CallRecord, Prompt};
 pub struct ReaderSpec {
     pub prompt: Prompt,
     pub answer_set: Option<Prompt>,
+    /// The editor's questions about a passage or an answer (`reader/judge.md`), when such
+    /// checks run (RECALL's `kind` and `coherent`).
+    pub judge: Option<Prompt>,
     pub votes: u32,
     pub max_tokens: u32,
 }
@@ -25,6 +28,7 @@ impl ReaderSpec {
         Ok(ReaderSpec {
             prompt: Prompt::load(prompts, prompt)?,
             answer_set: None,
+            judge: None,
             votes,
             max_tokens: 32,
         })
@@ -89,12 +93,14 @@ pub struct Question<'a> {
 }
 
 /// One check: which context the reader gets (`None`: the options alone, the answer-set
-/// test), and the option it must pick.
+/// test), and the option it must pick; `judged` checks ask the editor's question of the
+/// judge prompt (the check's own question and options) instead of the row's.
 #[derive(Debug, Clone)]
 pub struct Check<'a> {
     pub name: &'static str,
     pub context: Option<&'a str>,
     pub expected: usize,
+    pub judged: bool,
 }
 
 /// Where a check is asked from: the seed and scope of its seeded option orders
@@ -118,8 +124,9 @@ pub async fn ask_check(
     q: Question<'_>,
     check: &Check<'_>,
 ) -> Result<Verdict, LlmError> {
-    let prompt = match (&a.spec.answer_set, check.context) {
-        (Some(p), None) => p,
+    let prompt = match (&a.spec.answer_set, &a.spec.judge, check.context) {
+        (_, Some(p), _) if check.judged => p,
+        (Some(p), _, None) => p,
         _ => &a.spec.prompt,
     };
     let mut verdict = Verdict {

@@ -11,9 +11,14 @@
 //!   reader that can tell the golden answer from the distractors that way shows distractors
 //!   that give it away; measured and recorded, a reject `answer_set_reveals` only above
 //!   `max_answer_set_share`).
-//! - `recall`: `qa_a` (the answer-edited context leads to the edited answer), `qa_na` and
-//!   `qa_na_sentence` (a non-answer edit leaves the original answer: else the sample is
-//!   discarded, as the paper does), `control` (the paragraph leads to the original answer).
+//! - `recall`: `qa_a` (the answer-edited context leads to the edited answer), with
+//!   `kind_check = true` `kind` (asked with the judge prompt: is the edited answer the same
+//!   kind of thing as the answer, one the question asks for? Else `reader_wrong_kind`:
+//!   "true positives" for "What kind of errors ...?"), `qa_na` and `qa_na_sentence` (a
+//!   non-answer edit leaves the original answer: else the sample is discarded, as the paper
+//!   does), with `coherence_check = true` `coherent` (does the non-answer-edited context
+//!   contradict itself? Else `reader_contradiction`: "the last phase of a compiler ... passes
+//!   the tokens to the parser"), `control` (the paragraph leads to the original answer).
 //!
 //! The control is asked of every row the reader judges, also of rows that failed an
 //! earlier check (the other checks stop at the first failure that rejects the row): the
@@ -25,8 +30,16 @@
 //! Each check asks `votes` times: first with the options in the row's order, then in seeded
 //! orders (`item_rng(seed, recipe, item, "reader-CHECK-V")`); more than half of the votes
 //! must pick the intended option. Every question goes through [`cb_step::choice`] (the same
-//! prompts, requests and letter extraction as `conflictbench eval`), so reader calls are
-//! ordinary cached calls: resume, batch, pool, budget and dry runs cover them.
+//! requests and letter extraction as `conflictbench eval`), so reader calls are ordinary
+//! cached calls: resume, batch, pool, budget and dry runs cover them.
+//!
+//! What the reader is told ([`DEFAULT_PROMPT`], `prompts/reader/question.md`): to answer
+//! from the passage, even where it differs from what it knows. The check asks whether a
+//! context leads a reader who reads it to its answer (KRE A.4 rates how far the negative
+//! context pushes towards the negative answer; RECALL keeps a non-answer edit only when the
+//! passage still gives the answer), not which answer the reader believes: a reader left to
+//! choose (KRE's evaluation instructions without a hint) answers from memory where it knows
+//! better and refuses good rows. The evaluation keeps KRE's own instructions.
 //!
 //! Several readers: `readers = ["a", "b"]` names models of `--models`; each is asked every
 //! check of every row (as above), and `agree` says which rows stand: `"all"` (every reader
@@ -39,6 +52,7 @@
 //! build says it is not reader-verified.
 
 mod ask;
+mod judged;
 
 pub use ask::{ask_check, environment, rate, Asker, Check, Env, Question, ReaderSpec, LEVELS};
 /// What [`ask_check`] returns.
@@ -53,6 +67,11 @@ type Judged = (Vec<Verdict>, Option<(&'static str, Verdict)>);
 use cb_step::{fields, Prompt};
 use serde_json::Value;
 
+/// The reader's question, for KRE and RECALL rows alike. Its system part is the instruction
+/// (answer from the passage, even against what the reader knows), quoted word for word by
+/// the card (`cb_model::manifest::ReaderInfo::instruction`) and the README.
+pub const DEFAULT_PROMPT: &str = "reader/question.md";
+
 /// The parameters of the reader check.
 pub const PARAMS: &[Param] = &[
     Param {
@@ -64,8 +83,8 @@ pub const PARAMS: &[Param] = &[
     Param {
         key: "prompt",
         ty: ParamType::Text,
-        default: "eval/kre.md or eval/recall_qa.md",
-        meaning: "The question template (the evaluation's own).",
+        default: "reader/question.md",
+        meaning: "The question template: its system part is the reader's instruction, which the card quotes.",
     },
     Param {
         key: "votes",
@@ -96,6 +115,24 @@ pub const PARAMS: &[Param] = &[
         ty: ParamType::Number,
         default: "none",
         meaning: "Reject a row whose golden answer the reader picks from the options alone in more than this share of its votes.",
+    },
+    Param {
+        key: "kind_check",
+        ty: ParamType::Bool,
+        default: "false",
+        meaning: "RECALL: ask whether the edited answer is the same kind of thing as the answer, an answer of the sort the question asks for (else the reject `reader_wrong_kind`).",
+    },
+    Param {
+        key: "coherence_check",
+        ty: ParamType::Bool,
+        default: "false",
+        meaning: "RECALL: ask whether the non-answer-edited context contradicts itself (else the reject `reader_contradiction`).",
+    },
+    Param {
+        key: "judge_prompt",
+        ty: ParamType::Text,
+        default: "reader/judge.md",
+        meaning: "The template of the kind and coherence checks.",
     },
     Param {
         key: "max_tokens",
@@ -154,10 +191,6 @@ pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepErro
             )))
         }
     };
-    let default_prompt = match mode {
-        Mode::Kre => "eval/kre.md",
-        Mode::Recall => "eval/recall_qa.md",
-    };
     let votes = spec.int("votes").unwrap_or(1);
     if votes < 1 {
         return Err(bad(format!("`votes = {votes}`: at least 1")));
@@ -184,9 +217,10 @@ pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepErro
             "`answer_set` is a check of KRE's distractors (mode \"kre\")".into(),
         ));
     }
+    let (kind_check, coherence_check) = judged::checks(spec, mode).map_err(bad)?;
     let prompt = spec
         .str("prompt")
-        .unwrap_or_else(|| default_prompt.to_owned());
+        .unwrap_or_else(|| DEFAULT_PROMPT.to_owned());
     // The panel itself is the routing table's (`Routes::readers_of`): checked here only.
     let agree = panel_of(spec).map_err(bad)?.1;
     Ok(Box::new(ReaderCheck {
@@ -195,22 +229,46 @@ pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepErro
         agree,
         control,
         max_answer_set_share: max_share,
+        kind_check,
+        coherence_check,
         reader: ReaderSpec {
             prompt: Prompt::load(prompts, &prompt)?,
-            answer_set: answer_set
-                .then(|| {
-                    Prompt::load(
-                        prompts,
-                        &spec
-                            .str("answer_set_prompt")
-                            .unwrap_or_else(|| "reader/answer_set.md".to_owned()),
-                    )
-                })
-                .transpose()?,
+            answer_set: optional_prompt(
+                prompts,
+                spec,
+                answer_set,
+                "answer_set_prompt",
+                "reader/answer_set.md",
+            )?,
+            judge: optional_prompt(
+                prompts,
+                spec,
+                kind_check || coherence_check,
+                "judge_prompt",
+                "reader/judge.md",
+            )?,
             votes: votes as u32,
             max_tokens: spec.int("max_tokens").map_or(32, |x| x as u32),
         },
     }))
+}
+
+/// The template named by `key` (else `default`) when `wanted`.
+fn optional_prompt(
+    prompts: &Files,
+    spec: &StepSpec,
+    wanted: bool,
+    key: &str,
+    default: &str,
+) -> Result<Option<Prompt>, StepError> {
+    wanted
+        .then(|| {
+            Prompt::load(
+                prompts,
+                &spec.str(key).unwrap_or_else(|| default.to_owned()),
+            )
+        })
+        .transpose()
 }
 
 /// The readers a recipe names (`readers`) and how their verdicts combine (`agree`).
@@ -272,6 +330,10 @@ pub struct ReaderCheck {
     agree: Agree,
     control: Control,
     max_answer_set_share: Option<f64>,
+    /// RECALL: ask whether the edited answer keeps the answer's kind.
+    kind_check: bool,
+    /// RECALL: ask whether the non-answer-edited context contradicts itself.
+    coherence_check: bool,
     reader: ReaderSpec,
 }
 
@@ -283,6 +345,8 @@ struct Planned {
     reject: Option<&'static str>,
     /// Asked even after an earlier check failed (the control: it measures the reader).
     always: bool,
+    /// A judged check's own question and options (the judge prompt), instead of the row's.
+    ask: Option<(String, Vec<String>)>,
 }
 
 impl Planned {
@@ -298,6 +362,7 @@ impl Planned {
             expected,
             reject,
             always: false,
+            ask: None,
         }
     }
 
@@ -367,6 +432,7 @@ impl ReaderCheck {
                 expected: gold,
                 reject: None,
                 always: false,
+                ask: None,
             });
         }
         Ok((choices, checks))
@@ -388,20 +454,21 @@ impl ReaderCheck {
         // A non-answer edit that moves the reader off the original answer discards the
         // sample, as the paper does.
         let disagrees = Some("reader_disagrees");
-        let mut checks = vec![
-            Planned::new(
-                "qa_a",
-                item.require(fields::QA_A_CONTEXT)?,
-                edited,
-                disagrees,
-            ),
-            Planned::new(
-                "qa_na",
-                item.require(fields::QA_NA_CONTEXT)?,
-                original,
-                disagrees,
-            ),
-        ];
+        let question = item.require(fields::QUESTION)?;
+        let qa_na = item.require(fields::QA_NA_CONTEXT)?;
+        let mut checks = vec![Planned::new(
+            "qa_a",
+            item.require(fields::QA_A_CONTEXT)?,
+            edited,
+            disagrees,
+        )];
+        if self.kind_check {
+            checks.push(judged::kind(question, &options[original], edited_answer));
+        }
+        checks.push(Planned::new("qa_na", qa_na, original, disagrees));
+        if self.coherence_check {
+            checks.push(judged::coherent(qa_na));
+        }
         // Optional: only where the recipe inserts a sentence.
         if let Some(context) = item.get_text(fields::QA_NA_SENTENCE_CONTEXT) {
             checks.push(Planned::new("qa_na_sentence", context, original, disagrees));
@@ -455,7 +522,7 @@ impl ReaderCheck {
             fields::READER,
             serde_json::to_value(&record).expect("a reader record serialises"),
         );
-        self.judge(&readers, judged, &choices)
+        self.judge(&readers, judged, &choices, &planned)
     }
 
     /// The row's `reader` column: the first reader's verdicts, and with several readers each
@@ -491,6 +558,7 @@ impl ReaderCheck {
         readers: &[&cb_llm::Llm],
         judged: Vec<Judged>,
         choices: &[String],
+        planned: &[Planned],
     ) -> Result<(), StepFailure> {
         let standing = judged.iter().filter(|(_, f)| f.is_none()).count();
         let n = judged.len();
@@ -506,6 +574,12 @@ impl ReaderCheck {
             .enumerate()
             .find_map(|(i, (_, f))| f.map(|f| (i, f)))
             .expect("a refused row has a failing reader");
+        // A judged check's picks name its own options.
+        let choices = planned
+            .iter()
+            .find(|p| p.name == v.check)
+            .and_then(|p| p.ask.as_ref())
+            .map_or(choices, |(_, o)| o.as_slice());
         let mut reject = self.rejection(reason, &v, choices);
         if n > 1 {
             if let StepFailure::Reject { detail, .. } = &mut reject {
@@ -542,6 +616,15 @@ impl ReaderCheck {
                 name: p.name,
                 context: p.context.as_deref(),
                 expected: p.expected,
+                judged: p.ask.is_some(),
+            };
+            let q = match &p.ask {
+                Some((question, options)) => Question {
+                    id: q.id,
+                    question,
+                    choices: options,
+                },
+                None => q,
             };
             let v = ask_check(asker, q, &check).await.map_err(|e| {
                 let context = format!(
@@ -574,6 +657,8 @@ impl ReaderCheck {
             "qa_a" => "with the answer-edited context",
             "qa_na" => "with the non-answer-edited context",
             "qa_na_sentence" => "with the sentence-edited context",
+            "kind" => "asked whether the edited answer keeps the answer's kind,",
+            "coherent" => "asked whether the non-answer-edited context contradicts itself,",
             _ => "from the options alone",
         };
         let expected = letter_index(&v.expected)
@@ -614,6 +699,7 @@ impl Step for ReaderCheck {
     fn prompts(&self) -> Vec<&Prompt> {
         std::iter::once(&self.reader.prompt)
             .chain(&self.reader.answer_set)
+            .chain(&self.reader.judge)
             .collect()
     }
 
@@ -623,5 +709,52 @@ impl Step for ReaderCheck {
 
     fn run<'a>(&'a self, item: &'a mut Item, ctx: &'a StepCtx<'_>) -> StepFuture<'a> {
         Box::pin(self.apply(item, ctx))
+    }
+}
+
+#[cfg(test)]
+mod instruction {
+    use super::*;
+
+    /// The judged checks are RECALL's; a judge prompt without them would be ignored.
+    #[test]
+    fn judged_checks_are_refused_where_they_cannot_run() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let prompts = Files::Dir(root.join("prompts"));
+        let err = |toml: &str| {
+            let spec: StepSpec = toml::from_str(toml).unwrap();
+            build(&spec, &prompts).unwrap_err().to_string()
+        };
+        let e = err("kind = \"reader_check\"\nkind_check = true");
+        assert!(e.contains("checks of RECALL's edits"), "{e}");
+        let e =
+            err("kind = \"reader_check\"\nmode = \"recall\"\njudge_prompt = \"reader/judge.md\"");
+        assert!(e.contains("`judge_prompt` needs"), "{e}");
+        let spec: StepSpec =
+            toml::from_str("kind = \"reader_check\"\nmode = \"recall\"\ncoherence_check = true")
+                .unwrap();
+        let step = build(&spec, &prompts).unwrap();
+        let names: Vec<&str> = step.prompts().iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["reader/question.md", "reader/judge.md"]);
+    }
+
+    /// The README quotes what the reader is told word for word, from the bundled prompt's
+    /// system part (what the card quotes from the manifest), and that part says how to use
+    /// the passage.
+    #[test]
+    fn the_readme_quotes_the_readers_instruction_word_for_word() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let p = Prompt::load(&Files::Dir(root.join("prompts")), DEFAULT_PROMPT).unwrap();
+        let said = p.system.trim();
+        assert!(
+            said.contains("from the passage")
+                && said.contains("even where it differs from what you know"),
+            "{said}"
+        );
+        let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+        assert!(
+            readme.contains(&format!("\n  \"{said}\"\n")),
+            "README does not quote the reader's instruction {said:?}"
+        );
     }
 }

@@ -68,7 +68,7 @@ enum Stop {
     Sigint,
     /// SIGKILL at a random point.
     Sigkill,
-    /// `--max-cost` half of what the build costs (the KRE cell: 1/2.2), every run (a third
+    /// `--max-cost` half of what the build costs (the KRE cell: a third), every run (a third
     /// could not pay for the largest call of the one-recipe cell at its most: its prompt and
     /// `max_tokens`).
     Budget,
@@ -544,9 +544,9 @@ async fn cell(way: Way, set: Recipes, stop: Stop) {
         _ => None,
     };
     // The KRE cell's batch rounds are small beside its whole cost (its first round costs 39 %
-    // of it): since the SQuAD and MuSiQue reader checks ask the coherence question too, half
-    // of the cost lets every round of the batch-files way through, and 1/2.2 stops one.
-    let share = if set == Recipes::Kre { 2.2 } else { 2.0 };
+    // of it): a third of the cost stops a batch-files run, and fails on a round whose files
+    // together cost more than the budget (each file's reservation given back once written).
+    let share = if set == Recipes::Kre { 3.0 } else { 2.0 };
     let budget = (stop == Stop::Budget).then(|| format!("{:.9}", want.usd / share));
     let limit: f64 = budget
         .as_deref()
@@ -591,7 +591,9 @@ async fn cell(way: Way, set: Recipes, stop: Stop) {
         let code = b.output.status.code().unwrap_or(-1);
         last_said = text(&b.output);
         written_once(&name, &inputs, &folder(w.dir.path()));
-        if way == Way::Files && code == WAITING {
+        // A run the budget stopped leaves the files it wrote before the stop: they are
+        // answered (and billed) now, as its own, not with the next run's.
+        if way == Way::Files && (code == WAITING || code == 3) {
             loop {
                 let e = run(&w, w.executor(), &mut pending).await;
                 note(&e, "executor");

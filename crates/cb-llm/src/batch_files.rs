@@ -314,7 +314,7 @@ impl Core {
         let inner = self;
         self.go_on()?;
         // Counted against --max-cost and --max-tokens as a Batch API file is.
-        let (est_usd, _reservation) = self.reserve_file(chunk, taken)?;
+        let (est_usd, reservation) = self.reserve_file(chunk, taken)?;
         let spooled: Vec<Spooled> = chunk.iter().map(|k| taken[*k].spooled).collect();
         let journal = cache.file_ids(prefix)?;
         let on_disk = std::fs::read_dir(&opts.dir)
@@ -339,6 +339,10 @@ impl Core {
             )
             .await?;
         spool.write_lines(&spooled, &path)?;
+        // Its requests may all be answered and billed whatever this run does next: the
+        // file's most stays reserved against the budget until it is collected, so the next
+        // files of this round, and every other layer's, are cut to what is left.
+        reservation.hold_for(&format!("{prefix}{name}"));
         inner.stats.batches.fetch_add(1, Ordering::Relaxed);
         tracing::info!(file = %path.display(), requests, model = %inner.config.model, "batch file written");
         Ok(path)

@@ -47,6 +47,10 @@ pub(crate) struct Budget {
     /// Estimated cost (micro-dollars) and tokens reserved by calls in flight.
     pub(crate) reserved_micro_usd: AtomicU64,
     pub(crate) reserved_tokens: AtomicU64,
+    /// The reservations (micro-dollars, tokens) of the batch files this run wrote, by file
+    /// id: part of `reserved_*` until the file is collected, as a file written may be
+    /// answered and billed in full whatever the rest of the run does.
+    pub(crate) files: std::sync::Mutex<std::collections::HashMap<String, (u64, u64)>>,
 }
 
 impl Core {
@@ -215,6 +219,39 @@ pub(crate) struct Reservation<'a> {
     pub(crate) llm: &'a Core,
     pub(crate) micro_usd: u64,
     pub(crate) tokens: u64,
+}
+
+impl Reservation<'_> {
+    /// Keeps this reservation for the batch file `file_id` until [`Core::release_file`].
+    pub(crate) fn hold_for(self, file_id: &str) {
+        let held = (self.micro_usd, self.tokens);
+        let files = &self.llm.budget.files;
+        files
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(file_id.to_owned(), held);
+        std::mem::forget(self);
+    }
+}
+
+impl Core {
+    /// Gives back the reservation a batch file of this run held ([`Reservation::hold_for`]),
+    /// once it is collected; nothing for a file of an earlier run.
+    pub(crate) fn release_file(&self, file_id: &str) {
+        let budget = &self.budget;
+        let held = budget
+            .files
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(file_id);
+        if let Some((micro_usd, tokens)) = held {
+            drop(Reservation {
+                llm: self,
+                micro_usd,
+                tokens,
+            });
+        }
+    }
 }
 
 impl Drop for Reservation<'_> {

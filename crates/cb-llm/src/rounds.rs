@@ -569,6 +569,7 @@ impl Core {
                 .micro_usd(r.prompt_tokens, r.completion_tokens);
             self.spend(cost, r.prompt_tokens + r.completion_tokens);
         }
+        self.release_file(file_id);
         for (key, answer) in &answers {
             taken.answer(key, answer);
         }

@@ -1177,3 +1177,104 @@ async fn a_recall_sample_the_reader_refuses_is_kept_whole_in_its_reject() {
         );
     }
 }
+
+/// KRE's coherence check (`coherence_check`, on in the bundled SQuAD and MuSiQue recipes):
+/// once a row's negative check passes, the reader is asked whether its negative context
+/// contradicts itself. A reader that finds every negative context coherent lets every row
+/// stand and is asked once a row; one that says one row's negative context contradicts
+/// itself refuses exactly that row (`reader_contradiction`), and the counts add up.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_negative_context_the_reader_finds_contradictory_is_refused() {
+    let raw = repo().join("raw");
+    let raw = raw.to_str().unwrap().to_owned();
+    let build_read = |contradicts: Option<String>| {
+        let raw = raw.clone();
+        async move {
+            let server = MockServer::start(responder(move |req: &cb_mock::ChatRequest| {
+                let last = req.last_user();
+                if let Some(context) = &contradicts {
+                    if last.contains("contradict another statement")
+                        && last.contains(&format!("<<<\n{context}\n>>>"))
+                    {
+                        let flawed = cb_mock::reader_script::judge(last, true);
+                        return Reply::Content(flawed.unwrap());
+                    }
+                }
+                cb_mock::stand_in::answer(req)
+            }))
+            .await;
+            let out = tempfile::tempdir().unwrap();
+            let base = server.base_url();
+            let args = reading_args("kre", "squad", &base, &raw, out.path().to_str().unwrap());
+            let o = build(&args, &[("OPENAI_API_KEY", "sk-test")]).await;
+            assert!(o.status.success(), "{}", text(&o));
+            (out, server)
+        }
+    };
+    // Every negative context agrees with itself: every row stands, each asked once.
+    let (agrees, _s1) = build_read(None).await;
+    let dir = agrees.path().join("kre/squad");
+    assert_counts_add_up(&dir);
+    let rows = read_jsonl(&dir.join("squad.jsonl"));
+    assert!(rows.len() >= 2, "{}", rows.len());
+    let m = read_json(&dir.join("manifest.json"));
+    let coherent = &m["reader"]["checks"]["coherent"];
+    assert_eq!(coherent["asked"], coherent["passed"], "{}", m["reader"]);
+    assert_eq!(
+        coherent["asked"], m["reader"]["checks"]["negative"]["passed"],
+        "{}",
+        m["reader"]
+    );
+    assert!(coherent["asked"].as_u64().unwrap() >= rows.len() as u64);
+    let said = |r: &Value| -> Vec<String> {
+        r["reader"]["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["check"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(
+        said(&rows[0]),
+        ["negative", "coherent", "control", "answer_set"]
+    );
+
+    // The first row's negative context contradicts itself: that row alone is refused.
+    let flawed = &rows[0];
+    let id = flawed["source_id"].as_str().unwrap().to_owned();
+    let context = flawed["negative_context"].as_str().unwrap().to_owned();
+    let (refused, _s2) = build_read(Some(context)).await;
+    let dir = refused.path().join("kre/squad");
+    assert_counts_add_up(&dir);
+    let kept: Vec<Value> = read_jsonl(&dir.join("squad.jsonl"));
+    assert_eq!(kept.len(), rows.len() - 1);
+    assert!(kept.iter().all(|r| r["source_id"] != id.as_str()));
+    let rejects = read_jsonl(&dir.join("rejects.jsonl"));
+    let contradictions: Vec<&Value> = rejects
+        .iter()
+        .filter(|r| r["reason"] == "reader_contradiction")
+        .collect();
+    assert_eq!(contradictions.len(), 1, "{rejects:?}");
+    let r = contradictions[0];
+    assert_eq!(r["id"], id.as_str());
+    assert_eq!(r["stage"], "reader_check");
+    let detail = r["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("asked whether the negative context contradicts itself, the reader picked")
+            && detail.contains("yes: it contradicts itself"),
+        "{detail}"
+    );
+    let m = read_json(&dir.join("manifest.json"));
+    let coherent = &m["reader"]["checks"]["coherent"];
+    assert_eq!(
+        coherent["asked"].as_u64().unwrap(),
+        coherent["passed"].as_u64().unwrap() + 1,
+        "{}",
+        m["reader"]
+    );
+    // The refused row is still asked its control (it measures the reader), not the answer set.
+    let checks = &m["reader"]["checks"];
+    assert_eq!(checks["control"]["asked"], checks["negative"]["asked"]);
+    assert_eq!(checks["coherent"]["asked"], checks["negative"]["passed"]);
+    assert_eq!(checks["answer_set"]["asked"], checks["coherent"]["passed"]);
+}

@@ -58,7 +58,7 @@
 //! | `negative_in_context` | `distractors` | every option already stands in the golden context: none can be the negative answer without the rewrite naming it twice |
 //! | `reader_disagrees` | `reader_check` | the reader did not pick the intended answer from the generated context |
 //! | `reader_wrong_kind` | `reader_check` (RECALL, `kind_check`) | the reader judged the edited answer another kind of thing than the answer |
-//! | `reader_contradiction` | `reader_check` (RECALL, `coherence_check`) | the reader judged that the non-answer-edited context contradicts itself |
+//! | `reader_contradiction` | `reader_check` (`coherence_check`) | the reader judged that the edited context contradicts itself (RECALL: the non-answer-edited context; KRE: the negative context) |
 //! | `reader_control_failed` | `reader_check` | the reader did not pick the golden answer from the golden context |
 //! | `answer_set_reveals` | `reader_check` | the options give the answer away |
 //!

@@ -1,20 +1,18 @@
-//! RECALL's judged checks of the reader check: an editor's questions about an edit, asked
-//! with the judge prompt (`reader/judge.md`) and their own options, the first of which
-//! passes. `kind` (`kind_check`): is the edited answer the same kind of thing as the answer?
-//! `coherent` (`coherence_check`): does the non-answer-edited context contradict itself?
+//! The judged checks of the reader check: an editor's questions about an edit, asked with
+//! the judge prompt (`reader/judge.md`) and their own options, the first of which passes.
+//! `kind` (`kind_check`, RECALL): is the edited answer the same kind of thing as the answer?
+//! `coherent` (`coherence_check`): does the edited context (RECALL's non-answer-edited one,
+//! KRE's negative one) contradict itself?
 
 use super::{Mode, Planned};
 use crate::prelude::*;
 
-/// Which of RECALL's judged checks a recipe asks for: (`kind_check`, `coherence_check`).
+/// Which judged checks a recipe asks for: (`kind_check`, `coherence_check`).
 pub(super) fn checks(spec: &StepSpec, mode: Mode) -> Result<(bool, bool), String> {
     let kind_check = spec.bool("kind_check", false);
     let coherence_check = spec.bool("coherence_check", false);
-    if (kind_check || coherence_check) && mode == Mode::Kre {
-        return Err(
-            "`kind_check` and `coherence_check` are checks of RECALL's edits (mode \"recall\")"
-                .into(),
-        );
+    if kind_check && mode == Mode::Kre {
+        return Err("`kind_check` is a check of RECALL's answer edits (mode \"recall\")".into());
     }
     if spec.str("judge_prompt").is_some() && !(kind_check || coherence_check) {
         return Err("`judge_prompt` needs `kind_check = true` or `coherence_check = true`".into());
@@ -34,7 +32,8 @@ pub(super) fn kind(question: &str, answer: &str, edited: &str) -> Planned {
     )
 }
 
-/// The coherence check of a non-answer-edited `context` (else `reader_contradiction`).
+/// The coherence check of an edited `context` (RECALL's non-answer-edited context, KRE's
+/// negative context; else `reader_contradiction`).
 pub(super) fn coherent(context: &str) -> Planned {
     judged(
         "coherent",
@@ -67,7 +66,7 @@ fn judged(
 /// The options of the kind check: the first passes.
 const KIND_OPTIONS: [&str; 2] = ["yes: the same kind of thing", "no: another kind of thing"];
 
-/// The coherence check's question about the non-answer-edited context.
+/// The coherence check's question about the edited context.
 const COHERENCE_QUESTION: &str =
     "Does any statement of this passage contradict another statement of the same passage?";
 

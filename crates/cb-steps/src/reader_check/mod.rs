@@ -10,7 +10,10 @@
 //!   `answer_set = true`, `answer_set` (the options alone, no question and no context: a
 //!   reader that can tell the golden answer from the distractors that way shows distractors
 //!   that give it away; measured and recorded, a reject `answer_set_reveals` only above
-//!   `max_answer_set_share`).
+//!   `max_answer_set_share`); with `coherence_check = true`, `coherent` after `negative`
+//!   (does the negative context contradict itself? Else `reader_contradiction`: a rewrite
+//!   that kept the rest of the passage word for word, "created in March 1794 ... and then
+//!   restructured in July 1793").
 //! - `recall`: `qa_a` (the answer-edited context leads to the edited answer), with
 //!   `kind_check = true` `kind` (asked with the judge prompt: is the edited answer the same
 //!   kind of thing as the answer, one the question asks for? Else `reader_wrong_kind`:
@@ -126,7 +129,7 @@ pub const PARAMS: &[Param] = &[
         key: "coherence_check",
         ty: ParamType::Bool,
         default: "false",
-        meaning: "RECALL: ask whether the non-answer-edited context contradicts itself (else the reject `reader_contradiction`).",
+        meaning: "Ask whether the edited context contradicts itself (RECALL: the non-answer-edited context; KRE: the negative context, after its check passes; else the reject `reader_contradiction`).",
     },
     Param {
         key: "judge_prompt",
@@ -397,8 +400,9 @@ impl ReaderCheck {
         }
     }
 
-    /// KRE: the negative context must lead to the negative answer; the control (the golden
-    /// context) to the golden one; the answer set is asked from the options alone.
+    /// KRE: the negative context must lead to the negative answer (and, with
+    /// `coherence_check`, not contradict itself); the control (the golden context) to the
+    /// golden one; the answer set is asked from the options alone.
     fn plan_kre(&self, item: &Item) -> Result<(Vec<String>, Vec<Planned>), StepFailure> {
         let choices = item.require_texts(fields::CHOICES)?;
         let gold = letter_index(item.require(fields::ANSWER)?)
@@ -412,12 +416,11 @@ impl ReaderCheck {
         .filter(|i| *i != gold)
         .ok_or_else(|| self.missing("the negative answer is none of the wrong choices"))?;
         let disagrees = Some("reader_disagrees");
-        let mut checks = vec![Planned::new(
-            "negative",
-            item.require(fields::NEGATIVE_CONTEXT)?,
-            negative,
-            disagrees,
-        )];
+        let context = item.require(fields::NEGATIVE_CONTEXT)?;
+        let mut checks = vec![Planned::new("negative", context, negative, disagrees)];
+        if self.coherence_check {
+            checks.push(judged::coherent(context));
+        }
         if self.control != Control::Off {
             checks.push(Planned::control(
                 item.require(fields::GOLDEN_CONTEXT)?,
@@ -658,7 +661,10 @@ impl ReaderCheck {
             "qa_na" => "with the non-answer-edited context",
             "qa_na_sentence" => "with the sentence-edited context",
             "kind" => "asked whether the edited answer keeps the answer's kind,",
-            "coherent" => "asked whether the non-answer-edited context contradicts itself,",
+            "coherent" => match self.mode {
+                Mode::Kre => "asked whether the negative context contradicts itself,",
+                Mode::Recall => "asked whether the non-answer-edited context contradicts itself,",
+            },
             _ => "from the options alone",
         };
         let expected = letter_index(&v.expected)
@@ -716,7 +722,7 @@ impl Step for ReaderCheck {
 mod instruction {
     use super::*;
 
-    /// The judged checks are RECALL's; a judge prompt without them would be ignored.
+    /// The kind check is RECALL's; a judge prompt without a judged check would be ignored.
     #[test]
     fn judged_checks_are_refused_where_they_cannot_run() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -726,7 +732,7 @@ mod instruction {
             build(&spec, &prompts).unwrap_err().to_string()
         };
         let e = err("kind = \"reader_check\"\nkind_check = true");
-        assert!(e.contains("checks of RECALL's edits"), "{e}");
+        assert!(e.contains("a check of RECALL's answer edits"), "{e}");
         let e =
             err("kind = \"reader_check\"\nmode = \"recall\"\njudge_prompt = \"reader/judge.md\"");
         assert!(e.contains("`judge_prompt` needs"), "{e}");

@@ -256,7 +256,7 @@ fn ratings_in(file: &Path) -> Vec<(String, String, String)> {
 async fn two_raters_at_once_lose_nothing_and_a_killed_server_keeps_every_rating() {
     let d = tempfile::tempdir().unwrap();
     let out = d.path().join("gen");
-    let reader = cb_mock::MockServer::start(cb_mock::reader_script::context_follower()).await;
+    let reader = cb_mock::MockServer::start(view_common::follower()).await;
     read_build(&out, &reader).await;
     let mut v = start_viewer(&[out.to_str().unwrap(), "--sample", "8", "--seed", "3"]);
     let port = v.port;
@@ -326,7 +326,7 @@ async fn two_raters_at_once_lose_nothing_and_a_killed_server_keeps_every_rating(
 async fn lists_filter_and_search_what_the_files_hold() {
     let d = tempfile::tempdir().unwrap();
     let out = d.path().join("gen");
-    let reader = cb_mock::MockServer::start(cb_mock::reader_script::context_follower()).await;
+    let reader = cb_mock::MockServer::start(view_common::follower()).await;
     read_build(&out, &reader).await;
     view_common::plant(&out);
     let v = start_viewer(&[out.to_str().unwrap()]);
@@ -397,7 +397,7 @@ fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
 async fn a_post_from_another_page_stores_nothing_and_says_why() {
     let d = tempfile::tempdir().unwrap();
     let out = d.path().join("gen");
-    let reader = cb_mock::MockServer::start(cb_mock::reader_script::context_follower()).await;
+    let reader = cb_mock::MockServer::start(view_common::follower()).await;
     read_build(&out, &reader).await;
     let v = start_viewer(&[out.to_str().unwrap(), "--sample", "4"]);
     let ids = sample_ids(v.port);
@@ -538,7 +538,7 @@ fn every_answer_refusals_included_carries_the_same_headers() {
 async fn pages_are_checked_hidden_characters_marked_and_a_link_stays_its_row() {
     let d = tempfile::tempdir().unwrap();
     let out = d.path().join("gen");
-    let reader = cb_mock::MockServer::start(cb_mock::reader_script::context_follower()).await;
+    let reader = cb_mock::MockServer::start(view_common::follower()).await;
     read_build(&out, &reader).await;
     view_common::plant(&out);
     let v = start_viewer(&[out.to_str().unwrap()]);
@@ -596,7 +596,7 @@ async fn pages_are_checked_hidden_characters_marked_and_a_link_stays_its_row() {
 async fn a_comment_a_spreadsheet_would_run_is_exported_as_text() {
     let d = tempfile::tempdir().unwrap();
     let out = d.path().join("gen");
-    let reader = cb_mock::MockServer::start(cb_mock::reader_script::context_follower()).await;
+    let reader = cb_mock::MockServer::start(view_common::follower()).await;
     read_build(&out, &reader).await;
     let v = start_viewer(&[out.to_str().unwrap(), "--sample", "3"]);
     let ids = sample_ids(v.port);
@@ -727,7 +727,7 @@ async fn ratings_that_cannot_be_written_leave_the_pages_reading() {
     use std::os::unix::fs::PermissionsExt;
     let d = tempfile::tempdir().unwrap();
     let out = d.path().join("gen");
-    let reader = cb_mock::MockServer::start(cb_mock::reader_script::context_follower()).await;
+    let reader = cb_mock::MockServer::start(view_common::follower()).await;
     read_build(&out, &reader).await;
     {
         let v = start_viewer(&[out.to_str().unwrap(), "--sample", "3"]);
@@ -799,6 +799,9 @@ async fn ratings_that_cannot_be_written_leave_the_pages_reading() {
 fn follower_picking_the_longest() -> cb_mock::Responder {
     cb_mock::responder(|req: &cb_mock::ChatRequest| {
         let prompt = req.last_user();
+        if let Some(letter) = cb_mock::reader_script::judge(prompt, false) {
+            return cb_mock::Reply::Content(letter);
+        }
         let reply = match cb_mock::reader_script::parse(prompt) {
             Some(q) => cb_mock::reader_script::follow_context(&q),
             None => prompt

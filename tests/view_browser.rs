@@ -175,7 +175,7 @@ async fn browse_filter_open_lineage_rate_and_export_in_chromium() {
     };
     let d = tempfile::tempdir().unwrap();
     let out = d.path().join("gen");
-    let reader = cb_mock::MockServer::start(cb_mock::reader_script::context_follower()).await;
+    let reader = cb_mock::MockServer::start(view_common::follower()).await;
     read_build(&out, &reader).await;
     plant(&out);
     let v = start_viewer(&[out.to_str().unwrap(), "--sample", "6", "--seed", "7"]);
@@ -374,7 +374,7 @@ async fn a_build_against_the_mock_fills_in_on_the_live_page() {
     c.goto(&format!("{base}/")).await.unwrap();
     assert!(text_of(c, "body").await.contains("0 rows"));
 
-    let reader = cb_mock::MockServer::start(cb_mock::reader_script::context_follower()).await;
+    let reader = cb_mock::MockServer::start(view_common::follower()).await;
     reader.set_latency(Duration::from_millis(150));
     let base_url = reader.base_url();
     let raw = common::repo().join("raw");
@@ -483,7 +483,7 @@ async fn a_form_on_another_origin_cannot_rate_in_chromium() {
     };
     let d = tempfile::tempdir().unwrap();
     let out = d.path().join("gen");
-    let reader = cb_mock::MockServer::start(cb_mock::reader_script::context_follower()).await;
+    let reader = cb_mock::MockServer::start(view_common::follower()).await;
     read_build(&out, &reader).await;
     let token = "tok_0123456789abcdef";
     let loopback = start_viewer(&[out.to_str().unwrap(), "--sample", "4"]);

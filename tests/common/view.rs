@@ -288,3 +288,19 @@ pub fn unescape(s: &str) -> String {
         .replace("&#x2f;", "/")
         .replace("&amp;", "&")
 }
+
+/// The mock's context follower, as an editor who finds every negative context consistent
+/// (the reader check's judged questions, `prompts/reader/judge.md`, pass): these tests rate
+/// what the reader's picks let stand, not the coherence question.
+pub fn follower() -> cb_mock::Responder {
+    cb_mock::responder(|req: &cb_mock::ChatRequest| {
+        let prompt = req.last_user();
+        let reply = cb_mock::reader_script::judge(prompt, false).unwrap_or_else(|| {
+            cb_mock::reader_script::parse(prompt).map_or_else(
+                || "None".to_owned(),
+                |q| cb_mock::reader_script::follow_context(&q),
+            )
+        });
+        cb_mock::Reply::Content(reply)
+    })
+}

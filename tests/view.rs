@@ -833,7 +833,7 @@ async fn the_page_measures_the_reader_against_people_as_by_hand() {
     assert!(rejects
         .iter()
         .all(|r| r.get("row").is_some() == (r["reason"] == "reader_disagrees")));
-    assert_eq!((rows.len(), refused.len()), (4, 2), "{rejects:?}");
+    assert_eq!((rows.len(), refused.len()), (4, 3), "{rejects:?}");
     let v = start_viewer(&[out.to_str().unwrap(), "--sample", "100"]);
     let ids = sample_ids(v.port);
     // The sample: every row kept and every row refused, shuffled together.
@@ -845,10 +845,14 @@ async fn the_page_measures_the_reader_against_people_as_by_hand() {
             .unwrap_or_else(|| panic!("{id} is neither a row kept nor one refused"))
     };
     let kept: Vec<bool> = ids.iter().map(|id| of(id).1).collect();
-    assert_eq!(kept, [true, true, true, true, false, false], "{ids:?}");
+    assert_eq!(
+        kept,
+        [true, true, false, true, false, false, true],
+        "{ids:?}"
+    );
     let (_, page) = get(v.port, "/rate");
     assert!(
-        page.contains("2 rows the reader refused and 4 rows it let stand"),
+        page.contains("3 rows the reader refused and 4 rows it let stand"),
         "{page}"
     );
     // A refused row is shown as a kept one is: the same marks, nothing naming a verdict.
@@ -881,19 +885,19 @@ async fn the_page_measures_the_reader_against_people_as_by_hand() {
     // What the reader said, as the rows and the rejects record it: misled (it picked the
     // negative answer from the negative context) by every row it kept and by none it
     // refused; from the options alone it told the golden answer in the first row only (the
-    // longest option), and it was not asked that of the rows it refused.
+    // longest option), and it was not asked that of the rows it refused (items 2, 4, 5).
     let said = |k: usize, check: &str| {
         let checks = of(&ids[k]).0["reader"]["checks"].as_array().unwrap();
         let c = checks.iter().find(|c| c["check"] == check);
         c.map(|c| c["passed"].as_bool().unwrap())
     };
-    let reader_misled: Vec<Option<bool>> = (0..6).map(|k| said(k, "negative")).collect();
+    let reader_misled: Vec<Option<bool>> = (0..7).map(|k| said(k, "negative")).collect();
     let t = Some(true);
     let f = Some(false);
-    assert_eq!(reader_misled, [t, t, t, t, f, f]);
-    let reader_set: Vec<Option<bool>> = (0..6).map(|k| said(k, "answer_set")).collect();
-    assert_eq!(reader_set, [t, f, f, f, None, None], "{ids:?}");
-    // Two raters agree throughout: the answer set tells the answer in items 0 and 3; the
+    assert_eq!(reader_misled, [t, t, f, t, f, f, t]);
+    let reader_set: Vec<Option<bool>> = (0..7).map(|k| said(k, "answer_set")).collect();
+    assert_eq!(reader_set, [t, f, None, f, None, None, f], "{ids:?}");
+    // Two raters agree throughout: the answer set tells the answer in items 0, 3 and 6; the
     // negative context does not mislead in items 1 and 4, it does (highly) in the others.
     let token = form_token(v.port);
     for (k, id) in ids.iter().enumerate() {
@@ -925,45 +929,45 @@ async fn the_page_measures_the_reader_against_people_as_by_hand() {
                 .to_owned()
         })
         .collect();
-    // By hand, answer set, over the four items the reader was asked it of, (people, reader):
-    // (yes, yes), (no, no), (no, no), (yes, no).
-    // p_o = 3/4; people say yes 2/4, the reader 1/4: p_e = 1/2 · 1/4 + 1/2 · 3/4 = 1/2;
-    // kappa = (3/4 - 1/2) / (1 - 1/2) = 0.5; se = sqrt(3/4 · 1/4 / (4 · 1/4)) = 0.4330,
-    // interval 0.5 ± 1.96 se = [-0.349, 1.349], clipped to [-0.349, 1.000].
+    // By hand, answer set, over the four items the reader was asked it of (0, 1, 3, 6),
+    // (people, reader): (yes, yes), (no, no), (yes, no), (yes, no).
+    // p_o = 2/4; people say yes 3/4, the reader 1/4: p_e = 3/4 · 1/4 + 1/4 · 3/4 = 3/8;
+    // kappa = (1/2 - 3/8) / (1 - 3/8) = 0.2; se = sqrt(1/2 · 1/2 / (4 · (5/8)²)) = 0.4,
+    // interval 0.2 ± 1.96 se = [-0.584, 0.984].
     assert_eq!(
         cells[6..12],
         [
             "reader",
             "answer set distinguishable",
             "4",
-            "0.750",
-            "0.5000",
-            "[-0.349, 1.000]"
+            "0.500",
+            "0.2000",
+            "[-0.584, 0.984]"
         ],
         "{table}"
     );
-    // Misleading, over the six, (people, reader): (yes, yes), (no, yes), (yes, yes),
-    // (yes, yes), (no, no), (yes, no): p_o = 4/6; people say yes 4/6, the reader 4/6:
-    // p_e = (2/3)² + (1/3)² = 5/9; kappa = (2/3 - 5/9) / (4/9) = 0.25;
-    // se = sqrt(2/3 · 1/3 / (6 · (4/9)²)) = 0.4330, interval 0.25 ± 0.8487 = [-0.599, 1.099],
-    // clipped to [-0.599, 1.000]. (Over the rows kept alone the reader says "misled" of each,
+    // Misleading, over the seven, (people, reader): (yes, yes), (no, yes), (yes, no),
+    // (yes, yes), (no, no), (yes, no), (yes, yes): p_o = 4/7; people say yes 5/7, the reader
+    // 4/7: p_e = 5/7 · 4/7 + 2/7 · 3/7 = 26/49; kappa = (4/7 - 26/49) / (23/49) = 2/23 = 0.0870;
+    // se = sqrt(4/7 · 3/7 / (7 · (23/49)²)) = 0.3985, interval 0.0870 ± 0.7810 =
+    // [-0.694, 0.868]. (Over the rows kept alone the reader says "misled" of each,
     // and its kappa is 0 whatever the people say.)
     assert_eq!(
         cells[..6],
         [
             "reader",
             "misleading",
-            "6",
-            "0.667",
-            "0.2500",
-            "[-0.599, 1.000]"
+            "7",
+            "0.571",
+            "0.0870",
+            "[-0.694, 0.868]"
         ],
         "{table}"
     );
     // A third rater who rated one item (not misleading) leaves one item every rater rated:
     // ann, bob highly, carl not: P = (2 · 1) / (3 · 2) = 1/3, P_e = (2/3)² + (1/3)² = 5/9,
-    // kappa = (1/3 - 5/9) / (4/9) = -0.5. Set aside, ann and bob agree on all six items:
-    // P = 1, P_e = (2/6)² + (4/6)² = 5/9, kappa = 1.
+    // kappa = (1/3 - 5/9) / (4/9) = -0.5. Set aside, ann and bob agree on all seven items:
+    // P = 1, P_e = (2/7)² + (5/7)² = 29/49, kappa = 1.
     let body = rating_body(&token, "carl", &ids[0], "not", "yes");
     assert_eq!(request(v.port, "POST", "/rate", &[], &body).0, 303);
     let fleiss = |query: &str| {
@@ -984,7 +988,7 @@ async fn the_page_measures_the_reader_against_people_as_by_hand() {
     );
     assert_eq!(
         fleiss("?among=ann&among=bob"),
-        "Fleiss' kappa: 1.0000; percent agreement 100.0% over 6 item(s) that all 2 raters rated."
+        "Fleiss' kappa: 1.0000; percent agreement 100.0% over 7 item(s) that all 2 raters rated."
     );
     let (_, page) = get(v.port, "/agreement?among=ann&among=bob");
     assert!(
@@ -995,12 +999,12 @@ async fn the_page_measures_the_reader_against_people_as_by_hand() {
         page.contains("&#x2f;export?rater=ann&amp;among=ann&amp;among=bob"),
         "{page}"
     );
-    // Ann's sheet among ann and bob holds the six items they both rated.
+    // Ann's sheet among ann and bob holds the seven items they both rated.
     let (status, csv) = get(v.port, "/export?rater=ann&among=ann&among=bob");
     assert_eq!(status, 200, "{csv}");
     assert_eq!(
         csv::Reader::from_reader(csv.as_bytes()).records().count(),
-        6
+        7
     );
     // A sample of four is half refused, half kept.
     drop(v);

@@ -267,7 +267,17 @@ async fn browse_filter_open_lineage_rate_and_export_in_chromium() {
         .iter()
         .find(|r| id.ends_with(&format!("#{}", r["id"].as_str().unwrap())))
         .unwrap_or_else(|| panic!("{id}"));
-    let prompt_text = opened.text().await.unwrap();
+    // The call's messages, system line first: the question is in the user's.
+    let mut prompt_text = String::new();
+    for message in calls
+        .last()
+        .unwrap()
+        .find_all(Locator::Css("pre.cb-prompt"))
+        .await
+        .unwrap()
+    {
+        prompt_text.push_str(&message.text().await.unwrap());
+    }
     assert!(
         prompt_text.contains(row["question"].as_str().unwrap()),
         "{prompt_text}"

@@ -451,3 +451,21 @@ async fn a_budget_too_small_for_one_call_leaves_no_file_in_a_new_folder_or_an_ol
     refused(&args, &out, &["cannot pay for one call"]).await;
     assert!(!tmp.path().join("batches").exists());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reader_price_without_a_reader_of_its_own_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (base, raw) = (dead(), repo().join("raw").display().to_string());
+    let out = tmp.path().join("out");
+    let o = out.display().to_string();
+    let price = ["--reader-price-input", "0.5", "--reader-price-output", "1"];
+    for more in [&[][..], &["--reader", "none"][..]] {
+        let mut args = squad(&base, &raw, &o, more);
+        args.extend(price);
+        refused(&args, &out, &["--reader-price-input", "--reader-model"]).await;
+    }
+    // An offline build (no --base-url) is refused the same way.
+    let mut args = vec!["kre", "--domains", "squad", "--raw", &raw, "--out", &o];
+    args.extend(price);
+    refused(&args, &out, &["--reader-price-input"]).await;
+}

@@ -58,7 +58,19 @@ impl LlmSetup {
                 .then(|| "the pool file's reader keys".to_owned()),
             (None, _, _) => Some("--reader-base-url/--reader-model".to_owned()),
         };
+        let pooled_reader = pool_reader.0.is_some();
         setup.reader = setup.reader_setting(reader, pool_reader)?;
+        let priced = reader.reader_price_input.is_some() || reader.reader_price_output.is_some();
+        let own_reader =
+            reader.reader_base_url.is_some() || reader.reader_model.is_some() || pooled_reader;
+        if priced && !own_reader {
+            return Err(config_err(
+                "--reader-price-input/--reader-price-output price the reader named by \
+                 --reader-model or --reader-base-url (or a pool file's reader keys), and none is \
+                 named: the build reads with its own model at its own price (--price-input, \
+                 --price-output), with --reader NAME at the models file's price, or not at all",
+            ));
+        }
         setup.reader_price = (reader.reader_price_input, reader.reader_price_output);
         for spec in &models.model_for {
             let (step, name) = spec

@@ -8,6 +8,7 @@ mod common;
 
 use cb_mock::reader_script::{context_follower, follow_context, memory_reader, table_reader, Mcq};
 use cb_mock::{fixed, responder, MockServer, Reply, Responder};
+use cb_steps::reader_check::NONE_OPTION;
 use common::*;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -1236,7 +1237,7 @@ async fn a_negative_context_the_reader_finds_contradictory_is_refused() {
     };
     assert_eq!(
         said(&rows[0]),
-        ["negative", "coherent", "control", "answer_set"]
+        ["negative", "coherent", "residual", "control", "answer_set"]
     );
 
     // The first row's negative context contradicts itself: that row alone is refused.
@@ -1276,5 +1277,231 @@ async fn a_negative_context_the_reader_finds_contradictory_is_refused() {
     let checks = &m["reader"]["checks"];
     assert_eq!(checks["control"]["asked"], checks["negative"]["asked"]);
     assert_eq!(checks["coherent"]["asked"], checks["negative"]["passed"]);
-    assert_eq!(checks["answer_set"]["asked"], checks["coherent"]["passed"]);
+    assert_eq!(checks["residual"]["asked"], checks["coherent"]["passed"]);
+    assert_eq!(checks["answer_set"]["asked"], checks["residual"]["passed"]);
+}
+
+/// The bundled SQuAD recipe with `votes = 3` in its reader check, alone in a folder under
+/// `dir` (its `none_option` and `residual_check` as bundled).
+fn squad_voting_thrice(dir: &Path) -> PathBuf {
+    let text = std::fs::read_to_string(repo().join("recipes/kre-squad.toml")).unwrap();
+    assert!(text.contains("none_option = true") && text.contains("residual_check = true"));
+    let edited = text.replacen(
+        "kind = \"reader_check\"\n",
+        "kind = \"reader_check\"\nvotes = 3\n",
+        1,
+    );
+    let folder = dir.join("recipes");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(folder.join("kre-squad.toml"), edited).unwrap();
+    folder
+}
+
+/// The reader's questions (`reader/question.md`) `server` was asked, as read back.
+fn reader_questions(server: &MockServer) -> Vec<Mcq> {
+    server
+        .journal()
+        .iter()
+        .filter_map(|e| {
+            let req = cb_mock::ChatRequest::new(e.body.clone());
+            let last = req.last_user();
+            last.contains("the option the passage supports")
+                .then(|| cb_mock::reader_script::parse(last))
+                .flatten()
+        })
+        .collect()
+}
+
+/// `none_option` and `residual_check` (on in the bundled SQuAD and MuSiQue recipes), three
+/// votes a check. Every question with a context shows "none of these" last, in the row's
+/// order and in each seeded order; the answer set and the editor's questions do not. A
+/// reader that picks it with a row's negative context refuses that row (`reader_disagrees`,
+/// found no answer), with another row's golden context refuses that one
+/// (`reader_control_failed`, the golden context leads to no answer); an editor who finds a
+/// third row's negative context still supporting another option refuses it
+/// (`reader_other_answer`), and the residual question names the row's question, its negative
+/// answer and every other option in the row's order. Rows it passes stand.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_passage_that_answers_nothing_or_still_supports_another_option_is_refused() {
+    let raw = repo().join("raw").display().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let recipes = squad_voting_thrice(dir.path());
+    let build_read = |picks: HashMap<String, &'static str>| {
+        let (raw, recipes) = (raw.clone(), recipes.clone());
+        async move {
+            let server = MockServer::start(responder(move |req: &cb_mock::ChatRequest| {
+                let last = req.last_user();
+                let shown = cb_mock::reader_script::parse(last)
+                    .map(|q| q.context)
+                    .or_else(|| {
+                        let i = last.find("<<<\n")? + 4;
+                        Some(last[i..i + last[i..].find("\n>>>")?].to_owned())
+                    });
+                match shown.and_then(|c| picks.get(&c)).copied() {
+                    // The residual question about this context: it supports another option.
+                    Some("flaw") if last.contains("Apart from") => {
+                        Reply::Content(cb_mock::reader_script::judge(last, true).unwrap())
+                    }
+                    // A reader's question about this context: none of these.
+                    Some("none") if last.contains("the option the passage supports") => {
+                        let q = cb_mock::reader_script::parse(last).unwrap();
+                        let i = q.options.iter().position(|o| o == NONE_OPTION).unwrap();
+                        Reply::Content(char::from(b'A' + i as u8).to_string())
+                    }
+                    _ => cb_mock::stand_in::answer(req),
+                }
+            }))
+            .await;
+            let out = tempfile::tempdir().unwrap();
+            let base = server.base_url();
+            let args = reading_args("kre", "squad", &base, &raw, out.path().to_str().unwrap());
+            let o = build_with(&recipes, &args, &[("OPENAI_API_KEY", "sk-test")]).await;
+            assert!(o.status.success(), "{}", text(&o));
+            (out, server)
+        }
+    };
+    let (all, server) = build_read(HashMap::new()).await;
+    let dir = all.path().join("kre/squad");
+    assert_counts_add_up(&dir);
+    let rows = read_jsonl(&dir.join("squad.jsonl"));
+    assert!(rows.len() >= 4, "{}", rows.len());
+    // The none option closes every question asked with a context, whatever the order (a
+    // seeded order equal to the row's is the same request, answered from the cache).
+    let asked = reader_questions(&server);
+    assert!(asked
+        .iter()
+        .all(|q| q.options.last().unwrap() == NONE_OPTION));
+    let orders: BTreeSet<Vec<String>> = asked.iter().map(|q| q.options.clone()).collect();
+    assert!(
+        orders.len() > 2 * rows.len(),
+        "{} orders, {} rows",
+        orders.len(),
+        rows.len()
+    );
+    for e in server.journal() {
+        let last = cb_mock::ChatRequest::new(e.body.clone())
+            .last_user()
+            .to_owned();
+        if !last.contains("the option the passage supports") {
+            assert!(!last.contains(NONE_OPTION), "{last}");
+        }
+    }
+    let m = read_json(&dir.join("manifest.json"));
+    let checks = &m["reader"]["checks"];
+    assert_eq!(checks["residual"]["asked"], checks["coherent"]["passed"]);
+    assert_eq!(checks["residual"]["asked"], checks["residual"]["passed"]);
+
+    let ctx = |r: &Value, f: &str| r[f].as_str().unwrap().trim().to_owned();
+    let picks = HashMap::from([
+        (ctx(&rows[0], "negative_context"), "none"),
+        (ctx(&rows[1], "golden_context"), "none"),
+        (ctx(&rows[2], "negative_context"), "flaw"),
+    ]);
+    let (refused, server) = build_read(picks).await;
+    let dir = refused.path().join("kre/squad");
+    assert_counts_add_up(&dir);
+    let kept = read_jsonl(&dir.join("squad.jsonl"));
+    let ids = |rs: &[Value]| -> Vec<String> {
+        rs.iter()
+            .map(|r| r["source_id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(ids(&kept), ids(&rows[3..]));
+    let rejects = read_jsonl(&dir.join("rejects.jsonl"));
+    let reject_of = |r: &Value| {
+        let id = r["source_id"].as_str().unwrap();
+        let found: Vec<&Value> = rejects.iter().filter(|x| x["id"] == id).collect();
+        assert_eq!(found.len(), 1, "{id}: {rejects:?}");
+        let x = found[0];
+        assert_eq!(x["stage"], "reader_check");
+        (
+            x["reason"].as_str().unwrap().to_owned(),
+            x["detail"].as_str().unwrap().to_owned(),
+        )
+    };
+    let (reason, detail) = reject_of(&rows[0]);
+    assert_eq!(reason, "reader_disagrees");
+    assert!(
+        detail.contains(
+            "with the negative context the reader found no answer in the passage: picked"
+        ) && detail.contains(NONE_OPTION),
+        "{detail}"
+    );
+    let (reason, detail) = reject_of(&rows[1]);
+    assert_eq!(reason, "reader_control_failed");
+    assert!(
+        detail.contains("the golden context does not lead to an answer")
+            && detail.contains(NONE_OPTION),
+        "{detail}"
+    );
+    let (reason, detail) = reject_of(&rows[2]);
+    assert_eq!(reason, "reader_other_answer");
+    assert!(
+        detail.contains(
+            "asked whether the negative context also supports another option, the reader picked"
+        ) && detail.contains("yes: it also supports another option"),
+        "{detail}"
+    );
+    // The residual question of the third row: its question, its negative answer, and every
+    // other option in the row's order.
+    let r = &rows[2];
+    let choices: Vec<&str> = r["choices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    let negative = choices[option_of(r, "candidate")];
+    let others: Vec<String> = choices
+        .iter()
+        .filter(|c| **c != negative)
+        .map(|c| format!("\"{c}\""))
+        .collect();
+    let residual = server
+        .journal()
+        .iter()
+        .map(|e| {
+            cb_mock::ChatRequest::new(e.body.clone())
+                .last_user()
+                .to_owned()
+        })
+        .find(|l| l.contains("Apart from") && l.contains(&ctx(r, "negative_context")))
+        .unwrap();
+    assert!(
+        residual.contains(&format!("\"{}\"", r["question"].as_str().unwrap()))
+            && residual.contains(&format!("answer is meant to be \"{negative}\""))
+            && residual.contains(&format!("other options are {}.", others.join(", ")))
+            && residual.contains(&format!("A: no: only \"{negative}\"")),
+        "{residual}"
+    );
+}
+
+/// `residual_check` asks about KRE's negative context: a RECALL recipe that sets it is
+/// refused at load (exit 2), naming the key and the recipe, before any file is made.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_residual_check_in_a_recall_recipe_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let recipe = std::fs::read_to_string(repo().join("recipes/recall-uj.toml")).unwrap();
+    let edited = recipe.replacen(
+        "kind = \"reader_check\"\n",
+        "kind = \"reader_check\"\nresidual_check = true\n",
+        1,
+    );
+    assert_ne!(edited, recipe);
+    let folder = dir.path().join("recipes");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(folder.join("recall-uj.toml"), edited).unwrap();
+    let raw = repo().join("raw").display().to_string();
+    let out = dir.path().join("out");
+    let out_s = out.display().to_string();
+    let args = ["recall", "--domains", "uj", "--raw", &raw, "--out", &out_s];
+    let o = build_with(&folder, &args, &[]).await;
+    let said = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("`residual_check` is a check of KRE's negative context")
+            && said.contains("recall-uj.toml"),
+        "{said}"
+    );
+    assert!(!out.exists());
 }

@@ -116,15 +116,23 @@ pub fn table_reader(known: HashMap<String, String>) -> Responder {
 }
 
 /// The letter of the option an editor picks for the reader check's judged questions
-/// (`prompts/reader/judge.md`: RECALL's `kind` and `coherent` checks), if `prompt` is one;
-/// `flawed` picks the option that flags a flaw ("no: another kind of thing", "yes: it
-/// contradicts itself"), else the one that passes.
+/// (`prompts/reader/judge.md`: the `kind`, `coherent` and `residual` checks), if `prompt` is
+/// one; `flawed` picks the option that flags a flaw ("no: another kind of thing", "yes: it
+/// contradicts itself", "yes: it also supports another option"), else the one that passes.
 pub fn judge(prompt: &str, flawed: bool) -> Option<String> {
     if !prompt.contains("Reply with the letter of one option (one of") {
         return None;
     }
-    let passes = |t: &str| t.starts_with("yes: the same kind") || t.starts_with("no: it agrees");
-    let flags = |t: &str| t.starts_with("no: another kind") || t.starts_with("yes: it contradicts");
+    let passes = |t: &str| {
+        t.starts_with("yes: the same kind")
+            || t.starts_with("no: it agrees")
+            || t.starts_with("no: only")
+    };
+    let flags = |t: &str| {
+        t.starts_with("no: another kind")
+            || t.starts_with("yes: it contradicts")
+            || t.starts_with("yes: it also supports")
+    };
     prompt.lines().find_map(|l| {
         let (mark, text) = l.split_once(": ")?;
         let ok = mark.len() == 1 && mark.chars().all(|c| c.is_ascii_uppercase());
@@ -141,6 +149,9 @@ mod tests {
         let q = "Passage:\n<<<\nThe tower stands in Lyon.\n>>>\n\nDoes any statement of this passage contradict another statement of the same passage?\nA: yes: it contradicts itself\nB: no: it agrees with itself\nReply with the letter of one option (one of A, B).";
         assert_eq!(judge(q, false).as_deref(), Some("B"));
         assert_eq!(judge(q, true).as_deref(), Some("A"));
+        let q = "Passage:\n<<<\nThe tower stands in Lyon.\n>>>\n\nA test asks \"Where is the tower?\" about this passage, ...\nA: no: only \"Lyon\"\nB: yes: it also supports another option\nReply with the letter of one option (one of A, B).";
+        assert_eq!(judge(q, false).as_deref(), Some("A"));
+        assert_eq!(judge(q, true).as_deref(), Some("B"));
         assert_eq!(
             judge("Question: x\nA: y\nAnswer with the letter", false),
             None

@@ -170,6 +170,7 @@ async fn ask_all(
                 context: Some(&job.context),
                 expected: job.expected,
                 judged: false,
+                none_option: false,
             };
             let asker = Asker {
                 reader: &llm,

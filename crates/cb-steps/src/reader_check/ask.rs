@@ -92,15 +92,22 @@ pub struct Question<'a> {
     pub choices: &'a [String],
 }
 
+/// The option a check with `none_option` shows last, after the row's options in any order:
+/// a reader that picks it found no answer in the passage. Its index in the row's order is
+/// the number of the row's options.
+pub const NONE_OPTION: &str = "none of these: the passage does not answer the question";
+
 /// One check: which context the reader gets (`None`: the options alone, the answer-set
 /// test), and the option it must pick; `judged` checks ask the editor's question of the
-/// judge prompt (the check's own question and options) instead of the row's.
+/// judge prompt (the check's own question and options) instead of the row's; `none_option`
+/// shows [`NONE_OPTION`] last.
 #[derive(Debug, Clone)]
 pub struct Check<'a> {
     pub name: &'static str,
     pub context: Option<&'a str>,
     pub expected: usize,
     pub judged: bool,
+    pub none_option: bool,
 }
 
 /// Where a check is asked from: the seed and scope of its seeded option orders
@@ -153,8 +160,9 @@ pub async fn ask_check(
 }
 
 /// Vote `v` of a check (from 0; the first shows the options in the row's order, the others
-/// in seeded orders): the option picked (in the row's order), how it was read off the
-/// answer, and the call.
+/// in seeded orders; [`NONE_OPTION`] last where the check offers it): the option picked (in
+/// the row's order, the none option after the row's), how it was read off the answer, and
+/// the call.
 async fn ask_vote(
     a: Asker<'_>,
     q: Question<'_>,
@@ -174,7 +182,10 @@ async fn ask_vote(
             n,
         )
     };
-    let shown: Vec<String> = order.iter().map(|i| q.choices[*i].clone()).collect();
+    let mut shown: Vec<String> = order.iter().map(|i| q.choices[*i].clone()).collect();
+    if check.none_option {
+        shown.push(NONE_OPTION.to_owned());
+    }
     let vars = minijinja::context! {
         role => "",
         instruction => "",
@@ -212,5 +223,6 @@ async fn ask_vote(
         model: None,
     };
     let x = choice::extract(&c.text, &shown);
-    Ok((x.choice.map(|i| order[i]), x.how, record))
+    let picked = x.choice.map(|i| order.get(i).copied().unwrap_or(n));
+    Ok((picked, x.how, record))
 }

@@ -2,22 +2,47 @@
 //! the judge prompt (`reader/judge.md`) and their own options, the first of which passes.
 //! `kind` (`kind_check`, RECALL): is the edited answer the same kind of thing as the answer?
 //! `coherent` (`coherence_check`): does the edited context (RECALL's non-answer-edited one,
-//! KRE's negative one) contradict itself?
+//! KRE's negative one) contradict itself? `residual` (`residual_check`, KRE): apart from the
+//! negative answer, does the negative context still support another option?
 
 use super::{Mode, Planned};
 use crate::prelude::*;
 
-/// Which judged checks a recipe asks for: (`kind_check`, `coherence_check`).
-pub(super) fn checks(spec: &StepSpec, mode: Mode) -> Result<(bool, bool), String> {
-    let kind_check = spec.bool("kind_check", false);
-    let coherence_check = spec.bool("coherence_check", false);
-    if kind_check && mode == Mode::Kre {
+/// Which judged checks a recipe asks for.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct JudgedChecks {
+    pub kind: bool,
+    pub coherence: bool,
+    pub residual: bool,
+}
+
+/// The judged checks of a recipe's reader check, refused where they cannot run.
+pub(super) fn checks(spec: &StepSpec, mode: Mode) -> Result<JudgedChecks, String> {
+    let c = JudgedChecks {
+        kind: spec.bool("kind_check", false),
+        coherence: spec.bool("coherence_check", false),
+        residual: spec.bool("residual_check", false),
+    };
+    if c.kind && mode == Mode::Kre {
         return Err("`kind_check` is a check of RECALL's answer edits (mode \"recall\")".into());
     }
-    if spec.str("judge_prompt").is_some() && !(kind_check || coherence_check) {
-        return Err("`judge_prompt` needs `kind_check = true` or `coherence_check = true`".into());
+    if c.residual && mode == Mode::Recall {
+        return Err("`residual_check` is a check of KRE's negative context (mode \"kre\")".into());
     }
-    Ok((kind_check, coherence_check))
+    if spec.str("judge_prompt").is_some() && !c.any() {
+        return Err(
+            "`judge_prompt` needs `kind_check`, `coherence_check` or `residual_check` = true"
+                .into(),
+        );
+    }
+    Ok(c)
+}
+
+impl JudgedChecks {
+    /// Whether any judged check is asked (the judge prompt is then loaded).
+    pub fn any(self) -> bool {
+        self.kind || self.coherence || self.residual
+    }
 }
 
 /// The kind check of an answer edit: `answer` replaced by `edited` in a passage that
@@ -27,7 +52,7 @@ pub(super) fn kind(question: &str, answer: &str, edited: &str) -> Planned {
         "kind",
         None,
         kind_question(question, answer, edited),
-        KIND_OPTIONS,
+        KIND_OPTIONS.map(str::to_owned),
         "reader_wrong_kind",
     )
 }
@@ -39,8 +64,40 @@ pub(super) fn coherent(context: &str) -> Planned {
         "coherent",
         Some(context),
         COHERENCE_QUESTION.to_owned(),
-        COHERENCE_OPTIONS,
+        COHERENCE_OPTIONS.map(str::to_owned),
         "reader_contradiction",
+    )
+}
+
+/// The residual check of KRE's negative `context`: apart from the negative answer
+/// (`options[negative]`), does it also support another of the row's `options` as an answer
+/// to `question`? (Else `reader_other_answer`: later sentences that still discuss the
+/// golden answer after its first mention was rewritten.)
+pub(super) fn residual(
+    question: &str,
+    context: &str,
+    options: &[String],
+    negative: usize,
+) -> Planned {
+    let target = &options[negative];
+    let others: Vec<String> = options
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != negative)
+        .map(|(_, o)| format!("\"{o}\""))
+        .collect();
+    judged(
+        "residual",
+        Some(context),
+        format!(
+            "A test asks \"{question}\" about this passage, whose answer is meant to be \"{target}\"; the test's other options are {}. Apart from \"{target}\", does the passage also state or imply any of those other options as an answer to the question?",
+            others.join(", ")
+        ),
+        [
+            format!("no: only \"{target}\""),
+            "yes: it also supports another option".to_owned(),
+        ],
+        "reader_other_answer",
     )
 }
 
@@ -50,7 +107,7 @@ fn judged(
     name: &'static str,
     context: Option<&str>,
     question: String,
-    options: [&str; 2],
+    options: [String; 2],
     reject: &'static str,
 ) -> Planned {
     Planned {
@@ -59,7 +116,7 @@ fn judged(
         expected: 0,
         reject: Some(reject),
         always: false,
-        ask: Some((question, options.map(str::to_owned).to_vec())),
+        ask: Some((question, options.to_vec())),
     }
 }
 

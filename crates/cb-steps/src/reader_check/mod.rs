@@ -13,7 +13,10 @@
 //!   `max_answer_set_share`); with `coherence_check = true`, `coherent` after `negative`
 //!   (does the negative context contradict itself? Else `reader_contradiction`: a rewrite
 //!   that kept the rest of the passage word for word, "created in March 1794 ... and then
-//!   restructured in July 1793").
+//!   restructured in July 1793"); with `residual_check = true`, `residual` after those
+//!   (apart from the negative answer, does the negative context also support another of the
+//!   row's options? Else `reader_other_answer`: a rewritten first sentence whose later
+//!   sentences still discuss the golden answer's fields as the ones close to the subject).
 //! - `recall`: `qa_a` (the answer-edited context leads to the edited answer), with
 //!   `kind_check = true` `kind` (asked with the judge prompt: is the edited answer the same
 //!   kind of thing as the answer, one the question asks for? Else `reader_wrong_kind`:
@@ -22,6 +25,16 @@
 //!   does), with `coherence_check = true` `coherent` (does the non-answer-edited context
 //!   contradict itself? Else `reader_contradiction`: "the last phase of a compiler ... passes
 //!   the tokens to the parser"), `control` (the paragraph leads to the original answer).
+//!
+//! With `none_option = true`, every question asked with a context (KRE: `negative`,
+//! `control`; RECALL: `qa_a`, `qa_na`, `qa_na_sentence`, `control`) shows one more option,
+//! always last whatever the vote's order: [`NONE_OPTION`], "none of these: the passage does
+//! not answer the question". A reader that picks it fails the check: the negative context
+//! (`reader_disagrees`) or the golden one (`reader_control_failed`: the golden context does
+//! not lead to an answer, which is what the control should measure for extractive data,
+//! where a capable reader otherwise picks the only option a passage names, as on a MuSiQue
+//! record whose passages never name the spouse asked for). KRE's own evaluation offers
+//! "None" too. The judged checks and the answer set keep their options.
 //!
 //! The control is asked of every row the reader judges, also of rows that failed an
 //! earlier check (the other checks stop at the first failure that rejects the row): the
@@ -57,7 +70,9 @@
 mod ask;
 mod judged;
 
-pub use ask::{ask_check, environment, rate, Asker, Check, Env, Question, ReaderSpec, LEVELS};
+pub use ask::{
+    ask_check, environment, rate, Asker, Check, Env, Question, ReaderSpec, LEVELS, NONE_OPTION,
+};
 /// What [`ask_check`] returns.
 pub use cb_step::choice::Verdict;
 
@@ -132,10 +147,22 @@ pub const PARAMS: &[Param] = &[
         meaning: "Ask whether the edited context contradicts itself (RECALL: the non-answer-edited context; KRE: the negative context, after its check passes; else the reject `reader_contradiction`).",
     },
     Param {
+        key: "residual_check",
+        ty: ParamType::Bool,
+        default: "false",
+        meaning: "KRE: after the negative check, ask whether the negative context, apart from the negative answer, also supports another of the row's options (the golden one included) as an answer (else the reject `reader_other_answer`: later sentences still discussing the golden answer).",
+    },
+    Param {
+        key: "none_option",
+        ty: ParamType::Bool,
+        default: "false",
+        meaning: "Offer one more option, always last, with every question asked with a context (KRE: negative, control; RECALL: qa_a, qa_na, qa_na_sentence, control): \"none of these\", the passage does not answer the question. Picking it fails the check (negative: `reader_disagrees`; control: `reader_control_failed`, the golden context leads to no answer). For extractive data (SQuAD, MuSiQue), whose golden context must state the answer; not for CoS-E, whose golden explanations often do not bear on the question and would refuse good rows.",
+    },
+    Param {
         key: "judge_prompt",
         ty: ParamType::Text,
         default: "reader/judge.md",
-        meaning: "The template of the kind and coherence checks.",
+        meaning: "The template of the kind, coherence and residual checks.",
     },
     Param {
         key: "max_tokens",
@@ -220,7 +247,7 @@ pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepErro
             "`answer_set` is a check of KRE's distractors (mode \"kre\")".into(),
         ));
     }
-    let (kind_check, coherence_check) = judged::checks(spec, mode).map_err(bad)?;
+    let judged = judged::checks(spec, mode).map_err(bad)?;
     let prompt = spec
         .str("prompt")
         .unwrap_or_else(|| DEFAULT_PROMPT.to_owned());
@@ -232,8 +259,8 @@ pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepErro
         agree,
         control,
         max_answer_set_share: max_share,
-        kind_check,
-        coherence_check,
+        judged,
+        none_option: spec.bool("none_option", false),
         reader: ReaderSpec {
             prompt: Prompt::load(prompts, &prompt)?,
             answer_set: optional_prompt(
@@ -246,7 +273,7 @@ pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepErro
             judge: optional_prompt(
                 prompts,
                 spec,
-                kind_check || coherence_check,
+                judged.any(),
                 "judge_prompt",
                 "reader/judge.md",
             )?,
@@ -333,10 +360,10 @@ pub struct ReaderCheck {
     agree: Agree,
     control: Control,
     max_answer_set_share: Option<f64>,
-    /// RECALL: ask whether the edited answer keeps the answer's kind.
-    kind_check: bool,
-    /// RECALL: ask whether the non-answer-edited context contradicts itself.
-    coherence_check: bool,
+    /// The judged checks asked (`kind_check`, `coherence_check`, `residual_check`).
+    judged: judged::JudgedChecks,
+    /// Offer [`NONE_OPTION`] last with every question asked with a context.
+    none_option: bool,
     reader: ReaderSpec,
 }
 
@@ -401,8 +428,9 @@ impl ReaderCheck {
     }
 
     /// KRE: the negative context must lead to the negative answer (and, with
-    /// `coherence_check`, not contradict itself); the control (the golden context) to the
-    /// golden one; the answer set is asked from the options alone.
+    /// `coherence_check`, not contradict itself; with `residual_check`, support no other
+    /// option); the control (the golden context) to the golden one; the answer set is asked
+    /// from the options alone.
     fn plan_kre(&self, item: &Item) -> Result<(Vec<String>, Vec<Planned>), StepFailure> {
         let choices = item.require_texts(fields::CHOICES)?;
         let gold = letter_index(item.require(fields::ANSWER)?)
@@ -418,8 +446,12 @@ impl ReaderCheck {
         let disagrees = Some("reader_disagrees");
         let context = item.require(fields::NEGATIVE_CONTEXT)?;
         let mut checks = vec![Planned::new("negative", context, negative, disagrees)];
-        if self.coherence_check {
+        if self.judged.coherence {
             checks.push(judged::coherent(context));
+        }
+        if self.judged.residual {
+            let question = item.require(fields::QUESTION)?;
+            checks.push(judged::residual(question, context, &choices, negative));
         }
         if self.control != Control::Off {
             checks.push(Planned::control(
@@ -465,11 +497,11 @@ impl ReaderCheck {
             edited,
             disagrees,
         )];
-        if self.kind_check {
+        if self.judged.kind {
             checks.push(judged::kind(question, &options[original], edited_answer));
         }
         checks.push(Planned::new("qa_na", qa_na, original, disagrees));
-        if self.coherence_check {
+        if self.judged.coherence {
             checks.push(judged::coherent(qa_na));
         }
         // Optional: only where the recipe inserts a sentence.
@@ -577,13 +609,16 @@ impl ReaderCheck {
             .enumerate()
             .find_map(|(i, (_, f))| f.map(|f| (i, f)))
             .expect("a refused row has a failing reader");
-        // A judged check's picks name its own options.
-        let choices = planned
-            .iter()
-            .find(|p| p.name == v.check)
+        // A judged check's picks name its own options; the none option follows the row's.
+        let p = planned.iter().find(|p| p.name == v.check);
+        let mut shown = p
             .and_then(|p| p.ask.as_ref())
-            .map_or(choices, |(_, o)| o.as_slice());
-        let mut reject = self.rejection(reason, &v, choices);
+            .map_or(choices, |(_, o)| o.as_slice())
+            .to_vec();
+        if p.is_some_and(|p| self.offers_none(p)) {
+            shown.push(NONE_OPTION.to_owned());
+        }
+        let mut reject = self.rejection(reason, &v, &shown);
         if n > 1 {
             if let StepFailure::Reject { detail, .. } = &mut reject {
                 let rule = match self.agree {
@@ -620,6 +655,7 @@ impl ReaderCheck {
                 context: p.context.as_deref(),
                 expected: p.expected,
                 judged: p.ask.is_some(),
+                none_option: self.offers_none(p),
             };
             let q = match &p.ask {
                 Some((question, options)) => Question {
@@ -652,7 +688,14 @@ impl ReaderCheck {
         Ok((verdicts, first_failure))
     }
 
-    /// The reject of an item whose check `v` failed for `reason`.
+    /// Whether check `p` shows [`NONE_OPTION`]: with `none_option`, every question of the
+    /// row's own asked with a context.
+    fn offers_none(&self, p: &Planned) -> bool {
+        self.none_option && p.ask.is_none() && p.context.is_some()
+    }
+
+    /// The reject of an item whose check `v` failed for `reason` (`choices`: the options as
+    /// the check showed them, in the row's order).
     fn rejection(&self, reason: &str, v: &Verdict, choices: &[String]) -> StepFailure {
         let what = match v.check.as_str() {
             "negative" => "with the negative context",
@@ -665,11 +708,18 @@ impl ReaderCheck {
                 Mode::Kre => "asked whether the negative context contradicts itself,",
                 Mode::Recall => "asked whether the non-answer-edited context contradicts itself,",
             },
+            "residual" => "asked whether the negative context also supports another option,",
             _ => "from the options alone",
         };
         let expected = letter_index(&v.expected)
             .and_then(|i| choices.get(i))
             .map_or("", String::as_str);
+        let found_none = v
+            .pick
+            .as_deref()
+            .and_then(letter_index)
+            .and_then(|i| choices.get(i))
+            .is_some_and(|o| o == NONE_OPTION);
         let detail = if reason == "answer_set_reveals" {
             format!(
                 "{reason}: from the options alone the reader picked the golden answer \"{}\" ({expected}) in {:.0} % of its votes, above max_answer_set_share {}",
@@ -678,8 +728,15 @@ impl ReaderCheck {
                 self.max_answer_set_share.unwrap_or(1.0)
             )
         } else {
+            let none = match (found_none, v.check.as_str()) {
+                (false, _) => "",
+                (true, "control") => {
+                    " found no answer in the passage (the golden context does not lead to an answer):"
+                }
+                (true, _) => " found no answer in the passage:",
+            };
             format!(
-                "{reason}: {what} the reader picked {}, not \"{}\" ({expected})",
+                "{reason}: {what} the reader{none} picked {}, not \"{}\" ({expected})",
                 v.pick_named(choices),
                 v.expected
             )
@@ -733,6 +790,11 @@ mod instruction {
         };
         let e = err("kind = \"reader_check\"\nkind_check = true");
         assert!(e.contains("a check of RECALL's answer edits"), "{e}");
+        let e = err("kind = \"reader_check\"\nmode = \"recall\"\nresidual_check = true");
+        assert!(
+            e.contains("`residual_check` is a check of KRE's negative context"),
+            "{e}"
+        );
         let e =
             err("kind = \"reader_check\"\nmode = \"recall\"\njudge_prompt = \"reader/judge.md\"");
         assert!(e.contains("`judge_prompt` needs"), "{e}");
@@ -746,7 +808,7 @@ mod instruction {
 
     /// The README quotes what the reader is told word for word, from the bundled prompt's
     /// system part (what the card quotes from the manifest), and that part says how to use
-    /// the passage.
+    /// the passage; and the none option's words.
     #[test]
     fn the_readme_quotes_the_readers_instruction_word_for_word() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -761,6 +823,12 @@ mod instruction {
         assert!(
             readme.contains(&format!("\n  \"{said}\"\n")),
             "README does not quote the reader's instruction {said:?}"
+        );
+        // The none option's words, as `none_option` shows them.
+        let flat = readme.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            flat.contains(&format!("\"{NONE_OPTION}\"")),
+            "README does not quote the none option {NONE_OPTION:?}"
         );
     }
 }

@@ -312,7 +312,8 @@ fn squad_recipe_with(on_invalid: &str, retries: u32) -> tempfile::TempDir {
 }
 
 /// `on_invalid = "resample"`: an unusable answer is not sent back; the same question is asked
-/// afresh with the next seed, each try its own cache entry, so a re-run sends nothing.
+/// afresh with the next seed and a note saying why the last answer was refused, each try its
+/// own cache entry, so a re-run sends nothing.
 #[tokio::test(flavor = "multi_thread")]
 async fn resampling_asks_the_same_question_with_the_next_seed() {
     let cases = ["ok", "third", "never"];
@@ -378,9 +379,15 @@ async fn resampling_asks_the_same_question_with_the_next_seed() {
         assert!(
             r.messages.iter().all(|(_, c)| !c.contains("Bob Jones")
                 && !c.contains("That answer cannot be used")),
-            "a resample sends neither the answer nor a reason back: {:?}",
+            "a resample does not send the answer back: {:?}",
             r.messages
         );
+        // The reason, where there was one: after the question, in the same message.
+        let again = r.body.get("seed").is_some_and(|s| !s.is_null());
+        let note = "\n\nAn earlier answer to this request could not be used: bad_options: expected exactly 3 options, got 1. Answer afresh";
+        if all_text(r).contains("misleading options") {
+            assert_eq!(r.last_user().contains(note), again, "{:?}", r.messages);
+        }
     }
     let rejects = read_jsonl(&dir.join("rejects.jsonl"));
     assert_eq!(rejects.len(), 1, "{rejects:?}");

@@ -289,10 +289,15 @@ async fn off_schema_distractors_end_in_rejects_and_the_rest_are_rows() {
 
 /// A mock model's `negative_context`: the passage of the prompt, the answer replaced.
 fn rewritten(prompt: &str) -> Reply {
+    Reply::content(rewrite(prompt))
+}
+
+/// The text of [`rewritten`].
+fn rewrite(prompt: &str) -> String {
     let passage = between(prompt, "<<<\n", "\n>>>").unwrap_or_default();
     let answer = between(prompt, "Correct answer: \"", "\"").unwrap_or_default();
     let negative = between(prompt, "Replacement answer: \"", "\"").unwrap_or_default();
-    Reply::content(passage.replace(answer, negative))
+    passage.replace(answer, negative)
 }
 
 /// The bundled SQuAD recipe in a folder of its own, its `distractors` step asking again
@@ -312,7 +317,8 @@ fn squad_recipe_with(on_invalid: &str, retries: u32) -> tempfile::TempDir {
 }
 
 /// `on_invalid = "resample"`: an unusable answer is not sent back; the same question is asked
-/// afresh with the next seed, each try its own cache entry, so a re-run sends nothing.
+/// afresh with the next seed and a note saying why the last answer was refused, each try its
+/// own cache entry, so a re-run sends nothing.
 #[tokio::test(flavor = "multi_thread")]
 async fn resampling_asks_the_same_question_with_the_next_seed() {
     let cases = ["ok", "third", "never"];
@@ -378,9 +384,15 @@ async fn resampling_asks_the_same_question_with_the_next_seed() {
         assert!(
             r.messages.iter().all(|(_, c)| !c.contains("Bob Jones")
                 && !c.contains("That answer cannot be used")),
-            "a resample sends neither the answer nor a reason back: {:?}",
+            "a resample does not send the answer back: {:?}",
             r.messages
         );
+        // The reason, where there was one: after the question, in the same message.
+        let again = r.body.get("seed").is_some_and(|s| !s.is_null());
+        let note = "\n\nAn earlier answer to this request could not be used: bad_options: expected exactly 3 options, got 1. Answer afresh";
+        if all_text(r).contains("misleading options") {
+            assert_eq!(r.last_user().contains(note), again, "{:?}", r.messages);
+        }
     }
     let rejects = read_jsonl(&dir.join("rejects.jsonl"));
     assert_eq!(rejects.len(), 1, "{rejects:?}");
@@ -530,4 +542,92 @@ async fn negatives_already_in_the_passage_and_answers_in_dispute() {
         );
         assert!(!t.contains("written in other ways"), "{t}");
     }
+}
+
+/// A rewrite that replaces the one mention of a list answer but keeps a sentence naming one
+/// of its parts on its own (the SQuAD row of QUALITY.md's capable-model rating that a
+/// majority called only "somewhat misleading") is refused as `states_golden`, naming the
+/// part; the bundled recipe's resample sends that reason with the next draw, without the
+/// refused answer, and a second answer that rewrites the part too keeps the row.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_part_of_a_list_answer_left_in_the_rewrite_is_sent_back_with_the_resample() {
+    const ANSWER: &str = "analysis of algorithms and computability theory";
+    const PART: &str = "analysis of algorithms";
+    let context = format!(
+        "Closely related fields in theoretical computer science are {ANSWER}. A key distinction between {PART} and computational complexity theory is that the former is devoted to analyzing the amount of resources needed by a particular algorithm to solve a problem."
+    );
+    let doc = json!({"version": "v2.0", "data": [{"title": "Computational_complexity_theory", "paragraphs": [{
+        "context": context,
+        "qas": [{
+            "id": "q000",
+            "question": "What two fields of theoretical computer science closely mirror computational complexity theory?",
+            "answers": [{"text": ANSWER, "answer_start": context.find(ANSWER)}],
+            "is_impossible": false
+        }]
+    }]}]});
+    let raw = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(raw.path().join("squad_v2")).unwrap();
+    std::fs::write(raw.path().join("squad_v2/dev-v2.0.json"), doc.to_string()).unwrap();
+    const NOTE: &str = "An earlier answer to this request could not be used: ";
+    let mock = MockServer::start(responder(|req| {
+        let all = all_text(req);
+        if all.contains("misleading options") {
+            return Reply::content(
+                r#"{"options": ["automata theory and formal language theory", "graph theory and combinatorics", "numerical analysis and scientific computing"]}"#,
+            );
+        }
+        let first = rewrite(&all);
+        if !req.last_user().contains(NOTE) {
+            return Reply::content(first);
+        }
+        // Told which part is left, a model rewrites it too.
+        let negative = between(&all, "Replacement answer: \"", "\"").unwrap_or_default();
+        Reply::content(first.replace(PART, negative))
+    }))
+    .await;
+    let out = tempfile::tempdir().unwrap();
+    let base = mock.base_url();
+    let (r, o) = (raw.path().to_str().unwrap(), out.path().to_str().unwrap());
+    let built = build(&openai_args("squad", &base, r, o), &[]).await;
+    assert!(built.status.success(), "{}", text(&built));
+    let dir = out.path().join("kre/squad");
+    assert_eq!(check_rows(&dir, "squad"), 1);
+    assert!(read_jsonl(&dir.join("rejects.jsonl")).is_empty());
+    let row = &read_jsonl(&dir.join("squad.jsonl"))[0];
+    let negative = row["negative_answer"].as_str().unwrap();
+    let neg_ctx = row["negative_context"].as_str().unwrap();
+    assert!(!mentions(neg_ctx, PART), "{neg_ctx}");
+    let attempts: Vec<u64> = row["lineage"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["step"] == "negative_context")
+        .map(|c| c["attempt"].as_u64().unwrap())
+        .collect();
+    assert_eq!(attempts, [1, 2], "{row}");
+
+    let rewrites: Vec<ChatRequest> = mock
+        .journal()
+        .into_iter()
+        .map(|e| ChatRequest::new(e.body))
+        .filter(|r| all_text(r).contains("Replacement answer:"))
+        .collect();
+    assert_eq!(rewrites.len(), 2);
+    assert!(!rewrites[0].last_user().contains(NOTE));
+    let again = &rewrites[1];
+    // A new draw: the next seed, the same conversation (the refused answer is not in it).
+    assert_eq!(again.body.get("seed").and_then(Value::as_u64), Some(1));
+    assert_eq!(again.messages.len(), rewrites[0].messages.len());
+    assert_eq!(
+        again.messages[..again.messages.len() - 1],
+        rewrites[0].messages[..again.messages.len() - 1]
+    );
+    let note = again.last_user().split(NOTE).nth(1).unwrap();
+    assert!(
+        note.starts_with(&format!(
+            "states_golden: the negative context still names \"{PART}\", a part of the golden answer \"{ANSWER}\""
+        )),
+        "{note}"
+    );
+    assert!(!negative.contains(PART));
 }

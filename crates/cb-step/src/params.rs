@@ -88,7 +88,7 @@ pub const MODEL_PARAMS: &[Param] = &[
     p("top_p", ParamType::Number, "none", "Nucleus sampling (sent only when set)."),
     p("seed", ParamType::Integer, "none", "Sampling seed sent with the request."),
     p("retries_on_invalid", ParamType::Integer, "1", "How many more times a question is asked after an unusable answer."),
-    p("on_invalid", ParamType::Text, "\"repair\"", "\"repair\": send the answer back with the reason; \"resample\": ask afresh with the next seed (needs temperature > 0)."),
+    p("on_invalid", ParamType::Text, "\"repair\"", "\"repair\": send the answer back with the reason; \"resample\": ask afresh with the next seed and the reason, without the answer (needs temperature > 0)."),
 ];
 
 /// The parameter `key` among `params` (every slice of a kind's declaration).

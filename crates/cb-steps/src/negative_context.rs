@@ -30,7 +30,9 @@ pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepErro
 /// (`prompt_echo`, [`cb_quality::talks_about_task`]); mentions the negative answer
 /// (`no_mention`: a guess at meaning, a warning where a reader checks the rows, see
 /// [`cb_step::GUESS_CODES`]); does not mention the
-/// golden answer or one of its aliases (unless the negative answer contains it); and keeps
+/// golden answer or one of its aliases (unless the negative answer contains it), nor, where
+/// the golden answer is a list ("X and Y"), one of its parts beyond what the question and the
+/// negative answer name ([`cb_quality::named_parts`], also `states_golden`); and keeps
 /// a token similarity (2·LCS / total length, over word tokens) of at least `min_similarity`
 /// (default 0.6) with the original. Swapping the answer's mentions leaves a context well above
 /// 0.6 (typically above 0.9), while an answer that drops or rewrites about half of the passage
@@ -50,6 +52,7 @@ impl NegativeContext {
         &self,
         raw: &str,
         golden: &str,
+        question: &str,
         golden_answers: &[String],
         negative: &str,
         mut guesses: Guesses,
@@ -87,6 +90,19 @@ impl NegativeContext {
                 ));
             }
         }
+        let answer = golden_answers.first().map_or("", String::as_str);
+        let parts = quality::named_parts(&t, answer, negative, golden, &[question]);
+        if !parts.is_empty() {
+            let named = parts
+                .iter()
+                .map(|p| format!("\"{p}\""))
+                .collect::<Vec<_>>()
+                .join(" and ");
+            let what = if parts.len() == 1 { "a part" } else { "parts" };
+            return Err(format!(
+                "states_golden: the negative context still names {named}, {what} of the golden answer \"{answer}\"; rewrite what it says about {named} as well"
+            ));
+        }
         let sim = text::token_similarity(&text::tokens(golden), &text::tokens(&t));
         if sim < self.min_similarity {
             return Err(format!(
@@ -108,6 +124,7 @@ impl ModelBacked for NegativeContext {
         let answer = item.require(fields::ANSWER_TEXT)?.trim().to_owned();
         let negative = item.require(fields::NEGATIVE_ANSWER)?.to_owned();
         let golden = item.require(fields::GOLDEN_CONTEXT)?.to_owned();
+        let question = item.require(fields::QUESTION)?.to_owned();
         // Optional: a source may give no aliases.
         let aliases = usable_aliases(&answer, item.texts(fields::ALIASES));
         let golden_answers: Vec<String> = std::iter::once(answer.clone())
@@ -117,7 +134,14 @@ impl ModelBacked for NegativeContext {
         let a = model.ask(item, &answer, [("aliases", json!(aliases))], offline);
         let guesses = Guesses::for_ctx(ctx);
         let (context, guesses) = ask(ctx, item, a, |raw| {
-            self.validate(raw, &golden, &golden_answers, &negative, guesses.fresh())
+            self.validate(
+                raw,
+                &golden,
+                &question,
+                &golden_answers,
+                &negative,
+                guesses.fresh(),
+            )
         })
         .await?;
         item.set(fields::NEGATIVE_CONTEXT, context);
@@ -166,6 +190,39 @@ pub fn replace_mentions(text: &str, answers: &[String], to: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A list answer's part left in the rewrite is `states_golden`, the part named in the
+    /// reason (what a resample sends back); a part the question names is not.
+    #[test]
+    fn a_part_of_a_list_answer_left_standing_is_refused_by_name() {
+        let answer = "analysis of algorithms and computability theory";
+        let negative = "automata theory and formal language theory";
+        let golden = format!("Related fields are {answer}. Unlike analysis of algorithms, complexity theory asks about all algorithms.");
+        let step = NegativeContext {
+            min_similarity: 0.6,
+        };
+        let check = |rewrite: &str, question: &str| {
+            step.validate(
+                rewrite,
+                &golden,
+                question,
+                &[answer.to_owned()],
+                negative,
+                Guesses::new(false),
+            )
+            .map(|(t, _)| t)
+        };
+        let question = "What two fields mirror complexity theory?";
+        let rewrite = golden.replace(answer, negative);
+        assert_eq!(
+            check(&rewrite, question).unwrap_err(),
+            format!("states_golden: the negative context still names \"analysis of algorithms\", a part of the golden answer \"{answer}\"; rewrite what it says about \"analysis of algorithms\" as well")
+        );
+        let question = "Besides analysis of algorithms, what field mirrors complexity theory?";
+        assert_eq!(check(&rewrite, question).unwrap(), rewrite);
+        let good = rewrite.replace("analysis of algorithms", "automata theory");
+        assert_eq!(check(&good, "What two fields?").unwrap(), good);
+    }
 
     #[test]
     fn mentions_are_replaced_once_longest_first() {

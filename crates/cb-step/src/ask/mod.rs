@@ -38,8 +38,8 @@ pub struct Ask<'a> {
 }
 
 /// Asks the model, validates the answer with `validate`, asks again after an unusable answer
-/// (as many times as `retries_on_invalid` says: with the reason, or afresh, as
-/// [`OnInvalid`] says), and records every call in the item's lineage.
+/// (as many times as `retries_on_invalid` says: with the answer and the reason, or afresh
+/// with the reason, as [`OnInvalid`] says), and records every call in the item's lineage.
 pub async fn ask<T>(
     ctx: &StepCtx<'_>,
     item: &mut Item,
@@ -52,8 +52,10 @@ pub async fn ask<T>(
         .prompt
         .render(ctx.env, &vars)
         .map_err(|e| StepFailure::Fatal(StepError::Config(format!("cannot render prompt {e}"))))?;
-    // What we said to the model in our own words: the template's, then each repair message.
-    // An answer that repeats any of it is echo.
+    // A resample asks these again, with a note.
+    let asked = messages.clone();
+    // What we said to the model in our own words: the template's, then each repair message
+    // or resample note. An answer that repeats any of it is echo.
     let mut said = a.prompt.instructions().to_owned();
     let mut attempt = 0u32;
     loop {
@@ -95,9 +97,23 @@ pub async fn ask<T>(
         };
         match checked {
             Ok(v) => return Ok(v),
-            Err(_)
+            Err(reason)
                 if attempt <= a.params.retries_on_invalid
-                    && a.params.on_invalid == OnInvalid::Resample => {}
+                    && a.params.on_invalid == OnInvalid::Resample =>
+            {
+                // A new draw, without the refused answer (a small model copies it back), told
+                // why the last one was refused, so that a model knows what to avoid.
+                let note = format!(
+                    "An earlier answer to this request could not be used: {reason}. Answer afresh, following the instructions exactly."
+                );
+                said.push_str(&unquoted(&note));
+                said.push('\n');
+                messages = asked.clone();
+                if let Some(last) = messages.last_mut() {
+                    last.content.push_str("\n\n");
+                    last.content.push_str(&note);
+                }
+            }
             Err(reason) if attempt <= a.params.retries_on_invalid => {
                 let repair = format!(
                     "That answer cannot be used: {reason}. Answer again, following the instructions exactly."

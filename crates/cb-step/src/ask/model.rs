@@ -29,8 +29,10 @@ pub enum OnInvalid {
     /// conversation (`on_invalid = "repair"`, the default).
     Repair,
     /// Ask the same question afresh, with the next seed: a new draw at the step's
-    /// temperature, which must be above 0 (`on_invalid = "resample"`). Each try is its own
-    /// cache entry, so a re-run gives the same answers.
+    /// temperature, which must be above 0 (`on_invalid = "resample"`). The refused answer is
+    /// not sent back; the reason it was refused is, as a note after the question ("An earlier
+    /// answer to this request could not be used: ..."), so that a model knows what to avoid.
+    /// Each try is its own cache entry, so a re-run gives the same answers.
     Resample,
 }
 

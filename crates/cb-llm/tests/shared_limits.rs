@@ -301,3 +301,46 @@ async fn joined(
     }
     ended
 }
+
+/// After a stop, [`Roster::settled`] waits for the calls under way (a stopped build records
+/// its counts then): one whose task is cancelled, as a stopped build's are, and one whose
+/// answer comes; by the time it returns each request the mock received is counted sent and
+/// the answer that came is accounted.
+#[tokio::test(flavor = "multi_thread")]
+async fn settled_waits_for_the_calls_under_way_after_a_stop() {
+    let mock = slow_mock(Duration::from_secs(1)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = LlmConfig::offline();
+    c.backend = BackendKind::Openai;
+    c.base_url = mock.base_url();
+    c.model = "m".into();
+    c.cache_path = Some(dir.path().join("c.sqlite"));
+    c.max_retries = 0;
+    let roster = Roster::new(None, None);
+    let (writer, reader) = (
+        roster.layer(&Role::Writer, c.clone()).unwrap(),
+        roster.layer(&Role::Reader, c).unwrap(),
+    );
+    let cancelled = {
+        let writer = writer.clone();
+        tokio::spawn(async move { writer.complete(&call(0, 0)).await })
+    };
+    let answered = {
+        let reader = reader.clone();
+        tokio::spawn(async move { reader.complete(&call(1, 0)).await })
+    };
+    received(&mock, 2).await;
+    roster.stop_all("stopped by SIGINT");
+    let early = tokio::time::timeout(Duration::from_millis(100), roster.settled()).await;
+    assert!(early.is_err(), "settled with two calls in flight");
+    cancelled.abort();
+    tokio::time::timeout(Duration::from_secs(10), roster.settled())
+        .await
+        .expect("calls still under way once one was cancelled and the other answered");
+    let (w, r) = (writer.stats(), reader.stats());
+    assert_eq!((w.upstream_calls, r.upstream_calls), (1, 1));
+    assert_eq!(r.completion_tokens, 10, "the answer that came is accounted");
+    assert!(answered.await.unwrap().is_ok());
+    assert!(cancelled.await.unwrap_err().is_cancelled());
+    assert_eq!(mock.request_count(), 2);
+}

@@ -95,7 +95,7 @@ pub struct Question<'a> {
 /// The option a check with `none_option` shows last, after the row's options in any order:
 /// a reader that picks it found no answer in the passage. Its index in the row's order is
 /// the number of the row's options.
-pub const NONE_OPTION: &str = "none of these: the passage does not answer the question";
+pub const NONE_OPTION: &str = "none of these: the passage does not state what the question asks";
 
 /// One check: which context the reader gets (`None`: the options alone, the answer-set
 /// test), and the option it must pick; `judged` checks ask the editor's question of the

@@ -29,7 +29,7 @@
 //! With `none_option = true`, every question asked with a context (KRE: `negative`,
 //! `control`; RECALL: `qa_a`, `qa_na`, `qa_na_sentence`, `control`) shows one more option,
 //! always last whatever the vote's order: [`NONE_OPTION`], "none of these: the passage does
-//! not answer the question". A reader that picks it fails the check: the negative context
+//! not state what the question asks". A reader that picks it fails the check: the negative context
 //! (`reader_disagrees`) or the golden one (`reader_control_failed`: the golden context does
 //! not lead to an answer, which is what the control should measure for extractive data,
 //! where a capable reader otherwise picks the only option a passage names, as on a MuSiQue
@@ -156,7 +156,7 @@ pub const PARAMS: &[Param] = &[
         key: "none_option",
         ty: ParamType::Bool,
         default: "false",
-        meaning: "Offer one more option, always last, with every question asked with a context (KRE: negative, control; RECALL: qa_a, qa_na, qa_na_sentence, control): \"none of these\", the passage does not answer the question. Picking it fails the check (negative: `reader_disagrees`; control: `reader_control_failed`, the golden context leads to no answer). For extractive data (SQuAD, MuSiQue), whose golden context must state the answer; not for CoS-E, whose golden explanations often do not bear on the question and would refuse good rows.",
+        meaning: "Offer one more option, always last, with every question asked with a context (KRE: negative, control; RECALL: qa_a, qa_na, qa_na_sentence, control): \"none of these\", the passage does not state what the question asks. Picking it fails the check (negative: `reader_disagrees`; control: `reader_control_failed`, the golden context leads to no answer). For extractive data (SQuAD, MuSiQue), whose golden context must state the answer; not for CoS-E, whose golden explanations often do not bear on the question and would refuse good rows.",
     },
     Param {
         key: "judge_prompt",

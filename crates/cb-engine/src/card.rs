@@ -338,7 +338,7 @@ mod tests {
             (&none, "> **Reader-verified** by `rm`"),
             (&none, "Checks passed: control 10 of 12 (2 none of these). The reader is trusted on its controls: it passed 10 of 10 control questions answered with an option (the golden context leading to the golden answer; Wilson 95 % lower bound 0.72)"),
             (&none, "Beside them, 2 controls found no answer in their golden context (the reader picked \"none of these\"): those rows' data cannot lead to the golden answer (their control fails: reader_control_failed, refused unless the recipe's control is \"record\"); they measure the data, not the reader, and are not counted against it."),
-            (&abstains, "> **Not reader-verified: a reader that abstains.** `rm` at `http://r` (openai) read the rows back, told: \"Answer from the passage.\", but it answered \"none of these\" (the passage does not answer the question) to 20 of its 30 control questions (the golden context leading to the golden answer), more than 50 %: it may be abstaining rather than reading"),
+            (&abstains, "> **Not reader-verified: a reader that abstains.** `rm` at `http://r` (openai) read the rows back, told: \"Answer from the passage.\", but it answered \"none of these\" to 20 of its 30 control questions (the golden context leading to the golden answer), more than 50 %: it may be abstaining rather than reading"),
             (&abstains, "Read some of the rows refused `reader_control_failed`: where their golden context states the answer, rebuild with a reader that answers from the passage"),
             (&abstains, "| reader | rm at http://r (answered \"none of these\" to most controls: not reader-verified) |"),
             (&unreliable, "\nNo config for `rejects.jsonl`: no rows"),

@@ -542,7 +542,7 @@ impl ReaderTrust {
             "read no row (every item was rejected before the reader check), so it was never measured and verified nothing".to_string()
         } else if self.abstaining() {
             format!(
-                "answered \"none of these\" (the passage does not answer the question) to {k} of its {} control questions (the golden context leading to the golden answer), more than {:.0} %: it may be abstaining rather than reading, so its verdicts are not trusted (of the {n} it answered with an option it passed {p}{bound}; the rule: {})",
+                "answered \"none of these\" to {k} of its {} control questions (the golden context leading to the golden answer), more than {:.0} %: it may be abstaining rather than reading, so its verdicts are not trusted (of the {n} it answered with an option it passed {p}{bound}; the rule: {})",
                 n + k,
                 Self::MAX_NO_ANSWER_SHARE * 100.0,
                 Self::rule()
@@ -836,7 +836,7 @@ mod tests {
         assert!(!r.verified() && r.trust.abstaining() && r.abstaining() && !r.too_few());
         let w = r.warning().unwrap();
         assert!(
-            w.starts_with("the reader m answered \"none of these\" (the passage does not answer the question) to 20 of its 30 control questions (the golden context leading to the golden answer), more than 50 %: it may be abstaining rather than reading")
+            w.starts_with("the reader m answered \"none of these\" to 20 of its 30 control questions (the golden context leading to the golden answer), more than 50 %: it may be abstaining rather than reading")
                 && w.contains("of the 10 it answered with an option it passed 10"),
             "{w}"
         );

@@ -631,3 +631,87 @@ async fn a_part_of_a_list_answer_left_in_the_rewrite_is_sent_back_with_the_resam
     );
     assert!(!negative.contains(PART));
 }
+
+/// SQuAD's annotators often mark a shorter span of the same answer ("tidal" for "tidal
+/// delta"), a word the passage also uses for other things ("tidal currents"). The bundled
+/// recipe's rewrite forms are only the fuller writings of the answer ("the city of Nijmegen"
+/// for "Nijmegen"): a rewrite that replaces the answer and keeps "tidal currents" word for
+/// word is a row at the first try, and neither prompt lists the shorter span as another
+/// writing of the answer, while a fuller one is listed to both.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_shorter_span_among_the_answers_is_no_form_to_rewrite_and_a_fuller_one_is() {
+    let context = "The delta of the Rhine is a tidal delta, shaped by the sediment of its rivers and by tidal currents. Before the dams were built, the tide was felt inland up to the city of Nijmegen.";
+    let qa = |id: &str, question: &str, answers: &[&str]| {
+        let answers: Vec<Value> = answers
+            .iter()
+            .map(|a| json!({"text": a, "answer_start": context.find(a).unwrap()}))
+            .collect();
+        json!({"id": id, "question": question, "answers": answers, "is_impossible": false})
+    };
+    let doc = json!({"version": "v2.0", "data": [{"title": "Rhine", "paragraphs": [{
+        "context": context,
+        "qas": [
+            qa("q000", "What type of delta is the delta of the Rhine?", &["tidal delta", "tidal", "tidal delta"]),
+            qa("q001", "Up to where was the tide felt before the dams?", &["Nijmegen", "the city of Nijmegen"]),
+        ]
+    }]}]});
+    let raw = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(raw.path().join("squad_v2")).unwrap();
+    std::fs::write(raw.path().join("squad_v2/dev-v2.0.json"), doc.to_string()).unwrap();
+    let mock = MockServer::start(responder(|req| {
+        let all = all_text(req);
+        if all.contains("misleading options") {
+            return Reply::content(if all.contains("type of delta") {
+                r#"{"options": ["river delta", "wave delta", "inland delta"]}"#
+            } else {
+                r#"{"options": ["Arnhem", "Utrecht", "Zwolle"]}"#
+            });
+        }
+        rewritten(&all)
+    }))
+    .await;
+    let out = tempfile::tempdir().unwrap();
+    let base = mock.base_url();
+    let (r, o) = (raw.path().to_str().unwrap(), out.path().to_str().unwrap());
+    let built = build(&openai_args("squad", &base, r, o), &[]).await;
+    assert!(built.status.success(), "{}", text(&built));
+    let dir = out.path().join("kre/squad");
+    assert_eq!(check_rows(&dir, "squad"), 2);
+    assert!(read_jsonl(&dir.join("rejects.jsonl")).is_empty());
+    let rows = read_jsonl(&dir.join("squad.jsonl"));
+    let delta = &rows[0];
+    assert_eq!(delta["source_id"], "q000");
+    let neg_ctx = delta["negative_context"].as_str().unwrap();
+    assert!(neg_ctx.contains("and by tidal currents."), "{neg_ctx}");
+    assert!(!mentions(neg_ctx, "tidal delta"), "{neg_ctx}");
+    assert_eq!(delta["warnings"], json!([]), "{delta}");
+    for row in &rows {
+        let attempts = row["lineage"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["step"] == "negative_context")
+            .count();
+        assert_eq!(attempts, 1, "{row}");
+    }
+    let asked: Vec<String> = mock
+        .journal()
+        .into_iter()
+        .map(|e| all_text(&ChatRequest::new(e.body)))
+        .filter(|t| t.contains("Correct answer:"))
+        .collect();
+    let (delta_asks, city_asks): (Vec<&String>, Vec<&String>) =
+        asked.iter().partition(|t| t.contains("type of delta"));
+    assert_eq!((delta_asks.len(), city_asks.len()), (2, 2), "{asked:?}");
+    for t in delta_asks {
+        assert!(
+            !t.contains("\"tidal\"")
+                && !t.contains("other ways")
+                && !t.contains("also write it as"),
+            "{t}"
+        );
+    }
+    for t in city_asks {
+        assert!(t.contains("\"the city of Nijmegen\""), "{t}");
+    }
+}

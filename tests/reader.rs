@@ -1612,3 +1612,141 @@ async fn a_residual_check_in_a_recall_recipe_is_refused() {
     );
     assert!(!out.exists());
 }
+
+/// The bundled e-CARE recipe with `none_option = true` and its control rejecting (the
+/// default, in place of its `control = "record"`), alone in a folder under `dir`.
+fn ecare_with_none_option(dir: &Path) -> PathBuf {
+    let text = std::fs::read_to_string(repo().join("recipes/kre-ecare.toml")).unwrap();
+    let edited = text.replacen("control = \"record\"\n", "none_option = true\n", 1);
+    assert_ne!(edited, text);
+    let folder = dir.join("recipes");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(folder.join("kre-ecare.toml"), edited).unwrap();
+    folder
+}
+
+/// The bundled e-CARE sample (12 rows) built offline with `none_option`, read by a reader
+/// that reads every context as meant except the golden contexts of the first `none` rows,
+/// where it picks "none of these"; the build's output folder and log.
+async fn ecare_read_with_none(rows: &[Value], none: usize) -> (tempfile::TempDir, String) {
+    let mut known = HashMap::new();
+    for (i, r) in rows.iter().enumerate() {
+        let choices = r["choices"].as_array().unwrap();
+        let golden = choices[option_of(r, "answer")].as_str().unwrap();
+        let negative = choices[option_of(r, "candidate")].as_str().unwrap();
+        let golden = if i < none { NONE_OPTION } else { golden };
+        for (context, text) in [("negative_context", negative), ("golden_context", golden)] {
+            known.insert(
+                r[context].as_str().unwrap().trim().to_owned(),
+                text.to_owned(),
+            );
+        }
+    }
+    let server = MockServer::start(table_reader(known)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let recipes = ecare_with_none_option(dir.path());
+    let (raw, out) = (repo().join("raw"), dir.path().join("out"));
+    let base = server.base_url();
+    let args = [
+        "kre",
+        "--domains",
+        "ecare",
+        "--raw",
+        raw.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--reader-base-url",
+        &base,
+        "--reader-model",
+        "reader",
+    ];
+    let o = build_with(&recipes, &args, &[]).await;
+    assert!(o.status.success(), "{}", text(&o));
+    (dir, text(&o))
+}
+
+/// Issue 43 item 4: a control answered "none of these" measures the data (that row's golden
+/// context does not lead to its golden answer), not the reader. Two of twelve: the rows are
+/// refused `reader_control_failed`, their verdicts marked `none`, the manifest counts them
+/// apart, and the ten answered (all passed) make a trusted reader; the card names the two.
+/// Seven of twelve (more than half): the reader may be abstaining rather than reading, is
+/// not trusted on the five it answered, and the card and the log say so, not "choose a
+/// stronger reader".
+#[tokio::test(flavor = "multi_thread")]
+async fn controls_answered_none_measure_the_data_and_most_of_them_an_abstaining_reader() {
+    let plain = tempfile::tempdir().unwrap();
+    let (rows, _, _) = ecare_rows(plain.path()).await;
+    let (two, log) = ecare_read_with_none(&rows, 2).await;
+    let dir = two.path().join("out/kre/ecare");
+    assert_counts_add_up(&dir);
+    let m = read_json(&dir.join("manifest.json"));
+    assert_eq!(m["rows"], 10);
+    let r = &m["reader"];
+    assert_eq!(
+        r["checks"]["control"],
+        serde_json::json!({"asked": 12, "passed": 10, "none": 2})
+    );
+    assert_eq!(
+        r["trust"],
+        serde_json::json!({"controls_asked": 10, "controls_passed": 10, "controls_no_answer": 2,
+                           "lower_bound": 0.7225, "verified": true})
+    );
+    let rejects = read_jsonl(&dir.join("rejects.jsonl"));
+    assert_eq!(rejects.len(), 2);
+    for (x, row) in rejects.iter().zip(&rows) {
+        assert_eq!(x["id"], row["source_id"]);
+        assert_eq!(x["reason"], "reader_control_failed");
+        let detail = x["detail"].as_str().unwrap();
+        assert!(
+            detail.contains("the golden context does not lead to an answer")
+                && detail.contains(NONE_OPTION),
+            "{x}"
+        );
+    }
+    let card = std::fs::read_to_string(dir.join("README.md")).unwrap();
+    assert!(
+        card.contains("> **Reader-verified** by `reader` at")
+            && card.contains("Checks passed: control 10 of 12 (2 none of these), negative 12 of 12.")
+            && card.contains("it passed 10 of 10 control questions answered with an option")
+            && card.contains("Beside them, 2 controls found no answer in their golden context (the reader picked \"none of these\"): those rows' data cannot lead to the golden answer"),
+        "{card}"
+    );
+    for said in [&card, &log] {
+        assert!(
+            !said.contains("unreliable") && !said.contains("stronger reader"),
+            "{said}"
+        );
+    }
+
+    let (seven, log) = ecare_read_with_none(&rows, 7).await;
+    let dir = seven.path().join("out/kre/ecare");
+    let m = read_json(&dir.join("manifest.json"));
+    assert_eq!(m["rows"], 5);
+    assert_eq!(
+        m["reader"]["trust"],
+        serde_json::json!({"controls_asked": 5, "controls_passed": 5, "controls_no_answer": 7,
+                           "lower_bound": 0.5655, "verified": false})
+    );
+    let card = std::fs::read_to_string(dir.join("README.md")).unwrap();
+    assert!(
+        card.contains("> **Not reader-verified: a reader that abstains.** `reader` at")
+            && card.contains("it answered \"none of these\" (the passage does not answer the question) to 7 of its 12 control questions (the golden context leading to the golden answer), more than 50 %: it may be abstaining rather than reading")
+            && card.contains("(answered \"none of these\" to most controls: not reader-verified) |"),
+        "{card}"
+    );
+    assert!(
+        log.contains("WARN")
+            && log.contains("the reader reader answered \"none of these\"")
+            && log.contains("it may be abstaining rather than reading")
+            && log.contains("the reader abstains rather than reads, so choose one that answers from the passage"),
+        "{log}"
+    );
+    for said in [&card, &log] {
+        assert!(
+            !said.contains("unreliable")
+                && !said.contains("stronger reader")
+                && !said.contains("too few"),
+            "{said}"
+        );
+    }
+}

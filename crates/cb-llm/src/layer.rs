@@ -110,6 +110,7 @@ impl Llm {
                 form,
                 dead: Default::default(),
                 owner,
+                under_way: Default::default(),
             }),
             route: Arc::new(route),
         }
@@ -125,6 +126,15 @@ impl Llm {
     /// Answers already committed stay in the cache.
     pub fn stop(&self, why: &str) {
         let _ = self.core.dead.set(why.to_owned());
+        // Pairs with the fence of `UnderWay::enter`.
+        std::sync::atomic::fence(Ordering::SeqCst);
+    }
+
+    /// Returns once no call of this layer is under way: each one sent was counted, and each
+    /// answer that came was accounted and handed to the cache's writer. After a stop, with
+    /// the tasks that made the calls cancelled, that is at once.
+    pub async fn settled(&self) {
+        self.core.under_way.settled().await;
     }
 
     pub fn config(&self) -> &LlmConfig {
@@ -184,6 +194,7 @@ impl Llm {
     /// Answers one call. See the crate documentation for the order of things.
     pub async fn complete(&self, call: &Call) -> Result<Completion, LlmError> {
         let inner = &self.core;
+        let _under_way = inner.under_way.enter();
         inner.stats.calls.fetch_add(1, Ordering::Relaxed);
         let Some(route) = self.route.as_ref() else {
             // No cache, no structured-output form to find out: the step's own answer.

@@ -12,7 +12,7 @@ use crate::http::OpenAiHttp;
 use crate::limiter::Limiter;
 use crate::request::{self, cache_key_as, Call, ChatRequest, Completion};
 use crate::stats::Stats;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// What the transports of a layer work on.
@@ -35,6 +35,53 @@ pub(crate) struct Core {
     /// Whose calls these are (`kre-cose/writer`: a recipe and a role; empty for a layer of
     /// no recipe): the batch files it writes are recorded as its own.
     pub(crate) owner: String,
+    /// The calls under way ([`crate::Llm::complete`] entered, not yet returned or dropped).
+    pub(crate) under_way: UnderWay,
+}
+
+/// The calls of a layer under way: a stopped build waits until none is left
+/// ([`crate::Roster::settled`]) before it records what its layers sent and spent, so that a
+/// call its cancelled tasks were still running on another thread (past the stop flag, or
+/// accounting an answer that came) is in the record.
+#[derive(Default)]
+pub(crate) struct UnderWay {
+    calls: AtomicUsize,
+    none_left: tokio::sync::Notify,
+}
+
+impl UnderWay {
+    /// One call more, until the guard is dropped. The fence pairs with the one after a stop
+    /// ([`crate::Llm::stop`]): a call entered after [`UnderWay::settled`] saw none left sees
+    /// the stop flag.
+    pub(crate) fn enter(&self) -> Entered<'_> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        Entered(self)
+    }
+
+    /// Returns once no call is under way.
+    pub(crate) async fn settled(&self) {
+        loop {
+            let woken = self.none_left.notified();
+            let mut woken = std::pin::pin!(woken);
+            woken.as_mut().enable();
+            if self.calls.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            woken.await;
+        }
+    }
+}
+
+/// A call under way ([`UnderWay::enter`]).
+pub(crate) struct Entered<'a>(&'a UnderWay);
+
+impl Drop for Entered<'_> {
+    fn drop(&mut self) {
+        if self.0.calls.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.0.none_left.notify_waiters();
+        }
+    }
 }
 
 /// What the layers of one run spend together, against `--max-cost` and `--max-tokens`.

@@ -270,6 +270,8 @@ enum Miss {
     FormRefused(LlmError),
     /// The replica is dead (401/403/404): another one takes the call.
     ReplicaDead,
+    /// The layer was stopped while the call waited for the replica: nothing was sent.
+    Stopped(LlmError),
     /// Any other failure, to retry or to end the call with.
     Failed(LlmError),
 }
@@ -320,7 +322,7 @@ impl Core {
                     let annex = replica_annex(&key, url);
                     return self.commit(call, key, parsed, Some(annex)).await;
                 }
-                Err(Miss::FormRefused(e)) => return Err(e),
+                Err(Miss::FormRefused(e) | Miss::Stopped(e)) => return Err(e),
                 // Another replica takes it; `pick` says when none is left.
                 Err(Miss::ReplicaDead) => continue,
                 Err(Miss::Failed(e)) => e,
@@ -359,6 +361,11 @@ impl Core {
         let api_key = inner.config.api_key.expose();
         let r = &pool.replicas[i];
         let permit = r.limiter.acquire(est_tokens).await;
+        // A stop while the call waited for a replica (its slot, its limits) sends nothing.
+        if let Some(e) = inner.stopped() {
+            pool.release(i, Err(&e), None);
+            return Err(Miss::Stopped(e));
+        }
         r.calls.fetch_add(1, Ordering::Relaxed);
         inner.stats.upstream_calls.fetch_add(1, Ordering::Relaxed);
         let result = r.http.send(body, inner.config.request_timeout).await;

@@ -179,6 +179,19 @@ impl Roster {
         roles
     }
 
+    /// Returns once no call of any layer the roster made is under way ([`Llm::settled`]):
+    /// after [`Roster::stop_all`] and the cancellation of the tasks that made the calls, the
+    /// layers' counters are final.
+    pub async fn settled(&self) {
+        let made: Vec<Llm> = {
+            let made = self.inner.made.lock().expect("made lock");
+            made.iter().map(|(_, llm)| llm.clone()).collect()
+        };
+        for llm in made {
+            llm.settled().await;
+        }
+    }
+
     /// The cache of `config`'s file, opened once (read-only for a dry run, which creates
     /// none).
     fn cache(&self, config: &LlmConfig) -> Result<Option<Cache>, LlmError> {

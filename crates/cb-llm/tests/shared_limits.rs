@@ -228,3 +228,119 @@ async fn a_stop_reaches_every_transport_before_it_sends_anything() {
         "a batch file was written after the stop: {written:?}"
     );
 }
+
+/// A mock answering every request after `latency`, with its usage.
+async fn slow_mock(latency: Duration) -> cb_mock::MockServer {
+    let mock = cb_mock::MockServer::start(cb_mock::responder(|_| cb_mock::Reply::ContentWith {
+        content: "fine".into(),
+        finish_reason: "stop".into(),
+        usage: Some((10, 10)),
+    }))
+    .await;
+    mock.set_latency(latency);
+    mock
+}
+
+/// Waits until `mock` has received `n` requests.
+async fn received(mock: &cb_mock::MockServer, n: usize) {
+    let t0 = std::time::Instant::now();
+    while mock.request_count() < n {
+        assert!(t0.elapsed() < Duration::from_secs(30), "no request came");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+/// A pool call waiting for a replica's slot when the layer is stopped sends nothing once the
+/// slot frees: the stop is read after the wait, as an online call reads it after its own.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pool_call_waiting_for_a_replica_at_the_stop_is_never_sent() {
+    let mock = slow_mock(Duration::from_millis(300)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = LlmConfig::offline();
+    c.backend = BackendKind::Openai;
+    c.model = "m".into();
+    c.cache_path = Some(dir.path().join("c.sqlite"));
+    c.max_retries = 0;
+    c.transport = Transport::Pool(PoolConfig {
+        name: "p".into(),
+        endpoints: vec![EndpointSpec {
+            base_url: mock.base_url(),
+            concurrency: 1,
+            rpm: None,
+            tpm: None,
+        }],
+        open_after: 3,
+        cooldown: Duration::from_secs(1),
+    });
+    let roster = Roster::new(None, None);
+    let layer = roster.layer(&Role::Writer, c).unwrap();
+    let calls: Vec<_> = (0..2)
+        .map(|i| {
+            let layer = layer.clone();
+            tokio::spawn(async move { layer.complete(&call(0, i)).await })
+        })
+        .collect();
+    // One call in flight, the other waiting for the replica's one slot.
+    received(&mock, 1).await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    roster.stop_all("stopped by SIGINT");
+    let ended: Vec<_> = joined(calls).await;
+    assert_eq!(ended.iter().filter(|r| r.is_ok()).count(), 1, "{ended:?}");
+    let stopped = ended.iter().find_map(|r| r.as_ref().err()).unwrap();
+    assert!(stopped.to_string().contains("SIGINT"), "{stopped}");
+    assert_eq!(mock.request_count(), 1, "a call was sent after the stop");
+    assert_eq!(layer.stats().upstream_calls, 1);
+}
+
+async fn joined(
+    calls: Vec<tokio::task::JoinHandle<Result<cb_llm::Completion, cb_llm::LlmError>>>,
+) -> Vec<Result<cb_llm::Completion, cb_llm::LlmError>> {
+    let mut ended = Vec::new();
+    for c in calls {
+        ended.push(c.await.unwrap());
+    }
+    ended
+}
+
+/// After a stop, [`Roster::settled`] waits for the calls under way (a stopped build records
+/// its counts then): one whose task is cancelled, as a stopped build's are, and one whose
+/// answer comes; by the time it returns each request the mock received is counted sent and
+/// the answer that came is accounted.
+#[tokio::test(flavor = "multi_thread")]
+async fn settled_waits_for_the_calls_under_way_after_a_stop() {
+    let mock = slow_mock(Duration::from_secs(1)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = LlmConfig::offline();
+    c.backend = BackendKind::Openai;
+    c.base_url = mock.base_url();
+    c.model = "m".into();
+    c.cache_path = Some(dir.path().join("c.sqlite"));
+    c.max_retries = 0;
+    let roster = Roster::new(None, None);
+    let (writer, reader) = (
+        roster.layer(&Role::Writer, c.clone()).unwrap(),
+        roster.layer(&Role::Reader, c).unwrap(),
+    );
+    let cancelled = {
+        let writer = writer.clone();
+        tokio::spawn(async move { writer.complete(&call(0, 0)).await })
+    };
+    let answered = {
+        let reader = reader.clone();
+        tokio::spawn(async move { reader.complete(&call(1, 0)).await })
+    };
+    received(&mock, 2).await;
+    roster.stop_all("stopped by SIGINT");
+    let early = tokio::time::timeout(Duration::from_millis(100), roster.settled()).await;
+    assert!(early.is_err(), "settled with two calls in flight");
+    cancelled.abort();
+    tokio::time::timeout(Duration::from_secs(10), roster.settled())
+        .await
+        .expect("calls still under way once one was cancelled and the other answered");
+    let (w, r) = (writer.stats(), reader.stats());
+    assert_eq!((w.upstream_calls, r.upstream_calls), (1, 1));
+    assert_eq!(r.completion_tokens, 10, "the answer that came is accounted");
+    assert!(answered.await.unwrap().is_ok());
+    assert!(cancelled.await.unwrap_err().is_cancelled());
+    assert_eq!(mock.request_count(), 2);
+}

@@ -282,6 +282,10 @@ pub struct Verdict {
     /// The majority's pick, if any.
     pub pick: Option<String>,
     pub passed: bool,
+    /// The majority picked the reader check's "none of these" (its `none_option`): the
+    /// reader found no answer in the passage. Absent when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub none: bool,
     /// The calls behind it (in the row's lineage, not here).
     #[serde(skip)]
     pub calls: Vec<crate::CallRecord>,

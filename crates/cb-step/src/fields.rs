@@ -17,11 +17,15 @@ pub const GOLDEN_CONTEXT: &str = "golden_context";
 /// KRE reading comprehension: the golden answer's text (mapped; may be empty before the
 /// recipe's filters).
 pub const ANSWER_TEXT: &str = "answer_text";
-/// KRE reading comprehension: other accepted forms of the answer, a list of strings (mapped).
+/// KRE reading comprehension: other accepted writings of the answer, a list of strings
+/// (mapped: MuSiQue's `answer_aliases`; SQuAD's `fuller_forms_of(answers[0], answers)`, the
+/// accepted answers that hold the first, not the shorter spans it holds). The rewrite
+/// replaces them like the answer and may not keep one; never options.
 pub const ALIASES: &str = "aliases";
-/// KRE reading comprehension: answers the dataset also accepts that are not forms of the
-/// answer (SQuAD annotators who answered otherwise), a list of strings (mapped, optional:
-/// `other_than(answers[0], answers)` in the SQuAD recipe). Never options; the row notes `answers_disagree`.
+/// KRE reading comprehension: answers the dataset also accepts that neither hold the answer
+/// nor are held by it (SQuAD annotators who answered otherwise), a list of strings (mapped,
+/// optional: `other_than(answers[0], answers)` in the SQuAD recipe). Never options; the row
+/// notes `answers_disagree`.
 pub const OTHER_ANSWERS: &str = "other_answers";
 /// KRE e-CARE: the premise the question is asked about (mapped; absent for other sources).
 pub const PREMISE: &str = "premise";

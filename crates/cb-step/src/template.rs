@@ -15,37 +15,66 @@ pub fn environment() -> Environment<'static> {
     });
     env.add_filter("fill_what", fill_what);
     env.add_function("contains_answer", contains_answer);
+    env.add_function("fuller_forms_of", |answer: String, answers: Vec<String>| {
+        split_answers(&answer, answers).fuller
+    });
     env.add_function("forms_of", |answer: String, answers: Vec<String>| {
-        split_answers(&answer, answers).0
+        let split = split_answers(&answer, answers);
+        [split.fuller, split.shorter].concat()
     });
     env.add_function("other_than", |answer: String, answers: Vec<String>| {
-        split_answers(&answer, answers).1
+        split_answers(&answer, answers).others
     });
     env
 }
 
-/// Splits a dataset's accepted answers by whether they agree with `answer`: a form of it
-/// holds it or is held by it as whole words, after normalisation ("the Netherlands" for
-/// "Netherlands", "Western Europe" for "Europe"); any other is another answer, one an
-/// annotator gave instead ("Germany" for "the Netherlands"). Empty answers and those equal
-/// to `answer` once normalised are in neither list. Recipes call the two halves
-/// `forms_of(answer, answers)` and `other_than(answer, answers)`.
-pub fn split_answers(answer: &str, answers: Vec<String>) -> (Vec<String>, Vec<String>) {
+/// A dataset's accepted answers sorted by how they stand to one of them (`answer`), each
+/// list in the dataset's order ([`split_answers`]).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct AnswerSplit {
+    /// Fuller writings: answers that hold `answer` as whole words ("the Kingdom of the
+    /// Netherlands" for "Netherlands", "Western Europe" for "Europe"). Recipes get them
+    /// with `fuller_forms_of(answer, answers)`.
+    pub fuller: Vec<String>,
+    /// Shorter spans: answers that `answer` holds as whole words ("tidal" for "tidal
+    /// delta", "complexity" for "complexity measure"), often a word the passage also uses
+    /// for other things ("tidal currents", "time complexity").
+    pub shorter: Vec<String>,
+    /// Other answers, ones an annotator gave instead ("Germany" for "the Netherlands"):
+    /// `other_than(answer, answers)`.
+    pub others: Vec<String>,
+}
+
+/// Splits a dataset's accepted answers by how they agree with `answer`, after normalisation:
+/// a fuller writing holds it as whole words, a shorter span is held by it, any other is
+/// another answer. Empty answers and those equal to `answer` once normalised ("the
+/// Netherlands" for "Netherlands") are in no list.
+///
+/// Recipes call the parts `fuller_forms_of(answer, answers)`, `forms_of(answer, answers)`
+/// (fuller writings, then shorter spans) and `other_than(answer, answers)`. A recipe whose
+/// rewrite replaces the answer's forms and refuses a rewrite that still names one maps
+/// `aliases` to the fuller writings only: removing the answer removes every fuller writing
+/// of it, while a shorter span ("tidal") would have to go from wherever the passage uses it
+/// ("tidal currents"), facts the rewrite must keep. A shorter span never becomes an option
+/// all the same: the `distractors` step refuses an option the answer holds.
+pub fn split_answers(answer: &str, answers: Vec<String>) -> AnswerSplit {
     use cb_model::text::{contains_phrase, normalize};
     let own = normalize(answer);
-    let (mut forms, mut others) = (Vec::new(), Vec::new());
+    let mut split = AnswerSplit::default();
     for a in answers {
         let n = normalize(&a);
         if n.is_empty() || n == own {
             continue;
         }
-        if contains_phrase(&a, answer) || contains_phrase(answer, &a) {
-            forms.push(a);
+        if contains_phrase(&a, answer) {
+            split.fuller.push(a);
+        } else if contains_phrase(answer, &a) {
+            split.shorter.push(a);
         } else {
-            others.push(a);
+            split.others.push(a);
         }
     }
-    (forms, others)
+    split
 }
 
 /// `contains_answer(context, answer, aliases, ...)`: whether any of the given answers (each
@@ -147,15 +176,11 @@ mod tests {
     }
 
     /// SQuAD's annotators sometimes answer differently: their answers that hold the first
-    /// one or are held by it are its forms, the rest other answers.
+    /// one are its fuller writings, those it holds its shorter spans, the rest other answers.
     #[test]
-    fn accepted_answers_split_into_forms_and_other_answers() {
+    fn accepted_answers_split_into_fuller_and_shorter_forms_and_other_answers() {
         let env = environment();
-        let ctx = serde_json::json!({
-            "a": "the Netherlands",
-            "l": ["the Netherlands", "Netherlands", "Germany", "the Netherlands and Germany", ""],
-        });
-        let t = |e: &str| {
+        let t = |e: &str, ctx: serde_json::Value| {
             let v = env
                 .compile_expression(e)
                 .unwrap()
@@ -163,16 +188,49 @@ mod tests {
                 .unwrap();
             serde_json::to_value(&v).unwrap()
         };
+        let ctx = serde_json::json!({
+            "a": "Netherlands",
+            "l": ["Netherlands", "the Netherlands", "Germany", "the Kingdom of the Netherlands", "lands", ""],
+        });
+        // "the Netherlands" is "Netherlands" once normalised: no other writing.
         assert_eq!(
-            t("forms_of(a, l)"),
-            serde_json::json!(["the Netherlands and Germany"])
+            t("fuller_forms_of(a, l)", ctx.clone()),
+            serde_json::json!(["the Kingdom of the Netherlands"])
         );
-        assert_eq!(t("other_than(a, l)"), serde_json::json!(["Germany"]));
-        let (forms, others) =
-            split_answers("Europe", vec!["Western Europe".into(), "three".into()]);
+        // "lands" is a word of the answer, not a shorter span ("Netherlands" is one word).
         assert_eq!(
-            (forms, others),
-            (vec!["Western Europe".to_owned()], vec!["three".to_owned()])
+            t("other_than(a, l)", ctx.clone()),
+            serde_json::json!(["Germany", "lands"])
+        );
+        let ctx =
+            serde_json::json!({"a": "tidal delta", "l": ["tidal delta", "tidal", "river delta"]});
+        // A shorter span is no rewrite form, nor another answer.
+        assert_eq!(
+            t("fuller_forms_of(a, l)", ctx.clone()),
+            serde_json::json!([])
+        );
+        assert_eq!(
+            t("forms_of(a, l)", ctx.clone()),
+            serde_json::json!(["tidal"])
+        );
+        assert_eq!(
+            t("other_than(a, l)", ctx),
+            serde_json::json!(["river delta"])
+        );
+        assert_eq!(
+            split_answers(
+                "Europe",
+                vec!["Europe".into(), "three".into(), "Western Europe".into()]
+            ),
+            AnswerSplit {
+                fuller: vec!["Western Europe".into()],
+                shorter: vec![],
+                others: vec!["three".into()],
+            }
+        );
+        assert_eq!(
+            split_answers("complexity measure", vec!["complexity".into()]).shorter,
+            ["complexity"]
         );
     }
 }

@@ -29,7 +29,8 @@ pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepErro
 /// distinct after normalisation, none equal to the answer, one of its forms (`aliases`) or
 /// another answer the dataset accepts (`other_answers`), and none holding the answer or a
 /// form of it, or held by one, as whole words ("Western Europe" or "Europe" for "Europe":
-/// not wrong). The prompt sees the forms as `aliases` and the other answers as
+/// not wrong; so a shorter span of the answer is never an option even where the recipe's
+/// `aliases` leave it out, as SQuAD's does with "tidal" for "tidal delta"). The prompt sees the forms as `aliases` and the other answers as
 /// `other_answers`; an item with other answers carries the note `answers_disagree` in its
 /// row's `warnings` column (the dataset's annotators answered differently: the question may
 /// have two answers).
@@ -505,6 +506,15 @@ mod tests {
         assert!(e.contains("an answer the dataset accepts"), "{e}");
         assert!(v("East Germany").is_ok());
         assert!(v("Eurasia").is_ok());
+        // A shorter span SQuAD's annotators gave ("tidal" for "tidal delta") is no form in
+        // the recipe's `aliases`, and still never an option.
+        let delta = Taken::new("tidal delta", &[], &[]);
+        let e = validate_options(r#"{"options": ["tidal", "river delta", "inland"]}"#, &delta)
+            .unwrap_err();
+        assert!(
+            e.contains("part of the correct answer \"tidal delta\""),
+            "{e}"
+        );
         // The offline rule keeps to the same rule.
         let pool: Vec<String> = [
             "Europe and Asia",

@@ -30,7 +30,10 @@ pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepErro
 /// (`prompt_echo`, [`cb_quality::talks_about_task`]); mentions the negative answer
 /// (`no_mention`: a guess at meaning, a warning where a reader checks the rows, see
 /// [`cb_step::GUESS_CODES`]); does not mention the
-/// golden answer or one of its aliases (unless the negative answer contains it), nor, where
+/// golden answer or one of its aliases (unless the negative answer contains it; the aliases
+/// are the recipe's other writings of the answer, for SQuAD the accepted answers that hold
+/// it, never a shorter span such as "tidal" for "tidal delta", which the passage may use for
+/// other things that the rewrite must keep), nor, where
 /// the golden answer is a list ("X and Y"), one of its parts beyond what the question and the
 /// negative answer name ([`cb_quality::named_parts`], also `states_golden`); and keeps
 /// a token similarity (2·LCS / total length, over word tokens) of at least `min_similarity`

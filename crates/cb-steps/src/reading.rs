@@ -1,6 +1,6 @@
 //! What the KRE reading-comprehension steps share: items from a `kre_rc` recipe carry
-//! `question`, `golden_context`, `answer_text` and `aliases` (other accepted forms of the
-//! answer).
+//! `question`, `golden_context`, `answer_text` and `aliases` (other accepted writings of the
+//! answer, which the rewrite replaces too).
 
 use cb_model::text;
 use cb_step::{fields, Peer, View};

@@ -148,6 +148,7 @@ pub async fn ask_check(
         how: Vec::new(),
         pick: None,
         passed: false,
+        none: false,
         calls: Vec::new(),
     };
     let mut votes = Vec::new();
@@ -161,6 +162,8 @@ pub async fn ask_check(
     let pick = choice::majority(&votes);
     verdict.pick = pick.map(letter);
     verdict.passed = pick == Some(check.expected);
+    // The none option follows the row's options.
+    verdict.none = check.none_option && pick == Some(q.choices.len());
     Ok(verdict)
 }
 

@@ -34,8 +34,11 @@
 //! negative context (`reader_disagrees`) or the golden one (`reader_control_failed`: the
 //! golden context does not lead to an answer, which is what the control should measure for
 //! extractive data, where a capable reader otherwise picks the only option a passage names,
-//! as on a MuSiQue record whose passages never name the spouse asked for). KRE's own evaluation offers
-//! "None" too. The judged checks and the answer set keep their options.
+//! as on a MuSiQue record whose passages never name the spouse asked for). KRE's own
+//! evaluation offers "None" too. The judged checks and the answer set keep their options. A
+//! verdict whose majority picked it is marked `none` in the row's `reader` column: the build
+//! counts such controls apart, as the data's and not the reader's
+//! (`cb_model::manifest::ReaderTrust`).
 //!
 //! The control is asked of every row the reader judges, also of rows that failed an
 //! earlier check (the other checks stop at the first failure that rejects the row): the
@@ -163,7 +166,7 @@ pub const PARAMS: &[Param] = &[
         key: "none_option",
         ty: ParamType::Bool,
         default: "false",
-        meaning: "Offer one more option, always last, with every question asked with a context (KRE: negative, control; RECALL: qa_a, qa_na, qa_na_sentence, control): \"none of these\", the passage does not answer the question. Picking it fails the check (negative: `reader_disagrees`; control: `reader_control_failed`, the golden context leads to no answer). For extractive data (SQuAD, MuSiQue), whose golden context must state the answer; not for CoS-E, whose golden explanations often do not bear on the question and would refuse good rows.",
+        meaning: "Offer one more option, always last, with every question asked with a context (KRE: negative, control; RECALL: qa_a, qa_na, qa_na_sentence, control): \"none of these\", the passage does not answer the question. Picking it fails the check (negative: `reader_disagrees`; control: `reader_control_failed`, the golden context leads to no answer, counted apart from the reader's measure as the data's). For extractive data (SQuAD, MuSiQue), whose golden context must state the answer; not for CoS-E, whose golden explanations often do not bear on the question and would refuse good rows.",
     },
     Param {
         key: "judge_prompt",
@@ -732,12 +735,6 @@ impl ReaderCheck {
         let expected = letter_index(&v.expected)
             .and_then(|i| choices.get(i))
             .map_or("", String::as_str);
-        let found_none = v
-            .pick
-            .as_deref()
-            .and_then(letter_index)
-            .and_then(|i| cb_model::picked_option(choices, i))
-            == Some(NONE_OPTION);
         let detail = if reason == "answer_set_reveals" {
             format!(
                 "{reason}: from the options alone the reader picked the golden answer \"{}\" ({expected}) in {:.0} % of its votes, above max_answer_set_share {}",
@@ -746,7 +743,7 @@ impl ReaderCheck {
                 self.max_answer_set_share.unwrap_or(1.0)
             )
         } else {
-            let none = match (found_none, v.check.as_str()) {
+            let none = match (v.none, v.check.as_str()) {
                 (false, _) => "",
                 (true, "control") => {
                     " found no answer in the passage (the golden context does not lead to an answer):"

@@ -12,6 +12,10 @@ use crate::stdout::println_out;
 use cb_engine::{build_recipes, BuildOptions, EngineError, Progress, RecipeJob};
 use cb_engine::{Routes, Who};
 
+/// The longest a stopped build waits for the calls its cancelled tasks left under way
+/// before it records its counts ([`cb_llm::Roster::settled`]).
+const SETTLING: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// What every recipe of a `build` is built with.
 pub(super) struct BuildRun {
     pub(super) setup: LlmSetup,
@@ -185,15 +189,25 @@ impl BuildRun {
             tracing::info!("{}: stopped {}", s.0, roles.join(", "));
             (s, roles)
         };
-        tokio::select! {
-            r = build_recipes(&engine_jobs, &progress) => Ok(r),
-            (s, roles) = stop_on_signal => {
-                let done = progress.finished.lock().expect("finished lock").clone();
-                let left: Vec<&Job<'_>> =
-                    jobs.iter().filter(|j| !done.contains(&j.recipe.name())).collect();
-                Err(self.stopped(&left, s, &roles))
-            }
+        let (s, roles) = tokio::select! {
+            r = build_recipes(&engine_jobs, &progress) => return Ok(r),
+            stopped = stop_on_signal => stopped,
+        };
+        // The build is dropped, its tasks cancelled; one another thread was running may still
+        // be sending a call it had counted, or accounting an answer that came: the record
+        // waits for them (at once, unless a thread is held up).
+        let settled = self.setup.roster().settled();
+        if tokio::time::timeout(SETTLING, settled).await.is_err() {
+            tracing::warn!(
+                "calls still under way {SETTLING:?} after the stop: the counts recorded may miss them"
+            );
         }
+        let done = progress.finished.lock().expect("finished lock").clone();
+        let left: Vec<&Job<'_>> = jobs
+            .iter()
+            .filter(|j| !done.contains(&j.recipe.name()))
+            .collect();
+        Err(self.stopped(&left, s, &roles))
     }
 
     /// The error of a build stopped by `signal` while building the recipes `left`: what was

@@ -123,6 +123,68 @@ async fn an_always_a_reader_in_the_audit_passes_exactly_the_rows_whose_intended_
     }
 }
 
+/// The audit asks a row what the recipe of its domain asks: released cose rows saved as
+/// `squad.json` (the SQuAD recipe offers the none option) are shown it last, as `cose.json`
+/// (the cose recipe does not) they are not. A reader that answers it in words ("None of
+/// these.") picks it: every check fails, naming the none option, not an unknown letter.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_audit_offers_the_none_option_where_the_rows_recipe_does() {
+    let Some(data) = shared_data() else { return };
+    let rows = &released(&data, "cose")[..20];
+    let reader = || {
+        responder(|req: &cb_mock::ChatRequest| {
+            let shown = req.last_user().contains(NONE_OPTION);
+            Reply::Content(if shown { "None of these." } else { "A" }.into())
+        })
+    };
+    let n = rows[0]["choices"].as_array().unwrap().len();
+    let none = format!("picked \"{}\" ({NONE_OPTION})", cb_model::letter(n));
+    for (domain, offered) in [("squad", true), ("cose", false)] {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(format!("{domain}.json"));
+        std::fs::write(&file, serde_json::to_string(rows).unwrap()).unwrap();
+        let report = audit_with(reader(), &file, dir.path()).await;
+        for check in ["reader_negative", "reader_control"] {
+            let passed = ids_of(&report, check, rows.len());
+            let named = report["findings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|f| f["check"] == check)
+                .filter(|f| f["detail"].as_str().unwrap().contains(&none))
+                .count();
+            if offered {
+                assert_eq!((passed, named), (0, rows.len()), "{domain} {check}");
+            } else {
+                assert!(
+                    passed > 0 && named == 0,
+                    "{domain} {check}: {passed} {named}"
+                );
+            }
+        }
+    }
+    // A recipes folder that is not there: exit 2 before the reader's cache is made.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("squad.json");
+    std::fs::write(&file, "[]").unwrap();
+    let cache = dir.path().join("cache.sqlite");
+    let missing = dir.path().join("none");
+    let o = audit(&[
+        file.to_str().unwrap(),
+        "--reader-base-url",
+        "http://127.0.0.1:9/v1",
+        "--reader-model",
+        "reader",
+        "--recipes",
+        missing.to_str().unwrap(),
+        "--cache",
+        cache.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("the recipes folder"), "{}", text(&o));
+    assert!(!cache.exists());
+}
+
 /// An offline cose build of the shared sample read by `reader` (the recipe's reader check),
 /// or by nobody.
 async fn offline_cose(
@@ -691,6 +753,14 @@ async fn a_reader_that_reads_well_passes_its_controls_and_the_rows_are_reader_ve
         "{card}"
     );
     assert_eq!(m["reader"]["instruction"], told);
+    // e-CARE's recipe asks the row's own question only, without the none option.
+    let questions = m["reader"]["questions"].as_array().unwrap();
+    let names: Vec<&str> = questions
+        .iter()
+        .map(|q| q["check"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["negative", "control"]);
+    assert!(!card.contains(NONE_OPTION), "{card}");
 }
 
 /// Four rows read well: four controls of four are too few to measure a reader. The card and
@@ -1316,8 +1386,9 @@ fn reader_questions(server: &MockServer) -> Vec<Mcq> {
 /// votes a check. Every question with a context shows "none of these" last, in the row's
 /// order and in each seeded order; the answer set and the editor's questions do not. A
 /// reader that picks it with a row's negative context refuses that row (`reader_disagrees`,
-/// found no answer), with another row's golden context refuses that one
-/// (`reader_control_failed`, the golden context leads to no answer); an editor who finds a
+/// found no answer), or says it in words ("None of these.") with another row's golden
+/// context refuses that one (`reader_control_failed`, the golden context leads to no
+/// answer); the manifest and the card quote every question put; an editor who finds a
 /// third row's negative context still supporting another option refuses it
 /// (`reader_other_answer`), and the residual question names the row's question, its negative
 /// answer and every other option in the row's order. Rows it passes stand.
@@ -1342,11 +1413,15 @@ async fn a_passage_that_answers_nothing_or_still_supports_another_option_is_refu
                     Some("flaw") if last.contains("Apart from") => {
                         Reply::Content(cb_mock::reader_script::judge(last, true).unwrap())
                     }
-                    // A reader's question about this context: none of these.
+                    // A reader's question about this context: none of these, by its letter.
                     Some("none") if last.contains("the option the passage supports") => {
                         let q = cb_mock::reader_script::parse(last).unwrap();
                         let i = q.options.iter().position(|o| o == NONE_OPTION).unwrap();
                         Reply::Content(char::from(b'A' + i as u8).to_string())
+                    }
+                    // Or in words.
+                    Some("none in words") if last.contains("the option the passage supports") => {
+                        Reply::Content("None of these.".into())
                     }
                     _ => cb_mock::stand_in::answer(req),
                 }
@@ -1390,11 +1465,43 @@ async fn a_passage_that_answers_nothing_or_still_supports_another_option_is_refu
     let checks = &m["reader"]["checks"];
     assert_eq!(checks["residual"]["asked"], checks["coherent"]["passed"]);
     assert_eq!(checks["residual"]["asked"], checks["residual"]["passed"]);
+    // The manifest and the card quote every question put, as the reader was shown it: the
+    // coherence question asked of the first row is the quoted one with its passage.
+    let questions = m["reader"]["questions"].as_array().unwrap();
+    let quoted = |check: &str| -> String {
+        let q = questions.iter().find(|q| q["check"] == check).unwrap();
+        q["asked"].as_str().unwrap().to_owned()
+    };
+    let names: Vec<&str> = questions
+        .iter()
+        .map(|q| q["check"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["negative", "coherent", "residual", "control", "answer_set"]
+    );
+    let card = std::fs::read_to_string(dir.join("README.md")).unwrap();
+    for check in &names {
+        assert!(
+            card.contains(&format!("```text\n{}\n```", quoted(check))),
+            "{card}"
+        );
+    }
+    assert!(quoted("negative").contains(&format!("{NONE_OPTION}\n")));
+    let context = rows[0]["negative_context"].as_str().unwrap().trim();
+    let asked = quoted("coherent").replace("[the negative context]", context);
+    assert!(
+        server
+            .journal()
+            .iter()
+            .any(|e| { cb_mock::ChatRequest::new(e.body.clone()).last_user().trim() == asked }),
+        "{asked}"
+    );
 
     let ctx = |r: &Value, f: &str| r[f].as_str().unwrap().trim().to_owned();
     let picks = HashMap::from([
         (ctx(&rows[0], "negative_context"), "none"),
-        (ctx(&rows[1], "golden_context"), "none"),
+        (ctx(&rows[1], "golden_context"), "none in words"),
         (ctx(&rows[2], "negative_context"), "flaw"),
     ]);
     let (refused, server) = build_read(picks).await;

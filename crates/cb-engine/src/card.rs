@@ -5,7 +5,7 @@
 
 use crate::hub;
 use crate::recipe::Recipe;
-use cb_model::manifest::ReaderTrust;
+use cb_model::manifest::{ReaderQuestion, ReaderTrust};
 use cb_model::{Manifest, ReaderInfo};
 use minijinja::{context, Environment};
 use serde::Serialize;
@@ -58,6 +58,8 @@ struct ReaderView<'a> {
     why: String,
     /// What the reader was told, word for word (the system part of its question).
     instruction: Option<&'a str>,
+    /// Every question it was asked, word for word.
+    questions: &'a [ReaderQuestion],
     /// The rule in words.
     rule: String,
     /// In a panel's entry: the rows it judged and let stand.
@@ -119,6 +121,7 @@ fn reader_view(r: &ReaderInfo) -> ReaderView<'_> {
         abstaining: r.abstaining(),
         why: r.trust.why(),
         instruction: r.instruction.as_deref(),
+        questions: &r.questions,
         rule: ReaderTrust::rule(),
         judged: r.rows.map_or(0, |t| t.asked),
         stood: r.rows.map_or(0, |t| t.passed),
@@ -353,6 +356,81 @@ mod tests {
         for card in [&unreliable, &too_few, &verified, &none, &abstains] {
             assert!(!card.contains("{{") && !card.contains("{%"));
         }
+    }
+
+    /// The card quotes every question the reader check put, word for word as the recipe's
+    /// step asks it: SQuAD's (the none option last after the row's options, the editor's
+    /// coherence and residual questions with their own instruction, the answer set), and
+    /// cose's, which offers none of them.
+    #[test]
+    fn the_card_quotes_every_question_the_reader_was_asked() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let recipes = crate::load_recipes(&crate::Files::Dir(root.join("recipes"))).unwrap();
+        let prompts = crate::Files::Dir(root.join("prompts"));
+        let card_of = |domain: &str| {
+            let r = recipes.iter().find(|r| r.domain == domain).unwrap();
+            let steps = r.load_steps(&cb_steps::STEPS, &prompts).unwrap();
+            let step = steps.iter().find(|s| s.reads()).unwrap();
+            let mut m = manifest(r, 12, 12);
+            let reader = m.reader.as_mut().unwrap();
+            reader.instruction = step.prompt().map(|p| p.system.trim().to_owned());
+            reader.questions = step.reader_questions();
+            let reader = reader.clone();
+            (render(r, &m), reader)
+        };
+        let none = cb_model::NONE_OPTION;
+        let (card, reader) = card_of("squad");
+        let checks: Vec<&str> = reader.questions.iter().map(|q| q.check.as_str()).collect();
+        assert_eq!(
+            checks,
+            ["negative", "coherent", "residual", "control", "answer_set"]
+        );
+        let told = reader.instruction.as_deref().unwrap();
+        for q in &reader.questions {
+            let own = if q.told == told {
+                String::new()
+            } else {
+                format!(", told: \"{}\"", q.told)
+            };
+            let quoted = format!("`{}`{own}:\n\n```text\n{}\n```\n", q.check, q.asked);
+            assert!(card.contains(&quoted), "{quoted:?} not in\n{card}");
+            let offered = q.asked.contains(none);
+            assert_eq!(offered, ["negative", "control"].contains(&q.check.as_str()));
+        }
+        for part in [
+            "`negative`:\n\n```text\nPassage:\n<<<\n[the negative context]\n>>>\n\nQuestion: [the row's question]\nA: [the golden answer]\nB: [the negative answer]\nC: [each other option]\nD: none of these: the passage does not state what the question asks\n\nAnswer with the letter of the option the passage supports (one of A, B, C, D).\n```",
+            "`coherent`, told: \"You check the passages of a reading test",
+            "\n>>>\n\nA test asks \"[the row's question]\" about this passage, whose answer is meant to be \"[the negative answer]\"; the test's other options are \"[the golden answer]\", \"[each other option]\".",
+            "`control`:\n\n```text\nPassage:\n<<<\n[the golden context]\n>>>",
+            "`answer_set`, told: \"You answer multiple-choice questions.",
+        ] {
+            assert!(card.contains(part), "{part:?} not in\n{card}");
+        }
+        let (card, reader) = card_of("cose");
+        let checks: Vec<&str> = reader.questions.iter().map(|q| q.check.as_str()).collect();
+        assert_eq!(checks, ["negative", "control"]);
+        assert!(
+            !card.contains(none) && !card.contains("told: \"You check"),
+            "{card}"
+        );
+        // RECALL's: the editor's kind and coherence questions among the row's own.
+        let (card, reader) = card_of("uj");
+        let checks: Vec<&str> = reader.questions.iter().map(|q| q.check.as_str()).collect();
+        assert_eq!(
+            checks,
+            [
+                "qa_a",
+                "kind",
+                "qa_na",
+                "coherent",
+                "qa_na_sentence",
+                "control"
+            ]
+        );
+        assert!(card.contains("`kind`, told: \"You check"), "{card}");
+        // A manifest without questions (written before they were recorded) has no list.
+        let r = &recipes[0];
+        assert!(!render(r, &manifest(r, 12, 12)).contains("What the reader was asked"));
     }
 
     /// A panel: each reader's line names its controls answered "none of these" apart, and a

@@ -98,6 +98,23 @@ pub struct ReaderInfo {
     /// question template (`prompts/reader/question.md` unless the recipe names another).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instruction: Option<String>,
+    /// Every question the reader check put, word for word, in the order asked (absent in
+    /// manifests written before it was recorded).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub questions: Vec<ReaderQuestion>,
+}
+
+/// One question of the reader check as the reader was shown it, word for word; `[...]`
+/// stands for what each row fills in.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReaderQuestion {
+    /// The check that asks it (`negative`, `coherent`, `control`, ...).
+    pub check: String,
+    /// What the reader was told with it: the system part of its template.
+    pub told: String,
+    /// What it was asked: the user part, the row's options in the row's order (with several
+    /// votes also in seeded orders; a none option stays last).
+    pub asked: String,
 }
 
 /// How far two readers agree on which rows stand: the 2x2 table of their verdicts on the
@@ -171,6 +188,7 @@ impl ReaderInfo {
             panel: Vec::new(),
             agreement: Vec::new(),
             instruction: None,
+            questions: Vec::new(),
         }
     }
 

@@ -257,9 +257,14 @@ pub fn extract_offering_none(raw: &str, options: &[String]) -> Extracted {
     let norm = normalize(raw);
     let says_none = norm == "none"
         || norm.starts_with("none ")
-        || ["does not answer", "doesn t answer", "does not state", "doesn t state"]
-            .iter()
-            .any(|p| contains_phrase(raw, p));
+        || [
+            "does not answer",
+            "doesn t answer",
+            "does not state",
+            "doesn t state",
+        ]
+        .iter()
+        .any(|p| contains_phrase(raw, p));
     if matches!(x.how, "unknown" | "no_option") && says_none && !options.is_empty() {
         return Extracted {
             choice: Some(options.len() - 1),

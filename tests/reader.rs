@@ -1730,7 +1730,7 @@ async fn controls_answered_none_measure_the_data_and_most_of_them_an_abstaining_
     let card = std::fs::read_to_string(dir.join("README.md")).unwrap();
     assert!(
         card.contains("> **Not reader-verified: a reader that abstains.** `reader` at")
-            && card.contains("it answered \"none of these\" (the passage does not answer the question) to 7 of its 12 control questions (the golden context leading to the golden answer), more than 50 %: it may be abstaining rather than reading")
+            && card.contains("it answered \"none of these\" to 7 of its 12 control questions (the golden context leading to the golden answer), more than 50 %: it may be abstaining rather than reading")
             && card.contains("(answered \"none of these\" to most controls: not reader-verified) |"),
         "{card}"
     );

@@ -1307,7 +1307,14 @@ async fn a_negative_context_the_reader_finds_contradictory_is_refused() {
     };
     assert_eq!(
         said(&rows[0]),
-        ["negative", "coherent", "residual", "control", "answer_set"]
+        [
+            "negative",
+            "coherent",
+            "residual",
+            "grounded",
+            "control",
+            "answer_set"
+        ]
     );
 
     // The first row's negative context contradicts itself: that row alone is refused.
@@ -1348,7 +1355,8 @@ async fn a_negative_context_the_reader_finds_contradictory_is_refused() {
     assert_eq!(checks["control"]["asked"], checks["negative"]["asked"]);
     assert_eq!(checks["coherent"]["asked"], checks["negative"]["passed"]);
     assert_eq!(checks["residual"]["asked"], checks["coherent"]["passed"]);
-    assert_eq!(checks["answer_set"]["asked"], checks["residual"]["passed"]);
+    assert_eq!(checks["grounded"]["asked"], checks["residual"]["passed"]);
+    assert_eq!(checks["answer_set"]["asked"], checks["grounded"]["passed"]);
 }
 
 /// The bundled SQuAD recipe with `votes = 3` in its reader check, alone in a folder under
@@ -1391,7 +1399,9 @@ fn reader_questions(server: &MockServer) -> Vec<Mcq> {
 /// answer); the manifest and the card quote every question put; an editor who finds a
 /// third row's negative context still supporting another option refuses it
 /// (`reader_other_answer`), and the residual question names the row's question, its negative
-/// answer and every other option in the row's order. Rows it passes stand.
+/// answer and every other option in the row's order; an editor who finds that a fourth row's
+/// golden context does not state every fact its answer needs refuses every row asked of that
+/// paragraph (`reader_golden_gap`). Rows it passes stand.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_passage_that_answers_nothing_or_still_supports_another_option_is_refused() {
     let raw = repo().join("raw").display().to_string();
@@ -1411,6 +1421,10 @@ async fn a_passage_that_answers_nothing_or_still_supports_another_option_is_refu
                 match shown.and_then(|c| picks.get(&c)).copied() {
                     // The residual question about this context: it supports another option.
                     Some("flaw") if last.contains("Apart from") => {
+                        Reply::Content(cb_mock::reader_script::judge(last, true).unwrap())
+                    }
+                    // The golden question about this golden context: a needed fact is missing.
+                    Some("gap") if last.contains("state every fact needed") => {
                         Reply::Content(cb_mock::reader_script::judge(last, true).unwrap())
                     }
                     // A reader's question about this context: none of these, by its letter.
@@ -1439,7 +1453,7 @@ async fn a_passage_that_answers_nothing_or_still_supports_another_option_is_refu
     let dir = all.path().join("kre/squad");
     assert_counts_add_up(&dir);
     let rows = read_jsonl(&dir.join("squad.jsonl"));
-    assert!(rows.len() >= 4, "{}", rows.len());
+    assert!(rows.len() >= 5, "{}", rows.len());
     // The none option closes every question asked with a context, whatever the order (a
     // seeded order equal to the row's is the same request, answered from the cache).
     let asked = reader_questions(&server);
@@ -1478,7 +1492,14 @@ async fn a_passage_that_answers_nothing_or_still_supports_another_option_is_refu
         .collect();
     assert_eq!(
         names,
-        ["negative", "coherent", "residual", "control", "answer_set"]
+        [
+            "negative",
+            "coherent",
+            "residual",
+            "grounded",
+            "control",
+            "answer_set"
+        ]
     );
     let card = std::fs::read_to_string(dir.join("README.md")).unwrap();
     for check in &names {
@@ -1499,10 +1520,14 @@ async fn a_passage_that_answers_nothing_or_still_supports_another_option_is_refu
     );
 
     let ctx = |r: &Value, f: &str| r[f].as_str().unwrap().trim().to_owned();
+    // The golden gap: the fourth row's paragraph, and so every later row asked of it (SQuAD
+    // asks several questions of one paragraph; the golden question is asked of the paragraph).
+    let gapped = |r: &Value| ctx(r, "golden_context") == ctx(&rows[3], "golden_context");
     let picks = HashMap::from([
         (ctx(&rows[0], "negative_context"), "none"),
         (ctx(&rows[1], "golden_context"), "none in words"),
         (ctx(&rows[2], "negative_context"), "flaw"),
+        (ctx(&rows[3], "golden_context"), "gap"),
     ]);
     let (refused, server) = build_read(picks).await;
     let dir = refused.path().join("kre/squad");
@@ -1513,7 +1538,13 @@ async fn a_passage_that_answers_nothing_or_still_supports_another_option_is_refu
             .map(|r| r["source_id"].as_str().unwrap().to_owned())
             .collect()
     };
-    assert_eq!(ids(&kept), ids(&rows[3..]));
+    let standing: Vec<Value> = rows
+        .iter()
+        .enumerate()
+        .filter(|(i, r)| *i > 2 && !gapped(r))
+        .map(|(_, r)| r.clone())
+        .collect();
+    assert_eq!(ids(&kept), ids(&standing));
     let rejects = read_jsonl(&dir.join("rejects.jsonl"));
     let reject_of = |r: &Value| {
         let id = r["source_id"].as_str().unwrap();
@@ -1549,6 +1580,16 @@ async fn a_passage_that_answers_nothing_or_still_supports_another_option_is_refu
         ) && detail.contains("yes: it also supports another option"),
         "{detail}"
     );
+    for r in rows[3..].iter().filter(|r| gapped(r)) {
+        let (reason, detail) = reject_of(r);
+        assert_eq!(reason, "reader_golden_gap");
+        assert!(
+            detail.contains("asked whether the golden context states every fact its answer needs")
+                && detail.contains("no: a needed fact is missing or only guessed"),
+            "{detail}"
+        );
+    }
+    assert!(!standing.is_empty());
     // The residual question of the third row: its question, its negative answer, and every
     // other option in the row's order.
     let r = &rows[2];
@@ -1583,15 +1624,33 @@ async fn a_passage_that_answers_nothing_or_still_supports_another_option_is_refu
     );
 }
 
-/// `residual_check` asks about KRE's negative context: a RECALL recipe that sets it is
-/// refused at load (exit 2), naming the key and the recipe, before any file is made.
+/// `residual_check` asks about KRE's negative context and `golden_check` about its golden
+/// one: a RECALL recipe that sets either is refused at load (exit 2), naming the key and the
+/// recipe, before any file is made.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_residual_check_in_a_recall_recipe_is_refused() {
+    for (key, said_of) in [
+        (
+            "residual_check",
+            "`residual_check` is a check of KRE's negative context",
+        ),
+        (
+            "golden_check",
+            "`golden_check` is a check of KRE's golden context",
+        ),
+    ] {
+        refused_in_recall(key, said_of).await;
+    }
+}
+
+/// The bundled RECALL UJ recipe with `key = true` in its reader check is refused at load
+/// (exit 2), saying `said_of` and naming the recipe, before any file is made.
+async fn refused_in_recall(key: &str, said_of: &str) {
     let dir = tempfile::tempdir().unwrap();
     let recipe = std::fs::read_to_string(repo().join("recipes/recall-uj.toml")).unwrap();
     let edited = recipe.replacen(
         "kind = \"reader_check\"\n",
-        "kind = \"reader_check\"\nresidual_check = true\n",
+        &format!("kind = \"reader_check\"\n{key} = true\n"),
         1,
     );
     assert_ne!(edited, recipe);
@@ -1606,8 +1665,7 @@ async fn a_residual_check_in_a_recall_recipe_is_refused() {
     let said = text(&o);
     assert_eq!(o.status.code(), Some(2), "{said}");
     assert!(
-        said.contains("`residual_check` is a check of KRE's negative context")
-            && said.contains("recall-uj.toml"),
+        said.contains(said_of) && said.contains("recall-uj.toml"),
         "{said}"
     );
     assert!(!out.exists());

@@ -116,9 +116,10 @@ pub fn table_reader(known: HashMap<String, String>) -> Responder {
 }
 
 /// The letter of the option an editor picks for the reader check's judged questions
-/// (`prompts/reader/judge.md`: the `kind`, `coherent` and `residual` checks), if `prompt` is
-/// one; `flawed` picks the option that flags a flaw ("no: another kind of thing", "yes: it
-/// contradicts itself", "yes: it also supports another option"), else the one that passes.
+/// (`prompts/reader/judge.md`: the `kind`, `coherent`, `residual` and `grounded` checks), if
+/// `prompt` is one; `flawed` picks the option that flags a flaw ("no: another kind of thing",
+/// "yes: it contradicts itself", "yes: it also supports another option", "no: a needed fact
+/// is missing or only guessed"), else the one that passes.
 pub fn judge(prompt: &str, flawed: bool) -> Option<String> {
     if !prompt.contains("Reply with the letter of one option (one of") {
         return None;
@@ -127,11 +128,13 @@ pub fn judge(prompt: &str, flawed: bool) -> Option<String> {
         t.starts_with("yes: the same kind")
             || t.starts_with("no: it agrees")
             || t.starts_with("no: only")
+            || t.starts_with("yes: the passage states")
     };
     let flags = |t: &str| {
         t.starts_with("no: another kind")
             || t.starts_with("yes: it contradicts")
             || t.starts_with("yes: it also supports")
+            || t.starts_with("no: a needed fact")
     };
     prompt.lines().find_map(|l| {
         let (mark, text) = l.split_once(": ")?;

@@ -3,7 +3,9 @@
 //! `kind` (`kind_check`, RECALL): is the edited answer the same kind of thing as the answer?
 //! `coherent` (`coherence_check`): does the edited context (RECALL's non-answer-edited one,
 //! KRE's negative one) contradict itself? `residual` (`residual_check`, KRE): apart from the
-//! negative answer, does the negative context still support another option?
+//! negative answer, does the negative context still support another option? `grounded`
+//! (`golden_check`, KRE): does the golden context itself state every fact the golden answer
+//! needs, or does reaching it take outside knowledge or a guess (a broken multi-hop chain)?
 
 use super::{Mode, Planned};
 use crate::prelude::*;
@@ -14,6 +16,7 @@ pub(super) struct JudgedChecks {
     pub kind: bool,
     pub coherence: bool,
     pub residual: bool,
+    pub golden: bool,
 }
 
 /// The judged checks of a recipe's reader check, refused where they cannot run.
@@ -22,6 +25,7 @@ pub(super) fn checks(spec: &StepSpec, mode: Mode) -> Result<JudgedChecks, String
         kind: spec.bool("kind_check", false),
         coherence: spec.bool("coherence_check", false),
         residual: spec.bool("residual_check", false),
+        golden: spec.bool("golden_check", false),
     };
     if c.kind && mode == Mode::Kre {
         return Err("`kind_check` is a check of RECALL's answer edits (mode \"recall\")".into());
@@ -29,11 +33,11 @@ pub(super) fn checks(spec: &StepSpec, mode: Mode) -> Result<JudgedChecks, String
     if c.residual && mode == Mode::Recall {
         return Err("`residual_check` is a check of KRE's negative context (mode \"kre\")".into());
     }
+    if c.golden && mode == Mode::Recall {
+        return Err("`golden_check` is a check of KRE's golden context (mode \"kre\")".into());
+    }
     if spec.str("judge_prompt").is_some() && !c.any() {
-        return Err(
-            "`judge_prompt` needs `kind_check`, `coherence_check` or `residual_check` = true"
-                .into(),
-        );
+        return Err("`judge_prompt` needs `kind_check`, `coherence_check`, `residual_check` or `golden_check` = true".into());
     }
     Ok(c)
 }
@@ -41,7 +45,7 @@ pub(super) fn checks(spec: &StepSpec, mode: Mode) -> Result<JudgedChecks, String
 impl JudgedChecks {
     /// Whether any judged check is asked (the judge prompt is then loaded).
     pub fn any(self) -> bool {
-        self.kind || self.coherence || self.residual
+        self.kind || self.coherence || self.residual || self.golden
     }
 }
 
@@ -101,6 +105,23 @@ pub(super) fn residual(
     )
 }
 
+/// The golden check of KRE's golden `context`: does it state every fact needed to reach the
+/// golden answer `golden` to `question`, without outside knowledge or a guess? (Else
+/// `reader_golden_gap`: data whose golden context cannot lead to its answer, such as a
+/// MuSiQue chain whose passages never state one of its links; a reader told to answer from
+/// what the passage implies passes its control by guessing.)
+pub(super) fn grounded(question: &str, context: &str, golden: &str) -> Planned {
+    judged(
+        "grounded",
+        Some(context),
+        format!(
+            "A test asks \"{question}\" about this passage and takes \"{golden}\" as its answer. Does the passage itself state every fact needed to reach \"{golden}\", so that a reader needs no outside knowledge and no guess?"
+        ),
+        GROUNDED_OPTIONS.map(str::to_owned),
+        "reader_golden_gap",
+    )
+}
+
 /// A judged check: the editor's `question` with `options`, about `context` (none: the
 /// question alone); the first option passes.
 fn judged(
@@ -129,6 +150,12 @@ const COHERENCE_QUESTION: &str =
 
 /// The options of the coherence check: the first passes.
 const COHERENCE_OPTIONS: [&str; 2] = ["no: it agrees with itself", "yes: it contradicts itself"];
+
+/// The options of the golden check: the first passes.
+const GROUNDED_OPTIONS: [&str; 2] = [
+    "yes: the passage states every fact needed",
+    "no: a needed fact is missing or only guessed",
+];
 
 /// The kind check's question: is `edited` an answer of the sort `question` asks for, like
 /// `answer` (whether or not it is true)?

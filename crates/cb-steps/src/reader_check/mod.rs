@@ -16,7 +16,10 @@
 //!   restructured in July 1793"); with `residual_check = true`, `residual` after those
 //!   (apart from the negative answer, does the negative context also support another of the
 //!   row's options? Else `reader_other_answer`: a rewritten first sentence whose later
-//!   sentences still discuss the golden answer's fields as the ones close to the subject).
+//!   sentences still discuss the golden answer's fields as the ones close to the subject);
+//!   with `golden_check = true`, `grounded` after those (does the golden context itself
+//!   state every fact needed to reach the golden answer? Else `reader_golden_gap`: a MuSiQue
+//!   chain whose passages never state a link, which a reader passes by guessing).
 //! - `recall`: `qa_a` (the answer-edited context leads to the edited answer), with
 //!   `kind_check = true` `kind` (asked with the judge prompt: is the edited answer the same
 //!   kind of thing as the answer, one the question asks for? Else `reader_wrong_kind`:
@@ -166,6 +169,12 @@ pub const PARAMS: &[Param] = &[
         meaning: "KRE: after the negative check, ask whether the negative context, apart from the negative answer, also supports another of the row's options (the golden one included) as an answer (else the reject `reader_other_answer`: later sentences still discussing the golden answer).",
     },
     Param {
+        key: "golden_check",
+        ty: ParamType::Bool,
+        default: "false",
+        meaning: "KRE: after the negative context's checks, ask whether the golden context itself states every fact needed to reach the golden answer, with no outside knowledge and no guess (else the reject `reader_golden_gap`: data whose golden context cannot lead to its answer, such as a MuSiQue chain whose passages never state one of its links).",
+    },
+    Param {
         key: "none_option",
         ty: ParamType::Bool,
         default: "false",
@@ -175,7 +184,7 @@ pub const PARAMS: &[Param] = &[
         key: "judge_prompt",
         ty: ParamType::Text,
         default: "reader/judge.md",
-        meaning: "The template of the kind, coherence and residual checks.",
+        meaning: "The template of the kind, coherence, residual and golden checks.",
     },
     Param {
         key: "max_tokens",
@@ -379,7 +388,8 @@ pub struct ReaderCheck {
     agree: Agree,
     control: Control,
     max_answer_set_share: Option<f64>,
-    /// The judged checks asked (`kind_check`, `coherence_check`, `residual_check`).
+    /// The judged checks asked (`kind_check`, `coherence_check`, `residual_check`,
+    /// `golden_check`).
     judged: judged::JudgedChecks,
     /// Offer [`NONE_OPTION`] last with every question asked with a context.
     none_option: bool,
@@ -583,6 +593,7 @@ impl ReaderCheck {
                 Mode::Recall => "asked whether the non-answer-edited context contradicts itself,",
             },
             "residual" => "asked whether the negative context also supports another option,",
+            "grounded" => "asked whether the golden context states every fact its answer needs,",
             _ => "from the options alone",
         };
         let expected = letter_index(&v.expected)

@@ -92,6 +92,11 @@ impl ReaderCheck {
             let question = item.require(fields::QUESTION)?;
             checks.push(judged::residual(question, context, &choices, negative));
         }
+        if self.judged.golden {
+            let question = item.require(fields::QUESTION)?;
+            let golden = item.require(fields::GOLDEN_CONTEXT)?;
+            checks.push(judged::grounded(question, golden, &choices[gold]));
+        }
         if self.control != Control::Off {
             checks.push(Planned::control(
                 item.require(fields::GOLDEN_CONTEXT)?,

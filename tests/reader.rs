@@ -123,6 +123,68 @@ async fn an_always_a_reader_in_the_audit_passes_exactly_the_rows_whose_intended_
     }
 }
 
+/// The audit asks a row what the recipe of its domain asks: released cose rows saved as
+/// `squad.json` (the SQuAD recipe offers the none option) are shown it last, as `cose.json`
+/// (the cose recipe does not) they are not. A reader that answers it in words ("None of
+/// these.") picks it: every check fails, naming the none option, not an unknown letter.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_audit_offers_the_none_option_where_the_rows_recipe_does() {
+    let Some(data) = shared_data() else { return };
+    let rows = &released(&data, "cose")[..20];
+    let reader = || {
+        responder(|req: &cb_mock::ChatRequest| {
+            let shown = req.last_user().contains(NONE_OPTION);
+            Reply::Content(if shown { "None of these." } else { "A" }.into())
+        })
+    };
+    let n = rows[0]["choices"].as_array().unwrap().len();
+    let none = format!("picked \"{}\" ({NONE_OPTION})", cb_model::letter(n));
+    for (domain, offered) in [("squad", true), ("cose", false)] {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(format!("{domain}.json"));
+        std::fs::write(&file, serde_json::to_string(rows).unwrap()).unwrap();
+        let report = audit_with(reader(), &file, dir.path()).await;
+        for check in ["reader_negative", "reader_control"] {
+            let passed = ids_of(&report, check, rows.len());
+            let named = report["findings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|f| f["check"] == check)
+                .filter(|f| f["detail"].as_str().unwrap().contains(&none))
+                .count();
+            if offered {
+                assert_eq!((passed, named), (0, rows.len()), "{domain} {check}");
+            } else {
+                assert!(
+                    passed > 0 && named == 0,
+                    "{domain} {check}: {passed} {named}"
+                );
+            }
+        }
+    }
+    // A recipes folder that is not there: exit 2 before the reader's cache is made.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("squad.json");
+    std::fs::write(&file, "[]").unwrap();
+    let cache = dir.path().join("cache.sqlite");
+    let missing = dir.path().join("none");
+    let o = audit(&[
+        file.to_str().unwrap(),
+        "--reader-base-url",
+        "http://127.0.0.1:9/v1",
+        "--reader-model",
+        "reader",
+        "--recipes",
+        missing.to_str().unwrap(),
+        "--cache",
+        cache.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("the recipes folder"), "{}", text(&o));
+    assert!(!cache.exists());
+}
+
 /// An offline cose build of the shared sample read by `reader` (the recipe's reader check),
 /// or by nobody.
 async fn offline_cose(
@@ -691,6 +753,14 @@ async fn a_reader_that_reads_well_passes_its_controls_and_the_rows_are_reader_ve
         "{card}"
     );
     assert_eq!(m["reader"]["instruction"], told);
+    // e-CARE's recipe asks the row's own question only, without the none option.
+    let questions = m["reader"]["questions"].as_array().unwrap();
+    let names: Vec<&str> = questions
+        .iter()
+        .map(|q| q["check"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["negative", "control"]);
+    assert!(!card.contains(NONE_OPTION), "{card}");
 }
 
 /// Four rows read well: four controls of four are too few to measure a reader. The card and
@@ -1316,8 +1386,9 @@ fn reader_questions(server: &MockServer) -> Vec<Mcq> {
 /// votes a check. Every question with a context shows "none of these" last, in the row's
 /// order and in each seeded order; the answer set and the editor's questions do not. A
 /// reader that picks it with a row's negative context refuses that row (`reader_disagrees`,
-/// found no answer), with another row's golden context refuses that one
-/// (`reader_control_failed`, the golden context leads to no answer); an editor who finds a
+/// found no answer), or says it in words ("None of these.") with another row's golden
+/// context refuses that one (`reader_control_failed`, the golden context leads to no
+/// answer); the manifest and the card quote every question put; an editor who finds a
 /// third row's negative context still supporting another option refuses it
 /// (`reader_other_answer`), and the residual question names the row's question, its negative
 /// answer and every other option in the row's order. Rows it passes stand.
@@ -1342,11 +1413,15 @@ async fn a_passage_that_answers_nothing_or_still_supports_another_option_is_refu
                     Some("flaw") if last.contains("Apart from") => {
                         Reply::Content(cb_mock::reader_script::judge(last, true).unwrap())
                     }
-                    // A reader's question about this context: none of these.
+                    // A reader's question about this context: none of these, by its letter.
                     Some("none") if last.contains("the option the passage supports") => {
                         let q = cb_mock::reader_script::parse(last).unwrap();
                         let i = q.options.iter().position(|o| o == NONE_OPTION).unwrap();
                         Reply::Content(char::from(b'A' + i as u8).to_string())
+                    }
+                    // Or in words.
+                    Some("none in words") if last.contains("the option the passage supports") => {
+                        Reply::Content("None of these.".into())
                     }
                     _ => cb_mock::stand_in::answer(req),
                 }
@@ -1390,11 +1465,43 @@ async fn a_passage_that_answers_nothing_or_still_supports_another_option_is_refu
     let checks = &m["reader"]["checks"];
     assert_eq!(checks["residual"]["asked"], checks["coherent"]["passed"]);
     assert_eq!(checks["residual"]["asked"], checks["residual"]["passed"]);
+    // The manifest and the card quote every question put, as the reader was shown it: the
+    // coherence question asked of the first row is the quoted one with its passage.
+    let questions = m["reader"]["questions"].as_array().unwrap();
+    let quoted = |check: &str| -> String {
+        let q = questions.iter().find(|q| q["check"] == check).unwrap();
+        q["asked"].as_str().unwrap().to_owned()
+    };
+    let names: Vec<&str> = questions
+        .iter()
+        .map(|q| q["check"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["negative", "coherent", "residual", "control", "answer_set"]
+    );
+    let card = std::fs::read_to_string(dir.join("README.md")).unwrap();
+    for check in &names {
+        assert!(
+            card.contains(&format!("```text\n{}\n```", quoted(check))),
+            "{card}"
+        );
+    }
+    assert!(quoted("negative").contains(&format!("{NONE_OPTION}\n")));
+    let context = rows[0]["negative_context"].as_str().unwrap().trim();
+    let asked = quoted("coherent").replace("[the negative context]", context);
+    assert!(
+        server
+            .journal()
+            .iter()
+            .any(|e| { cb_mock::ChatRequest::new(e.body.clone()).last_user().trim() == asked }),
+        "{asked}"
+    );
 
     let ctx = |r: &Value, f: &str| r[f].as_str().unwrap().trim().to_owned();
     let picks = HashMap::from([
         (ctx(&rows[0], "negative_context"), "none"),
-        (ctx(&rows[1], "golden_context"), "none"),
+        (ctx(&rows[1], "golden_context"), "none in words"),
         (ctx(&rows[2], "negative_context"), "flaw"),
     ]);
     let (refused, server) = build_read(picks).await;
@@ -1504,4 +1611,142 @@ async fn a_residual_check_in_a_recall_recipe_is_refused() {
         "{said}"
     );
     assert!(!out.exists());
+}
+
+/// The bundled e-CARE recipe with `none_option = true` and its control rejecting (the
+/// default, in place of its `control = "record"`), alone in a folder under `dir`.
+fn ecare_with_none_option(dir: &Path) -> PathBuf {
+    let text = std::fs::read_to_string(repo().join("recipes/kre-ecare.toml")).unwrap();
+    let edited = text.replacen("control = \"record\"\n", "none_option = true\n", 1);
+    assert_ne!(edited, text);
+    let folder = dir.join("recipes");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(folder.join("kre-ecare.toml"), edited).unwrap();
+    folder
+}
+
+/// The bundled e-CARE sample (12 rows) built offline with `none_option`, read by a reader
+/// that reads every context as meant except the golden contexts of the first `none` rows,
+/// where it picks "none of these"; the build's output folder and log.
+async fn ecare_read_with_none(rows: &[Value], none: usize) -> (tempfile::TempDir, String) {
+    let mut known = HashMap::new();
+    for (i, r) in rows.iter().enumerate() {
+        let choices = r["choices"].as_array().unwrap();
+        let golden = choices[option_of(r, "answer")].as_str().unwrap();
+        let negative = choices[option_of(r, "candidate")].as_str().unwrap();
+        let golden = if i < none { NONE_OPTION } else { golden };
+        for (context, text) in [("negative_context", negative), ("golden_context", golden)] {
+            known.insert(
+                r[context].as_str().unwrap().trim().to_owned(),
+                text.to_owned(),
+            );
+        }
+    }
+    let server = MockServer::start(table_reader(known)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let recipes = ecare_with_none_option(dir.path());
+    let (raw, out) = (repo().join("raw"), dir.path().join("out"));
+    let base = server.base_url();
+    let args = [
+        "kre",
+        "--domains",
+        "ecare",
+        "--raw",
+        raw.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--reader-base-url",
+        &base,
+        "--reader-model",
+        "reader",
+    ];
+    let o = build_with(&recipes, &args, &[]).await;
+    assert!(o.status.success(), "{}", text(&o));
+    (dir, text(&o))
+}
+
+/// Issue 43 item 4: a control answered "none of these" measures the data (that row's golden
+/// context does not lead to its golden answer), not the reader. Two of twelve: the rows are
+/// refused `reader_control_failed`, their verdicts marked `none`, the manifest counts them
+/// apart, and the ten answered (all passed) make a trusted reader; the card names the two.
+/// Seven of twelve (more than half): the reader may be abstaining rather than reading, is
+/// not trusted on the five it answered, and the card and the log say so, not "choose a
+/// stronger reader".
+#[tokio::test(flavor = "multi_thread")]
+async fn controls_answered_none_measure_the_data_and_most_of_them_an_abstaining_reader() {
+    let plain = tempfile::tempdir().unwrap();
+    let (rows, _, _) = ecare_rows(plain.path()).await;
+    let (two, log) = ecare_read_with_none(&rows, 2).await;
+    let dir = two.path().join("out/kre/ecare");
+    assert_counts_add_up(&dir);
+    let m = read_json(&dir.join("manifest.json"));
+    assert_eq!(m["rows"], 10);
+    let r = &m["reader"];
+    assert_eq!(
+        r["checks"]["control"],
+        serde_json::json!({"asked": 12, "passed": 10, "none": 2})
+    );
+    assert_eq!(
+        r["trust"],
+        serde_json::json!({"controls_asked": 10, "controls_passed": 10, "controls_no_answer": 2,
+                           "lower_bound": 0.7225, "verified": true})
+    );
+    let rejects = read_jsonl(&dir.join("rejects.jsonl"));
+    assert_eq!(rejects.len(), 2);
+    for (x, row) in rejects.iter().zip(&rows) {
+        assert_eq!(x["id"], row["source_id"]);
+        assert_eq!(x["reason"], "reader_control_failed");
+        let detail = x["detail"].as_str().unwrap();
+        assert!(
+            detail.contains("the golden context does not lead to an answer")
+                && detail.contains(NONE_OPTION),
+            "{x}"
+        );
+    }
+    let card = std::fs::read_to_string(dir.join("README.md")).unwrap();
+    assert!(
+        card.contains("> **Reader-verified** by `reader` at")
+            && card.contains("Checks passed: control 10 of 12 (2 none of these), negative 12 of 12.")
+            && card.contains("it passed 10 of 10 control questions answered with an option")
+            && card.contains("Beside them, 2 controls found no answer in their golden context (the reader picked \"none of these\"): those rows' data cannot lead to the golden answer"),
+        "{card}"
+    );
+    for said in [&card, &log] {
+        assert!(
+            !said.contains("unreliable") && !said.contains("stronger reader"),
+            "{said}"
+        );
+    }
+
+    let (seven, log) = ecare_read_with_none(&rows, 7).await;
+    let dir = seven.path().join("out/kre/ecare");
+    let m = read_json(&dir.join("manifest.json"));
+    assert_eq!(m["rows"], 5);
+    assert_eq!(
+        m["reader"]["trust"],
+        serde_json::json!({"controls_asked": 5, "controls_passed": 5, "controls_no_answer": 7,
+                           "lower_bound": 0.5655, "verified": false})
+    );
+    let card = std::fs::read_to_string(dir.join("README.md")).unwrap();
+    assert!(
+        card.contains("> **Not reader-verified: a reader that abstains.** `reader` at")
+            && card.contains("it answered \"none of these\" to 7 of its 12 control questions (the golden context leading to the golden answer), more than 50 %: it may be abstaining rather than reading")
+            && card.contains("(answered \"none of these\" to most controls: not reader-verified) |"),
+        "{card}"
+    );
+    assert!(
+        log.contains("WARN")
+            && log.contains("the reader reader answered \"none of these\"")
+            && log.contains("it may be abstaining rather than reading")
+            && log.contains("the reader abstains rather than reads, so choose one that answers from the passage"),
+        "{log}"
+    );
+    for said in [&card, &log] {
+        assert!(
+            !said.contains("unreliable")
+                && !said.contains("stronger reader")
+                && !said.contains("too few"),
+            "{said}"
+        );
+    }
 }

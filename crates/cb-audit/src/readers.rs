@@ -33,10 +33,22 @@ pub struct ReaderFigures {
     pub rows: Option<CheckTally>,
     /// Per check, asked and passed.
     pub checks: BTreeMap<String, CheckTally>,
+    /// Controls answered with an option (the measure's count) and passed.
     pub controls_asked: u64,
     pub controls_passed: u64,
+    /// Controls answered "none of these": the golden context led to no answer; left out of
+    /// the measure (not written when none).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub controls_no_answer: u64,
     pub control_lower_bound: Option<f64>,
     pub trusted: bool,
+    /// Not trusted for answering "none of these" to most controls.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub abstaining: bool,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl ReaderFigures {
@@ -48,8 +60,10 @@ impl ReaderFigures {
             checks: r.checks.clone(),
             controls_asked: r.trust.controls_asked,
             controls_passed: r.trust.controls_passed,
+            controls_no_answer: r.trust.controls_no_answer,
             control_lower_bound: r.trust.lower_bound,
             trusted: r.trust.verified,
+            abstaining: r.trust.abstaining(),
         }
     }
 }
@@ -119,15 +133,25 @@ pub fn summary(builds: &[BuildReaders]) -> String {
             let bound = r
                 .control_lower_bound
                 .map_or("none".to_owned(), |l| format!("{l:.2}"));
+            let none = match r.controls_no_answer {
+                0 => String::new(),
+                k => format!(
+                    " answered with an option, {k} more found no answer in their golden context (not counted)"
+                ),
+            };
+            let verdict = match (r.trusted, r.abstaining) {
+                (true, _) => "trusted",
+                (false, true) => "abstaining (\"none of these\" to most controls)",
+                (false, false) => "unreliable",
+            };
             let _ = writeln!(
                 s,
-                "  {} at {}: {rows}checks passed {}; controls {}/{} (Wilson 95 % lower bound {bound}): {}",
+                "  {} at {}: {rows}checks passed {}; controls {}/{}{none} (Wilson 95 % lower bound {bound}): {verdict}",
                 r.model,
                 r.endpoint,
                 checks.join(", "),
                 r.controls_passed,
                 r.controls_asked,
-                if r.trusted { "trusted" } else { "unreliable" }
             );
         }
         for a in &b.agreement {
@@ -142,4 +166,56 @@ pub fn summary(builds: &[BuildReaders]) -> String {
         }
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn figures(passed: u64, asked: u64, none: u64) -> ReaderFigures {
+        let checks = [(
+            "control".to_owned(),
+            CheckTally {
+                asked,
+                passed,
+                none,
+            },
+        )];
+        ReaderFigures::of(&ReaderInfo::new(
+            "openai".into(),
+            "m".into(),
+            "e".into(),
+            checks.into(),
+        ))
+    }
+
+    /// Controls answered "none of these" are named apart from the measure's count; a reader
+    /// that answered so to most is said to abstain, not to be unreliable; without any, the
+    /// line and the report's fields are as before.
+    #[test]
+    fn the_summary_names_controls_answered_none() {
+        let build = |r: ReaderFigures| BuildReaders {
+            manifest: "x/manifest.json".into(),
+            readers: vec![r],
+            agreement: Vec::new(),
+        };
+        let s = summary(&[build(figures(10, 12, 2))]);
+        assert!(
+            s.contains("controls 10/10 answered with an option, 2 more found no answer in their golden context (not counted) (Wilson 95 % lower bound 0.72): trusted"),
+            "{s}"
+        );
+        let s = summary(&[build(figures(5, 12, 7))]);
+        assert!(
+            s.contains("controls 5/5 answered with an option, 7 more found no answer in their golden context (not counted) (Wilson 95 % lower bound 0.57): abstaining (\"none of these\" to most controls)"),
+            "{s}"
+        );
+        let plain = figures(12, 12, 0);
+        let s = summary(&[build(plain.clone())]);
+        assert!(
+            s.contains("checks passed control 12/12; controls 12/12 (Wilson 95 % lower bound 0.76): trusted"),
+            "{s}"
+        );
+        let v = serde_json::to_value(&plain).unwrap();
+        assert!(v.get("controls_no_answer").is_none() && v.get("abstaining").is_none());
+    }
 }

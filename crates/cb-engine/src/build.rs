@@ -461,6 +461,8 @@ impl Build<'_> {
                     "{w}; the card does not call the rows reader-verified: {}",
                     r.advice()
                 );
+            } else if let Some(n) = r.no_answer_note() {
+                tracing::info!(recipe = %self.name, "{n}");
             }
         }
         Ok(manifest)

@@ -5,7 +5,7 @@
 
 use crate::hub;
 use crate::recipe::Recipe;
-use cb_model::manifest::ReaderTrust;
+use cb_model::manifest::{ReaderQuestion, ReaderTrust};
 use cb_model::{Manifest, ReaderInfo};
 use minijinja::{context, Environment};
 use serde::Serialize;
@@ -40,16 +40,26 @@ struct ReaderView<'a> {
     tallies: String,
     /// Whether its controls show it reliable (`cb_model::manifest::ReaderTrust`'s rule).
     verified: bool,
-    /// Control questions asked and passed.
+    /// Control questions answered with an option (the measure's count) and passed.
     asked: u64,
     passed: u64,
+    /// Control questions answered "none of these", left out of the measure, and what the
+    /// card says of them (`cb_model::manifest::ReaderTrust::no_answer_note`).
+    no_answer: u64,
+    no_answer_note: Option<String>,
     /// The Wilson 95 % lower bound of its control pass rate, to two places (`none`: none asked).
     bound: String,
     /// Untrusted only because it was asked too few controls to be measured (with a panel:
     /// every untrusted reader).
     too_few: bool,
+    /// Untrusted for answering "none of these" to most controls (with a panel: every
+    /// untrusted reader), and why in words.
+    abstaining: bool,
+    why: String,
     /// What the reader was told, word for word (the system part of its question).
     instruction: Option<&'a str>,
+    /// Every question it was asked, word for word.
+    questions: &'a [ReaderQuestion],
     /// The rule in words.
     rule: String,
     /// In a panel's entry: the rows it judged and let stand.
@@ -92,18 +102,26 @@ fn reader_view(r: &ReaderInfo) -> ReaderView<'_> {
         tallies: r
             .checks
             .iter()
-            .map(|(check, t)| format!("{check} {} of {}", t.passed, t.asked))
+            .map(|(check, t)| match t.none {
+                0 => format!("{check} {} of {}", t.passed, t.asked),
+                k => format!("{check} {} of {} ({k} none of these)", t.passed, t.asked),
+            })
             .collect::<Vec<_>>()
             .join(", "),
         verified: r.verified(),
         asked: r.trust.controls_asked,
         passed: r.trust.controls_passed,
+        no_answer: r.trust.controls_no_answer,
+        no_answer_note: r.trust.no_answer_note(),
         bound: r
             .trust
             .lower_bound
             .map_or("none".to_owned(), |l| format!("{l:.2}")),
         too_few: r.too_few(),
+        abstaining: r.abstaining(),
+        why: r.trust.why(),
         instruction: r.instruction.as_deref(),
+        questions: &r.questions,
         rule: ReaderTrust::rule(),
         judged: r.rows.map_or(0, |t| t.asked),
         stood: r.rows.map_or(0, |t| t.passed),
@@ -242,6 +260,8 @@ fn reader_cell(r: &ReaderInfo) -> String {
         " (read no row: not reader-verified)"
     } else if r.too_few() {
         " (too few controls to measure it: not reader-verified)"
+    } else if r.abstaining() {
+        " (answered \"none of these\" to most controls: not reader-verified)"
     } else {
         " (unreliable: not reader-verified)"
     };
@@ -260,6 +280,11 @@ mod tests {
     /// A manifest with a filter, an empty data file and a reader that passed `passed` of
     /// `asked` controls.
     fn manifest(r: &Recipe, passed: u64, asked: u64) -> Manifest {
+        with_none(r, passed, asked, 0)
+    }
+
+    /// The same, `none` of the `asked` controls answered "none of these".
+    fn with_none(r: &Recipe, passed: u64, asked: u64, none: u64) -> Manifest {
         let mut m: Manifest = serde_json::from_value(serde_json::json!({
             "tool": "conflictbench", "tool_version": "0", "benchmark": "kre", "domain": "x",
             "recipe": "r.toml", "recipe_hash": "abcdef0123456789", "description": "d",
@@ -272,7 +297,15 @@ mod tests {
                             "split": "validation", "rows": 0, "bytes": 0}]
         }))
         .unwrap();
-        let checks = [("control".to_owned(), CheckTally { asked, passed })].into();
+        let checks = [(
+            "control".to_owned(),
+            CheckTally {
+                asked,
+                passed,
+                none,
+            },
+        )]
+        .into();
         m.reader = Some(ReaderInfo {
             instruction: Some("Answer from the passage.".into()),
             ..ReaderInfo::new("openai".into(), "rm".into(), "http://r".into(), checks)
@@ -292,6 +325,8 @@ mod tests {
         let unreliable = render(r, &manifest(r, 1, 10));
         let too_few = render(r, &manifest(r, 3, 3));
         let verified = render(r, &manifest(r, 12, 12));
+        let none = render(r, &with_none(r, 10, 12, 2));
+        let abstains = render(r, &with_none(r, 10, 30, 20));
         for (card, part) in [
             (&unreliable, "> **Not reader-verified: an unreliable reader.** `rm` at `http://r` (openai) read the rows back, told: \"Answer from the passage.\", but it passed only 1 of 10 control questions (the golden context leading to the golden answer; Wilson 95 % lower bound 0.02), and the card calls rows reader-verified only with at least 10 controls asked and the lower bound of the Wilson 95 % interval of their pass rate at least 0.70."),
             (&unreliable, "Checks passed: control 1 of 10. Rebuild with a stronger reader."),
@@ -303,6 +338,12 @@ mod tests {
             (&verified, "> **Reader-verified** by `rm` at `http://r` (openai)"),
             (&verified, "Checks passed: control 12 of 12. The reader is trusted on its controls: it passed 12 of 12 control questions (the golden context leading to the golden answer; Wilson 95 % lower bound 0.76)"),
             (&verified, "| reader | rm at http://r |"),
+            (&none, "> **Reader-verified** by `rm`"),
+            (&none, "Checks passed: control 10 of 12 (2 none of these). The reader is trusted on its controls: it passed 10 of 10 control questions answered with an option (the golden context leading to the golden answer; Wilson 95 % lower bound 0.72)"),
+            (&none, "Beside them, 2 controls found no answer in their golden context (the reader picked \"none of these\"): those rows' data cannot lead to the golden answer (their control fails: reader_control_failed, refused unless the recipe's control is \"record\"); they measure the data, not the reader, and are not counted against it."),
+            (&abstains, "> **Not reader-verified: a reader that abstains.** `rm` at `http://r` (openai) read the rows back, told: \"Answer from the passage.\", but it answered \"none of these\" to 20 of its 30 control questions (the golden context leading to the golden answer), more than 50 %: it may be abstaining rather than reading"),
+            (&abstains, "Read some of the rows refused `reader_control_failed`: where their golden context states the answer, rebuild with a reader that answers from the passage"),
+            (&abstains, "| reader | rm at http://r (answered \"none of these\" to most controls: not reader-verified) |"),
             (&unreliable, "\nNo config for `rejects.jsonl`: no rows"),
             (&unreliable, "\nFiltered out, by reason:\n\n- too_short: 3\n\n## Files\n\n"),
         ] {
@@ -310,9 +351,121 @@ mod tests {
         }
         assert!(!unreliable.contains("Reader-verified") && !too_few.contains("Reader-verified"));
         assert!(!too_few.contains("unreliable") && !too_few.contains("stronger reader"));
-        for card in [&unreliable, &too_few, &verified] {
+        assert!(!abstains.contains("unreliable") && !abstains.contains("Reader-verified"));
+        assert!(!none.contains("unreliable") && !verified.contains("none of these"));
+        for card in [&unreliable, &too_few, &verified, &none, &abstains] {
             assert!(!card.contains("{{") && !card.contains("{%"));
         }
+    }
+
+    /// The card quotes every question the reader check put, word for word as the recipe's
+    /// step asks it: SQuAD's (the none option last after the row's options, the editor's
+    /// coherence and residual questions with their own instruction, the answer set), and
+    /// cose's, which offers none of them.
+    #[test]
+    fn the_card_quotes_every_question_the_reader_was_asked() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let recipes = crate::load_recipes(&crate::Files::Dir(root.join("recipes"))).unwrap();
+        let prompts = crate::Files::Dir(root.join("prompts"));
+        let card_of = |domain: &str| {
+            let r = recipes.iter().find(|r| r.domain == domain).unwrap();
+            let steps = r.load_steps(&cb_steps::STEPS, &prompts).unwrap();
+            let step = steps.iter().find(|s| s.reads()).unwrap();
+            let mut m = manifest(r, 12, 12);
+            let reader = m.reader.as_mut().unwrap();
+            reader.instruction = step.prompt().map(|p| p.system.trim().to_owned());
+            reader.questions = step.reader_questions();
+            let reader = reader.clone();
+            (render(r, &m), reader)
+        };
+        let none = cb_model::NONE_OPTION;
+        let (card, reader) = card_of("squad");
+        let checks: Vec<&str> = reader.questions.iter().map(|q| q.check.as_str()).collect();
+        assert_eq!(
+            checks,
+            ["negative", "coherent", "residual", "control", "answer_set"]
+        );
+        let told = reader.instruction.as_deref().unwrap();
+        for q in &reader.questions {
+            let own = if q.told == told {
+                String::new()
+            } else {
+                format!(", told: \"{}\"", q.told)
+            };
+            let quoted = format!("`{}`{own}:\n\n```text\n{}\n```\n", q.check, q.asked);
+            assert!(card.contains(&quoted), "{quoted:?} not in\n{card}");
+            let offered = q.asked.contains(none);
+            assert_eq!(offered, ["negative", "control"].contains(&q.check.as_str()));
+        }
+        for part in [
+            "`negative`:\n\n```text\nPassage:\n<<<\n[the negative context]\n>>>\n\nQuestion: [the row's question]\nA: [the golden answer]\nB: [the negative answer]\nC: [each other option]\nD: none of these: the passage does not state what the question asks\n\nAnswer with the letter of the option the passage supports (one of A, B, C, D).\n```",
+            "`coherent`, told: \"You check the passages of a reading test",
+            "\n>>>\n\nA test asks \"[the row's question]\" about this passage, whose answer is meant to be \"[the negative answer]\"; the test's other options are \"[the golden answer]\", \"[each other option]\".",
+            "`control`:\n\n```text\nPassage:\n<<<\n[the golden context]\n>>>",
+            "`answer_set`, told: \"You answer multiple-choice questions.",
+        ] {
+            assert!(card.contains(part), "{part:?} not in\n{card}");
+        }
+        let (card, reader) = card_of("cose");
+        let checks: Vec<&str> = reader.questions.iter().map(|q| q.check.as_str()).collect();
+        assert_eq!(checks, ["negative", "control"]);
+        assert!(
+            !card.contains(none) && !card.contains("told: \"You check"),
+            "{card}"
+        );
+        // RECALL's: the editor's kind and coherence questions among the row's own.
+        let (card, reader) = card_of("uj");
+        let checks: Vec<&str> = reader.questions.iter().map(|q| q.check.as_str()).collect();
+        assert_eq!(
+            checks,
+            [
+                "qa_a",
+                "kind",
+                "qa_na",
+                "coherent",
+                "qa_na_sentence",
+                "control"
+            ]
+        );
+        assert!(card.contains("`kind`, told: \"You check"), "{card}");
+        // A manifest without questions (written before they were recorded) has no list.
+        let r = &recipes[0];
+        assert!(!render(r, &manifest(r, 12, 12)).contains("What the reader was asked"));
+    }
+
+    /// A panel: each reader's line names its controls answered "none of these" apart, and a
+    /// reader that answered so to most is said to abstain.
+    #[test]
+    fn a_panel_names_each_readers_controls_answered_none() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../recipes");
+        let recipes = crate::load_recipes(&crate::Files::Dir(dir)).unwrap();
+        let r = &recipes[0];
+        let member = |model: &str, passed, asked, none| {
+            let mut m = with_none(r, passed, asked, none).reader.unwrap();
+            m.model = model.into();
+            m.rows = Some(CheckTally {
+                asked,
+                passed,
+                none: 0,
+            });
+            m
+        };
+        let mut m = with_none(r, 10, 12, 2);
+        let panel = vec![member("a", 10, 12, 2), member("b", 5, 12, 7)];
+        m.reader = Some(ReaderInfo {
+            panel: panel.clone(),
+            ..panel[0].clone()
+        });
+        let card = render(r, &m);
+        for part in [
+            "> **Not reader-verified: a reader that abstains** by 2 readers",
+            "; a reader answered \"none of these\" to more than half of its controls, so it may be abstaining rather than reading",
+            "- `a` at `http://r`: let 10 of 12 rows stand; checks passed: control 10 of 12 (2 none of these); 10 of 10 controls answered with an option (Wilson 95 % lower bound 0.72): trusted; 2 controls found no answer in their golden context",
+            "- `b` at `http://r`: let 5 of 12 rows stand; checks passed: control 5 of 12 (7 none of these); 5 of 5 controls answered with an option (Wilson 95 % lower bound 0.57): it may be abstaining rather than reading.\n",
+        ] {
+            assert!(card.contains(part), "{part:?} not in\n{card}");
+        }
+        assert!(!card.contains("unreliable"), "{card}");
     }
 
     /// With named models the card has a table of them after the build's; without, none.

@@ -9,8 +9,8 @@ use cb_step::{CallRecord, Routes, Step, Who};
 use std::collections::BTreeMap;
 
 /// The manifest's `reader`: the readers' tallies, who read (the build's reader, where a step
-/// reads), and what the reader was told: the system part of the reader check's question,
-/// word for word.
+/// reads), and what the reader was told and asked: the system part of the reader check's
+/// question and every question it put, word for word.
 pub(crate) fn reader(
     routes: &Routes,
     steps: &[Box<dyn Step>],
@@ -30,6 +30,10 @@ pub(crate) fn reader(
         .and_then(|s| s.prompt())
         .map(|p| p.system.trim().to_owned())
         .filter(|i| !i.is_empty());
+    // The questions it put: those of the checks asked of some row.
+    info.questions = reads.map(|s| s.reader_questions()).unwrap_or_default();
+    info.questions
+        .retain(|q| info.checks.contains_key(&q.check));
     Some(info)
 }
 

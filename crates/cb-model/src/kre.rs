@@ -33,6 +33,20 @@ pub fn letter_index(letter: &str) -> Option<usize> {
     }
 }
 
+/// The option a reader check with `none_option` shows last, after the row's options in any
+/// order: a reader that picks it found no answer in the passage. A pick of it is stored as
+/// the letter after the row's last option ([`picked_option`]).
+pub const NONE_OPTION: &str = "none of these: the passage does not state what the question asks";
+
+/// The text of the option a reader's pick `i` names among the row's `choices`: the option,
+/// or [`NONE_OPTION`] one past the last (the only pick stored there); `None` beyond.
+pub fn picked_option(choices: &[String], i: usize) -> Option<&str> {
+    match choices.get(i) {
+        Some(c) => Some(c),
+        None => (i == choices.len()).then_some(NONE_OPTION),
+    }
+}
+
 /// The negative answer's option: the `candidate` letter when it names the negative answer,
 /// else the first choice that is the negative answer (CommonsenseQA repeats a choice now and
 /// then, so the letter decides between two equal texts).
@@ -70,5 +84,14 @@ mod tests {
         }
         assert_eq!(letter_index("a"), None);
         assert_eq!(letter_index("AB"), None);
+    }
+
+    /// A pick one past the row's options is the none option; further ones name nothing.
+    #[test]
+    fn a_pick_after_the_last_option_is_the_none_option() {
+        let choices = ["Lyon".to_owned(), "Paris".to_owned()];
+        assert_eq!(picked_option(&choices, 1), Some("Paris"));
+        assert_eq!(picked_option(&choices, 2), Some(NONE_OPTION));
+        assert_eq!(picked_option(&choices, 3), None);
     }
 }

@@ -15,7 +15,7 @@ pub mod spans;
 pub mod text;
 
 pub use card::{CardMeta, DataFile, SourceLicense};
-pub use kre::{letter, letter_index, negative_option, KreRow};
+pub use kre::{letter, letter_index, negative_option, picked_option, KreRow, NONE_OPTION};
 pub use manifest::{CheckTally, Manifest, ReaderInfo, StageCounts};
 pub use recall::{Edit, KvItem, QaRow, TextGenRow};
 pub use record::{Origin, SourceRecord};

@@ -98,6 +98,23 @@ pub struct ReaderInfo {
     /// question template (`prompts/reader/question.md` unless the recipe names another).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instruction: Option<String>,
+    /// Every question the reader check put, word for word, in the order asked (absent in
+    /// manifests written before it was recorded).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub questions: Vec<ReaderQuestion>,
+}
+
+/// One question of the reader check as the reader was shown it, word for word; `[...]`
+/// stands for what each row fills in.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReaderQuestion {
+    /// The check that asks it (`negative`, `coherent`, `control`, ...).
+    pub check: String,
+    /// What the reader was told with it: the system part of its template.
+    pub told: String,
+    /// What it was asked: the user part, the row's options in the row's order (with several
+    /// votes also in seeded orders; a none option stays last).
+    pub asked: String,
 }
 
 /// How far two readers agree on which rows stand: the 2x2 table of their verdicts on the
@@ -140,6 +157,15 @@ impl Agreement {
 pub struct CheckTally {
     pub asked: u64,
     pub passed: u64,
+    /// Of those asked, how many the reader answered "none of these" (the reader check's
+    /// `none_option`: it found no answer in the passage; such an answer never passes).
+    /// Absent when none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub none: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl ReaderInfo {
@@ -162,6 +188,7 @@ impl ReaderInfo {
             panel: Vec::new(),
             agreement: Vec::new(),
             instruction: None,
+            questions: Vec::new(),
         }
     }
 
@@ -177,18 +204,37 @@ impl ReaderInfo {
     /// Whether no row reached the reader (nor any reader of the panel): every item was
     /// rejected before the reader check.
     pub fn read_nothing(&self) -> bool {
-        self.trust.controls_asked == 0 && self.panel.iter().all(|r| r.trust.controls_asked == 0)
+        self.trust.controls() == 0 && self.panel.iter().all(|r| r.trust.controls() == 0)
+    }
+
+    /// The readers: this one, or each of its panel.
+    fn readers(&self) -> Vec<&ReaderInfo> {
+        if self.panel.is_empty() {
+            vec![self]
+        } else {
+            self.panel.iter().collect()
+        }
+    }
+
+    /// The readers that are not trusted.
+    fn untrusted(&self) -> Vec<&ReaderInfo> {
+        let mut all = self.readers();
+        all.retain(|r| !r.trust.verified);
+        all
     }
 
     /// Whether every reader that is not trusted (one, or each of a panel) was asked too few
     /// controls to be measured: the cure is more rows, not another reader.
     pub fn too_few(&self) -> bool {
-        let untrusted: Vec<&ReaderInfo> = if self.panel.is_empty() {
-            vec![self]
-        } else {
-            self.panel.iter().filter(|r| !r.trust.verified).collect()
-        };
+        let untrusted = self.untrusted();
         !untrusted.is_empty() && untrusted.iter().all(|r| r.trust.too_few())
+    }
+
+    /// Whether every reader that is not trusted answered "none of these" to more than half
+    /// of its controls ([`ReaderTrust::abstaining`]).
+    pub fn abstaining(&self) -> bool {
+        let untrusted = self.untrusted();
+        !untrusted.is_empty() && untrusted.iter().all(|r| r.trust.abstaining())
     }
 
     /// What to do when the readers' verdicts are not trusted, by the cause.
@@ -197,9 +243,24 @@ impl ReaderInfo {
             "see rejects.jsonl for what stopped every item before it"
         } else if self.too_few() {
             "build more rows (a larger --limit or --sample) so that the reader is asked enough control questions to be measured (README: the reader check)"
+        } else if self.abstaining() {
+            "read some of the rows refused reader_control_failed in rejects.jsonl: where their golden context states the answer, the reader abstains rather than reads, so choose one that answers from the passage; where it does not, the source's golden contexts cannot lead to its answers (README: the reader check)"
         } else {
             "choose a stronger reader (README: the reader check)"
         }
+    }
+
+    /// With controls that the reader (each of a panel) answered "none of these" and that
+    /// were left out of its measure, what the log and the card say of them
+    /// ([`ReaderTrust::no_answer_note`]; a panel's joined by "; ").
+    pub fn no_answer_note(&self) -> Option<String> {
+        let one = |r: &ReaderInfo| {
+            r.trust
+                .no_answer_note()
+                .map(|n| format!("the reader {}: {n}", r.model))
+        };
+        let all: Vec<String> = self.readers().into_iter().filter_map(one).collect();
+        (!all.is_empty()).then(|| all.join("; "))
     }
 
     /// The log's and the card's sentence when a reader's verdicts cannot be trusted (with a
@@ -251,6 +312,8 @@ struct RowReader {
 struct RowVerdict {
     check: String,
     passed: bool,
+    #[serde(default)]
+    none: bool,
 }
 
 #[derive(Deserialize)]
@@ -266,6 +329,7 @@ fn count(tallies: &mut BTreeMap<String, CheckTally>, verdicts: &[RowVerdict]) {
         let t = tallies.entry(v.check.clone()).or_default();
         t.asked += 1;
         t.passed += u64::from(v.passed);
+        t.none += u64::from(v.none);
     }
 }
 
@@ -366,12 +430,28 @@ impl ReaderTally {
 /// 78 of 100 0.69 (not trusted).
 /// The Wilson interval (not the normal one) because it stays inside [0, 1] and keeps its
 /// coverage at small counts and at rates near 1, which is where readers are judged.
+///
+/// A control the reader answered "none of these" (the reader check's `none_option`) says
+/// that row's golden context does not lead to its golden answer (a MuSiQue record whose
+/// passages never name the spouse asked for): it measures the data, not the reader, so it is
+/// counted apart (`controls_no_answer`) and left out of the counts and the bound above,
+/// which are over the controls the reader answered with one of the row's options (or with
+/// an answer that named none: that is the reader's failure). A reader that answers "none"
+/// to most controls must not come out trusted on the few it answered: with more than
+/// [`Self::MAX_NO_ANSWER_SHARE`] of its controls answered "none" it is not trusted, as one
+/// that may be abstaining rather than reading; with fewer left than
+/// [`Self::MIN_CONTROLS`], the rule's count is not met (too few controls).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ReaderTrust {
+    /// The controls the reader answered other than "none of these": the measure's count.
     pub controls_asked: u64,
     pub controls_passed: u64,
+    /// The controls it answered "none of these" (not in `controls_asked`). Absent when
+    /// none (and in manifests written before the none option).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub controls_no_answer: u64,
     /// The lower bound of the Wilson 95 % interval of the control pass rate, to 4 places;
-    /// `None` when no control was asked.
+    /// `None` when no control was answered.
     pub lower_bound: Option<f64>,
     /// Whether the rule above holds.
     pub verified: bool,
@@ -384,17 +464,29 @@ impl ReaderTrust {
     pub const MIN_PASS_RATE: f64 = 0.7;
     /// The normal quantile of a two-sided 95 % interval.
     pub const Z: f64 = 1.959_963_984_540_054;
+    /// The largest share of its controls a trusted reader may answer "none of these": more
+    /// than half, and the golden contexts of most rows would lead to no answer, which is
+    /// likelier a reader that abstains than a source whose golden passages mostly fail
+    /// (MuSiQue's failed 2 of 12 for a capable reader).
+    pub const MAX_NO_ANSWER_SHARE: f64 = 0.5;
 
-    /// The rule applied to a control tally.
+    /// The rule applied to a control tally (its `none` answers counted apart).
     pub fn of(control: CheckTally) -> Self {
-        let lower = wilson_lower(control.passed, control.asked, Self::Z);
-        ReaderTrust {
-            controls_asked: control.asked,
-            controls_passed: control.passed,
+        let none = control.none.min(control.asked);
+        let asked = control.asked - none;
+        let passed = control.passed.min(asked);
+        let lower = wilson_lower(passed, asked, Self::Z);
+        let mut t = ReaderTrust {
+            controls_asked: asked,
+            controls_passed: passed,
+            controls_no_answer: none,
             lower_bound: lower.map(|l| (l * 1e4).round() / 1e4),
-            verified: control.asked >= Self::MIN_CONTROLS
-                && lower.is_some_and(|l| l >= Self::MIN_PASS_RATE),
-        }
+            verified: false,
+        };
+        t.verified = asked >= Self::MIN_CONTROLS
+            && lower.is_some_and(|l| l >= Self::MIN_PASS_RATE)
+            && !t.abstaining();
+        t
     }
 
     /// The rule in words, with its constants.
@@ -406,45 +498,103 @@ impl ReaderTrust {
         )
     }
 
-    /// Whether the reader is untrusted only because it was asked too few controls to be
+    /// Every control asked, the ones answered "none of these" included.
+    pub fn controls(&self) -> u64 {
+        self.controls_asked + self.controls_no_answer
+    }
+
+    /// Whether the reader answered "none of these" to more than
+    /// [`Self::MAX_NO_ANSWER_SHARE`] of its controls: it may be abstaining rather than
+    /// reading, and is not trusted.
+    pub fn abstaining(&self) -> bool {
+        self.controls_no_answer as f64 > Self::MAX_NO_ANSWER_SHARE * self.controls() as f64
+    }
+
+    /// Whether the reader is untrusted only because it answered too few controls to be
     /// measured: some, fewer than [`Self::MIN_CONTROLS`], and it passed every one (4 of 4, 7
-    /// of 7). A reader that failed some is unreliable, whatever the count.
+    /// of 7). A reader that failed some is unreliable, whatever the count; one that
+    /// answered "none" to most is abstaining.
     pub fn too_few(&self) -> bool {
         !self.verified
+            && !self.abstaining()
             && (1..Self::MIN_CONTROLS).contains(&self.controls_asked)
             && self.controls_passed == self.controls_asked
     }
 
+    /// With controls answered "none of these", what they say (not counted against the
+    /// reader); `None` also for a reader that [abstains](Self::abstaining), of whose "none"
+    /// answers nothing can be said of the data.
+    pub fn no_answer_note(&self) -> Option<String> {
+        let k = self.controls_no_answer;
+        (k > 0 && !self.abstaining()).then(|| {
+            let (s, their) = if k == 1 {
+                ("control", "its")
+            } else {
+                ("controls", "their")
+            };
+            format!(
+                "{k} {s} found no answer in {their} golden context (the reader picked \"none of these\"): those rows' data cannot lead to the golden answer (their control fails: reader_control_failed, refused unless the recipe's control is \"record\"); they measure the data, not the reader, and are not counted against it"
+            )
+        })
+    }
+
     /// Why a reader is or is not trusted, with its figures (follows the reader's name).
     pub fn why(&self) -> String {
-        let (p, n) = (self.controls_passed, self.controls_asked);
+        let (p, n, k) = (
+            self.controls_passed,
+            self.controls_asked,
+            self.controls_no_answer,
+        );
         let bound = self.lower_bound.map_or(String::new(), |l| {
             format!(", Wilson 95 % lower bound {l:.2}")
         });
+        let note = self
+            .no_answer_note()
+            .map_or(String::new(), |n| format!("; {n}"));
         if self.verified {
             format!(
-                "passed {p} of {n} control questions{bound}: reliable (the rule: {})",
+                "passed {p} of {n} control questions{bound}: reliable (the rule: {}){note}",
                 Self::rule()
             )
-        } else if n == 0 {
+        } else if n + k == 0 {
             "read no row (every item was rejected before the reader check), so it was never measured and verified nothing".to_string()
-        } else if self.too_few() {
+        } else if self.abstaining() {
             format!(
-                "was asked only {n} control questions (the golden context leading to the golden answer) and passed {p}{bound}: too few to measure a reader (at least {} are needed), so its verdicts are not trusted; this says nothing yet of how it reads (the rule: {})",
+                "answered \"none of these\" to {k} of its {} control questions (the golden context leading to the golden answer), more than {:.0} %: it may be abstaining rather than reading, so its verdicts are not trusted (of the {n} it answered with an option it passed {p}{bound}; the rule: {})",
+                n + k,
+                Self::MAX_NO_ANSWER_SHARE * 100.0,
+                Self::rule()
+            )
+        } else if self.too_few() {
+            let asked = if k == 0 {
+                format!("was asked only {n} control questions")
+            } else {
+                format!(
+                    "answered only {n} of its {} control questions with an option",
+                    n + k
+                )
+            };
+            format!(
+                "{asked} (the golden context leading to the golden answer) and passed {p}{bound}: too few to measure a reader (at least {} are needed), so its verdicts are not trusted; this says nothing yet of how it reads (the rule: {}){note}",
                 Self::MIN_CONTROLS,
                 Self::rule()
             )
         } else {
             let few = if n < Self::MIN_CONTROLS {
+                let how = if k == 0 {
+                    "asked"
+                } else {
+                    "answered with an option"
+                };
                 format!(
-                    ", and only {n} were asked (at least {} are needed)",
+                    ", and only {n} were {how} (at least {} are needed)",
                     Self::MIN_CONTROLS
                 )
             } else {
                 String::new()
             };
             format!(
-                "is unreliable: it passed only {p} of {n} control questions (the golden context leading to the golden answer){bound}, under {:.2}{few}, so its verdicts are not trusted (the rule: {})",
+                "is unreliable: it passed only {p} of {n} control questions (the golden context leading to the golden answer){bound}, under {:.2}{few}, so its verdicts are not trusted (the rule: {}){note}",
                 Self::MIN_PASS_RATE,
                 Self::rule()
             )
@@ -508,7 +658,11 @@ mod tests {
     use super::*;
 
     fn trust(passed: u64, asked: u64) -> ReaderTrust {
-        ReaderTrust::of(CheckTally { asked, passed })
+        ReaderTrust::of(CheckTally {
+            asked,
+            passed,
+            none: 0,
+        })
     }
 
     #[test]
@@ -547,6 +701,7 @@ mod tests {
             CheckTally {
                 asked: 12,
                 passed: 0,
+                none: 0,
             },
         );
         let r = ReaderInfo::new("openai".into(), "m".into(), "http://e".into(), checks);
@@ -569,6 +724,7 @@ mod tests {
             CheckTally {
                 asked: 3,
                 passed: 3,
+                none: 0,
             },
         );
         let few = ReaderInfo::new("openai".into(), "m".into(), "e".into(), few);
@@ -590,6 +746,7 @@ mod tests {
                 CheckTally {
                     asked: 8,
                     passed: 5,
+                    none: 0,
                 },
             )]
             .into(),
@@ -607,6 +764,7 @@ mod tests {
             CheckTally {
                 asked: 12,
                 passed: 12,
+                none: 0,
             },
         );
         let r = ReaderInfo::new("openai".into(), "m".into(), "e".into(), good);
@@ -616,6 +774,121 @@ mod tests {
             .trust
             .why()
             .contains("passed 12 of 12 control questions, Wilson 95 % lower bound 0.76: reliable"));
+    }
+
+    /// A reader of `asked` controls, `none` of them answered "none of these" and `passed`
+    /// passed.
+    fn read(passed: u64, asked: u64, none: u64) -> ReaderInfo {
+        let checks = [(
+            "control".to_owned(),
+            CheckTally {
+                asked,
+                passed,
+                none,
+            },
+        )];
+        ReaderInfo::new("openai".into(), "m".into(), "e".into(), checks.into())
+    }
+
+    /// Two of twelve controls answered "none of these" (a MuSiQue record whose passages never
+    /// name the spouse asked for): the data's fault, left out of the measure; ten of ten
+    /// answered is a trusted reader, and the note names the two.
+    #[test]
+    fn controls_answered_none_are_counted_apart() {
+        let r = read(10, 12, 2);
+        assert_eq!(
+            r.trust,
+            ReaderTrust {
+                controls_asked: 10,
+                controls_passed: 10,
+                controls_no_answer: 2,
+                lower_bound: Some(0.7225),
+                verified: true,
+            }
+        );
+        assert!(r.verified() && r.warning().is_none() && !r.trust.abstaining());
+        let note = r.no_answer_note().unwrap();
+        assert_eq!(
+            note,
+            "the reader m: 2 controls found no answer in their golden context (the reader picked \"none of these\"): those rows' data cannot lead to the golden answer (their control fails: reader_control_failed, refused unless the recipe's control is \"record\"); they measure the data, not the reader, and are not counted against it"
+        );
+        assert!(r
+            .trust
+            .why()
+            .contains("passed 10 of 10 control questions, Wilson 95 % lower bound 0.72: reliable"));
+        // The same twelve without the none option (two wrong picks): unreliable.
+        assert!(!read(10, 12, 0).verified());
+        // Nine answered and passed, three "none": too few answered, said as such.
+        let few = read(9, 12, 3);
+        assert!(few.too_few() && !few.abstaining());
+        let w = few.warning().unwrap();
+        assert!(
+            w.starts_with("the reader m answered only 9 of its 12 control questions with an option (the golden context leading to the golden answer) and passed 9")
+                && w.contains("too few to measure a reader")
+                && w.contains("3 controls found no answer in their golden context")
+                && !w.contains("unreliable"),
+            "{w}"
+        );
+        assert!(few.advice().starts_with("build more rows"));
+        // A wrong pick among the answered ones is the reader's: unreliable, the note beside.
+        let w = read(7, 12, 3).warning().unwrap();
+        assert!(
+            w.starts_with("the reader m is unreliable: it passed only 7 of 9 control questions")
+                && w.contains(", and only 9 were answered with an option (at least 10 are needed)")
+                && w.contains("3 controls found no answer"),
+            "{w}"
+        );
+    }
+
+    /// A reader that answers "none of these" to most controls is not trusted on the few it
+    /// answered, and the advice says it may abstain rather than read.
+    #[test]
+    fn a_reader_that_answers_none_to_most_controls_is_abstaining() {
+        // 20 "none" of 30: the 10 answered, all passed, would meet the rule alone.
+        let r = read(10, 30, 20);
+        assert_eq!(
+            (r.trust.controls_asked, r.trust.controls_no_answer),
+            (10, 20)
+        );
+        assert_eq!(r.trust.lower_bound, Some(0.7225));
+        assert!(!r.verified() && r.trust.abstaining() && r.abstaining() && !r.too_few());
+        let w = r.warning().unwrap();
+        assert!(
+            w.starts_with("the reader m answered \"none of these\" to 20 of its 30 control questions (the golden context leading to the golden answer), more than 50 %: it may be abstaining rather than reading")
+                && w.contains("of the 10 it answered with an option it passed 10"),
+            "{w}"
+        );
+        assert!(!w.contains("unreliable") && !w.contains("too few"), "{w}");
+        assert!(r.advice().contains("the reader abstains rather than reads"));
+        // Every control "none": abstaining, not "read no row".
+        let all = read(0, 5, 5);
+        assert!(all.abstaining() && !all.read_nothing() && !all.too_few());
+        // Its "none" answers say nothing of the data.
+        assert_eq!(r.no_answer_note(), None);
+        // Exactly half is not more than half: 6 of 12, 6 answered, too few.
+        let half = read(6, 12, 6);
+        assert!(!half.abstaining() && half.too_few());
+    }
+
+    /// A manifest written before the none option (no `none`, no `controls_no_answer`) still
+    /// reads, and a reader that never answered "none" writes neither (the bytes as before).
+    #[test]
+    fn a_manifest_without_the_none_counts_still_reads() {
+        let old = serde_json::json!({
+            "backend": "openai", "model": "m", "endpoint": "e",
+            "checks": {"control": {"asked": 12, "passed": 12}},
+            "trust": {"controls_asked": 12, "controls_passed": 12, "lower_bound": 0.7575, "verified": true}
+        });
+        let r: ReaderInfo = serde_json::from_value(old.clone()).unwrap();
+        assert_eq!(r.trust.controls_no_answer, 0);
+        assert_eq!(r.checks["control"].none, 0);
+        assert_eq!(r.trust, read(12, 12, 0).trust);
+        let text = serde_json::to_value(&r).unwrap();
+        assert_eq!(text["trust"], old["trust"]);
+        assert_eq!(text["checks"], old["checks"]);
+        let with = serde_json::to_value(read(10, 12, 2)).unwrap();
+        assert_eq!(with["checks"]["control"]["none"], 2);
+        assert_eq!(with["trust"]["controls_no_answer"], 2);
     }
 }
 
@@ -632,6 +905,48 @@ mod panel_tests {
         json!({"model": "a", "endpoint": "e", "votes": 1,
                "checks": [{"check": "negative", "passed": stands[0]}, {"check": "control", "passed": true}],
                "panel": [member("a", stands[0]), member("b", stands[1])]})
+    }
+
+    /// The rows' `none` marks are counted per check and per reader of a panel, and each
+    /// reader's trust leaves its own apart.
+    #[test]
+    fn none_answers_are_counted_per_reader() {
+        let v = |check: &str, passed: bool, none: bool| json!({"check": check, "passed": passed, "none": none});
+        let mut t = ReaderTally::default();
+        for i in 0..12 {
+            // `a` finds no answer in the first two golden contexts, `b` in none.
+            let a_none = i < 2;
+            let a = vec![v("negative", true, false), v("control", !a_none, a_none)];
+            let b = vec![v("negative", true, false), v("control", true, false)];
+            t.add(
+                &json!({"model": "a", "endpoint": "e", "votes": 1, "checks": a,
+                "panel": [{"model": "a", "endpoint": "e", "stands": !a_none, "checks": a},
+                          {"model": "b", "endpoint": "e", "stands": true, "checks": b}]}),
+            );
+        }
+        let info = t.info(None).unwrap();
+        let a = &info.panel[0];
+        assert_eq!(
+            a.checks["control"],
+            CheckTally {
+                asked: 12,
+                passed: 10,
+                none: 2
+            }
+        );
+        assert_eq!(
+            (a.trust.controls_asked, a.trust.controls_no_answer),
+            (10, 2)
+        );
+        assert!(a.trust.verified);
+        assert_eq!(info.panel[1].trust.controls_no_answer, 0);
+        assert!(info.verified());
+        let note = info.no_answer_note().unwrap();
+        assert!(
+            note.starts_with("the reader a: 2 controls found no answer")
+                && !note.contains("reader b"),
+            "{note}"
+        );
     }
 
     #[test]
@@ -672,21 +987,24 @@ mod panel_tests {
             info.panel[0].rows,
             Some(CheckTally {
                 asked: 5,
-                passed: 3
+                passed: 3,
+                none: 0
             })
         );
         assert_eq!(
             info.panel[1].rows,
             Some(CheckTally {
                 asked: 5,
-                passed: 3
+                passed: 3,
+                none: 0
             })
         );
         assert_eq!(
             info.panel[1].checks["negative"],
             CheckTally {
                 asked: 5,
-                passed: 3
+                passed: 3,
+                none: 0
             }
         );
         let a = &info.agreement[0];

@@ -11,7 +11,8 @@
 //! refusal) is invalid; then the option texts mentioned as whole words (after
 //! `cb_model::text::normalize`): exactly one is the choice (an option whose text lies inside
 //! a longer mentioned one does not count), several distinct ones are invalid (`both`), none
-//! is invalid (`no_option`).
+//! is invalid (`no_option`). Where the last option is the reader check's none option
+//! ([`extract_offering_none`]), "None", "None of these" or "does not answer" pick it.
 
 use cb_llm::{Call, ChatRequest, Message};
 use cb_model::text::{contains_phrase, looks_like_refusal, normalize, Normalized};
@@ -247,6 +248,32 @@ pub fn extract(raw: &str, options: &[String]) -> Extracted {
     }
 }
 
+/// As [`extract`], where the last of `options` is [`cb_model::NONE_OPTION`] (a reader check
+/// with `none_option`): an answer that says it in words rather than by its letter ("None",
+/// "None of these", "The passage does not answer") picks it. Any other answer reads as
+/// [`extract`] reads it ("I don't know" stays invalid).
+pub fn extract_offering_none(raw: &str, options: &[String]) -> Extracted {
+    let x = extract(raw, options);
+    let norm = normalize(raw);
+    let says_none = norm == "none"
+        || norm.starts_with("none ")
+        || [
+            "does not answer",
+            "doesn t answer",
+            "does not state",
+            "doesn t state",
+        ]
+        .iter()
+        .any(|p| contains_phrase(raw, p));
+    if matches!(x.how, "unknown" | "no_option") && says_none && !options.is_empty() {
+        return Extracted {
+            choice: Some(options.len() - 1),
+            how: "text",
+        };
+    }
+    x
+}
+
 /// What the reader answered to one check.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {
@@ -260,6 +287,10 @@ pub struct Verdict {
     /// The majority's pick, if any.
     pub pick: Option<String>,
     pub passed: bool,
+    /// The majority picked the reader check's "none of these" (its `none_option`): the
+    /// reader found no answer in the passage. Absent when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub none: bool,
     /// The calls behind it (in the row's lineage, not here).
     #[serde(skip)]
     pub calls: Vec<crate::CallRecord>,
@@ -272,8 +303,8 @@ impl Verdict {
         let name = |l: &Option<String>| match l {
             Some(l) => {
                 let text = cb_model::letter_index(l)
-                    .and_then(|i| choices.get(i))
-                    .map_or("", String::as_str);
+                    .and_then(|i| cb_model::picked_option(choices, i))
+                    .unwrap_or("");
                 format!("\"{l}\" ({text})")
             }
             None => "no option".to_owned(),
@@ -404,5 +435,33 @@ mod tests {
         );
         assert_eq!(extract("   ", &o).how, "empty");
         assert_eq!(extract("A museum.", &o).how, "no_option");
+    }
+
+    /// Where the none option is offered (last), saying it in words picks it; a letter, an
+    /// option named, or "I don't know" read as without it; without it "None" stays invalid.
+    #[test]
+    fn the_none_option_said_in_words_is_picked_where_offered() {
+        let o = opts(&["bank", "library", cb_model::NONE_OPTION]);
+        for said in [
+            "None",
+            "None of these.",
+            "none of the above",
+            "The passage does not answer the question.",
+            "The passage does not state it.",
+            "It doesn't answer that.",
+            cb_model::NONE_OPTION,
+        ] {
+            assert_eq!(extract_offering_none(said, &o).choice, Some(2), "{said}");
+        }
+        assert_eq!(extract_offering_none("B", &o).choice, Some(1));
+        assert_eq!(extract_offering_none("The library.", &o).choice, Some(1));
+        assert_eq!(extract_offering_none("I don't know.", &o).how, "unknown");
+        assert_eq!(extract_offering_none("A museum.", &o).how, "no_option");
+        let without = opts(&["bank", "library"]);
+        assert_eq!(extract("None of these.", &without).how, "unknown");
+        assert_eq!(
+            extract("The passage does not answer.", &without).how,
+            "no_option"
+        );
     }
 }

@@ -35,6 +35,12 @@ pub trait Step: Send + Sync + std::fmt::Debug {
         false
     }
 
+    /// A reading step's questions, word for word (`[...]` for what each row fills in), every
+    /// one it may put; the manifest keeps those it put and the card quotes them.
+    fn reader_questions(&self) -> Vec<cb_model::manifest::ReaderQuestion> {
+        Vec::new()
+    }
+
     /// The views of the whole build the step reads through [`StepCtx::corpus`]; the engine
     /// fills them in a first pass over the source before any item runs.
     fn views(&self) -> Vec<ViewSpec> {

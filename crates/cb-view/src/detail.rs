@@ -55,9 +55,18 @@ pub fn sides(item: &cb_audit::Item) -> minijinja::Value {
     ))
 }
 
-fn readers_ctx(v: &Value) -> Vec<minijinja::Value> {
+/// The readers' verdicts on a row of `options` options: a pick of the none option (the
+/// letter after the last option, `cb_model::picked_option`) is shown with its words.
+fn readers_ctx(v: &Value, options: usize) -> Vec<minijinja::Value> {
     let Some(r) = v.get("reader").filter(|r| r.is_object()) else {
         return Vec::new();
+    };
+    let named = |l: &Value| match l.as_str() {
+        Some(l) if cb_model::letter_index(l) == Some(options) => {
+            format!("{l}: {}", cb_model::NONE_OPTION)
+        }
+        Some(l) => l.to_owned(),
+        None => "none".to_owned(),
     };
     let one = |p: &Value, stands: Option<bool>| {
         let checks: Vec<_> = p["checks"]
@@ -65,8 +74,14 @@ fn readers_ctx(v: &Value) -> Vec<minijinja::Value> {
             .into_iter()
             .flatten()
             .map(|c| {
+                let picks: Vec<String> = c["picks"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(named)
+                    .collect();
                 context! { check => c["check"].as_str(), expected => c["expected"].as_str(),
-                picks => c["picks"].to_string(), pick => c["pick"].as_str().unwrap_or("none"),
+                picks => picks.join(", "), pick => named(&c["pick"]),
                 passed => c["passed"].as_bool() }
             })
             .collect();
@@ -129,7 +144,7 @@ pub async fn row(State(s): Shared, Query(at): Query<RowAt>) -> Result<Html<Strin
         .collect();
     let ctx = context! {
         index => at.n, options => options_ctx(&item),
-        sides => sides(&item), failed, warnings, readers => readers_ctx(&v),
+        sides => sides(&item), failed, warnings, readers => readers_ctx(&v, item.options.len()),
         lineage => lineage_ctx(&v, &s.settings.cache)?,
         cache => s.settings.cache.display().to_string(), item,
     };
@@ -246,4 +261,29 @@ pub async fn live_page(State(s): Shared) -> Result<Html<String>, ViewError> {
         every => 2, recipes => live.recipes.clone(), cache => s.settings.cache.display().to_string(), live,
     };
     render(&s, "live.html", "Live", ctx)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pick one past a row's options is the none option, shown with its words; the
+    /// row's letters and an invalid vote as before.
+    #[test]
+    fn a_none_pick_is_shown_as_the_none_option() {
+        let v = serde_json::json!({"reader": {"model": "r", "checks": [
+            {"check": "negative", "expected": "B", "picks": ["E", null, "B"], "pick": "E", "passed": false},
+            {"check": "control", "expected": "A", "picks": ["A"], "pick": "A", "passed": true}]}});
+        let shown = minijinja::Value::from(readers_ctx(&v, 4)).to_string();
+        let none = format!("E: {}", cb_model::NONE_OPTION);
+        assert!(
+            shown.contains(&format!("\"picks\": \"{none}, none, B\""))
+                && shown.contains(&format!("\"pick\": \"{none}\""))
+                && shown.contains("\"pick\": \"A\""),
+            "{shown}"
+        );
+        // With five options, "E" is an option's letter.
+        let shown = minijinja::Value::from(readers_ctx(&v, 5)).to_string();
+        assert!(!shown.contains(cb_model::NONE_OPTION), "{shown}");
+    }
 }

@@ -2,12 +2,12 @@
 //! any audited file (released KRE files included), and with `--rate` KRE appendix A.4's
 //! three-level rating. Questions are asked as the build's `reader_check` asks them
 //! (`cb_steps::reader_check::ask_check`: the reader's question `reader/question.md`, the
-//! eval's letter extraction), as
-//! ordinary cached calls.
+//! eval's letter extraction, and the none option where the recipe of the row's benchmark
+//! and domain offers it), as ordinary cached calls.
 
 use crate::config_error::config_err;
 use cb_audit::{ItemKind, ReaderResult, Report};
-use cb_engine::Files;
+use cb_engine::{Files, Recipe};
 use cb_llm::Llm;
 use cb_steps::reader_check::{self, ask_check, Asker, Check, Env, Question, ReaderSpec, LEVELS};
 use clap::Args;
@@ -44,6 +44,11 @@ pub struct AuditReaderArgs {
     /// Folder of prompt templates (default: ./prompts when present, else the bundled ones).
     #[arg(long)]
     pub prompts: Option<PathBuf>,
+    /// Folder of recipes (default: ./recipes when present, else the bundled ones): a row is
+    /// offered the none option where the recipe of its benchmark and domain offers it
+    /// (`none_option`).
+    #[arg(long, requires = "reader_base_url")]
+    pub recipes: Option<PathBuf>,
 }
 
 /// What one reader question of the audit is.
@@ -56,6 +61,8 @@ struct Job {
     options: Vec<String>,
     context: String,
     expected: usize,
+    /// The recipe of the row's domain offers the none option.
+    none_option: bool,
 }
 
 /// Asks the reader every check of every KRE and QA row of `report` and adds the verdicts;
@@ -72,11 +79,12 @@ pub async fn read(
         return Err(config_err("--concurrency must be at least 1"));
     }
     crate::preflight::check_endpoint("--reader-base-url", base_url, true)?;
+    let files = crate::assets::prompt_files(args.prompts.as_deref())?;
+    let (_, recipes) = crate::assets::recipes(args.recipes.as_deref())?;
     // One command per cache: two audits never write one reader cache at once.
     let _held = crate::folder_lock::for_file(&args.cache, "--cache")?;
     let llm = crate::llm_config::audit_reader(&args.cache, args.concurrency, (base_url, model))?;
-    let files = crate::assets::prompt_files(args.prompts.as_deref())?;
-    let jobs = jobs_of(report, &files, args.votes as u32)?;
+    let jobs = jobs_of(report, &files, &recipes, args.votes as u32)?;
     let env = Arc::new(reader_check::environment());
     let (mut results, no_answer) = ask_all(&llm, &env, jobs, seed).await?;
     if args.rate {
@@ -109,14 +117,34 @@ fn load_spec(files: &Files, name: &str, votes: u32) -> anyhow::Result<Arc<Reader
         .map_err(|e| config_err(e.to_string()))
 }
 
-/// The reader's questions of every KRE and QA row of `report` (its rows read again).
-fn jobs_of(report: &Report, files: &Files, votes: u32) -> anyhow::Result<Vec<Job>> {
+/// Whether the recipe of `benchmark` and `domain` among `recipes` offers the none option.
+fn offers_none(recipes: &[Recipe], benchmark: &str, domain: &str) -> bool {
+    recipes
+        .iter()
+        .filter(|r| r.benchmark == benchmark && r.domain == domain)
+        .flat_map(|r| &r.steps)
+        .any(reader_check::offers_none_option)
+}
+
+/// The reader's questions of every KRE and QA row of `report` (its rows read again), as the
+/// recipe of the row's domain among `recipes` asks them.
+fn jobs_of(
+    report: &Report,
+    files: &Files,
+    recipes: &[Recipe],
+    votes: u32,
+) -> anyhow::Result<Vec<Job>> {
     // The build's reader check's question: the same instruction for released rows and ours.
     let kre = load_spec(files, reader_check::DEFAULT_PROMPT, votes)?;
     let qa = Arc::clone(&kre);
     let mut jobs = Vec::new();
     let wanted = |i: usize| report.outline[i].kind != ItemKind::TextGeneration;
     let each = |i: usize, it: cb_audit::Item| {
+        let benchmark = match it.kind {
+            ItemKind::Kre => "kre",
+            _ => "recall",
+        };
+        let none_option = offers_none(recipes, benchmark, &it.domain);
         let mut push = |code, spec: &Arc<ReaderSpec>, context: &str, expected: Option<usize>| {
             if let Some(expected) = expected {
                 jobs.push(Job {
@@ -128,6 +156,7 @@ fn jobs_of(report: &Report, files: &Files, votes: u32) -> anyhow::Result<Vec<Job
                     options: it.options.clone(),
                     context: context.to_owned(),
                     expected,
+                    none_option,
                 });
             }
         };
@@ -170,7 +199,7 @@ async fn ask_all(
                 context: Some(&job.context),
                 expected: job.expected,
                 judged: false,
-                none_option: false,
+                none_option: job.none_option,
             };
             let asker = Asker {
                 reader: &llm,

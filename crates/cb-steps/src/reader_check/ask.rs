@@ -4,7 +4,7 @@
 //! ([`ask_check`]), and KRE appendix A.4's three-level rating ([`rate`]).
 
 use crate::prelude::*;
-use cb_llm::{Llm, LlmError};
+use cb_llm::{Llm, LlmError, Message};
 use cb_model::letter;
 use cb_step::choice::{self, Sampling, Verdict};
 use cb_step::{CallRecord, Prompt};
@@ -32,6 +32,16 @@ impl ReaderSpec {
             votes,
             max_tokens: 32,
         })
+    }
+
+    /// The template `check` is asked with: the judge prompt for a judged check, the
+    /// answer-set prompt for the options alone, else the reader's question.
+    pub fn prompt_of(&self, check: &Check<'_>) -> &Prompt {
+        match (&self.answer_set, &self.judge, check.context) {
+            (_, Some(p), _) if check.judged => p,
+            (Some(p), _, None) => p,
+            _ => &self.prompt,
+        }
     }
 }
 
@@ -92,10 +102,9 @@ pub struct Question<'a> {
     pub choices: &'a [String],
 }
 
-/// The option a check with `none_option` shows last, after the row's options in any order:
-/// a reader that picks it found no answer in the passage. Its index in the row's order is
-/// the number of the row's options.
-pub const NONE_OPTION: &str = "none of these: the passage does not answer the question";
+/// The option a check with `none_option` shows last (its index in the row's order is the
+/// number of the row's options).
+pub use cb_model::NONE_OPTION;
 
 /// One check: which context the reader gets (`None`: the options alone, the answer-set
 /// test), and the option it must pick; `judged` checks ask the editor's question of the
@@ -131,11 +140,7 @@ pub async fn ask_check(
     q: Question<'_>,
     check: &Check<'_>,
 ) -> Result<Verdict, LlmError> {
-    let prompt = match (&a.spec.answer_set, &a.spec.judge, check.context) {
-        (_, Some(p), _) if check.judged => p,
-        (Some(p), _, None) => p,
-        _ => &a.spec.prompt,
-    };
+    let prompt = a.spec.prompt_of(check);
     let mut verdict = Verdict {
         check: check.name.to_owned(),
         expected: letter(check.expected),
@@ -143,6 +148,7 @@ pub async fn ask_check(
         how: Vec::new(),
         pick: None,
         passed: false,
+        none: false,
         calls: Vec::new(),
     };
     let mut votes = Vec::new();
@@ -156,7 +162,36 @@ pub async fn ask_check(
     let pick = choice::majority(&votes);
     verdict.pick = pick.map(letter);
     verdict.passed = pick == Some(check.expected);
+    // The none option follows the row's options.
+    verdict.none = check.none_option && pick == Some(q.choices.len());
     Ok(verdict)
+}
+
+/// The messages of `q` asked with `check` from `prompt`, the row's options in `order`
+/// ([`NONE_OPTION`] last where the check offers it), and the options as shown.
+pub fn messages(
+    env: &Env,
+    prompt: &Prompt,
+    q: Question<'_>,
+    check: &Check<'_>,
+    order: &[usize],
+) -> Result<(Vec<Message>, Vec<String>), LlmError> {
+    let mut shown: Vec<String> = order.iter().map(|i| q.choices[*i].clone()).collect();
+    if check.none_option {
+        shown.push(NONE_OPTION.to_owned());
+    }
+    let vars = minijinja::context! {
+        role => "",
+        instruction => "",
+        examples => Vec::<String>::new(),
+        context => check.context.unwrap_or(""),
+        question => q.question,
+        options => choice::option_views(&shown),
+    };
+    let messages = prompt
+        .render(env, &vars)
+        .map_err(|e| LlmError::Config(format!("cannot render prompt {e}")))?;
+    Ok((messages, shown))
 }
 
 /// Vote `v` of a check (from 0; the first shows the options in the row's order, the others
@@ -182,21 +217,7 @@ async fn ask_vote(
             n,
         )
     };
-    let mut shown: Vec<String> = order.iter().map(|i| q.choices[*i].clone()).collect();
-    if check.none_option {
-        shown.push(NONE_OPTION.to_owned());
-    }
-    let vars = minijinja::context! {
-        role => "",
-        instruction => "",
-        examples => Vec::<String>::new(),
-        context => check.context.unwrap_or(""),
-        question => q.question,
-        options => choice::option_views(&shown),
-    };
-    let messages = prompt
-        .render(a.env, &vars)
-        .map_err(|e| LlmError::Config(format!("cannot render prompt {e}")))?;
+    let (messages, shown) = messages(a.env, prompt, q, check, &order)?;
     // What the dry-run backend answers: the intended option, so an estimate counts every
     // check.
     let intended = order.iter().position(|i| *i == check.expected).unwrap_or(0);
@@ -222,7 +243,11 @@ async fn ask_vote(
         completion_tokens: c.completion_tokens,
         model: None,
     };
-    let x = choice::extract(&c.text, &shown);
+    let x = if check.none_option {
+        choice::extract_offering_none(&c.text, &shown)
+    } else {
+        choice::extract(&c.text, &shown)
+    };
     let picked = x.choice.map(|i| order.get(i).copied().unwrap_or(n));
     Ok((picked, x.how, record))
 }

@@ -29,12 +29,16 @@
 //! With `none_option = true`, every question asked with a context (KRE: `negative`,
 //! `control`; RECALL: `qa_a`, `qa_na`, `qa_na_sentence`, `control`) shows one more option,
 //! always last whatever the vote's order: [`NONE_OPTION`], "none of these: the passage does
-//! not answer the question". A reader that picks it fails the check: the negative context
-//! (`reader_disagrees`) or the golden one (`reader_control_failed`: the golden context does
-//! not lead to an answer, which is what the control should measure for extractive data,
-//! where a capable reader otherwise picks the only option a passage names, as on a MuSiQue
-//! record whose passages never name the spouse asked for). KRE's own evaluation offers
-//! "None" too. The judged checks and the answer set keep their options.
+//! not state what the question asks" (an answer that says it in words picks it too:
+//! [`cb_step::choice::extract_offering_none`]). A reader that picks it fails the check: the
+//! negative context (`reader_disagrees`) or the golden one (`reader_control_failed`: the
+//! golden context does not lead to an answer, which is what the control should measure for
+//! extractive data, where a capable reader otherwise picks the only option a passage names,
+//! as on a MuSiQue record whose passages never name the spouse asked for). KRE's own
+//! evaluation offers "None" too. The judged checks and the answer set keep their options. A
+//! verdict whose majority picked it is marked `none` in the row's `reader` column: the build
+//! counts such controls apart, as the data's and not the reader's
+//! (`cb_model::manifest::ReaderTrust`).
 //!
 //! The control is asked of every row the reader judges, also of rows that failed an
 //! earlier check (the other checks stop at the first failure that rejects the row): the
@@ -66,6 +70,11 @@
 //!
 //! Without a reader (an offline build, or `--reader none`) the step passes every row and the
 //! build says it is not reader-verified.
+//!
+//! What the card quotes ([`Step::reader_questions`], the manifest's `reader.questions`):
+//! every question the check may put, rendered as asked for a row whose fields say what each
+//! row fills in (`[the negative context]`), so that the words come from the templates and
+//! the judged checks' own code, never a copy.
 
 mod ask;
 mod judged;
@@ -77,6 +86,7 @@ pub use ask::{
 pub use cb_step::choice::Verdict;
 
 use crate::prelude::*;
+use cb_model::manifest::ReaderQuestion;
 use cb_model::{letter_index, negative_option};
 use cb_step::choice::{PanelRecord, ReaderRecord};
 
@@ -156,7 +166,7 @@ pub const PARAMS: &[Param] = &[
         key: "none_option",
         ty: ParamType::Bool,
         default: "false",
-        meaning: "Offer one more option, always last, with every question asked with a context (KRE: negative, control; RECALL: qa_a, qa_na, qa_na_sentence, control): \"none of these\", the passage does not answer the question. Picking it fails the check (negative: `reader_disagrees`; control: `reader_control_failed`, the golden context leads to no answer). For extractive data (SQuAD, MuSiQue), whose golden context must state the answer; not for CoS-E, whose golden explanations often do not bear on the question and would refuse good rows.",
+        meaning: "Offer one more option, always last, with every question asked with a context (KRE: negative, control; RECALL: qa_a, qa_na, qa_na_sentence, control): \"none of these\", the passage does not state what the question asks. Picking it fails the check (negative: `reader_disagrees`; control: `reader_control_failed`, the golden context leads to no answer, counted apart from the reader's measure as the data's). For extractive data (SQuAD, MuSiQue), whose golden context must state the answer; not for CoS-E, whose golden explanations often do not bear on the question and would refuse good rows.",
     },
     Param {
         key: "judge_prompt",
@@ -260,7 +270,7 @@ pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepErro
         control,
         max_answer_set_share: max_share,
         judged,
-        none_option: spec.bool("none_option", false),
+        none_option: offers_none_option(spec),
         reader: ReaderSpec {
             prompt: Prompt::load(prompts, &prompt)?,
             answer_set: optional_prompt(
@@ -281,6 +291,12 @@ pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepErro
             max_tokens: spec.int("max_tokens").map_or(32, |x| x as u32),
         },
     }))
+}
+
+/// Whether the recipe step `spec` is a reader check that offers [`NONE_OPTION`]
+/// (`none_option`): `audit --reader-…` asks a row what its domain's recipe asks.
+pub fn offers_none_option(spec: &StepSpec) -> bool {
+    spec.kind == "reader_check" && spec.bool("none_option", false)
 }
 
 /// The template named by `key` (else `default`) when `wanted`.
@@ -609,16 +625,14 @@ impl ReaderCheck {
             .enumerate()
             .find_map(|(i, (_, f))| f.map(|f| (i, f)))
             .expect("a refused row has a failing reader");
-        // A judged check's picks name its own options; the none option follows the row's.
-        let p = planned.iter().find(|p| p.name == v.check);
-        let mut shown = p
+        // A judged check's picks name its own options (a pick of the none option names it:
+        // `cb_model::picked_option`).
+        let shown = planned
+            .iter()
+            .find(|p| p.name == v.check)
             .and_then(|p| p.ask.as_ref())
-            .map_or(choices, |(_, o)| o.as_slice())
-            .to_vec();
-        if p.is_some_and(|p| self.offers_none(p)) {
-            shown.push(NONE_OPTION.to_owned());
-        }
-        let mut reject = self.rejection(reason, &v, &shown);
+            .map_or(choices, |(_, o)| o.as_slice());
+        let mut reject = self.rejection(reason, &v, shown);
         if n > 1 {
             if let StepFailure::Reject { detail, .. } = &mut reject {
                 let rule = match self.agree {
@@ -650,21 +664,7 @@ impl ReaderCheck {
             if first_failure.is_some() && !p.always {
                 continue;
             }
-            let check = Check {
-                name: p.name,
-                context: p.context.as_deref(),
-                expected: p.expected,
-                judged: p.ask.is_some(),
-                none_option: self.offers_none(p),
-            };
-            let q = match &p.ask {
-                Some((question, options)) => Question {
-                    id: q.id,
-                    question,
-                    choices: options,
-                },
-                None => q,
-            };
+            let (check, q) = self.check_of(p, q);
             let v = ask_check(asker, q, &check).await.map_err(|e| {
                 let context = format!(
                     "{}: the reader gave no answer to the {} check",
@@ -688,14 +688,35 @@ impl ReaderCheck {
         Ok((verdicts, first_failure))
     }
 
+    /// Planned check `p` of the row's question `q` as asked: its check, and the question it
+    /// puts (a judged check's own, else `q`).
+    fn check_of<'a>(&self, p: &'a Planned, q: Question<'a>) -> (Check<'a>, Question<'a>) {
+        let check = Check {
+            name: p.name,
+            context: p.context.as_deref(),
+            expected: p.expected,
+            judged: p.ask.is_some(),
+            none_option: self.offers_none(p),
+        };
+        let q = match &p.ask {
+            Some((question, options)) => Question {
+                id: q.id,
+                question,
+                choices: options,
+            },
+            None => q,
+        };
+        (check, q)
+    }
+
     /// Whether check `p` shows [`NONE_OPTION`]: with `none_option`, every question of the
     /// row's own asked with a context.
     fn offers_none(&self, p: &Planned) -> bool {
         self.none_option && p.ask.is_none() && p.context.is_some()
     }
 
-    /// The reject of an item whose check `v` failed for `reason` (`choices`: the options as
-    /// the check showed them, in the row's order).
+    /// The reject of an item whose check `v` failed for `reason` (`choices`: the row's
+    /// options, or a judged check's own).
     fn rejection(&self, reason: &str, v: &Verdict, choices: &[String]) -> StepFailure {
         let what = match v.check.as_str() {
             "negative" => "with the negative context",
@@ -714,12 +735,6 @@ impl ReaderCheck {
         let expected = letter_index(&v.expected)
             .and_then(|i| choices.get(i))
             .map_or("", String::as_str);
-        let found_none = v
-            .pick
-            .as_deref()
-            .and_then(letter_index)
-            .and_then(|i| choices.get(i))
-            .is_some_and(|o| o == NONE_OPTION);
         let detail = if reason == "answer_set_reveals" {
             format!(
                 "{reason}: from the options alone the reader picked the golden answer \"{}\" ({expected}) in {:.0} % of its votes, above max_answer_set_share {}",
@@ -728,7 +743,7 @@ impl ReaderCheck {
                 self.max_answer_set_share.unwrap_or(1.0)
             )
         } else {
-            let none = match (found_none, v.check.as_str()) {
+            let none = match (v.none, v.check.as_str()) {
                 (false, _) => "",
                 (true, "control") => {
                     " found no answer in the passage (the golden context does not lead to an answer):"
@@ -750,6 +765,61 @@ impl ReaderCheck {
     }
 }
 
+/// What the reader's own question shows in the questions the card quotes.
+const ROW_QUESTION: &str = "[the row's question]";
+
+/// A row of `mode` whose fields say what each row fills in, for the questions the card quotes:
+/// the golden (original) answer first, the negative (edited) one second.
+fn placeholder_row(mode: Mode) -> Item {
+    let options = |golden: &str, other: &str| -> Value {
+        [golden, other, "[each other option]"].as_slice().into()
+    };
+    let row: Vec<(&str, Value)> = match mode {
+        Mode::Kre => vec![
+            (
+                fields::CHOICES,
+                options("[the golden answer]", "[the negative answer]"),
+            ),
+            (fields::ANSWER, "A".into()),
+            (fields::CANDIDATE, "B".into()),
+            (fields::NEGATIVE_ANSWER, "[the negative answer]".into()),
+            (fields::NEGATIVE_CONTEXT, "[the negative context]".into()),
+            (fields::GOLDEN_CONTEXT, "[the golden context]".into()),
+        ],
+        Mode::Recall => vec![
+            (
+                fields::OPTIONS,
+                options("[the original answer]", "[the edited answer]"),
+            ),
+            (fields::ANSWER_OPTION, "A".into()),
+            (fields::EDITED_ANSWER, "[the edited answer]".into()),
+            (fields::QA_A_CONTEXT, "[the answer-edited paragraph]".into()),
+            (
+                fields::QA_NA_CONTEXT,
+                "[the non-answer-edited paragraph]".into(),
+            ),
+            (
+                fields::QA_NA_SENTENCE_CONTEXT,
+                "[the paragraph with a sentence inserted]".into(),
+            ),
+            (fields::PARAGRAPH, "[the paragraph]".into()),
+        ],
+    };
+    Item {
+        index: 0,
+        id: String::new(),
+        origin: cb_model::Origin {
+            file: String::new(),
+            line: 0,
+        },
+        fields: std::iter::once((fields::QUESTION, ROW_QUESTION.into()))
+            .chain(row)
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect(),
+        calls: Vec::new(),
+    }
+}
+
 impl Step for ReaderCheck {
     fn name(&self) -> &str {
         &self.name
@@ -768,6 +838,43 @@ impl Step for ReaderCheck {
 
     fn reads(&self) -> bool {
         true
+    }
+
+    /// Every question the check may put, word for word, in the order asked: the messages of
+    /// the checks planned for a row whose fields say what each row fills in (`[the row's
+    /// question]`, `[the negative context]`, ...), its options in the row's order.
+    fn reader_questions(&self) -> Vec<ReaderQuestion> {
+        let row = placeholder_row(self.mode);
+        let (choices, planned) = self
+            .plan(&row)
+            .expect("the placeholder row has every field a plan reads");
+        let q = Question {
+            id: "",
+            question: ROW_QUESTION,
+            choices: &choices,
+        };
+        let env = environment();
+        planned
+            .iter()
+            .filter_map(|p| {
+                let (check, q) = self.check_of(p, q);
+                let order: Vec<usize> = (0..q.choices.len()).collect();
+                let prompt = self.reader.prompt_of(&check);
+                // A template that does not render stopped the build at its first question.
+                let (messages, _) = ask::messages(&env, prompt, q, &check, &order).ok()?;
+                let part = |role: &str| {
+                    messages
+                        .iter()
+                        .rfind(|m| m.role == role)
+                        .map_or(String::new(), |m| m.content.trim().to_owned())
+                };
+                Some(ReaderQuestion {
+                    check: p.name.to_owned(),
+                    told: part("system"),
+                    asked: part("user"),
+                })
+            })
+            .collect()
     }
 
     fn run<'a>(&'a self, item: &'a mut Item, ctx: &'a StepCtx<'_>) -> StepFuture<'a> {

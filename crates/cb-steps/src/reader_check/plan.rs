@@ -1,0 +1,159 @@
+//! The checks a row is asked, in the order they are asked: what each check shows the
+//! reader, which option it must pick and what a failure does (see the module above).
+
+use super::{judged, Control, Mode, ReaderCheck};
+use crate::prelude::*;
+use cb_model::{letter_index, negative_option};
+use cb_step::fields;
+
+/// One check of an item, with what a failure does: the reject reason, or `None` to record.
+pub(super) struct Planned {
+    pub(super) name: &'static str,
+    pub(super) context: Option<String>,
+    pub(super) expected: usize,
+    pub(super) reject: Option<&'static str>,
+    /// Asked even after an earlier check failed (the control: it measures the reader).
+    pub(super) always: bool,
+    /// A judged check's own question and options (the judge prompt), instead of the row's.
+    pub(super) ask: Option<(String, Vec<String>)>,
+}
+
+impl Planned {
+    pub(super) fn new(
+        name: &'static str,
+        context: &str,
+        expected: usize,
+        reject: Option<&'static str>,
+    ) -> Self {
+        Planned {
+            name,
+            context: Some(context.to_owned()),
+            expected,
+            reject,
+            always: false,
+            ask: None,
+        }
+    }
+
+    /// The control: the golden context (the paragraph) must lead to the golden (original)
+    /// answer; asked of every row.
+    fn control(context: &str, expected: usize, reject: Option<&'static str>) -> Self {
+        Planned {
+            always: true,
+            ..Planned::new("control", context, expected, reject)
+        }
+    }
+}
+
+impl ReaderCheck {
+    fn missing(&self, what: &str) -> StepFailure {
+        StepFailure::reject("bad_answer", format!("{}: {what}", self.name))
+    }
+
+    /// The reject reason of a failed control check, where it rejects.
+    fn control_reject(&self) -> Option<&'static str> {
+        match self.control {
+            Control::Reject => Some("reader_control_failed"),
+            _ => None,
+        }
+    }
+
+    /// The item's options and its checks, in the order they are asked.
+    pub(super) fn plan(&self, item: &Item) -> Result<(Vec<String>, Vec<Planned>), StepFailure> {
+        match self.mode {
+            Mode::Kre => self.plan_kre(item),
+            Mode::Recall => self.plan_recall(item),
+        }
+    }
+
+    /// KRE: the negative context must lead to the negative answer (and, with
+    /// `coherence_check`, not contradict itself; with `residual_check`, support no other
+    /// option); the control (the golden context) to the golden one; the answer set is asked
+    /// from the options alone.
+    fn plan_kre(&self, item: &Item) -> Result<(Vec<String>, Vec<Planned>), StepFailure> {
+        let choices = item.require_texts(fields::CHOICES)?;
+        let gold = letter_index(item.require(fields::ANSWER)?)
+            .filter(|i| *i < choices.len())
+            .ok_or_else(|| self.missing("the answer names none of the choices"))?;
+        let negative = negative_option(
+            &choices,
+            item.require(fields::CANDIDATE)?,
+            item.require(fields::NEGATIVE_ANSWER)?,
+        )
+        .filter(|i| *i != gold)
+        .ok_or_else(|| self.missing("the negative answer is none of the wrong choices"))?;
+        let disagrees = Some("reader_disagrees");
+        let context = item.require(fields::NEGATIVE_CONTEXT)?;
+        let mut checks = vec![Planned::new("negative", context, negative, disagrees)];
+        if self.judged.coherence {
+            checks.push(judged::coherent(context));
+        }
+        if self.judged.residual {
+            let question = item.require(fields::QUESTION)?;
+            checks.push(judged::residual(question, context, &choices, negative));
+        }
+        if self.control != Control::Off {
+            checks.push(Planned::control(
+                item.require(fields::GOLDEN_CONTEXT)?,
+                gold,
+                self.control_reject(),
+            ));
+        }
+        if self.reader.answer_set.is_some() {
+            checks.push(Planned {
+                name: "answer_set",
+                context: None,
+                expected: gold,
+                reject: None,
+                always: false,
+                ask: None,
+            });
+        }
+        Ok((choices, checks))
+    }
+
+    /// RECALL: the answer-edited context must lead to the edited answer, the non-answer
+    /// edits (and the control, the paragraph) to the original one.
+    fn plan_recall(&self, item: &Item) -> Result<(Vec<String>, Vec<Planned>), StepFailure> {
+        let options = item.require_texts(fields::OPTIONS)?;
+        let original = letter_index(item.require(fields::ANSWER_OPTION)?)
+            .filter(|i| *i < options.len())
+            .ok_or_else(|| self.missing("answer_option names none of the options"))?;
+        let edited_answer = item.require(fields::EDITED_ANSWER)?;
+        let edited = options
+            .iter()
+            .position(|o| o == edited_answer)
+            .filter(|i| *i != original)
+            .ok_or_else(|| self.missing("the edited answer is none of the other options"))?;
+        // A non-answer edit that moves the reader off the original answer discards the
+        // sample, as the paper does.
+        let disagrees = Some("reader_disagrees");
+        let question = item.require(fields::QUESTION)?;
+        let qa_na = item.require(fields::QA_NA_CONTEXT)?;
+        let mut checks = vec![Planned::new(
+            "qa_a",
+            item.require(fields::QA_A_CONTEXT)?,
+            edited,
+            disagrees,
+        )];
+        if self.judged.kind {
+            checks.push(judged::kind(question, &options[original], edited_answer));
+        }
+        checks.push(Planned::new("qa_na", qa_na, original, disagrees));
+        if self.judged.coherence {
+            checks.push(judged::coherent(qa_na));
+        }
+        // Optional: only where the recipe inserts a sentence.
+        if let Some(context) = item.get_text(fields::QA_NA_SENTENCE_CONTEXT) {
+            checks.push(Planned::new("qa_na_sentence", context, original, disagrees));
+        }
+        if self.control != Control::Off {
+            checks.push(Planned::control(
+                item.require(fields::PARAGRAPH)?,
+                original,
+                self.control_reject(),
+            ));
+        }
+        Ok((options, checks))
+    }
+}

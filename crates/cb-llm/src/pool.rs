@@ -112,7 +112,7 @@ impl Pool {
 
     /// Takes a slot on the replica with the most free capacity; waits while every replica is
     /// full or paused. `Err` with the reasons when every replica is dead.
-    async fn pick(&self) -> Result<usize, String> {
+    async fn pick(&self) -> Result<Slot<'_>, String> {
         loop {
             let notified = self.freed.notified();
             let now = Instant::now();
@@ -142,17 +142,20 @@ impl Pool {
             if let Some((i, _)) = best {
                 let r = &self.replicas[i];
                 let mut b = r.breaker.lock().expect("breaker");
-                if b.open_until.is_some() {
-                    b.probing = true;
-                }
+                let probe = b.open_until.is_some();
+                b.probing |= probe;
                 r.in_flight.fetch_add(1, Ordering::Relaxed);
-                return Ok(i);
+                return Ok(Slot {
+                    pool: self,
+                    index: i,
+                    probe,
+                });
             }
             if dead.len() == self.replicas.len() {
                 return Err(dead.join("; "));
             }
-            // Wait for a slot to free (a freed slot wakes one waiter, see `release`), or for a
-            // pause to end.
+            // Wait for a slot to free (a freed slot wakes one waiter, see `Slot`'s drop), or
+            // for a pause to end.
             let _ = tokio::time::timeout(Duration::from_millis(50), notified).await;
         }
     }
@@ -164,52 +167,6 @@ impl Pool {
             let b = r.breaker.lock().expect("breaker");
             b.dead.is_some() || b.open_until.is_some_and(|t| t > now)
         })
-    }
-
-    /// Ends a call on replica `i`: `fatal` (401/403/404) kills the replica; a retryable error
-    /// counts towards its breaker.
-    fn release(&self, i: usize, ok: Result<(), &LlmError>, fatal: Option<String>) {
-        let r = &self.replicas[i];
-        r.in_flight.fetch_sub(1, Ordering::Relaxed);
-        let mut b = r.breaker.lock().expect("breaker");
-        let was_probe = std::mem::take(&mut b.probing);
-        if let Some(why) = fatal {
-            r.failures.fetch_add(1, Ordering::Relaxed);
-            tracing::error!(endpoint = %r.url, "{why}; the pool goes on without it");
-            b.dead.get_or_insert(why);
-            drop(b);
-            self.freed.notify_waiters();
-            return;
-        }
-        match ok {
-            Ok(()) => {
-                if b.open_until.is_some() {
-                    tracing::info!(endpoint = %r.url, "endpoint is back; resuming it");
-                }
-                *b = Breaker::default();
-            }
-            Err(e) if e.is_retryable() => {
-                r.failures.fetch_add(1, Ordering::Relaxed);
-                b.failures += 1;
-                if was_probe || (b.open_until.is_none() && b.failures >= self.open_after) {
-                    b.pause = if was_probe {
-                        (b.pause * 2).min(Duration::from_secs(60))
-                    } else {
-                        self.cooldown
-                    };
-                    b.open_until = Some(Instant::now() + b.pause);
-                    r.paused.fetch_add(1, Ordering::Relaxed);
-                    tracing::warn!(endpoint = %r.url, pause_ms = b.pause.as_millis() as u64, error = %e, "endpoint keeps failing; pausing it");
-                }
-            }
-            // A 400-class answer says nothing about the endpoint's health.
-            Err(_) => {}
-        }
-        drop(b);
-        // One slot was freed: one waiter can take it. Waking every waiter here made each
-        // completion a scan by all of them (64 waiters at 1,280 calls/s in the pool bench).
-        // A waiter woken for nothing waits again; a dropped one passes the wake-up on.
-        self.freed.notify_one();
     }
 
     /// Per endpoint: calls sent, answers, failures, pauses.
@@ -226,6 +183,80 @@ impl Pool {
                 "dead": r.breaker.lock().expect("breaker").dead.is_some(),
             }))
             .collect::<Vec<_>>())
+    }
+}
+
+/// A call's slot on one replica, taken by [`Pool::pick`] and given back when it is dropped:
+/// a call cancelled while it holds one (its future dropped by a recipe that stops, or that
+/// gives up an item) leaves the pool whole for every other call of the run.
+struct Slot<'p> {
+    pool: &'p Pool,
+    index: usize,
+    /// This call probes a paused replica; a slot dropped without a verdict lets another call
+    /// probe it.
+    probe: bool,
+}
+
+impl<'p> Slot<'p> {
+    fn replica(&self) -> &'p Replica {
+        &self.pool.replicas[self.index]
+    }
+
+    /// Gives the slot back with a verdict on the replica's health: `fatal` (401/403/404) kills
+    /// the replica; a retryable error counts towards its breaker.
+    fn release(mut self, ok: Result<(), &LlmError>, fatal: Option<String>) {
+        let r = self.replica();
+        let mut b = r.breaker.lock().expect("breaker");
+        // The verdict ends the probe, if this call was one; the drop frees the slot.
+        let was_probe = std::mem::take(&mut b.probing);
+        self.probe = false;
+        if let Some(why) = fatal {
+            r.failures.fetch_add(1, Ordering::Relaxed);
+            tracing::error!(endpoint = %r.url, "{why}; the pool goes on without it");
+            b.dead.get_or_insert(why);
+            drop(b);
+            // Every waiter looks again: the pool may have no live replica left.
+            self.pool.freed.notify_waiters();
+            return;
+        }
+        match ok {
+            Ok(()) => {
+                if b.open_until.is_some() {
+                    tracing::info!(endpoint = %r.url, "endpoint is back; resuming it");
+                }
+                *b = Breaker::default();
+            }
+            Err(e) if e.is_retryable() => {
+                r.failures.fetch_add(1, Ordering::Relaxed);
+                b.failures += 1;
+                if was_probe || (b.open_until.is_none() && b.failures >= self.pool.open_after) {
+                    b.pause = if was_probe {
+                        (b.pause * 2).min(Duration::from_secs(60))
+                    } else {
+                        self.pool.cooldown
+                    };
+                    b.open_until = Some(Instant::now() + b.pause);
+                    r.paused.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(endpoint = %r.url, pause_ms = b.pause.as_millis() as u64, error = %e, "endpoint keeps failing; pausing it");
+                }
+            }
+            // A 400-class answer says nothing about the endpoint's health.
+            Err(_) => {}
+        }
+    }
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        let r = self.replica();
+        r.in_flight.fetch_sub(1, Ordering::Relaxed);
+        if self.probe {
+            r.breaker.lock().expect("breaker").probing = false;
+        }
+        // One slot was freed: one waiter can take it. Waking every waiter here made each
+        // completion a scan by all of them (64 waiters at 1,280 calls/s in the pool bench).
+        // A waiter woken for nothing waits again; a dropped one passes the wake-up on.
+        self.pool.freed.notify_one();
     }
 }
 
@@ -305,19 +336,19 @@ impl Core {
             if let Some(e) = inner.stopped() {
                 return Err(e);
             }
-            let i = pool.pick().await.map_err(|why| {
+            let slot = pool.pick().await.map_err(|why| {
                 inner.stats.failures.fetch_add(1, Ordering::Relaxed);
                 self.endpoint_down(format!(
                     "every endpoint of {} is unusable: {why}",
                     inner.endpoint
                 ))
             })?;
+            let url = &slot.replica().url;
             let e = match self
-                .try_replica(pool, i, &body, reservation.tokens, form)
+                .try_replica(slot, &body, reservation.tokens, form)
                 .await
             {
                 Ok(mut parsed) => {
-                    let url = &pool.replicas[i].url;
                     self.account(&call.request, &mut parsed);
                     let annex = replica_annex(&key, url);
                     return self.commit(call, key, parsed, Some(annex)).await;
@@ -347,23 +378,22 @@ impl Core {
         }
     }
 
-    /// Sends `body` once to replica `i` (its slot taken by `pick`) and releases the slot,
+    /// Sends `body` once to the replica of `slot` (taken by `pick`) and releases the slot,
     /// telling the breaker how it went.
     async fn try_replica(
         &self,
-        pool: &Pool,
-        i: usize,
+        slot: Slot<'_>,
         body: &serde_json::Value,
         est_tokens: u64,
         form: Form,
     ) -> Result<crate::http::Parsed, Miss> {
         let inner = self;
         let api_key = inner.config.api_key.expose();
-        let r = &pool.replicas[i];
+        let r = slot.replica();
         let permit = r.limiter.acquire(est_tokens).await;
-        // A stop while the call waited for a replica (its slot, its limits) sends nothing.
+        // A stop while the call waited for a replica (its slot, its limits) sends nothing; the
+        // slot goes back as it drops, without a verdict on the replica's health.
         if let Some(e) = inner.stopped() {
-            pool.release(i, Err(&e), None);
             return Err(Miss::Stopped(e));
         }
         r.calls.fetch_add(1, Ordering::Relaxed);
@@ -382,7 +412,7 @@ impl Core {
             Err(e) if !refused => Err(e),
             _ => Ok(()),
         };
-        pool.release(i, health, fatal.clone());
+        slot.release(health, fatal.clone());
         let e = match result {
             Ok(parsed) => {
                 r.answers.fetch_add(1, Ordering::Relaxed);
@@ -424,5 +454,70 @@ impl Core {
         } else {
             e
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::EndpointSpec;
+
+    /// A pool of one replica (never reached) at `concurrency`.
+    fn pool(concurrency: usize) -> Pool {
+        let config = PoolConfig {
+            name: "p".into(),
+            endpoints: vec![EndpointSpec {
+                base_url: "http://127.0.0.1:9/v1".into(),
+                concurrency,
+                rpm: None,
+                tpm: None,
+            }],
+            open_after: 1,
+            cooldown: Duration::from_secs(1),
+        };
+        Pool::new(&LlmConfig::offline(), &config, None).unwrap()
+    }
+
+    /// Takes a slot of `pool` and is cancelled (dropped) while it holds it.
+    async fn cancelled_in_a_slot(pool: &Pool) {
+        let held = tokio::time::timeout(Duration::from_millis(1), async {
+            let _slot = pool.pick().await.unwrap();
+            std::future::pending::<()>().await
+        });
+        assert!(held.await.is_err());
+    }
+
+    #[tokio::test]
+    async fn a_slot_dropped_without_a_verdict_is_free_again() {
+        let pool = pool(2);
+        cancelled_in_a_slot(&pool).await;
+        cancelled_in_a_slot(&pool).await;
+        let r = &pool.replicas[0];
+        assert_eq!(r.in_flight.load(Ordering::Relaxed), 0);
+        let (a, b) = (pool.pick().await.unwrap(), pool.pick().await.unwrap());
+        assert_eq!(r.in_flight.load(Ordering::Relaxed), 2);
+        drop((a, b));
+        assert_eq!(r.in_flight.load(Ordering::Relaxed), 0);
+    }
+
+    #[tokio::test]
+    async fn a_probe_dropped_without_a_verdict_lets_another_call_probe() {
+        let pool = pool(1);
+        let r = &pool.replicas[0];
+        // Paused, and the pause is over: the next call probes the replica.
+        *r.breaker.lock().unwrap() = Breaker {
+            open_until: Some(Instant::now()),
+            pause: Duration::from_secs(1),
+            ..Breaker::default()
+        };
+        cancelled_in_a_slot(&pool).await;
+        assert!(!r.breaker.lock().unwrap().probing);
+        let probe = pool.pick().await.unwrap();
+        assert!(probe.probe);
+        // A failed probe pauses the replica again.
+        probe.release(Err(&LlmError::Timeout(Duration::from_secs(1))), None);
+        let b = r.breaker.lock().unwrap();
+        assert!(!b.probing && b.open_until.is_some_and(|t| t > Instant::now()));
+        assert_eq!(r.in_flight.load(Ordering::Relaxed), 0);
     }
 }

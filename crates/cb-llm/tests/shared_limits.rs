@@ -250,30 +250,41 @@ async fn received(mock: &cb_mock::MockServer, n: usize) {
     }
 }
 
-/// A pool call waiting for a replica's slot when the layer is stopped sends nothing once the
-/// slot frees: the stop is read after the wait, as an online call reads it after its own.
-#[tokio::test(flavor = "multi_thread")]
-async fn a_pool_call_waiting_for_a_replica_at_the_stop_is_never_sent() {
-    let mock = slow_mock(Duration::from_millis(300)).await;
-    let dir = tempfile::tempdir().unwrap();
+/// A writer layer of `roster` on a pool of `mock` alone at `concurrency`, its cache in `dir`,
+/// with no retries.
+fn pool_layer(
+    roster: &Roster,
+    mock: &cb_mock::MockServer,
+    concurrency: usize,
+    dir: &std::path::Path,
+) -> Llm {
     let mut c = LlmConfig::offline();
     c.backend = BackendKind::Openai;
     c.model = "m".into();
-    c.cache_path = Some(dir.path().join("c.sqlite"));
+    c.cache_path = Some(dir.join("c.sqlite"));
     c.max_retries = 0;
     c.transport = Transport::Pool(PoolConfig {
         name: "p".into(),
         endpoints: vec![EndpointSpec {
             base_url: mock.base_url(),
-            concurrency: 1,
+            concurrency,
             rpm: None,
             tpm: None,
         }],
         open_after: 3,
         cooldown: Duration::from_secs(1),
     });
+    roster.layer(&Role::Writer, c).unwrap()
+}
+
+/// A pool call waiting for a replica's slot when the layer is stopped sends nothing once the
+/// slot frees: the stop is read after the wait, as an online call reads it after its own.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pool_call_waiting_for_a_replica_at_the_stop_is_never_sent() {
+    let mock = slow_mock(Duration::from_millis(300)).await;
+    let dir = tempfile::tempdir().unwrap();
     let roster = Roster::new(None, None);
-    let layer = roster.layer(&Role::Writer, c).unwrap();
+    let layer = pool_layer(&roster, &mock, 1, dir.path());
     let calls: Vec<_> = (0..2)
         .map(|i| {
             let layer = layer.clone();
@@ -343,4 +354,56 @@ async fn settled_waits_for_the_calls_under_way_after_a_stop() {
     assert!(answered.await.unwrap().is_ok());
     assert!(cancelled.await.unwrap_err().is_cancelled());
     assert_eq!(mock.request_count(), 2);
+}
+
+/// Pool calls of `layer` for items `items`, each in a task of its own.
+fn spawned(
+    layer: &Llm,
+    items: std::ops::Range<usize>,
+) -> Vec<tokio::task::JoinHandle<Result<cb_llm::Completion, cb_llm::LlmError>>> {
+    items
+        .map(|i| {
+            let layer = layer.clone();
+            tokio::spawn(async move { layer.complete(&call(0, i)).await })
+        })
+        .collect()
+}
+
+/// Cancels `calls` (drops their futures, as a recipe drops the calls of the items it gives up
+/// or of a build it stops) and waits until they are gone.
+async fn cancelled(
+    calls: Vec<tokio::task::JoinHandle<Result<cb_llm::Completion, cb_llm::LlmError>>>,
+) {
+    for c in calls {
+        c.abort();
+        assert!(c.await.unwrap_err().is_cancelled());
+    }
+}
+
+/// A pool call cancelled while it holds a replica's slot (its request under way) gives the
+/// slot back: the pool, shared by every recipe of the build, keeps its whole concurrency for
+/// the calls after it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pool_call_cancelled_in_its_slot_gives_the_slot_back() {
+    let mock = slow_mock(Duration::from_secs(600)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let roster = Roster::new(None, None);
+    let layer = pool_layer(&roster, &mock, 2, dir.path());
+    // Both slots taken by requests the mock holds, then both calls cancelled.
+    let calls = spawned(&layer, 0..2);
+    received(&mock, 2).await;
+    cancelled(calls).await;
+    // Two more at once: each gets a slot and is sent while the other is under way, which a
+    // pool short of a slot would never do.
+    let calls = spawned(&layer, 2..4);
+    received(&mock, 4).await;
+    cancelled(calls).await;
+    // And a call after them is answered.
+    mock.set_latency(Duration::ZERO);
+    let answered = tokio::time::timeout(Duration::from_secs(30), layer.complete(&call(0, 4)))
+        .await
+        .expect("the pool kept no free slot after the cancelled calls");
+    assert_eq!(answered.unwrap().text, "fine");
+    assert_eq!(mock.request_count(), 5);
+    assert_eq!(layer.stats().upstream_calls, 5);
 }

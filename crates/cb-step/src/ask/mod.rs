@@ -21,7 +21,7 @@ pub use unwrap::{clean_text_answer, extract_json};
 
 use crate::prompt::Prompt;
 use crate::{CallRecord, Item, StepCtx, StepError, StepFailure};
-use cb_llm::{Call, ChatRequest, Message};
+use cb_llm::{Call, ChatRequest, Completion, Message};
 use serde_json::{Map, Value};
 
 /// One model question of a step.
@@ -47,93 +47,145 @@ pub async fn ask<T>(
     validate: impl Fn(&str) -> Result<T, String>,
 ) -> Result<T, StepFailure> {
     let material = material(&a.vars);
-    let vars = minijinja::Value::from_serialize(&a.vars);
-    let mut messages = a
-        .prompt
-        .render(ctx.env, &vars)
-        .map_err(|e| StepFailure::Fatal(StepError::Config(format!("cannot render prompt {e}"))))?;
-    // A resample asks these again, with a note.
-    let asked = messages.clone();
-    // What we said to the model in our own words: the template's, then each repair message
-    // or resample note. An answer that repeats any of it is echo.
-    let mut said = a.prompt.instructions().to_owned();
+    let mut talk = Exchange::new(a.render(ctx)?, a.prompt.instructions());
     let mut attempt = 0u32;
     loop {
         attempt += 1;
-        let call = Call {
-            request: ChatRequest {
-                messages: messages.clone(),
-                temperature: a.params.temperature,
-                top_p: a.params.top_p,
-                max_tokens: a.params.max_tokens,
-                seed: a.params.seed_of(attempt),
-                response_schema: a.schema.cloned(),
-            },
-            template: a.prompt.name.clone(),
-            template_hash: a.prompt.hash.clone(),
-            item: item.id.clone(),
-            offline: a.offline.clone(),
-        };
+        let call = a.call(&talk.messages, attempt, &item.id);
         let completion = match ctx.llm_for(a.step).complete(&call).await {
             Ok(c) => c,
             // Requests sent: one per earlier answer, and every retry of this call.
             Err(e) => return Err(StepFailure::from_llm(e, a.step, attempt - 1)),
         };
-        item.calls.push(CallRecord {
-            step: a.step.to_owned(),
-            template: a.prompt.name.clone(),
-            template_hash: a.prompt.hash.clone(),
+        item.calls.push(a.record(ctx, &completion, attempt));
+        let reason = match verdict(&completion, &talk.said, &material, &validate) {
+            Ok(v) => return Ok(v),
+            Err(reason) => reason,
+        };
+        if attempt > a.params.retries_on_invalid {
+            return Err(StepFailure::Reject {
+                reason: reason_code(&reason).to_owned(),
+                detail: format!("{}: {reason}", a.step),
+                raw: Some(completion.text),
+                attempts: attempt,
+            });
+        }
+        match a.params.on_invalid {
+            OnInvalid::Resample => talk.resample(&reason),
+            OnInvalid::Repair => talk.repair(completion.text, &reason),
+        }
+    }
+}
+
+impl Ask<'_> {
+    /// The conversation the prompt makes of the ask's variables.
+    fn render(&self, ctx: &StepCtx<'_>) -> Result<Vec<Message>, StepFailure> {
+        let vars = minijinja::Value::from_serialize(&self.vars);
+        self.prompt
+            .render(ctx.env, &vars)
+            .map_err(|e| StepFailure::Fatal(StepError::Config(format!("cannot render prompt {e}"))))
+    }
+
+    /// Try `attempt` for item `item`, sending `messages`.
+    fn call(&self, messages: &[Message], attempt: u32, item: &str) -> Call {
+        Call {
+            request: ChatRequest {
+                messages: messages.to_vec(),
+                temperature: self.params.temperature,
+                top_p: self.params.top_p,
+                max_tokens: self.params.max_tokens,
+                seed: self.params.seed_of(attempt),
+                response_schema: self.schema.cloned(),
+            },
+            template: self.prompt.name.clone(),
+            template_hash: self.prompt.hash.clone(),
+            item: item.to_owned(),
+            offline: self.offline.clone(),
+        }
+    }
+
+    /// The lineage record of try `attempt`, answered with `completion`.
+    fn record(&self, ctx: &StepCtx<'_>, completion: &Completion, attempt: u32) -> CallRecord {
+        CallRecord {
+            step: self.step.to_owned(),
+            template: self.prompt.name.clone(),
+            template_hash: self.prompt.hash.clone(),
             cache_key: completion.cache_key.clone(),
             attempt,
             prompt_tokens: completion.prompt_tokens,
             completion_tokens: completion.completion_tokens,
-            model: ctx.routes.model_of(a.step).map(str::to_owned),
-        });
-        let checked = if completion.finish_reason == "length" {
-            Err("truncated: the answer was cut off (finish_reason length)".to_owned())
-        } else {
-            common_checks(&completion.text, &said, &material)
-                .and_then(|()| validate(&completion.text))
-        };
-        match checked {
-            Ok(v) => return Ok(v),
-            Err(reason)
-                if attempt <= a.params.retries_on_invalid
-                    && a.params.on_invalid == OnInvalid::Resample =>
-            {
-                // A new draw, without the refused answer (a small model copies it back), told
-                // why the last one was refused, so that a model knows what to avoid.
-                let note = format!(
-                    "An earlier answer to this request could not be used: {reason}. Answer afresh, following the instructions exactly."
-                );
-                said.push_str(&unquoted(&note));
-                said.push('\n');
-                messages = asked.clone();
-                if let Some(last) = messages.last_mut() {
-                    last.content.push_str("\n\n");
-                    last.content.push_str(&note);
-                }
-            }
-            Err(reason) if attempt <= a.params.retries_on_invalid => {
-                let repair = format!(
-                    "That answer cannot be used: {reason}. Answer again, following the instructions exactly."
-                );
-                // Our words only: a reason quotes the answer it refuses ("\"1087\" is not
-                // ..."), and an answer that tries the same again is judged on its own.
-                said.push_str(&unquoted(&repair));
-                said.push('\n');
-                messages.push(Message::assistant(completion.text));
-                messages.push(Message::user(repair));
-            }
-            Err(reason) => {
-                return Err(StepFailure::Reject {
-                    reason: reason_code(&reason).to_owned(),
-                    detail: format!("{}: {reason}", a.step),
-                    raw: Some(completion.text),
-                    attempts: attempt,
-                });
-            }
+            model: ctx.routes.model_of(self.step).map(str::to_owned),
         }
+    }
+}
+
+/// The answer `validate` makes of `completion`, or why it cannot be used: cut off, refused by
+/// the checks every answer gets (an echo of what we `said`, of the `material`, ...), or by
+/// `validate`.
+fn verdict<T>(
+    completion: &Completion,
+    said: &str,
+    material: &str,
+    validate: impl Fn(&str) -> Result<T, String>,
+) -> Result<T, String> {
+    if completion.finish_reason == "length" {
+        return Err("truncated: the answer was cut off (finish_reason length)".to_owned());
+    }
+    common_checks(&completion.text, said, material).and_then(|()| validate(&completion.text))
+}
+
+/// The conversation of one ask: the messages of its next try, and what we said in it.
+struct Exchange {
+    /// The rendered prompt: a resample asks it again, with a note.
+    asked: Vec<Message>,
+    /// What the next try sends.
+    messages: Vec<Message>,
+    /// What we said to the model in our own words: the template's, then each repair message
+    /// or resample note. An answer that repeats any of it is echo.
+    said: String,
+}
+
+impl Exchange {
+    fn new(asked: Vec<Message>, instructions: &str) -> Self {
+        Self {
+            messages: asked.clone(),
+            asked,
+            said: instructions.to_owned(),
+        }
+    }
+
+    /// Adds `words` to what we said, without their double-quoted parts: a reason quotes the
+    /// answer it refuses ("\"1087\" is not ..."), and an answer that tries the same again is
+    /// judged on its own.
+    fn say(&mut self, words: &str) {
+        self.said.push_str(&unquoted(words));
+        self.said.push('\n');
+    }
+
+    /// Makes the next try a new draw of the question, without the refused answer (a small
+    /// model copies it back), told why the last one was refused (`reason`), so that a model
+    /// knows what to avoid.
+    fn resample(&mut self, reason: &str) {
+        let note = format!(
+            "An earlier answer to this request could not be used: {reason}. Answer afresh, following the instructions exactly."
+        );
+        self.say(&note);
+        self.messages = self.asked.clone();
+        if let Some(last) = self.messages.last_mut() {
+            last.content.push_str("\n\n");
+            last.content.push_str(&note);
+        }
+    }
+
+    /// Makes the next try go on with the conversation: the refused `answer`, then why it
+    /// cannot be used (`reason`).
+    fn repair(&mut self, answer: String, reason: &str) {
+        let repair = format!(
+            "That answer cannot be used: {reason}. Answer again, following the instructions exactly."
+        );
+        self.say(&repair);
+        self.messages.push(Message::assistant(answer));
+        self.messages.push(Message::user(repair));
     }
 }
 

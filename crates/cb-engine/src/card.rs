@@ -383,7 +383,14 @@ mod tests {
         let checks: Vec<&str> = reader.questions.iter().map(|q| q.check.as_str()).collect();
         assert_eq!(
             checks,
-            ["negative", "coherent", "residual", "grounded", "control", "answer_set"]
+            [
+                "negative",
+                "coherent",
+                "residual",
+                "grounded",
+                "control",
+                "answer_set"
+            ]
         );
         let told = reader.instruction.as_deref().unwrap();
         for q in &reader.questions {

@@ -78,6 +78,12 @@ enum Stop {
 const LIMIT: &str = "4";
 /// Calls in flight at once.
 const CONCURRENCY: &str = "3";
+/// The longest chain of requests a row of the cell's recipes makes one after another: KRE
+/// SQuAD's and MuSiQue's two writer steps (distractors, negative context), then up to six
+/// reader questions (negative, coherent, residual, grounded, control, answer set). With batch
+/// files a build run moves each row one link on (a request's answer comes from the executor
+/// between runs), so an uninterrupted build ends in its `CHAIN + 1`th run.
+const CHAIN: usize = 8;
 
 /// A run's answer from the model stand-ins: CoS-E, ECQA and e-CARE explanations by
 /// [`model_reply`], everything else (SQuAD and MuSiQue steps, the reader check, the
@@ -577,13 +583,21 @@ async fn cell(way: Way, set: Recipes, stop: Stop) {
             );
         }
     };
+    // Runs that may end short of the longest chain's next link: each one a budget or a
+    // signal stopped. How many a budget of 1/`share` stops is up to timing (which recipe's
+    // round reserves the run's budget first, at most cost); each such run must have made
+    // the mock answer something new, so the build ends all the same.
+    let mut stopped = 0;
     loop {
+        // The chain's links, the run that ends and one more (a writer step resampled), and
+        // one for each stopped run.
         assert!(
-            runs.len() < 12,
+            runs.len() < CHAIN + 2 + stopped,
             "{name}: no end after the exits {:?}; the last run said: {last_said}",
             runs.iter().map(|r| r.code).collect::<Vec<_>>()
         );
         let before = w.lines();
+        let received = w.received();
         let (billed, probes) = (w.billed_usd(), w.probes());
         let inputs = folder(w.dir.path());
         let b = run(&w, w.build(budget.as_deref()), &mut pending).await;
@@ -617,6 +631,15 @@ async fn cell(way: Way, set: Recipes, stop: Stop) {
             lines,
             billed_usd: w.billed_usd() - billed,
         });
+        if code != 0 {
+            assert!(
+                w.received() > received,
+                "{name}: a run that exited {code} had nothing new answered: {last_said}"
+            );
+        }
+        if code == 3 || b.signalled.is_some() {
+            stopped += 1;
+        }
         match code {
             0 => break,
             3 if stop == Stop::Budget => {}

@@ -15,17 +15,34 @@ pub fn environment() -> Environment<'static> {
     });
     env.add_filter("fill_what", fill_what);
     env.add_function("contains_answer", contains_answer);
-    env.add_function("fuller_forms_of", |answer: String, answers: Vec<String>| {
-        split_answers(&answer, answers).fuller
+    env.add_function("fuller_forms_of", |answer: JValue, answers: Vec<String>| {
+        Ok(split_of("fuller_forms_of", &answer, answers)?.fuller)
     });
-    env.add_function("forms_of", |answer: String, answers: Vec<String>| {
-        let split = split_answers(&answer, answers);
-        [split.fuller, split.shorter].concat()
+    env.add_function("forms_of", |answer: JValue, answers: Vec<String>| {
+        let split = split_of("forms_of", &answer, answers)?;
+        Ok([split.fuller, split.shorter].concat())
     });
-    env.add_function("other_than", |answer: String, answers: Vec<String>| {
-        split_answers(&answer, answers).others
+    env.add_function("other_than", |answer: JValue, answers: Vec<String>| {
+        Ok(split_of("other_than", &answer, answers)?.others)
     });
     env
+}
+
+/// The recipe functions' [`split_answers`], whose first argument must be one answer, a
+/// string: a list or a number there (`fuller_forms_of(answers, answers)`) is an error, not a
+/// text made of it.
+fn split_of(
+    function: &str,
+    answer: &JValue,
+    answers: Vec<String>,
+) -> Result<AnswerSplit, minijinja::Error> {
+    let answer = answer.as_str().ok_or_else(|| {
+        minijinja::Error::new(
+            minijinja::ErrorKind::InvalidOperation,
+            format!("{function}(answer, answers): the answer must be one string, not {answer}"),
+        )
+    })?;
+    Ok(split_answers(answer, answers))
 }
 
 /// A dataset's accepted answers sorted by how they stand to one of them (`answer`), each
@@ -177,6 +194,29 @@ mod tests {
 
     /// SQuAD's annotators sometimes answer differently: their answers that hold the first
     /// one are its fuller writings, those it holds its shorter spans, the rest other answers.
+    /// The answer-splitting functions take one answer: a list in its place
+    /// (`fuller_forms_of(answers, answers)`, a slip a careless recipe makes) is an error
+    /// naming the function, where it used to be split as the list's text.
+    #[test]
+    fn an_answer_that_is_not_a_string_is_an_error() {
+        let env = environment();
+        let ctx = JValue::from_serialize(serde_json::json!({"l": ["Lyon", "the city of Lyon"]}));
+        for f in ["fuller_forms_of", "forms_of", "other_than"] {
+            let e = env
+                .compile_expression(&format!("{f}(l, l)"))
+                .unwrap()
+                .eval(ctx.clone())
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains(&format!(
+                    "{f}(answer, answers): the answer must be one string"
+                )),
+                "{e}"
+            );
+        }
+    }
+
     #[test]
     fn accepted_answers_split_into_fuller_and_shorter_forms_and_other_answers() {
         let env = environment();

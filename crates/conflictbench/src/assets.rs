@@ -45,25 +45,32 @@ pub fn recipe_files(flag: Option<&Path>) -> Files {
 /// The prompt set: `--prompts`, else `./prompts`, else the bundled one. A `--prompts` folder
 /// that does not exist is a configuration error.
 pub fn prompt_files(flag: Option<&Path>) -> anyhow::Result<Files> {
-    if let Some(d) = flag.filter(|d| !d.is_dir()) {
-        return Err(crate::config_error::config_err(format!(
-            "the prompts folder {} does not exist; {LOOKUP}",
-            d.display()
-        )));
-    }
+    not_a_folder(flag, "prompts")?;
     Ok(resolve(flag, "prompts", bundled::PROMPTS))
+}
+
+/// A `--recipes` or `--prompts` folder (`what`) that is not one is a configuration error,
+/// which says whether the path is missing or a file.
+fn not_a_folder(flag: Option<&Path>, what: &str) -> anyhow::Result<()> {
+    match flag.filter(|d| !d.is_dir()) {
+        None => Ok(()),
+        Some(d) => Err(crate::config_error::config_err(format!(
+            "the {what} folder {} {}; {LOOKUP}",
+            d.display(),
+            if d.exists() {
+                "is a file, not a folder"
+            } else {
+                "does not exist"
+            }
+        ))),
+    }
 }
 
 /// Every recipe of the set chosen by `flag`; an unreadable folder says where recipes are
 /// looked for.
 pub fn recipes(flag: Option<&Path>) -> anyhow::Result<(Files, Vec<Recipe>)> {
     let files = recipe_files(flag);
-    if let Some(d) = flag.filter(|d| !d.is_dir()) {
-        return Err(crate::config_error::config_err(format!(
-            "the recipes folder {} does not exist; {LOOKUP}",
-            d.display()
-        )));
-    }
+    not_a_folder(flag, "recipes")?;
     let all = load_recipes(&files)?;
     if all.is_empty() {
         return Err(crate::config_error::config_err(format!(

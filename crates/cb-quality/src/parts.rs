@@ -2,7 +2,7 @@
 //! context written for another answer still names: half of the golden answer left standing.
 
 use crate::stems::is_function_word;
-use cb_model::text::{find_word_occurrences, normalize, Normalized};
+use cb_model::text::{find_word_occurrences, normalize, replace_words, Normalized};
 
 /// The longest part, in words, of an answer read as a list: an answer with a longer part
 /// is a clause ("determine the practical limits on what computers can and cannot do"), not a
@@ -99,7 +99,7 @@ pub fn named_parts<'a>(
                 && (n.contains(' ')
                     || !elsewhere
                         .get_or_insert_with(|| {
-                            Normalized::new(&outside_mentions(golden_context, golden))
+                            Normalized::new(&replace_words(golden_context, golden, " ").0)
                         })
                         .contains_normalized(&n))
         })
@@ -117,19 +117,6 @@ fn quoted_whole(text: &str, answer: &str) -> bool {
             before.is_some_and(|c| QUOTES.contains(&c))
                 && after.is_some_and(|c| QUOTES.contains(&c))
         })
-}
-
-/// `text` with every whole-word mention of `answer` cut out (one space each).
-fn outside_mentions(text: &str, answer: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut last = 0;
-    for (s, e) in find_word_occurrences(text, answer) {
-        out.push_str(&text[last..s]);
-        out.push(' ');
-        last = e;
-    }
-    out.push_str(&text[last..]);
-    out
 }
 
 #[cfg(test)]

@@ -164,6 +164,9 @@ mod tests {
         let q = "Passage:\n<<<\nThe tower stands in Lyon.\n>>>\n\nA test asks \"Where is the tower?\" about this passage, ...\nA: no: only \"Lyon\"\nB: yes: it also supports another option\nReply with the letter of one option (one of A, B).";
         assert_eq!(judge(q, false).as_deref(), Some("A"));
         assert_eq!(judge(q, true).as_deref(), Some("B"));
+        let q = "Passage:\n<<<\nA hair is a line of guests.\n>>>\n\nCould a careful reader accept it as written?\nA: yes: a careful reader could accept it as written\nB: no: a careful reader would reject it at once\nReply with the letter of one option (one of A, B).";
+        assert_eq!(judge(q, false).as_deref(), Some("A"));
+        assert_eq!(judge(q, true).as_deref(), Some("B"));
         assert_eq!(
             judge("Question: x\nA: y\nAnswer with the letter", false),
             None

@@ -602,27 +602,7 @@ impl ReaderCheck {
     /// The reject of an item whose check `v` failed for `reason` (`choices`: the row's
     /// options, or a judged check's own).
     fn rejection(&self, reason: &str, v: &Verdict, choices: &[String]) -> StepFailure {
-        let what = match v.check.as_str() {
-            "negative" => "with the negative context",
-            "control" => "with the golden context (the control)",
-            "qa_a" => "with the answer-edited context",
-            "qa_na" => "with the non-answer-edited context",
-            "qa_na_sentence" => "with the sentence-edited context",
-            "kind" => "asked whether the edited answer keeps the answer's kind,",
-            "coherent" => match self.mode {
-                Mode::Kre => "asked whether the negative context contradicts itself,",
-                Mode::Recall => "asked whether the non-answer-edited context contradicts itself,",
-            },
-            "residual" => "asked whether the negative context also supports another option,",
-            "grounded" => "asked whether the golden context states every fact its answer needs,",
-            "plausible" => match self.mode {
-                Mode::Kre => "asked whether a careful reader could accept the negative context as written,",
-                Mode::Recall => {
-                    "asked whether a careful reader could accept the answer-edited context as written,"
-                }
-            },
-            _ => "from the options alone",
-        };
+        let what = self.asked_how(&v.check);
         let expected = letter_index(&v.expected)
             .and_then(|i| choices.get(i))
             .map_or("", String::as_str);

@@ -63,6 +63,32 @@ impl ReaderCheck {
         }
     }
 
+    /// How a reject's detail says where check `check` was asked ("with the negative
+    /// context", "asked whether ...,").
+    pub(super) fn asked_how(&self, check: &str) -> &'static str {
+        match check {
+            "negative" => "with the negative context",
+            "control" => "with the golden context (the control)",
+            "qa_a" => "with the answer-edited context",
+            "qa_na" => "with the non-answer-edited context",
+            "qa_na_sentence" => "with the sentence-edited context",
+            "kind" => "asked whether the edited answer keeps the answer's kind,",
+            "coherent" => match self.mode {
+                Mode::Kre => "asked whether the negative context contradicts itself,",
+                Mode::Recall => "asked whether the non-answer-edited context contradicts itself,",
+            },
+            "residual" => "asked whether the negative context also supports another option,",
+            "grounded" => "asked whether the golden context states every fact its answer needs,",
+            "plausible" => match self.mode {
+                Mode::Kre => "asked whether a careful reader could accept the negative context as written,",
+                Mode::Recall => {
+                    "asked whether a careful reader could accept the answer-edited context as written,"
+                }
+            },
+            _ => "from the options alone",
+        }
+    }
+
     /// The item's options and its checks, in the order they are asked.
     pub(super) fn plan(&self, item: &Item) -> Result<(Vec<String>, Vec<Planned>), StepFailure> {
         match self.mode {

@@ -229,5 +229,28 @@ mod tests {
         );
         let v = serde_json::to_value(&plain).unwrap();
         assert!(v.get("controls_no_answer").is_none() && v.get("abstaining").is_none());
+        assert!(v.get("controls_unrelated").is_none());
+        // Issue 48's cose reader: 14 of 16, the two failures on unrelated golden contexts.
+        let checks = [(
+            "control".to_owned(),
+            CheckTally {
+                asked: 16,
+                passed: 14,
+                none: 0,
+                unrelated: 2,
+            },
+        )];
+        let r = ReaderFigures::of(&ReaderInfo::new(
+            "openai".into(),
+            "m".into(),
+            "e".into(),
+            checks.into(),
+        ));
+        assert_eq!(r.controls_unrelated, 2);
+        let s = summary(&[build(r)]);
+        assert!(
+            s.contains("controls 14/14, 2 more failed on golden contexts unrelated to their question (golden_unrelated, not counted) (Wilson 95 % lower bound 0.78): trusted"),
+            "{s}"
+        );
     }
 }

@@ -423,6 +423,7 @@ when = "why | length > 3"
 reason = "short_explanation"
 [[steps]]
 kind = "pick_negative"
+how = "random"
 [[steps]]
 kind = "negative_explanation"
 prompt = "riddle.md"

@@ -2,7 +2,7 @@
 //! answer's form; one of them becomes the negative answer.
 
 use crate::prelude::*;
-use crate::reading::{usable_aliases, GoldenAnswers};
+use crate::reading::{another_form, usable_aliases, GoldenAnswers};
 use cb_model::{item_rng, letter, text};
 use rand::seq::SliceRandom;
 use rand::Rng;
@@ -78,21 +78,13 @@ impl ModelBacked for Distractors {
             ],
             offline,
         );
-        let options = ask(ctx, item, a, |raw| validate_options(raw, &taken)).await?;
-        let golden = item.require(fields::GOLDEN_CONTEXT)?;
-        // Options already in the passage stay options, never the negative answer.
-        let eligible: Vec<usize> = (0..options.len())
-            .filter(|&i| !text::contains_phrase(golden, &options[i]))
-            .collect();
-        if eligible.is_empty() {
-            return Err(StepFailure::reject(
-                "negative_in_context",
-                format!(
-                    "every option already stands in the golden context ({}): none can be the negative answer",
-                    options.join(", ")
-                ),
-            ));
-        }
+        let golden = item.require(fields::GOLDEN_CONTEXT)?.to_owned();
+        let (options, eligible) = ask(ctx, item, a, |raw| {
+            let options = validate_options(raw, &taken)?;
+            let eligible = eligible(&options, &golden)?;
+            Ok((options, eligible))
+        })
+        .await?;
         if !others.is_empty() {
             note_disagreement(item, &answer, &others);
         }
@@ -146,15 +138,8 @@ impl Taken {
             if text::normalize(g) == n {
                 return Some(format!("\"{option}\" is the correct answer"));
             }
-            if text::contains_phrase(option, g) {
-                return Some(format!(
-                    "\"{option}\" holds the correct answer \"{g}\": it is not wrong"
-                ));
-            }
-            if text::contains_phrase(g, option) {
-                return Some(format!(
-                    "\"{option}\" is part of the correct answer \"{g}\": it is not wrong"
-                ));
+            if let Some(why) = another_form(option, g) {
+                return Some(format!("{why}: it is not wrong"));
             }
         }
         self.others
@@ -162,6 +147,22 @@ impl Taken {
             .find(|o| text::normalize(o) == n)
             .map(|_| format!("\"{option}\" is an answer the dataset accepts"))
     }
+}
+
+/// The options that may be the negative answer: those the golden passage does not already
+/// name (options already in the passage stay options, never the negative answer). None is a
+/// refusal of the writer's answer (`negative_in_context`), asked again with its reason.
+fn eligible(options: &[String], golden: &str) -> Result<Vec<usize>, String> {
+    let eligible: Vec<usize> = (0..options.len())
+        .filter(|&i| !text::contains_phrase(golden, &options[i]))
+        .collect();
+    if eligible.is_empty() {
+        return Err(format!(
+            "negative_in_context: every option already stands in the passage ({}): at least one option must be something the passage does not name",
+            options.join(", ")
+        ));
+    }
+    Ok(eligible)
 }
 
 /// Records on the item that its dataset accepts answers that are not forms of `answer`.

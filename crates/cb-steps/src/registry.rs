@@ -10,12 +10,17 @@ use cb_step::{fields, Registry, StepFields, StepKind};
 /// Every step kind a recipe may name: its constructor, its parameters and the fields it
 /// reads and writes (checked along a recipe's chain before any work).
 pub const STEPS: Registry = Registry::new(&[
-    kind("pick_negative", pick_negative::build, &[], |_| {
-        StepFields::new(
-            &[fields::CHOICES, fields::ANSWER],
-            &[fields::CANDIDATE, fields::NEGATIVE_ANSWER],
-        )
-    }),
+    kind(
+        "pick_negative",
+        pick_negative::build,
+        &[pick_negative::PARAMS, MODEL_PARAMS],
+        |_| {
+            StepFields::new(
+                &[fields::CHOICES, fields::ANSWER],
+                &[fields::CANDIDATE, fields::NEGATIVE_ANSWER],
+            )
+        },
+    ),
     kind(
         "negative_explanation",
         negative_explanation::build,
@@ -247,9 +252,22 @@ mod tests {
                 let spec: cb_step::StepSpec = toml::from_str(&entry).unwrap();
                 let step = STEPS.build(&spec, &prompts).unwrap();
                 assert_eq!(step.name(), kind);
-                let rule_only = matches!(kind, "pick_negative" | "insert_sentence");
+                // `pick_negative` asks a model by default (`how = "believable"`).
+                let rule_only = kind == "insert_sentence";
                 assert_eq!(step.prompt().is_none(), rule_only, "{kind}");
             }
+        }
+        // KRE's seeded pick asks none, and takes no model parameter.
+        let random: cb_step::StepSpec =
+            toml::from_str("kind = \"pick_negative\"\nhow = \"random\"").unwrap();
+        assert!(STEPS.build(&random, &prompts).unwrap().prompt().is_none());
+        for bad in [
+            "kind = \"pick_negative\"\nhow = \"random\"\ntemperature = 0.5",
+            "kind = \"pick_negative\"\nhow = \"likely\"",
+        ] {
+            let spec: cb_step::StepSpec = toml::from_str(bad).unwrap();
+            let e = STEPS.build(&spec, &prompts).unwrap_err().to_string();
+            assert!(e.contains("`how") || e.contains("`temperature`"), "{e}");
         }
         let bad: cb_step::StepSpec = toml::from_str("kind = \"qa\"\nmode = \"table\"").unwrap();
         assert!(STEPS.build(&bad, &prompts).is_err());

@@ -283,6 +283,19 @@ impl NonAnswerEdit {
     }
 }
 
+/// The paragraph with the answer edit and the non-answer `edits` both made, and every edit;
+/// the reason says they overlap (`overlapping_edits`).
+fn with_answer_edit(
+    paragraph: &str,
+    answer_edits: &[Edit],
+    edits: &[Edit],
+) -> Result<(String, Vec<Edit>), String> {
+    let mut all = to_replacements(paragraph, answer_edits);
+    all.extend(to_replacements(paragraph, edits));
+    apply_replacements(paragraph, &all)
+        .map_err(|m| format!("overlapping_edits: {m}; edit only words outside the answer"))
+}
+
 impl ModelBacked for NonAnswerEdit {
     fn views(&self) -> Vec<cb_step::ViewSpec> {
         vec![cb_step::view::<Pools>()]
@@ -309,17 +322,26 @@ impl ModelBacked for NonAnswerEdit {
         };
         let answer = seen.answer.text.clone();
         let a = model.ask(item, &answer, [("subject", json!(seen.subject))], offline);
-        let edits = ask(ctx, item, a, |raw| self.validate(raw, &seen, &paragraph)).await?;
+        // Text generation's edited source carries the answer edit and these edits: judged
+        // with the answer, so that edits overlapping the answer edit are asked again with
+        // the reason (`overlapping_edits`).
+        let answer_edits: Option<Vec<Edit>> = match self.mode {
+            Mode::Text => Some(item.require_parsed(fields::QA_A_EDITS)?),
+            Mode::Record => None,
+        };
+        let (edits, generated) = ask(ctx, item, a, |raw| {
+            let edits = self.validate(raw, &seen, &paragraph)?;
+            let generated = match &answer_edits {
+                Some(answer_edits) => Some(with_answer_edit(&paragraph, answer_edits, &edits)?),
+                None => None,
+            };
+            Ok((edits, generated))
+        })
+        .await?;
         let reps = to_replacements(&paragraph, &edits);
         let (context, _) = apply_replacements(&paragraph, &reps)
             .map_err(|m| StepFailure::reject("bad_replacements", m))?;
-        if self.mode == Mode::Text {
-            // Text generation's edited source carries the answer edit and these edits.
-            let answer_edits: Vec<Edit> = item.require_parsed(fields::QA_A_EDITS)?;
-            let mut all = to_replacements(&paragraph, &answer_edits);
-            all.extend(reps);
-            let (edited, tg_edits) = apply_replacements(&paragraph, &all)
-                .map_err(|m| StepFailure::reject("overlapping_edits", m))?;
+        if let Some((edited, tg_edits)) = generated {
             item.set(fields::TG_EDITED_SOURCE, edited);
             item.set(fields::TG_EDITS, json!(tg_edits));
         }

@@ -131,6 +131,18 @@ impl Taken {
         }
     }
 
+    /// Whether `option` equals, holds or is held by the answer or a form of it as whole
+    /// words, or is another accepted answer (what the offline draw leaves out before it
+    /// shuffles; [`Taken::refuses`] says more).
+    fn holds_as_words(&self, option: &str) -> bool {
+        let n = text::normalize(option);
+        self.golden.iter().any(|g| {
+            text::normalize(g) == n
+                || text::contains_phrase(option, g)
+                || text::contains_phrase(g, option)
+        }) || self.others.iter().any(|o| text::normalize(o) == n)
+    }
+
     /// Why `option` cannot be an option (the reason's text after `bad_options: `), if so.
     fn refuses(&self, option: &str) -> Option<String> {
         let n = text::normalize(option);
@@ -159,7 +171,11 @@ fn eligible(options: &[String], golden: &str) -> Result<Vec<usize>, String> {
     if eligible.is_empty() {
         return Err(format!(
             "negative_in_context: every option already stands in the passage ({}): at least one option must be something the passage does not name",
-            options.join(", ")
+            options
+                .iter()
+                .map(|o| format!("\"{o}\""))
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
     }
     Ok(eligible)
@@ -234,7 +250,11 @@ pub fn offline_options(
     let shape = Shape::of(answer);
     let mut tiers: [Vec<&String>; 4] = Default::default();
     for p in pool {
-        if taken.refuses(p).is_some() || text::contains_phrase(question, p) {
+        // The draw is made among the answers that do not hold the golden ones as whole words
+        // (the rule the released offline files were drawn with); a drawn answer that is the
+        // golden one in another form ("west" for "westward") is passed over by `push`, so
+        // that only the rows where one came up change.
+        if taken.holds_as_words(p) || text::contains_phrase(question, p) {
             continue;
         }
         let s = Shape::of(p);

@@ -251,7 +251,7 @@ fn read_choice(raw: &str, from: &[usize]) -> Result<Option<usize>, String> {
     match letter_index(&said.to_ascii_uppercase()) {
         Some(i) if from.contains(&i) && said.len() == 1 => Ok(Some(i)),
         _ => Err(format!(
-            "bad_choice: \"{said}\" is not one of the letters listed ({}) nor \"none\"",
+            "bad_choice: \"{said}\" is not one of the letters listed ({}) nor the word none",
             letters.join(", ")
         )),
     }

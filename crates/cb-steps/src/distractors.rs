@@ -23,14 +23,17 @@ pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepErro
 /// not already stand in the golden context: the rewrite puts the negative answer in the
 /// answer's place, and one already there in another role would make the passage say it
 /// twice, as MuSiQue's "614", Columbus's area code, made Cincinnati's. When all three stand
-/// there the item is rejected, `negative_in_context`).
+/// there the answer is refused, `negative_in_context`, and asked again with that reason).
 ///
 /// Validation: a JSON object `{"options": [...]}` with exactly three non-empty options,
 /// distinct after normalisation, none equal to the answer, one of its forms (`aliases`) or
-/// another answer the dataset accepts (`other_answers`), and none holding the answer or a
-/// form of it, or held by one, as whole words ("Western Europe" or "Europe" for "Europe":
-/// not wrong; so a shorter span of the answer is never an option even where the recipe's
-/// `aliases` leave it out, as SQuAD's does with "tidal" for "tidal delta"). The prompt sees the forms as `aliases` and the other answers as
+/// another answer the dataset accepts (`other_answers`), and none the answer or a form of it
+/// in another form ([`crate::reading::another_form`]: holding it or held by it, as whole
+/// words, "Western Europe" or "Europe" for "Europe", or inside a word of three letters or
+/// more, "Nederrijn" for "Rijn"; or on the same stem, "west" for "westward", "Germany" for
+/// "German"), so a shorter span of the answer is never an option even where the recipe's
+/// `aliases` leave it out, as SQuAD's does with "tidal" for "tidal delta"; and not every
+/// option already in the passage (`negative_in_context`). The prompt states each rule; the prompt sees the forms as `aliases` and the other answers as
 /// `other_answers`; an item with other answers carries the note `answers_disagree` in its
 /// row's `warnings` column (the dataset's annotators answered differently: the question may
 /// have two answers).
@@ -39,7 +42,9 @@ pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepErro
 /// 15, a decade by 10 to 50, other numbers within about a third of their value), keeping the
 /// words around it; otherwise three other golden answers of the recipe with the same shape
 /// (digits or not, capitalised or not, word count) are drawn from the [`GoldenAnswers`] of
-/// the build, leaving out answers that the question itself names.
+/// the build, leaving out answers that the question itself names; a drawn answer that is the
+/// golden one in another form is passed over for the next (the draw itself is made as
+/// before that rule, so only the rows where one came up changed).
 #[derive(Debug)]
 pub struct Distractors;
 
@@ -111,9 +116,9 @@ impl ModelBacked for Distractors {
     }
 }
 
-/// The answers an option may not be: the answer and its forms (neither equal, nor holding
-/// one, nor held by one, as whole words) and the other answers the dataset accepts (not
-/// equal).
+/// The answers an option may not be: the answer and its forms (neither equal, nor the same
+/// answer in another form, [`crate::reading::another_form`]) and the other answers the
+/// dataset accepts (not equal).
 #[derive(Debug)]
 pub struct Taken {
     golden: Vec<String>,

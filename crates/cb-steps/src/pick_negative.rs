@@ -182,7 +182,7 @@ impl Candidates {
 }
 
 /// The believable pick: the model is shown the question, the golden answer and the wrong
-/// choices [`Candidates`] leaves (`options`, lettered as in the item), and names the one a
+/// choices `Candidates` leaves (`options`, lettered as in the item), and names the one a
 /// careful reader who does not know the answer would find most believable without the
 /// context, or `"none"` when none can be argued for believably: the row is then refused
 /// (`no_believable_negative`), not forced. Its answer is `{"option": "C"}` (`bad_choice`

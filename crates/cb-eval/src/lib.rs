@@ -15,11 +15,14 @@
 //! rows or the prediction lines. `eval compare` ([`compare`]) recomputes the figures from
 //! `predictions.jsonl` through the same scores and formulas.
 //!
+//! ConflictBank's figures from prediction files in its own layout: [`conflictbank`].
+//!
 //! The offline backend has nothing to evaluate (it would only echo rules), so the CLI
 //! refuses it; the dry-run backend counts the calls and writes nothing.
 
 pub mod charts;
 pub mod compare;
+pub mod conflictbank;
 pub mod error;
 pub mod export;
 mod figures;

@@ -1,0 +1,222 @@
+//! ConflictBank's evaluation (Su et al., 2024): its settings, and its figures computed from
+//! prediction files in the layout its `inference.py` writes, equal to what its own
+//! `evaluate.py` prints (the formulas: [`cb_metrics::conflictbank`]).
+//!
+//! A prediction folder holds one file per setting, `<setting>.json`, each one JSON object a
+//! line: `prompt`, `true_label`, `replaced_label`, `uncertain_label` (letters `A`..`D`),
+//! `prediction` (the letter chosen) and `prob` (`{"A": p, "B": p, "C": p, "D": p}`, the
+//! softmax of the four letters' log-probabilities; optional here). Every file lists the same
+//! questions in the same order; `default.json` (no evidence) and `correct.json` (the correct
+//! evidence) choose the questions scored in all of them.
+//!
+//! Where this differs from `evaluate.py`, it refuses what the script would misread or crash
+//! on, naming the file and line: a line that is not a JSON object with letters, a setting
+//! file with another number of lines than `default.json` (the script would score
+//! misaligned questions), no question scored (the script divides by zero). It reads only
+//! the folder's own `*.json` files (the script walks sub-folders too, scoring them against
+//! the top folder's baselines).
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+use cb_audit::AuditError;
+use cb_metrics::conflictbank::{entropy, figures, selected, CbAnswer, CbFigures};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::EvalError;
+
+/// ConflictBank's settings, in its order, then the inter-context settings in the other
+/// order (the conflicting evidence first), which ConflictBank's files do not have.
+pub const SETTINGS: &[&str] = &[
+    "default",
+    "correct",
+    "misinformation",
+    "temporal",
+    "semantic",
+    "correct_misinformation",
+    "correct_temporal",
+    "correct_semantic",
+    "misinformation_correct",
+    "temporal_correct",
+    "semantic_correct",
+];
+
+/// The conflict causes, each a setting alone and with the correct evidence.
+pub const CAUSES: &[&str] = &["misinformation", "temporal", "semantic"];
+
+/// The figures of a prediction folder.
+#[derive(Debug, Clone, Serialize)]
+pub struct CbResults {
+    /// Questions in each file.
+    pub questions: usize,
+    /// Questions answered with the true object with no evidence, with the correct evidence,
+    /// and both (the ones scored).
+    pub default_true: usize,
+    pub correct_true: usize,
+    pub scored: usize,
+    /// Each setting's figures, by setting name (the file's stem).
+    pub settings: BTreeMap<String, CbFigures>,
+}
+
+/// The letter's option index: `A` -> 0 .. `D` -> 3.
+pub fn option_index(letter: &str) -> Option<u8> {
+    match letter {
+        "A" => Some(0),
+        "B" => Some(1),
+        "C" => Some(2),
+        "D" => Some(3),
+        _ => None,
+    }
+}
+
+/// One prediction line read as an answer.
+pub fn answer_of(value: &Value) -> Result<CbAnswer, String> {
+    let obj = value.as_object().ok_or("not a JSON object")?;
+    let label = |key: &str| -> Result<u8, String> {
+        let text = obj
+            .get(key)
+            .and_then(Value::as_str)
+            .ok_or_else(|| format!("`{key}` missing or not a string"))?;
+        option_index(text).ok_or_else(|| format!("`{key}` is `{text}`, not a letter A to D"))
+    };
+    let prediction = match obj.get("prediction") {
+        Some(Value::String(s)) => option_index(s),
+        Some(Value::Null) => None,
+        _ => return Err("`prediction` missing or not a string".into()),
+    };
+    let entropy = match obj.get("prob") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(probs)) => {
+            let values: Option<Vec<f64>> = probs.values().map(Value::as_f64).collect();
+            let values = values.ok_or("`prob` holds a value that is not a number")?;
+            if values.iter().any(|p| !(0.0..=1.0).contains(p)) {
+                return Err("`prob` holds a value outside 0..1".into());
+            }
+            Some(entropy(&values))
+        }
+        Some(_) => return Err("`prob` is not an object of probabilities".into()),
+    };
+    Ok(CbAnswer {
+        prediction,
+        true_option: label("true_label")?,
+        replaced_option: label("replaced_label")?,
+        uncertain_option: label("uncertain_label")?,
+        entropy,
+    })
+}
+
+/// The answers of one prediction file, line by line (each a few bytes).
+pub fn read_predictions(path: &Path) -> Result<Vec<CbAnswer>, EvalError> {
+    let shown = path.display().to_string();
+    let file = std::fs::File::open(path).map_err(|source| AuditError::Io {
+        path: shown.clone(),
+        source,
+    })?;
+    let mut answers = Vec::new();
+    for (i, line) in BufReader::new(file).lines().enumerate() {
+        let parse = |message: String| AuditError::Parse {
+            path: shown.clone(),
+            location: format!("line {}", i + 1),
+            message,
+        };
+        let line = line.map_err(|e| parse(format!("cannot read: {e}")))?;
+        let value: Value =
+            serde_json::from_str(&line).map_err(|e| parse(format!("not JSON: {e}")))?;
+        answers.push(answer_of(&value).map_err(parse)?);
+    }
+    Ok(answers)
+}
+
+/// The figures of every `<setting>.json` of a prediction folder, as `evaluate.py` computes
+/// them with that folder as its baseline root.
+pub fn evaluate_predictions(dir: &Path) -> Result<CbResults, EvalError> {
+    let file = |name: &str| dir.join(format!("{name}.json"));
+    for base in ["default", "correct"] {
+        if !file(base).is_file() {
+            return Err(EvalError::Config(format!(
+                "{} has no {base}.json: ConflictBank scores the questions a model gets right with no evidence (default.json) and with the correct evidence (correct.json)",
+                dir.display()
+            )));
+        }
+    }
+    let default = read_predictions(&file("default"))?;
+    let correct = read_predictions(&file("correct"))?;
+    let keep = selected(&default, &correct);
+    let mut results = CbResults {
+        questions: default.len(),
+        default_true: default.iter().filter(|a| a.is_true()).count(),
+        correct_true: correct.iter().filter(|a| a.is_true()).count(),
+        scored: keep.iter().filter(|k| **k).count(),
+        settings: BTreeMap::new(),
+    };
+    for path in setting_files(dir)? {
+        let name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let answers = read_predictions(&path)?;
+        if answers.len() != default.len() {
+            return Err(EvalError::Config(format!(
+                "{} has {} lines but default.json {}: every setting lists the same questions in the same order",
+                path.display(),
+                answers.len(),
+                default.len()
+            )));
+        }
+        let figures = figures(&answers, &keep).ok_or_else(|| {
+            EvalError::Config(format!(
+                "{}: no question is answered right both in default.json and in correct.json, so nothing is scored",
+                dir.display()
+            ))
+        })?;
+        results.settings.insert(name, figures);
+    }
+    Ok(results)
+}
+
+/// The folder's `*.json` files, sorted by name.
+fn setting_files(dir: &Path) -> Result<Vec<PathBuf>, EvalError> {
+    let io = |source| AuditError::Io {
+        path: dir.display().to_string(),
+        source,
+    };
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(io)? {
+        let path = entry.map_err(io)?.path();
+        if path.is_file() && path.extension().is_some_and(|e| e == "json") {
+            files.push(path);
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_line_is_read_as_its_letters() {
+        let line = json!({"prompt": "q", "true_label": "D", "replaced_label": "A",
+            "uncertain_label": "C", "prediction": "C", "prob": {"A": 0.25, "B": 0.25, "C": 0.5, "D": 0.0}});
+        let a = answer_of(&line).unwrap();
+        assert_eq!(
+            (
+                a.prediction,
+                a.true_option,
+                a.replaced_option,
+                a.uncertain_option
+            ),
+            (Some(2), 3, 0, 2)
+        );
+        assert_eq!(a.entropy, Some(1.5));
+        let no_prob = json!({"true_label": "A", "replaced_label": "B", "uncertain_label": "C", "prediction": "E"});
+        let a = answer_of(&no_prob).unwrap();
+        assert_eq!((a.prediction, a.entropy), (None, None));
+        let bad = json!({"true_label": "a", "replaced_label": "B", "uncertain_label": "C", "prediction": "A"});
+        assert!(answer_of(&bad).unwrap_err().contains("true_label"));
+    }
+}

@@ -176,6 +176,55 @@ pub fn evaluate_predictions(dir: &Path) -> Result<CbResults, EvalError> {
     Ok(results)
 }
 
+/// Writes the figures as JSON to `path`, whole (a temporary file beside it, then renamed).
+pub fn write_json(path: &Path, results: &CbResults) -> Result<(), EvalError> {
+    let err = |source| EvalError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    std::fs::create_dir_all(dir).map_err(err)?;
+    let mut text = serde_json::to_string_pretty(results).map_err(|e| err(e.into()))?;
+    text.push('\n');
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(err)?;
+    std::io::Write::write_all(&mut tmp, text.as_bytes()).map_err(err)?;
+    tmp.persist(path).map_err(|e| err(e.error))?;
+    Ok(())
+}
+
+/// The figures as a Markdown table, a line a setting in [`SETTINGS`]' order, then any other
+/// setting file by name; a figure that does not exist is `-`.
+pub fn markdown(results: &CbResults) -> String {
+    let mut out = format!(
+        "{} questions; right with no evidence {}, with the correct evidence {}, both (scored) {}\n\n",
+        results.questions, results.default_true, results.correct_true, results.scored
+    );
+    out.push_str("| setting | correct accuracy | replaced accuracy | uncertain accuracy | memorization ratio | average entropy |\n");
+    out.push_str("|---|---|---|---|---|---|\n");
+    let known = SETTINGS
+        .iter()
+        .filter_map(|s| results.settings.get_key_value(*s));
+    let others = results
+        .settings
+        .iter()
+        .filter(|(k, _)| !SETTINGS.contains(&k.as_str()));
+    let show = |v: Option<f64>| v.map_or("-".to_string(), |v| v.to_string());
+    for (name, f) in known.chain(others) {
+        out.push_str(&format!(
+            "| {name} | {} | {} | {} | {} | {} |\n",
+            f.correct_accuracy,
+            f.replaced_accuracy,
+            f.uncertain_accuracy,
+            show(f.memorization_ratio),
+            show(f.average_entropy)
+        ));
+    }
+    out
+}
+
 /// The folder's `*.json` files, sorted by name.
 fn setting_files(dir: &Path) -> Result<Vec<PathBuf>, EvalError> {
     let io = |source| AuditError::Io {

@@ -240,7 +240,16 @@ fn a_bad_row_or_no_rows_is_exit_2_naming_the_file_and_line() {
         text(&o)
     );
     assert!(text(&o).contains("uncertain_label"), "{}", text(&o));
-    assert!(!out.join("dom/default.json").exists(), "no half export");
+    assert!(!out.exists(), "a refused export leaves no folder");
+    let o = conflictbench(&[
+        "export",
+        "conflictbank",
+        rows_file.to_str().unwrap(),
+        out.to_str().unwrap(),
+        "--limit",
+        "0",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let o = conflictbench(&[
         "export",
         "conflictbank",

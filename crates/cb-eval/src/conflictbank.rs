@@ -132,6 +132,17 @@ pub fn read_predictions(path: &Path) -> Result<Vec<CbAnswer>, EvalError> {
 /// The figures of every `<setting>.json` of a prediction folder, as `evaluate.py` computes
 /// them with that folder as its baseline root.
 pub fn evaluate_predictions(dir: &Path) -> Result<CbResults, EvalError> {
+    if !dir.is_dir() {
+        let what = if dir.exists() {
+            "is not a folder"
+        } else {
+            "does not exist"
+        };
+        return Err(EvalError::Config(format!(
+            "{} {what}: give the folder of prediction files (default.json, correct.json, ...)",
+            dir.display()
+        )));
+    }
     let file = |name: &str| dir.join(format!("{name}.json"));
     for base in ["default", "correct"] {
         if !file(base).is_file() {
@@ -178,6 +189,12 @@ pub fn evaluate_predictions(dir: &Path) -> Result<CbResults, EvalError> {
 
 /// Writes the figures as JSON to `path`, whole (a temporary file beside it, then renamed).
 pub fn write_json(path: &Path, results: &CbResults) -> Result<(), EvalError> {
+    if path.is_dir() {
+        return Err(EvalError::Config(format!(
+            "{} is a folder: --json takes a file name",
+            path.display()
+        )));
+    }
     let err = |source| EvalError::Write {
         path: path.to_path_buf(),
         source,

@@ -105,6 +105,17 @@ pub fn export(
     prompts: &cb_step::Files,
     limit: Option<usize>,
 ) -> Result<Vec<CbExported>, EvalError> {
+    if limit == Some(0) {
+        return Err(EvalError::Config(
+            "--limit must be at least 1: an export of no rows is refused".into(),
+        ));
+    }
+    if out.exists() && !out.is_dir() {
+        return Err(EvalError::Config(format!(
+            "{} is not a folder: give the folder the domains' folders go to",
+            out.display()
+        )));
+    }
     let prompt = Templates::load(prompts, "conflictbank.md")?;
     let templates = Templates::new();
     let mut done = Vec::new();
@@ -128,6 +139,8 @@ struct Output {
     writer: BufWriter<File>,
 }
 
+/// Writes one domain's folder; on an error, removes the folders it made (its temporary files
+/// are gone with it), so that a bad row leaves nothing behind.
 fn export_domain(
     rows: &Path,
     dir: &Path,
@@ -135,10 +148,33 @@ fn export_domain(
     prompt: &Prompt,
     limit: Option<usize>,
 ) -> Result<usize, EvalError> {
-    let write_err = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| EvalError::Write { path, source }
-    };
+    let mut made = Vec::new();
+    let mut at = Some(dir);
+    while let Some(d) = at.filter(|d| !d.as_os_str().is_empty() && !d.exists()) {
+        made.push(d.to_path_buf());
+        at = d.parent();
+    }
+    let result = write_domain(rows, dir, templates, prompt, limit);
+    if result.is_err() {
+        for d in &made {
+            let _ = std::fs::remove_dir(d);
+        }
+    }
+    result
+}
+
+fn write_err(path: &Path) -> impl FnOnce(std::io::Error) -> EvalError {
+    let path = path.to_path_buf();
+    move |source| EvalError::Write { path, source }
+}
+
+fn write_domain(
+    rows: &Path,
+    dir: &Path,
+    templates: &Templates,
+    prompt: &Prompt,
+    limit: Option<usize>,
+) -> Result<usize, EvalError> {
     std::fs::create_dir_all(dir).map_err(write_err(dir))?;
     let mut outputs = Vec::new();
     for setting in SETTINGS {
@@ -189,6 +225,9 @@ fn export_domain(
             writeln!(out.writer, "{line}").map_err(write_err(out.tmp.path()))?;
         }
         count += 1;
+    }
+    if count == 0 {
+        return Err(EvalError::Config(format!("{shown} holds no row")));
     }
     for out in outputs {
         let path = dir.join(format!("{}.json", out.setting));

@@ -154,7 +154,10 @@ fn conflictbank_predictions(args: &CbPredictionsArgs) -> anyhow::Result<()> {
         Err(e) => return Err(e.into()),
     };
     if let Some(path) = &args.json {
-        cb_eval::conflictbank::write_json(path, &results)?;
+        match cb_eval::conflictbank::write_json(path, &results) {
+            Err(cb_eval::EvalError::Config(m)) => return Err(config_err(m)),
+            other => other?,
+        }
     }
     println_out(&cb_eval::conflictbank::markdown(&results));
     Ok(())

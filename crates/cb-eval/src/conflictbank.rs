@@ -7,7 +7,9 @@
 //! `prediction` (the letter chosen) and `prob` (`{"A": p, "B": p, "C": p, "D": p}`, the
 //! softmax of the four letters' log-probabilities; optional here). Every file lists the same
 //! questions in the same order; `default.json` (no evidence) and `correct.json` (the correct
-//! evidence) choose the questions scored in all of them.
+//! evidence) choose the questions scored in all of them. The files are read line by line:
+//! memory holds a byte a question for the two baselines and, while a setting is read, 8 bytes
+//! a scored question (its entropy: NumPy's pairwise mean needs them all).
 //!
 //! Where this differs from `evaluate.py`, it refuses what the script would misread or crash
 //! on, naming the file and line: a line that is not a JSON object with letters, a setting
@@ -21,7 +23,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
 use cb_audit::AuditError;
-use cb_metrics::conflictbank::{entropy, figures, selected, CbAnswer, CbFigures};
+use cb_metrics::conflictbank::{entropy, CbAnswer, CbFigures, CbTally};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -107,14 +109,17 @@ pub fn answer_of(value: &Value) -> Result<CbAnswer, String> {
     })
 }
 
-/// The answers of one prediction file, line by line (each a few bytes).
-pub fn read_predictions(path: &Path) -> Result<Vec<CbAnswer>, EvalError> {
+/// Reads a prediction file line by line, handing each answer to `each`; the number of lines.
+pub fn read_predictions(
+    path: &Path,
+    mut each: impl FnMut(usize, CbAnswer),
+) -> Result<usize, EvalError> {
     let shown = path.display().to_string();
     let file = std::fs::File::open(path).map_err(|source| AuditError::Io {
         path: shown.clone(),
         source,
     })?;
-    let mut answers = Vec::new();
+    let mut n = 0;
     for (i, line) in BufReader::new(file).lines().enumerate() {
         let parse = |message: String| AuditError::Parse {
             path: shown.clone(),
@@ -124,9 +129,17 @@ pub fn read_predictions(path: &Path) -> Result<Vec<CbAnswer>, EvalError> {
         let line = line.map_err(|e| parse(format!("cannot read: {e}")))?;
         let value: Value =
             serde_json::from_str(&line).map_err(|e| parse(format!("not JSON: {e}")))?;
-        answers.push(answer_of(&value).map_err(parse)?);
+        each(i, answer_of(&value).map_err(parse)?);
+        n = i + 1;
     }
-    Ok(answers)
+    Ok(n)
+}
+
+/// Whether each question of a baseline file was answered with the true object.
+fn right_answers(path: &Path) -> Result<Vec<bool>, EvalError> {
+    let mut right = Vec::new();
+    read_predictions(path, |_, a| right.push(a.is_true()))?;
+    Ok(right)
 }
 
 /// The figures of every `<setting>.json` of a prediction folder, as `evaluate.py` computes
@@ -152,14 +165,20 @@ pub fn evaluate_predictions(dir: &Path) -> Result<CbResults, EvalError> {
             )));
         }
     }
-    let default = read_predictions(&file("default"))?;
-    let correct = read_predictions(&file("correct"))?;
-    let keep = selected(&default, &correct);
+    let default = right_answers(&file("default"))?;
+    let correct = right_answers(&file("correct"))?;
+    // A question beyond the end of either baseline is not scored, as in evaluate.py.
+    let keep: Vec<bool> = default
+        .iter()
+        .zip(&correct)
+        .map(|(d, c)| *d && *c)
+        .collect();
+    let count = |v: &[bool]| v.iter().filter(|k| **k).count();
     let mut results = CbResults {
         questions: default.len(),
-        default_true: default.iter().filter(|a| a.is_true()).count(),
-        correct_true: correct.iter().filter(|a| a.is_true()).count(),
-        scored: keep.iter().filter(|k| **k).count(),
+        default_true: count(&default),
+        correct_true: count(&correct),
+        scored: count(&keep),
         settings: BTreeMap::new(),
     };
     for path in setting_files(dir)? {
@@ -167,16 +186,20 @@ pub fn evaluate_predictions(dir: &Path) -> Result<CbResults, EvalError> {
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let answers = read_predictions(&path)?;
-        if answers.len() != default.len() {
+        let mut tally = CbTally::default();
+        let lines = read_predictions(&path, |i, a| {
+            if keep.get(i).copied().unwrap_or(false) {
+                tally.add(&a);
+            }
+        })?;
+        if lines != default.len() {
             return Err(EvalError::Config(format!(
-                "{} has {} lines but default.json {}: every setting lists the same questions in the same order",
+                "{} has {lines} lines but default.json {}: every setting lists the same questions in the same order",
                 path.display(),
-                answers.len(),
                 default.len()
             )));
         }
-        let figures = figures(&answers, &keep).ok_or_else(|| {
+        let figures = tally.finish().ok_or_else(|| {
             EvalError::Config(format!(
                 "{}: no question is answered right both in default.json and in correct.json, so nothing is scored",
                 dir.display()

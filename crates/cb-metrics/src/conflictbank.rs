@@ -69,39 +69,67 @@ pub fn selected(default: &[CbAnswer], correct: &[CbAnswer]) -> Vec<bool> {
 /// The figures of one setting over the questions `selected` marks (by position); `None` when
 /// none is scored.
 pub fn figures(answers: &[CbAnswer], selected: &[bool]) -> Option<CbFigures> {
-    let scored: Vec<&CbAnswer> = answers
-        .iter()
-        .zip(selected)
-        .filter(|(_, s)| **s)
-        .map(|(a, _)| a)
-        .collect();
-    let n = scored.len();
-    if n == 0 {
-        return None;
+    let mut tally = CbTally::default();
+    for (a, _) in answers.iter().zip(selected).filter(|(_, s)| **s) {
+        tally.add(a);
     }
-    let share = |pick: fn(&CbAnswer) -> u8| {
-        let k = scored
-            .iter()
-            .filter(|a| a.prediction == Some(pick(a)))
-            .count();
-        python_round(k as f64 / n as f64 * 100.0, 2)
-    };
-    let correct_accuracy = share(|a| a.true_option);
-    let replaced_accuracy = share(|a| a.replaced_option);
-    let uncertain_accuracy = share(|a| a.uncertain_option);
-    let both = correct_accuracy + replaced_accuracy;
-    let memorization_ratio =
-        (both != 0.0).then(|| python_round(correct_accuracy / both * 100.0, 2));
-    let entropies: Option<Vec<f64>> = scored.iter().map(|a| a.entropy).collect();
-    let average_entropy = entropies.map(|e| numpy_round(pairwise_sum(&e) / n as f64, 2));
-    Some(CbFigures {
-        scored: n,
-        correct_accuracy,
-        replaced_accuracy,
-        uncertain_accuracy,
-        memorization_ratio,
-        average_entropy,
-    })
+    tally.finish()
+}
+
+/// The figures of one setting taken in answer by answer (the scored ones only), for a reader
+/// that streams: 3 counters and 8 bytes an answer (its entropy, which NumPy's pairwise mean
+/// needs all of).
+#[derive(Debug, Clone, Default)]
+pub struct CbTally {
+    n: usize,
+    correct: usize,
+    replaced: usize,
+    uncertain: usize,
+    entropies: Vec<f64>,
+    /// An answer without probabilities was taken in: no average entropy.
+    without_probabilities: bool,
+}
+
+impl CbTally {
+    /// Takes in one scored answer.
+    pub fn add(&mut self, a: &CbAnswer) {
+        self.n += 1;
+        let is = |option: u8| usize::from(a.prediction == Some(option));
+        self.correct += is(a.true_option);
+        self.replaced += is(a.replaced_option);
+        self.uncertain += is(a.uncertain_option);
+        match a.entropy {
+            Some(h) if !self.without_probabilities => self.entropies.push(h),
+            _ => {
+                self.without_probabilities = true;
+                self.entropies = Vec::new();
+            }
+        }
+    }
+
+    /// The figures; `None` when no answer was taken in.
+    pub fn finish(self) -> Option<CbFigures> {
+        let n = self.n;
+        if n == 0 {
+            return None;
+        }
+        let share = |k: usize| python_round(k as f64 / n as f64 * 100.0, 2);
+        let correct_accuracy = share(self.correct);
+        let replaced_accuracy = share(self.replaced);
+        let both = correct_accuracy + replaced_accuracy;
+        let memorization_ratio =
+            (both != 0.0).then(|| python_round(correct_accuracy / both * 100.0, 2));
+        let average_entropy = (!self.without_probabilities)
+            .then(|| numpy_round(pairwise_sum(&self.entropies) / n as f64, 2));
+        Some(CbFigures {
+            scored: n,
+            correct_accuracy,
+            replaced_accuracy,
+            uncertain_accuracy: share(self.uncertain),
+            memorization_ratio,
+            average_entropy,
+        })
+    }
 }
 
 /// The entropy in bits of option probabilities, as `evaluate.py` takes it: the

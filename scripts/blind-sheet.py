@@ -26,7 +26,7 @@ bare string is read as the misleading label (the sheets of issue 43). `score` pr
 majority counts per origin and domain (a majority is more than half the votes), Fleiss' kappa over all
 items and per origin, how often all raters agree, and the rows that have both majorities; it writes
 OUT_DIR/scores.csv with every item's votes and majorities."""
-import csv, json, os, random, string, sys
+import csv, hashlib, json, os, random, string, sys
 
 SCALES = {"misleading": ["not", "somewhat", "highly"], "plausible": ["implausible", "somewhat", "plausible"]}
 TARGET = {"misleading": "highly", "plausible": "plausible"}
@@ -63,7 +63,7 @@ def _read_jsonl(path):
                 try:
                     yield n, json.loads(line)
                 except json.JSONDecodeError as e:
-                    sys.exit(f"{path}:{n}: not a JSON line: {e}")
+                    sys.exit(f"{path}:{n}: not a JSON line ({e}); a released KRE .json file goes in a released: spec")
 
 
 def _need(row, keys, where):
@@ -152,7 +152,10 @@ def write_sheet(path, items, scales):
 
 def make(out, seed, specs):
     items = collect(seed, specs)
-    numbered = [(f"I{k:03d}", it) for k, it in enumerate(items, 1)]
+    # Item ids carry a tag of the sheet (a hash of its items and seed), so that ratings of another sheet are refused.
+    tag = hashlib.sha256(json.dumps([seed] + [[it["source"], it["id"], it["context"]] for it in items]).encode()).hexdigest()
+    tag = ("".join(c for c in tag if c.isalpha())[:2] + tag[:2]).upper()
+    numbered = [(f"{tag}-{k:03d}", it) for k, it in enumerate(items, 1)]
     os.makedirs(out, exist_ok=True)
     write_sheet(os.path.join(out, "sheet.md"), numbered, list(SCALES))
     for s in SCALES:
@@ -185,6 +188,11 @@ def majority(votes, levels):
     return best if votes.count(best) * 2 > len(votes) else "none"
 
 
+def out_hint(key):
+    ids = sorted(key)
+    return f"{ids[0]}..{ids[-1]}" if ids else "no items"
+
+
 def read_ratings(key, files):
     """Per scale, the list of (file, {item: label}) of the raters who rated that scale."""
     per_scale = {s: [] for s in SCALES}
@@ -202,7 +210,7 @@ def read_ratings(key, files):
                     by_scale[s][iid] = label.strip().lower()
         unknown = sorted(set(raw) - set(key))
         if unknown:
-            sys.exit(f"{f}: items not on the sheet: {unknown[:5]}")
+            sys.exit(f"{f}: items not on the sheet of {out_hint(key)}: {unknown[:5]} (ratings of another sheet?)")
         for s, got in by_scale.items():
             if not got:
                 continue

@@ -137,6 +137,15 @@ def test_make(tmp):
     one = open(os.path.join(out_dir, "sheet-plausible.md")).read()
     assert "`misleading`" not in one and "`plausible`" in one
     assert json.load(open(os.path.join(out_dir, "ratings-template.json"))).keys() == key.keys()
+    # ratings of another sheet (other rows or another seed: other item ids) are refused
+    other = os.path.join(tmp, "other")
+    run("make", other, "8", f"ours:cose:{kre}", f"released:cose:{released}:1")
+    key2 = json.load(open(os.path.join(other, "key.json")))
+    assert not set(key2) & set(key), (sorted(key), sorted(key2))
+    f = os.path.join(tmp, "other-ratings.json")
+    json.dump({i: {"misleading": "highly", "plausible": "plausible"} for i in key2}, open(f, "w"))
+    out = run("score", out_dir, f, ok=False)
+    assert "items not on the sheet" in out, out
     # asking for more released rows than are left past the first 150 is refused
     out = run("make", out_dir, "7", f"ours:cose:{kre}", f"released:cose:{released}:2", ok=False)
     assert "only 1 past the first 150" in out, out

@@ -3,6 +3,7 @@
 //! part shares (seeded randomness, text normalisation).
 
 pub mod card;
+pub mod conflictbank;
 pub mod date;
 pub mod kre;
 pub mod lcs;
@@ -15,6 +16,7 @@ pub mod spans;
 pub mod text;
 
 pub use card::{CardMeta, DataFile, SourceLicense};
+pub use conflictbank::{Cause, CbRow, Style};
 pub use kre::{letter, letter_index, negative_option, picked_option, KreRow, NONE_OPTION};
 pub use manifest::{CheckTally, Manifest, ReaderInfo, StageCounts};
 pub use recall::{Edit, KvItem, QaRow, TextGenRow};

@@ -1,7 +1,8 @@
 //! `conflictbench eval recall|kre`: evaluates a model on a built benchmark with the paper's
 //! metrics, through the same LLM layer (and flags) as `build`; `conflictbench eval compare
 //! RUN_DIR RUN_DIR...`: the differences between evaluation runs, paired item by item
-//! (`cb_eval::compare`).
+//! (`cb_eval::compare`); `conflictbench eval conflictbank-predictions PRED_DIR`: ConflictBank's
+//! figures from its own prediction files (`cb_eval::conflictbank`).
 //!
 //! The offline backend has no model to evaluate, so it is refused (exit code 2); `--dry-run`
 //! counts the calls and writes nothing; `--backend replay` re-scores from the cache only.
@@ -33,6 +34,22 @@ pub enum EvalCommand {
     /// on the items, settings and seeds all runs share, and each run's difference to the
     /// first with a 95 % paired bootstrap interval (compare.json, compare.md, compare.html).
     Compare(CompareArgs),
+    /// ConflictBank's figures from prediction files in the layout its `inference.py` writes
+    /// (a folder of `<setting>.json`, `default.json` and `correct.json` among them), equal to
+    /// what its `evaluate.py` computes: correct, replaced and uncertain accuracy, memorization
+    /// ratio and average entropy over the questions right with no evidence and with the
+    /// correct one.
+    ConflictbankPredictions(CbPredictionsArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct CbPredictionsArgs {
+    /// The folder of prediction files.
+    #[arg(value_name = "PRED_DIR")]
+    pub dir: PathBuf,
+    /// Also write the figures as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -124,8 +141,26 @@ fn file_safe(s: &str) -> String {
 pub async fn run(args: EvalArgs) -> anyhow::Result<()> {
     match args.command {
         Some(EvalCommand::Compare(c)) => compare(&c),
+        Some(EvalCommand::ConflictbankPredictions(c)) => conflictbank_predictions(&c),
         None => run_eval(args.run).await,
     }
+}
+
+fn conflictbank_predictions(args: &CbPredictionsArgs) -> anyhow::Result<()> {
+    let results = match cb_eval::conflictbank::evaluate_predictions(&args.dir) {
+        Ok(r) => r,
+        Err(cb_eval::EvalError::Config(m)) => return Err(config_err(m)),
+        Err(e @ cb_eval::EvalError::Data(_)) => return Err(config_err(e.to_string())),
+        Err(e) => return Err(e.into()),
+    };
+    if let Some(path) = &args.json {
+        match cb_eval::conflictbank::write_json(path, &results) {
+            Err(cb_eval::EvalError::Config(m)) => return Err(config_err(m)),
+            other => other?,
+        }
+    }
+    println_out(&cb_eval::conflictbank::markdown(&results));
+    Ok(())
 }
 
 fn compare(args: &CompareArgs) -> anyhow::Result<()> {

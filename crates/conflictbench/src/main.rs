@@ -82,7 +82,8 @@ enum Command {
     /// `--batch-dir` folder (`batches run-dir`).
     Batches(batch_cmd::BatchesArgs),
     /// Export a built benchmark for another tool: `export lm-eval BUILD_DIR OUT_DIR` writes
-    /// lm-evaluation-harness tasks.
+    /// lm-evaluation-harness tasks; `export conflictbank BUILD_DIR OUT_DIR` writes
+    /// ConflictBank's evaluation input.
     Export(export_cmd::ExportArgs),
     /// Serve a local page over a build: rows, rejects, lineage, live progress, and rating
     /// the review sample beside the readers' verdicts.

@@ -79,11 +79,11 @@ const LIMIT: &str = "4";
 /// Calls in flight at once.
 const CONCURRENCY: &str = "3";
 /// The longest chain of requests a row of the cell's recipes makes one after another: KRE
-/// SQuAD's and MuSiQue's two writer steps (distractors, negative context), then up to six
-/// reader questions (negative, coherent, residual, grounded, control, answer set). With batch
-/// files a build run moves each row one link on (a request's answer comes from the executor
-/// between runs), so an uninterrupted build ends in its `CHAIN + 1`th run.
-const CHAIN: usize = 8;
+/// SQuAD's and MuSiQue's two writer steps (distractors, negative context), then up to seven
+/// reader questions (negative, coherent, residual, plausible, grounded, control, answer set).
+/// With batch files a build run moves each row one link on (a request's answer comes from
+/// the executor between runs), so an uninterrupted build ends in its `CHAIN + 1`th run.
+const CHAIN: usize = 9;
 
 /// A run's answer from the model stand-ins: CoS-E, ECQA and e-CARE explanations by
 /// [`model_reply`], everything else (SQuAD and MuSiQue steps, the reader check, the

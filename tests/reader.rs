@@ -124,8 +124,8 @@ async fn an_always_a_reader_in_the_audit_passes_exactly_the_rows_whose_intended_
 }
 
 /// The audit asks a row what the recipe of its domain asks: released cose rows saved as
-/// `squad.json` (the SQuAD recipe offers the none option) are shown it last, as `cose.json`
-/// (the cose recipe does not) they are not. A reader that answers it in words ("None of
+/// `squad.json` or `cose.json` (the SQuAD and cose recipes offer the none option) are shown
+/// it last, as `ecqa.json` (the ECQA recipe does not) they are not. A reader that answers it in words ("None of
 /// these.") picks it: every check fails, naming the none option, not an unknown letter.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_audit_offers_the_none_option_where_the_rows_recipe_does() {
@@ -139,7 +139,7 @@ async fn the_audit_offers_the_none_option_where_the_rows_recipe_does() {
     };
     let n = rows[0]["choices"].as_array().unwrap().len();
     let none = format!("picked \"{}\" ({NONE_OPTION})", cb_model::letter(n));
-    for (domain, offered) in [("squad", true), ("cose", false)] {
+    for (domain, offered) in [("squad", true), ("cose", true), ("ecqa", false)] {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join(format!("{domain}.json"));
         std::fs::write(&file, serde_json::to_string(rows).unwrap()).unwrap();
@@ -275,7 +275,8 @@ async fn an_offline_build_read_by_an_always_a_reader_keeps_exactly_the_rows_whos
         let checks = r["reader"]["checks"].as_array().unwrap();
         assert_eq!(checks[0]["check"], "negative");
         assert_eq!(checks[0]["picks"], serde_json::json!(["A"]));
-        assert_eq!(checks[1]["check"], "control", "the control is recorded");
+        assert_eq!(checks[1]["check"], "plausible");
+        assert_eq!(checks[2]["check"], "control", "the control is recorded");
     }
     let m = read_json(&dir.join("manifest.json"));
     assert_eq!(m["reader"]["model"], "reader");
@@ -562,7 +563,8 @@ async fn a_dry_run_counts_the_reader_calls() {
     let (with, without) = (&outputs[0], &outputs[1]);
     assert_eq!(server.request_count(), 0, "a dry run calls nothing");
     // Every row the writer's estimate keeps passes its checks (the dry-run reader answers
-    // the intended option): two questions a row, the negative and the recorded control. The
+    // the intended option): three questions a row, the negative, the plausibility question
+    // and the recorded control. The
     // rows kept are those of the offline build, whose answers the dry run stands in with.
     let offline = tempfile::tempdir().unwrap();
     let o = build(
@@ -583,7 +585,7 @@ async fn a_dry_run_counts_the_reader_calls() {
         .as_u64()
         .unwrap();
     assert!(rows > 0);
-    assert_eq!(count(with), count(without) + 2 * rows, "{}", text(with));
+    assert_eq!(count(with), count(without) + 3 * rows, "{}", text(with));
 }
 
 /// An offline build of the bundled e-CARE sample (12 rows) into `out`, read by `reader`
@@ -656,12 +658,13 @@ async fn a_reader_that_fails_the_controls_is_asked_every_control_and_called_unre
     let read = tempfile::tempdir().unwrap();
     let o = bundled_ecare(read.path(), Some(&server)).await;
     assert!(o.status.success(), "{}", text(&o));
-    // Every row's control is asked, as is its negative check (one vote each).
+    // Every row's control is asked, as are its negative check and, as an editor's question,
+    // the plausibility of its negative context (one vote each).
     let golden: BTreeSet<&str> = golden.iter().map(String::as_str).collect();
     let negative: BTreeSet<&str> = negative.iter().map(String::as_str).collect();
     assert_eq!(asked_with(&server, &golden), 12);
     assert_eq!(asked_with(&server, &negative), 12);
-    assert_eq!(server.request_count(), 24);
+    assert_eq!(server.request_count(), 36);
     let dir = read.path().join("kre/ecare");
     let m = read_json(&dir.join("manifest.json"));
     let r = &m["reader"];
@@ -753,13 +756,14 @@ async fn a_reader_that_reads_well_passes_its_controls_and_the_rows_are_reader_ve
         "{card}"
     );
     assert_eq!(m["reader"]["instruction"], told);
-    // e-CARE's recipe asks the row's own question only, without the none option.
+    // e-CARE's recipe asks the row's own question, without the none option, and the
+    // editor's plausibility question.
     let questions = m["reader"]["questions"].as_array().unwrap();
     let names: Vec<&str> = questions
         .iter()
         .map(|q| q["check"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["negative", "control"]);
+    assert_eq!(names, ["negative", "plausible", "control"]);
     assert!(!card.contains(NONE_OPTION), "{card}");
 }
 
@@ -951,7 +955,7 @@ fn recorded_table(dir: &Path) -> [f64; 4] {
     for r in read_jsonl(&dir.join("ecare.jsonl")) {
         let panel = r["reader"]["panel"].as_array().unwrap();
         assert_eq!(panel.len(), 2);
-        // Every reader was asked the negative check and the control.
+        // Every reader was asked the negative check, the plausibility and the control.
         for p in panel {
             let checks: Vec<&str> = p["checks"]
                 .as_array()
@@ -959,7 +963,7 @@ fn recorded_table(dir: &Path) -> [f64; 4] {
                 .iter()
                 .map(|c| c["check"].as_str().unwrap())
                 .collect();
-            assert_eq!(checks, ["negative", "control"]);
+            assert_eq!(checks, ["negative", "plausible", "control"]);
         }
         let stands = |i: usize| panel[i]["stands"].as_bool().unwrap();
         t[cell(stands(0), stands(1))] += 1.0;
@@ -1002,8 +1006,8 @@ async fn two_readers_that_disagree_on_known_rows_keep_only_the_rows_both_pass() 
         .map(|(_, r)| r["source_id"].as_str().unwrap().to_owned())
         .collect();
     assert_eq!(kept, want);
-    // Each reader was asked both checks of every row, one vote each.
-    assert_eq!((a.request_count(), b.request_count()), (24, 24));
+    // Each reader was asked the three checks of every row, one vote each.
+    assert_eq!((a.request_count(), b.request_count()), (36, 36));
     // The manifest: each reader's figures, and their agreement.
     let m = read_json(&out.join("manifest.json"));
     let r = &m["reader"];
@@ -1067,7 +1071,7 @@ async fn two_readers_that_disagree_on_known_rows_keep_only_the_rows_both_pass() 
     for part in [
         "> **Reader-verified** by 2 readers (openai)",
         "- `reader-a` at `",
-        "let 10 of 12 rows stand; checks passed: control 12 of 12, negative 10 of 12; 12 of 12 controls (Wilson 95 % lower bound 0.76): trusted.",
+        "let 10 of 12 rows stand; checks passed: control 12 of 12, negative 10 of 12, plausible 12 of 12; 12 of 12 controls (Wilson 95 % lower bound 0.76): trusted.",
         "let 9 of 12 rows stand;",
         "- Agreement of `reader-a` and `reader-b` on 12 rows: both let 8 stand, only the first 2, only the second 1, neither 1; Cohen's kappa 0.2500.",
     ] {
@@ -1115,7 +1119,7 @@ async fn two_readers_that_disagree_on_known_rows_keep_only_the_rows_both_pass() 
     let summary = String::from_utf8_lossy(&o.stdout);
     assert!(
         summary.contains("reader-a and reader-b on 12 rows: both let 8 stand, only the first 2, only the second 1, neither 1; Cohen's kappa 0.2500")
-            && summary.contains("let 9 of 12 rows stand; checks passed control 12/12, negative 9/12; controls 12/12 (Wilson 95 % lower bound 0.76): trusted"),
+            && summary.contains("let 9 of 12 rows stand; checks passed control 12/12, negative 9/12, plausible 12/12; controls 12/12 (Wilson 95 % lower bound 0.76): trusted"),
         "{summary}"
     );
 }
@@ -1311,6 +1315,7 @@ async fn a_negative_context_the_reader_finds_contradictory_is_refused() {
             "negative",
             "coherent",
             "residual",
+            "plausible",
             "grounded",
             "control",
             "answer_set"
@@ -1496,6 +1501,7 @@ async fn a_passage_that_answers_nothing_or_still_supports_another_option_is_refu
             "negative",
             "coherent",
             "residual",
+            "plausible",
             "grounded",
             "control",
             "answer_set"
@@ -1764,7 +1770,7 @@ async fn controls_answered_none_measure_the_data_and_most_of_them_an_abstaining_
     let card = std::fs::read_to_string(dir.join("README.md")).unwrap();
     assert!(
         card.contains("> **Reader-verified** by `reader` at")
-            && card.contains("Checks passed: control 10 of 12 (2 none of these), negative 12 of 12.")
+            && card.contains("Checks passed: control 10 of 12 (2 none of these), negative 12 of 12, plausible 12 of 12.")
             && card.contains("it passed 10 of 10 control questions answered with an option")
             && card.contains("Beside them, 2 controls found no answer in their golden context (the reader picked \"none of these\"): those rows' data cannot lead to the golden answer"),
         "{card}"
@@ -1805,6 +1811,302 @@ async fn controls_answered_none_measure_the_data_and_most_of_them_an_abstaining_
                 && !said.contains("stronger reader")
                 && !said.contains("too few"),
             "{said}"
+        );
+    }
+}
+
+/// The plausibility check (`plausible_check`, issue 48 item 4; on in every bundled recipe):
+/// the reader, asked as an editor, says whether a careful reader who does not know the answer
+/// could accept the generated passage as written.
+const PLAUSIBLE: &str = "Could a careful reader accept it as written";
+
+/// A reader of the bundled e-CARE sample that reads every context as meant, except the
+/// negative contexts of the rows at `misread` (taken for the golden answer); asked whether a
+/// passage is plausible, it rejects the negative contexts of the rows at `implausible`.
+async fn editing_reader(rows: &[Value], misread: &[usize], implausible: &[usize]) -> MockServer {
+    let mut known = HashMap::new();
+    for (i, r) in rows.iter().enumerate() {
+        let negative = if misread.contains(&i) {
+            "answer"
+        } else {
+            "candidate"
+        };
+        let ctx = |f: &str| r[f].as_str().unwrap().trim().to_owned();
+        known.insert(ctx("negative_context"), option_text(r, negative));
+        known.insert(ctx("golden_context"), option_text(r, "answer"));
+    }
+    let rejected: Vec<String> = implausible
+        .iter()
+        .map(|i| {
+            format!(
+                "<<<\n{}\n>>>",
+                rows[*i]["negative_context"].as_str().unwrap().trim()
+            )
+        })
+        .collect();
+    let reads = table_reader(known);
+    MockServer::start(responder(move |req: &cb_mock::ChatRequest| {
+        let last = req.last_user();
+        if last.contains(PLAUSIBLE) && rejected.iter().any(|c| last.contains(c.as_str())) {
+            return Reply::Content(cb_mock::reader_script::judge(last, true).unwrap());
+        }
+        reads(req)
+    }))
+    .await
+}
+
+/// KRE (e-CARE): the editor rejects row 2's negative explanation, which is refused
+/// `reader_implausible`, naming the question and the pick; row 5 it also misreads, so its
+/// first failure (`reader_disagrees`) is its reason, and its plausibility verdict is still
+/// recorded: every row read carries one (`plausible` in its `reader` column's checks), the
+/// manifest counts them and the card quotes the question. RECALL (EventKG, the stand-in
+/// reader): the editor rejects the first sample's answer-edited context ("the kingdoms of
+/// England and Paris"), and that sample alone is refused `reader_implausible`.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_passage_a_careful_reader_would_reject_is_refused_reader_implausible() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows = unread_ecare(&dir.path().join("plain")).await;
+    let server = editing_reader(&rows, &[5], &[2, 5]).await;
+    let out = dir.path().join("read");
+    let o = bundled_ecare(&out, Some(&server)).await;
+    assert!(o.status.success(), "{}", text(&o));
+    let out = out.join("kre/ecare");
+    assert_counts_add_up(&out);
+    let id = |i: usize| rows[i]["source_id"].as_str().unwrap().to_owned();
+    let kept = read_jsonl(&out.join("ecare.jsonl"));
+    let kept_ids: BTreeSet<String> = kept
+        .iter()
+        .map(|r| r["source_id"].as_str().unwrap().to_owned())
+        .collect();
+    let want: BTreeSet<String> = (0..12).filter(|i| ![2, 5].contains(i)).map(id).collect();
+    assert_eq!(kept_ids, want);
+    let verdict = |row: &Value| -> Value {
+        row["reader"]["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["check"] == "plausible")
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    for r in &kept {
+        assert_eq!(verdict(r)["passed"], true, "{r}");
+    }
+    let rejects = read_jsonl(&out.join("rejects.jsonl"));
+    let reason: BTreeMap<String, &Value> = rejects
+        .iter()
+        .map(|r| (r["id"].as_str().unwrap().to_owned(), r))
+        .collect();
+    let two = reason[&id(2)];
+    assert_eq!(two["reason"], "reader_implausible", "{two}");
+    let detail = two["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("asked whether a careful reader could accept the negative context as written, the reader picked")
+            && detail.contains("(no: a careful reader would reject it at once)"),
+        "{detail}"
+    );
+    assert_eq!(verdict(&two["row"])["passed"], false);
+    let five = reason[&id(5)];
+    assert_eq!(five["reason"], "reader_disagrees", "{five}");
+    assert_eq!(verdict(&five["row"])["passed"], false, "{five}");
+    assert_eq!(rejects.len(), 2, "{rejects:?}");
+    let m = read_json(&out.join("manifest.json"));
+    assert_eq!(
+        m["reader"]["checks"]["plausible"],
+        serde_json::json!({"asked": 12, "passed": 10})
+    );
+    let stage = m["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "reader_check")
+        .unwrap()
+        .clone();
+    assert_eq!(stage["reasons"]["reader_implausible"], 1, "{stage}");
+    let card = std::fs::read_to_string(out.join("README.md")).unwrap();
+    assert!(card.contains("plausible 10 of 12"), "{card}");
+    assert!(
+        card.contains("`plausible`, told: \"You check the passages of a reading test")
+            && card.contains(&format!("{PLAUSIBLE}, as a passage of an encyclopedia")),
+        "{card}"
+    );
+
+    // RECALL: the answer-edited context of the first sample.
+    let raw = repo().join("raw");
+    let plain = dir.path().join("recall-plain");
+    let args = [
+        "recall",
+        "--domains",
+        "eventkg",
+        "--raw",
+        raw.to_str().unwrap(),
+        "--out",
+        plain.to_str().unwrap(),
+    ];
+    let o = build(&args, &[]).await;
+    assert!(o.status.success(), "{}", text(&o));
+    let samples = read_jsonl(&plain.join("recall/eventkg/qa_a.jsonl"));
+    assert!(samples.len() > 2);
+    let first = samples[0]["source_id"].as_str().unwrap().to_owned();
+    let flagged = format!(
+        "<<<\n{}\n>>>",
+        samples[0]["edited_context"].as_str().unwrap()
+    );
+    let server = MockServer::start(responder(move |req: &cb_mock::ChatRequest| {
+        let last = req.last_user();
+        if last.contains(PLAUSIBLE) && last.contains(flagged.as_str()) {
+            return Reply::Content(cb_mock::reader_script::judge(last, true).unwrap());
+        }
+        cb_mock::stand_in::answer(req)
+    }))
+    .await;
+    let read = dir.path().join("recall-read");
+    let base = server.base_url();
+    let mut args = args.to_vec();
+    args[6] = read.to_str().unwrap();
+    args.extend(["--reader-base-url", &base, "--reader-model", "reader"]);
+    let o = build(&args, &[]).await;
+    assert!(o.status.success(), "{}", text(&o));
+    let read = read.join("recall/eventkg");
+    assert_counts_add_up(&read);
+    let kept = read_jsonl(&read.join("qa_a.jsonl"));
+    assert_eq!(kept.len(), samples.len() - 1);
+    assert!(kept.iter().all(|r| r["source_id"] != first.as_str()));
+    let refused: Vec<Value> = read_jsonl(&read.join("rejects.jsonl"))
+        .into_iter()
+        .filter(|r| r["reason"] == "reader_implausible")
+        .collect();
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0]["id"], first.as_str());
+    let detail = refused[0]["detail"].as_str().unwrap();
+    assert!(
+        detail.contains(
+            "asked whether a careful reader could accept the answer-edited context as written"
+        ),
+        "{detail}"
+    );
+}
+
+/// Whether a row carries the note `golden_unrelated` (its golden context shares no content
+/// word with its question or golden answer).
+fn unrelated(r: &Value) -> bool {
+    r["warnings"].as_array().is_some_and(|w| {
+        w.iter()
+            .any(|w| w.as_str().unwrap().starts_with("golden_unrelated"))
+    })
+}
+
+/// The shared cose sample built offline and read by a reader that reads every context as
+/// meant: a negative context leads it to the negative answer, a golden context to the golden
+/// one, except a golden context noted `golden_unrelated`, where it answers `on_unrelated`'s
+/// option text for the row. The unread rows and the read build's folder.
+async fn cose_read(
+    data: &Path,
+    dir: &Path,
+    on_unrelated: fn(&Value) -> String,
+) -> (Vec<Value>, PathBuf) {
+    let o = offline_cose(data, &dir.join("plain"), None).await;
+    assert!(o.status.success(), "{}", text(&o));
+    let rows = read_jsonl(&dir.join("plain/kre/cose/cose.jsonl"));
+    // By context and question: CoS-E gives one explanation to several questions ("Rivers
+    // flow trough valleys.").
+    let mut known = HashMap::new();
+    for r in &rows {
+        let ctx = |f: &str| r[f].as_str().unwrap().trim().to_owned();
+        let question = r["question"].as_str().unwrap().trim().to_owned();
+        let golden = if unrelated(r) {
+            on_unrelated(r)
+        } else {
+            option_text(r, "answer")
+        };
+        known.insert(
+            (ctx("negative_context"), question.clone()),
+            option_text(r, "candidate"),
+        );
+        known.insert((ctx("golden_context"), question), golden);
+    }
+    let server = MockServer::start(responder(move |req: &cb_mock::ChatRequest| {
+        let last = req.last_user();
+        let reply = cb_mock::reader_script::judge(last, false).or_else(|| {
+            let q = cb_mock::reader_script::parse(last)?;
+            let want = known.get(&(q.context, q.question))?;
+            q.options
+                .iter()
+                .position(|o| o == want)
+                .map(cb_model::letter)
+        });
+        Reply::Content(reply.unwrap_or_else(|| "no option".to_owned()))
+    }))
+    .await;
+    let o = offline_cose(data, &dir.join("read"), Some(&server)).await;
+    assert!(o.status.success(), "{}", text(&o));
+    (rows, dir.join("read/kre/cose"))
+}
+
+/// Issue 48 item 5: a control whose golden context supports no option measures the data,
+/// not the reader. cose's controls offer "none of these": a reader that answers it on every
+/// golden explanation noted `golden_unrelated` (32 of the shared sample's 70) and reads the
+/// rest right is trusted, no row is refused for it (the control is recorded), and the card
+/// says how many controls were set aside and why. Forced to pick, a reader that picks the
+/// negative answer on those contexts is measured the same. (Before, each such control
+/// counted as a failure: 38 of 70, an unreliable reader.)
+#[tokio::test(flavor = "multi_thread")]
+async fn controls_on_golden_contexts_that_support_no_option_are_set_aside() {
+    let Some(data) = shared_data() else { return };
+    for (on_unrelated, said) in [
+        (
+            (|_: &Value| NONE_OPTION.to_owned()) as fn(&Value) -> String,
+            "none",
+        ),
+        (|r: &Value| option_text(r, "candidate"), "negative"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let (rows, out) = cose_read(&data, dir.path(), on_unrelated).await;
+        assert_counts_add_up(&out);
+        let u = rows.iter().filter(|r| unrelated(r)).count() as u64;
+        let n = rows.len() as u64;
+        assert!(u >= 10 && u < n / 2, "{u} of {n}");
+        let m = read_json(&out.join("manifest.json"));
+        assert_eq!(m["rows"], n, "{said}: no row refused for its control");
+        assert_eq!(
+            m["reader"]["checks"]["control"],
+            serde_json::json!({"asked": n, "passed": n - u, "unrelated": u}),
+            "{said}"
+        );
+        assert_eq!(m["reader"]["trust"]["controls_asked"], n - u);
+        assert_eq!(m["reader"]["trust"]["controls_unrelated"], u);
+        assert_eq!(m["reader"]["trust"]["verified"], true, "{said}");
+        // Each such control is marked in its row (and the "none" pick with it).
+        for r in read_jsonl(&out.join("cose.jsonl")) {
+            let control = r["reader"]["checks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["check"] == "control")
+                .unwrap()
+                .clone();
+            assert_eq!(control["unrelated"] == true, unrelated(&r), "{control}");
+            assert_eq!(
+                control["none"] == true,
+                unrelated(&r) && said == "none",
+                "{said} {control} {}",
+                r["golden_context"]
+            );
+        }
+        let card = std::fs::read_to_string(out.join("README.md")).unwrap();
+        let aside = format!("Beside them, {u} controls set aside, measuring the data and not the reader, and not counted against it: {u} failed on a golden context that shares no content word with its question or golden answer (the row's note golden_unrelated");
+        assert!(
+            card.contains("> **Reader-verified** by `reader` at")
+                && card.contains(&format!(
+                    "it passed {0} of {0} control questions counted (the others set aside)",
+                    n - u
+                ))
+                && card.contains(&aside)
+                && card.contains(&format!(
+                    "control {} of {n} ({u} on unrelated golden contexts)",
+                    n - u
+                )),
+            "{said}: {card}"
         );
     }
 }

@@ -40,6 +40,10 @@ pub struct ReaderFigures {
     /// the measure (not written when none).
     #[serde(skip_serializing_if = "is_zero")]
     pub controls_no_answer: u64,
+    /// Controls failed on golden contexts noted `golden_unrelated` (supporting no option);
+    /// left out of the measure (not written when none).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub controls_unrelated: u64,
     pub control_lower_bound: Option<f64>,
     pub trusted: bool,
     /// Not trusted for answering "none of these" to most controls.
@@ -61,6 +65,7 @@ impl ReaderFigures {
             controls_asked: r.trust.controls_asked,
             controls_passed: r.trust.controls_passed,
             controls_no_answer: r.trust.controls_no_answer,
+            controls_unrelated: r.trust.controls_unrelated,
             control_lower_bound: r.trust.lower_bound,
             trusted: r.trust.verified,
             abstaining: r.trust.abstaining(),
@@ -133,12 +138,18 @@ pub fn summary(builds: &[BuildReaders]) -> String {
             let bound = r
                 .control_lower_bound
                 .map_or("none".to_owned(), |l| format!("{l:.2}"));
-            let none = match r.controls_no_answer {
+            let mut none = match r.controls_no_answer {
                 0 => String::new(),
                 k => format!(
                     " answered with an option, {k} more found no answer in their golden context (not counted)"
                 ),
             };
+            if r.controls_unrelated > 0 {
+                none.push_str(&format!(
+                    ", {} more failed on golden contexts unrelated to their question (golden_unrelated, not counted)",
+                    r.controls_unrelated
+                ));
+            }
             let verdict = match (r.trusted, r.abstaining) {
                 (true, _) => "trusted",
                 (false, true) => "abstaining (\"none of these\" to most controls)",
@@ -179,6 +190,7 @@ mod tests {
                 asked,
                 passed,
                 none,
+                unrelated: 0,
             },
         )];
         ReaderFigures::of(&ReaderInfo::new(

@@ -191,11 +191,13 @@ impl Runner {
         (item, Ok(()))
     }
 
-    /// Whether the reader check refused the item for its verdict (`reader_disagrees`): its
-    /// reject then carries the rows it would have written.
+    /// Whether the reader check refused the item for its verdict on one of the two axes
+    /// people rate (`reader_disagrees`: not misleading; `reader_implausible`: not believable):
+    /// its reject then carries the rows it would have written, for the rating sample.
     fn refused(&self, ended: &Ended) -> bool {
         matches!(ended, Err((i, StepFailure::Reject { reason, .. }))
-            if reason == "reader_disagrees" && self.steps[*i].reads())
+            if (reason == "reader_disagrees" || reason == "reader_implausible")
+                && self.steps[*i].reads())
     }
 }
 

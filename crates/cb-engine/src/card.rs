@@ -47,6 +47,9 @@ struct ReaderView<'a> {
     /// card says of them (`cb_model::manifest::ReaderTrust::no_answer_note`).
     no_answer: u64,
     no_answer_note: Option<String>,
+    /// Control questions failed on golden contexts noted `golden_unrelated`, set aside too
+    /// (named by the same note).
+    unrelated: u64,
     /// The Wilson 95 % lower bound of its control pass rate, to two places (`none`: none asked).
     bound: String,
     /// Untrusted only because it was asked too few controls to be measured (with a panel:
@@ -102,9 +105,18 @@ fn reader_view(r: &ReaderInfo) -> ReaderView<'_> {
         tallies: r
             .checks
             .iter()
-            .map(|(check, t)| match t.none {
-                0 => format!("{check} {} of {}", t.passed, t.asked),
-                k => format!("{check} {} of {} ({k} none of these)", t.passed, t.asked),
+            .map(|(check, t)| {
+                let mut aside = Vec::new();
+                if t.none > 0 {
+                    aside.push(format!("{} none of these", t.none));
+                }
+                if t.unrelated > 0 {
+                    aside.push(format!("{} on unrelated golden contexts", t.unrelated));
+                }
+                match aside.is_empty() {
+                    true => format!("{check} {} of {}", t.passed, t.asked),
+                    false => format!("{check} {} of {} ({})", t.passed, t.asked, aside.join(", ")),
+                }
             })
             .collect::<Vec<_>>()
             .join(", "),
@@ -113,6 +125,7 @@ fn reader_view(r: &ReaderInfo) -> ReaderView<'_> {
         passed: r.trust.controls_passed,
         no_answer: r.trust.controls_no_answer,
         no_answer_note: r.trust.no_answer_note(),
+        unrelated: r.trust.controls_unrelated,
         bound: r
             .trust
             .lower_bound
@@ -303,6 +316,7 @@ mod tests {
                 asked,
                 passed,
                 none,
+                unrelated: 0,
             },
         )]
         .into();
@@ -360,8 +374,9 @@ mod tests {
 
     /// The card quotes every question the reader check put, word for word as the recipe's
     /// step asks it: SQuAD's (the none option last after the row's options, the editor's
-    /// coherence and residual questions with their own instruction, the answer set), and
-    /// cose's, which offers none of them.
+    /// coherence, residual and plausibility questions with their own instruction, the answer
+    /// set), cose's (the none option with its negative and control questions, and the
+    /// plausibility question) and RECALL's.
     #[test]
     fn the_card_quotes_every_question_the_reader_was_asked() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -387,6 +402,7 @@ mod tests {
                 "negative",
                 "coherent",
                 "residual",
+                "plausible",
                 "grounded",
                 "control",
                 "answer_set"
@@ -410,14 +426,20 @@ mod tests {
             "\n>>>\n\nA test asks \"[the row's question]\" about this passage, whose answer is meant to be \"[the negative answer]\"; the test's other options are \"[the golden answer]\", \"[each other option]\".",
             "`control`:\n\n```text\nPassage:\n<<<\n[the golden context]\n>>>",
             "`answer_set`, told: \"You answer multiple-choice questions.",
+            "`plausible`, told: \"You check the passages of a reading test",
+            "\n>>>\n\nSet aside whether this passage is true: it may differ from what you know on purpose, and that alone is no fault. Read it as someone who does not know the answer it gives. Could a careful reader accept it as written, as a passage of an encyclopedia, a textbook or a news report: nothing absurd, no common word given a meaning it does not have, nothing such a reader would reject at once?\nA: yes: a careful reader could accept it as written\nB: no: a careful reader would reject it at once\n",
         ] {
             assert!(card.contains(part), "{part:?} not in\n{card}");
         }
         let (card, reader) = card_of("cose");
         let checks: Vec<&str> = reader.questions.iter().map(|q| q.check.as_str()).collect();
-        assert_eq!(checks, ["negative", "control"]);
+        assert_eq!(checks, ["negative", "plausible", "control"]);
+        for q in &reader.questions {
+            let offered = q.asked.contains(none);
+            assert_eq!(offered, q.check != "plausible", "{}", q.asked);
+        }
         assert!(
-            !card.contains(none) && !card.contains("told: \"You check"),
+            card.contains("`plausible`, told: \"You check the passages"),
             "{card}"
         );
         // RECALL's: the editor's kind and coherence questions among the row's own.
@@ -428,6 +450,7 @@ mod tests {
             [
                 "qa_a",
                 "kind",
+                "plausible",
                 "qa_na",
                 "coherent",
                 "qa_na_sentence",
@@ -454,6 +477,7 @@ mod tests {
                 asked,
                 passed,
                 none: 0,
+                unrelated: 0,
             });
             m
         };

@@ -79,22 +79,25 @@ pub fn follow_context(q: &Mcq) -> String {
         .map_or_else(|| "None".to_owned(), |(i, _)| letter(i))
 }
 
-/// A reader that follows the context shown ([`follow_context`]).
+/// A reader that follows the context shown ([`follow_context`]); asked an editor's question
+/// ([`judge`]), it picks the option that passes.
 pub fn context_follower() -> Responder {
     responder(|req: &ChatRequest| {
-        Reply::Content(
-            parse(req.last_user()).map_or_else(|| "None".to_owned(), |q| follow_context(&q)),
-        )
+        let last = req.last_user();
+        Reply::Content(judge(last, false).unwrap_or_else(|| {
+            parse(last).map_or_else(|| "None".to_owned(), |q| follow_context(&q))
+        }))
     })
 }
 
 /// A reader that answers from memory: `known` maps a question to its answer's option (the
 /// index in the order the options are shown); the reply is that letter, whatever the context
-/// says.
+/// says; asked an editor's question ([`judge`]), it picks the option that passes.
 pub fn memory_reader(known: HashMap<String, usize>) -> Responder {
     responder(move |req: &ChatRequest| {
-        let reply = parse(req.last_user())
-            .and_then(|q| known.get(&q.question).map(|i| letter(*i)))
+        let last = req.last_user();
+        let reply = judge(last, false)
+            .or_else(|| parse(last).and_then(|q| known.get(&q.question).map(|i| letter(*i))))
             .unwrap_or_else(|| "None".to_owned());
         Reply::Content(reply)
     })
@@ -102,11 +105,14 @@ pub fn memory_reader(known: HashMap<String, usize>) -> Responder {
 
 /// A reader that reads well: `known` maps a context to the text of the option it leads to;
 /// the reply is that option's letter in the order shown, "None" for a context not in the
-/// table or an option not shown.
+/// table or an option not shown; asked an editor's question ([`judge`]), it picks the option
+/// that passes.
 pub fn table_reader(known: HashMap<String, String>) -> Responder {
     responder(move |req: &ChatRequest| {
-        let reply = parse(req.last_user())
-            .and_then(|q| {
+        let last = req.last_user();
+        let reply = judge(last, false)
+            .or_else(|| {
+                let q = parse(last)?;
                 let want = known.get(&q.context)?;
                 q.options.iter().position(|o| o == want).map(letter)
             })
@@ -116,10 +122,11 @@ pub fn table_reader(known: HashMap<String, String>) -> Responder {
 }
 
 /// The letter of the option an editor picks for the reader check's judged questions
-/// (`prompts/reader/judge.md`: the `kind`, `coherent`, `residual` and `grounded` checks), if
-/// `prompt` is one; `flawed` picks the option that flags a flaw ("no: another kind of thing",
-/// "yes: it contradicts itself", "yes: it also supports another option", "no: a needed fact
-/// is missing or only guessed"), else the one that passes.
+/// (`prompts/reader/judge.md`: the `kind`, `coherent`, `residual`, `grounded` and
+/// `plausible` checks), if `prompt` is one; `flawed` picks the option that flags a flaw ("no:
+/// another kind of thing", "yes: it contradicts itself", "yes: it also supports another
+/// option", "no: a needed fact is missing or only guessed", "no: a careful reader would
+/// reject it at once"), else the one that passes.
 pub fn judge(prompt: &str, flawed: bool) -> Option<String> {
     if !prompt.contains("Reply with the letter of one option (one of") {
         return None;
@@ -129,12 +136,14 @@ pub fn judge(prompt: &str, flawed: bool) -> Option<String> {
             || t.starts_with("no: it agrees")
             || t.starts_with("no: only")
             || t.starts_with("yes: the passage states")
+            || t.starts_with("yes: a careful reader could accept")
     };
     let flags = |t: &str| {
         t.starts_with("no: another kind")
             || t.starts_with("yes: it contradicts")
             || t.starts_with("yes: it also supports")
             || t.starts_with("no: a needed fact")
+            || t.starts_with("no: a careful reader would reject")
     };
     prompt.lines().find_map(|l| {
         let (mark, text) = l.split_once(": ")?;
@@ -153,6 +162,9 @@ mod tests {
         assert_eq!(judge(q, false).as_deref(), Some("B"));
         assert_eq!(judge(q, true).as_deref(), Some("A"));
         let q = "Passage:\n<<<\nThe tower stands in Lyon.\n>>>\n\nA test asks \"Where is the tower?\" about this passage, ...\nA: no: only \"Lyon\"\nB: yes: it also supports another option\nReply with the letter of one option (one of A, B).";
+        assert_eq!(judge(q, false).as_deref(), Some("A"));
+        assert_eq!(judge(q, true).as_deref(), Some("B"));
+        let q = "Passage:\n<<<\nA hair is a line of guests.\n>>>\n\nCould a careful reader accept it as written?\nA: yes: a careful reader could accept it as written\nB: no: a careful reader would reject it at once\nReply with the letter of one option (one of A, B).";
         assert_eq!(judge(q, false).as_deref(), Some("A"));
         assert_eq!(judge(q, true).as_deref(), Some("B"));
         assert_eq!(

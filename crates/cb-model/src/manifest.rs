@@ -162,6 +162,11 @@ pub struct CheckTally {
     /// Absent when none.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub none: u64,
+    /// Of those asked, how many failed on a row noted `golden_unrelated` (its golden context
+    /// shares no content word with the question or the golden answer: it supports no
+    /// option); such answers are counted here, not under `none`. Absent when none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unrelated: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -314,6 +319,8 @@ struct RowVerdict {
     passed: bool,
     #[serde(default)]
     none: bool,
+    #[serde(default)]
+    unrelated: bool,
 }
 
 #[derive(Deserialize)]
@@ -329,7 +336,8 @@ fn count(tallies: &mut BTreeMap<String, CheckTally>, verdicts: &[RowVerdict]) {
         let t = tallies.entry(v.check.clone()).or_default();
         t.asked += 1;
         t.passed += u64::from(v.passed);
-        t.none += u64::from(v.none);
+        t.unrelated += u64::from(v.unrelated);
+        t.none += u64::from(v.none && !v.unrelated);
     }
 }
 
@@ -450,6 +458,10 @@ pub struct ReaderTrust {
     /// none (and in manifests written before the none option).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub controls_no_answer: u64,
+    /// The controls failed on rows noted `golden_unrelated` (a golden context that supports
+    /// no option; not in `controls_asked` nor `controls_no_answer`). Absent when none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub controls_unrelated: u64,
     /// The lower bound of the Wilson 95 % interval of the control pass rate, to 4 places;
     /// `None` when no control was answered.
     pub lower_bound: Option<f64>,
@@ -472,14 +484,16 @@ impl ReaderTrust {
 
     /// The rule applied to a control tally (its `none` answers counted apart).
     pub fn of(control: CheckTally) -> Self {
-        let none = control.none.min(control.asked);
-        let asked = control.asked - none;
+        let unrelated = control.unrelated.min(control.asked);
+        let none = control.none.min(control.asked - unrelated);
+        let asked = control.asked - unrelated - none;
         let passed = control.passed.min(asked);
         let lower = wilson_lower(passed, asked, Self::Z);
         let mut t = ReaderTrust {
             controls_asked: asked,
             controls_passed: passed,
             controls_no_answer: none,
+            controls_unrelated: unrelated,
             lower_bound: lower.map(|l| (l * 1e4).round() / 1e4),
             verified: false,
         };
@@ -498,16 +512,25 @@ impl ReaderTrust {
         )
     }
 
-    /// Every control asked, the ones answered "none of these" included.
+    /// Every control asked, the ones set aside (answered "none of these", failed on an
+    /// unrelated golden context) included.
     pub fn controls(&self) -> u64 {
-        self.controls_asked + self.controls_no_answer
+        self.controls_asked + self.controls_no_answer + self.controls_unrelated
+    }
+
+    /// The controls set aside from the measure: answered "none of these", or failed on a
+    /// golden context that supports no option (`golden_unrelated`).
+    pub fn set_aside(&self) -> u64 {
+        self.controls_no_answer + self.controls_unrelated
     }
 
     /// Whether the reader answered "none of these" to more than
-    /// [`Self::MAX_NO_ANSWER_SHARE`] of its controls: it may be abstaining rather than
-    /// reading, and is not trusted.
+    /// [`Self::MAX_NO_ANSWER_SHARE`] of its controls (those on unrelated golden contexts
+    /// aside: "none" is the right answer there): it may be abstaining rather than reading,
+    /// and is not trusted.
     pub fn abstaining(&self) -> bool {
-        self.controls_no_answer as f64 > Self::MAX_NO_ANSWER_SHARE * self.controls() as f64
+        let read = self.controls_asked + self.controls_no_answer;
+        self.controls_no_answer as f64 > Self::MAX_NO_ANSWER_SHARE * read as f64
     }
 
     /// Whether the reader is untrusted only because it answered too few controls to be
@@ -521,29 +544,47 @@ impl ReaderTrust {
             && self.controls_passed == self.controls_asked
     }
 
-    /// With controls answered "none of these", what they say (not counted against the
-    /// reader); `None` also for a reader that [abstains](Self::abstaining), of whose "none"
-    /// answers nothing can be said of the data.
+    /// With controls set aside (answered "none of these", failed on a golden context noted
+    /// `golden_unrelated`), how many and why (not counted against the reader); the "none"
+    /// answers of a reader that [abstains](Self::abstaining) are left out, nothing being
+    /// said of the data by them.
     pub fn no_answer_note(&self) -> Option<String> {
-        let k = self.controls_no_answer;
-        (k > 0 && !self.abstaining()).then(|| {
-            let (s, their) = if k == 1 {
-                ("control", "its")
-            } else {
-                ("controls", "their")
-            };
-            format!(
-                "{k} {s} found no answer in {their} golden context (the reader picked \"none of these\"): those rows' data cannot lead to the golden answer (their control fails: reader_control_failed, refused unless the recipe's control is \"record\"); they measure the data, not the reader, and are not counted against it"
-            )
-        })
+        let (k, u) = (self.controls_no_answer, self.controls_unrelated);
+        let k = if self.abstaining() { 0 } else { k };
+        let plural = |n: u64| if n == 1 { "control" } else { "controls" };
+        if u == 0 {
+            return (k > 0).then(|| {
+                let their = if k == 1 { "its" } else { "their" };
+                format!(
+                    "{k} {} found no answer in {their} golden context (the reader picked \"none of these\"): those rows' data cannot lead to the golden answer (their control fails: reader_control_failed, refused unless the recipe's control is \"record\"); they measure the data, not the reader, and are not counted against it",
+                    plural(k)
+                )
+            });
+        }
+        let mut why = Vec::new();
+        if k > 0 {
+            why.push(format!(
+                "{k} found no answer in the golden context (the reader picked \"none of these\"; such a control fails: reader_control_failed, refused unless the recipe's control is \"record\")"
+            ));
+        }
+        why.push(format!(
+            "{u} failed on a golden context that shares no content word with its question or golden answer (the row's note golden_unrelated: it supports no option, so a reader can only guess or answer from memory)"
+        ));
+        Some(format!(
+            "{} {} set aside, measuring the data and not the reader, and not counted against it: {}",
+            k + u,
+            plural(k + u),
+            why.join("; ")
+        ))
     }
 
     /// Why a reader is or is not trusted, with its figures (follows the reader's name).
     pub fn why(&self) -> String {
-        let (p, n, k) = (
+        let (p, n, k, u) = (
             self.controls_passed,
             self.controls_asked,
             self.controls_no_answer,
+            self.controls_unrelated,
         );
         let bound = self.lower_bound.map_or(String::new(), |l| {
             format!(", Wilson 95 % lower bound {l:.2}")
@@ -556,7 +597,7 @@ impl ReaderTrust {
                 "passed {p} of {n} control questions{bound}: reliable (the rule: {}){note}",
                 Self::rule()
             )
-        } else if n + k == 0 {
+        } else if self.controls() == 0 {
             "read no row (every item was rejected before the reader check), so it was never measured and verified nothing".to_string()
         } else if self.abstaining() {
             format!(
@@ -566,13 +607,16 @@ impl ReaderTrust {
                 Self::rule()
             )
         } else if self.too_few() {
-            let asked = if k == 0 {
-                format!("was asked only {n} control questions")
-            } else {
-                format!(
+            let asked = match (k, u) {
+                (0, 0) => format!("was asked only {n} control questions"),
+                (_, 0) => format!(
                     "answered only {n} of its {} control questions with an option",
                     n + k
-                )
+                ),
+                _ => format!(
+                    "counted only {n} of its {} control questions, the others set aside",
+                    self.controls()
+                ),
             };
             format!(
                 "{asked} (the golden context leading to the golden answer) and passed {p}{bound}: too few to measure a reader (at least {} are needed), so its verdicts are not trusted; this says nothing yet of how it reads (the rule: {}){note}",
@@ -581,10 +625,10 @@ impl ReaderTrust {
             )
         } else {
             let few = if n < Self::MIN_CONTROLS {
-                let how = if k == 0 {
-                    "asked"
-                } else {
-                    "answered with an option"
+                let how = match (k, u) {
+                    (0, 0) => "asked",
+                    (_, 0) => "answered with an option",
+                    _ => "counted",
                 };
                 format!(
                     ", and only {n} were {how} (at least {} are needed)",
@@ -662,6 +706,7 @@ mod tests {
             asked,
             passed,
             none: 0,
+            unrelated: 0,
         })
     }
 
@@ -702,6 +747,7 @@ mod tests {
                 asked: 12,
                 passed: 0,
                 none: 0,
+                unrelated: 0,
             },
         );
         let r = ReaderInfo::new("openai".into(), "m".into(), "http://e".into(), checks);
@@ -725,6 +771,7 @@ mod tests {
                 asked: 3,
                 passed: 3,
                 none: 0,
+                unrelated: 0,
             },
         );
         let few = ReaderInfo::new("openai".into(), "m".into(), "e".into(), few);
@@ -747,6 +794,7 @@ mod tests {
                     asked: 8,
                     passed: 5,
                     none: 0,
+                    unrelated: 0,
                 },
             )]
             .into(),
@@ -765,6 +813,7 @@ mod tests {
                 asked: 12,
                 passed: 12,
                 none: 0,
+                unrelated: 0,
             },
         );
         let r = ReaderInfo::new("openai".into(), "m".into(), "e".into(), good);
@@ -785,6 +834,7 @@ mod tests {
                 asked,
                 passed,
                 none,
+                unrelated: 0,
             },
         )];
         ReaderInfo::new("openai".into(), "m".into(), "e".into(), checks.into())
@@ -802,6 +852,7 @@ mod tests {
                 controls_asked: 10,
                 controls_passed: 10,
                 controls_no_answer: 2,
+                controls_unrelated: 0,
                 lower_bound: Some(0.7225),
                 verified: true,
             }
@@ -870,6 +921,103 @@ mod tests {
         assert!(!half.abstaining() && half.too_few());
     }
 
+    /// Issue 48's cose build: 16 controls, the two whose golden explanations support no option
+    /// ("more at The Conta") failed. Counted, 14 of 16 is an unreliable reader (Wilson 0.64);
+    /// those two failed on rows noted `golden_unrelated`, so they are set aside and 14 of 14
+    /// is trusted (0.78). A reader that answered "none of these" on them (offered) is the
+    /// same, not one that abstains, however many unrelated rows it meets; the note names the
+    /// controls set aside and why.
+    #[test]
+    fn controls_failed_on_unrelated_golden_contexts_are_set_aside() {
+        let counted = read(14, 16, 0);
+        assert!(!counted.verified(), "{:?}", counted.trust);
+        assert_eq!(counted.trust.lower_bound, Some(0.6398));
+        let tally = |unrelated, none| CheckTally {
+            asked: 16,
+            passed: 14,
+            none,
+            unrelated,
+        };
+        let aside = ReaderTrust::of(tally(2, 0));
+        assert_eq!(
+            (
+                aside.controls_asked,
+                aside.controls_passed,
+                aside.set_aside()
+            ),
+            (14, 14, 2)
+        );
+        assert!(aside.verified && !aside.abstaining(), "{aside:?}");
+        assert_eq!(aside.lower_bound, Some(0.7847));
+        assert_eq!(
+            aside.no_answer_note().unwrap(),
+            "2 controls set aside, measuring the data and not the reader, and not counted against it: 2 failed on a golden context that shares no content word with its question or golden answer (the row's note golden_unrelated: it supports no option, so a reader can only guess or answer from memory)"
+        );
+        // Beside one control answered "none of these" on a related golden context.
+        let both = ReaderTrust::of(CheckTally {
+            asked: 17,
+            passed: 14,
+            none: 1,
+            unrelated: 2,
+        });
+        assert_eq!((both.controls_asked, both.set_aside()), (14, 3));
+        assert!(both.verified);
+        assert!(both.no_answer_note().unwrap().starts_with("3 controls set aside, measuring the data and not the reader, and not counted against it: 1 found no answer in the golden context (the reader picked \"none of these\"; such a control fails: reader_control_failed, refused unless the recipe's control is \"record\"); 2 failed on"));
+        // Ten unrelated rows answered "none" beside ten read right: not abstaining.
+        let many = ReaderTrust::of(CheckTally {
+            asked: 20,
+            passed: 10,
+            none: 0,
+            unrelated: 10,
+        });
+        assert!(many.verified && !many.abstaining(), "{many:?}");
+        // Every control failed on an unrelated golden context: read rows, measured nothing.
+        let only = ReaderTrust::of(CheckTally {
+            asked: 3,
+            passed: 0,
+            none: 0,
+            unrelated: 3,
+        });
+        assert!(!only.verified && !only.too_few());
+        assert!(!only.why().starts_with("read no row"), "{}", only.why());
+        let v = serde_json::to_value(ReaderTrust::of(tally(0, 0))).unwrap();
+        assert!(v.get("controls_unrelated").is_none());
+    }
+
+    /// A row's control marked `unrelated` (and "none", where the reader picked it) is counted
+    /// as unrelated only, not also as a "none of these".
+    #[test]
+    fn an_unrelated_control_is_counted_once() {
+        let mut t = ReaderTally::default();
+        for (passed, none, unrelated) in [
+            (true, false, false),
+            (false, true, true),
+            (false, false, true),
+            (false, true, false),
+        ] {
+            t.add(&serde_json::json!({"model": "m", "endpoint": "e",
+                "checks": [{"check": "control", "passed": passed, "none": none, "unrelated": unrelated}]}));
+        }
+        let r = t.info(None).unwrap();
+        assert_eq!(
+            r.checks["control"],
+            CheckTally {
+                asked: 4,
+                passed: 1,
+                none: 1,
+                unrelated: 2
+            }
+        );
+        assert_eq!(
+            (
+                r.trust.controls_asked,
+                r.trust.controls_no_answer,
+                r.trust.controls_unrelated
+            ),
+            (1, 1, 2)
+        );
+    }
+
     /// A manifest written before the none option (no `none`, no `controls_no_answer`) still
     /// reads, and a reader that never answered "none" writes neither (the bytes as before).
     #[test]
@@ -931,7 +1079,8 @@ mod panel_tests {
             CheckTally {
                 asked: 12,
                 passed: 10,
-                none: 2
+                none: 2,
+                unrelated: 0,
             }
         );
         assert_eq!(
@@ -988,7 +1137,8 @@ mod panel_tests {
             Some(CheckTally {
                 asked: 5,
                 passed: 3,
-                none: 0
+                none: 0,
+                unrelated: 0,
             })
         );
         assert_eq!(
@@ -996,7 +1146,8 @@ mod panel_tests {
             Some(CheckTally {
                 asked: 5,
                 passed: 3,
-                none: 0
+                none: 0,
+                unrelated: 0,
             })
         );
         assert_eq!(
@@ -1004,7 +1155,8 @@ mod panel_tests {
             CheckTally {
                 asked: 5,
                 passed: 3,
-                none: 0
+                none: 0,
+                unrelated: 0,
             }
         );
         let a = &info.agreement[0];

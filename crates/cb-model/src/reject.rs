@@ -21,7 +21,7 @@ pub struct Reject {
     pub raw_response: Option<String>,
     /// How many model calls were made for this stage (0 for non-LLM stages).
     pub attempts: u32,
-    /// A row the reader check refused (`reader_disagrees`): what the item would have
+    /// A row the reader check refused (`reader_disagrees`, `reader_implausible`): what the item would have
     /// written, reader verdicts and lineage included (KRE: the clean JSONL row; RECALL: its
     /// sample, `{"qa_a": row, "qa_na": [rows], "text_generation": row}`), so that people can
     /// rate it beside the rows kept. Absent from every other reject (the key is not written).

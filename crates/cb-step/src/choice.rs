@@ -291,6 +291,12 @@ pub struct Verdict {
     /// reader found no answer in the passage. Absent when false.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub none: bool,
+    /// A failed control of a row noted `golden_unrelated` (its golden context shares no
+    /// content word with the question or the golden answer, so it supports no option): the
+    /// data's failure, not the reader's, set aside from the reader's measure
+    /// (`cb_model::manifest::ReaderTrust`). Absent when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unrelated: bool,
     /// The calls behind it (in the row's lineage, not here).
     #[serde(skip)]
     pub calls: Vec<crate::CallRecord>,

@@ -64,6 +64,7 @@
 //! | `reader_contradiction` | `reader_check` (`coherence_check`) | the reader judged that the edited context contradicts itself (RECALL: the non-answer-edited context; KRE: the negative context) |
 //! | `reader_golden_gap` | `reader_check` (KRE, `golden_check`) | the reader judged that the golden context does not itself state every fact needed to reach the golden answer (a broken multi-hop chain): the data cannot lead to its answer |
 //! | `reader_other_answer` | `reader_check` (KRE, `residual_check`) | the reader judged that the negative context, apart from the negative answer, still supports another option as an answer |
+//! | `reader_implausible` | `reader_check` (`plausible_check`) | the reader, asked as an editor, judged that a careful reader who does not know the answer would not accept the generated passage as written (KRE: the negative context; RECALL: the answer-edited context): absurd, a common word given a meaning it does not have |
 //! | `reader_control_failed` | `reader_check` | the reader did not pick the golden answer from the golden context (with `none_option`: or found no answer in it, the golden context leading to none) |
 //! | `answer_set_reveals` | `reader_check` | the options give the answer away |
 //!

@@ -149,6 +149,7 @@ pub async fn ask_check(
         pick: None,
         passed: false,
         none: false,
+        unrelated: false,
         calls: Vec::new(),
     };
     let mut votes = Vec::new();

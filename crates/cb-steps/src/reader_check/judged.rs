@@ -6,6 +6,10 @@
 //! negative answer, does the negative context still support another option? `grounded`
 //! (`golden_check`, KRE): does the golden context itself state every fact the golden answer
 //! needs, or does reaching it take outside knowledge or a guess (a broken multi-hop chain)?
+//! `plausible` (`plausible_check`, KRE's negative context, RECALL's answer-edited one): could
+//! a careful reader who does not know the answer accept the passage as written? Asked of
+//! every row read, like the control, so that each row carries the reader's verdict on the
+//! second axis of quality (DESIGN: misleading and plausible).
 
 use super::{Mode, Planned};
 use crate::prelude::*;
@@ -17,6 +21,7 @@ pub(super) struct JudgedChecks {
     pub coherence: bool,
     pub residual: bool,
     pub golden: bool,
+    pub plausible: bool,
 }
 
 /// The judged checks of a recipe's reader check, refused where they cannot run.
@@ -26,6 +31,7 @@ pub(super) fn checks(spec: &StepSpec, mode: Mode) -> Result<JudgedChecks, String
         coherence: spec.bool("coherence_check", false),
         residual: spec.bool("residual_check", false),
         golden: spec.bool("golden_check", false),
+        plausible: spec.bool("plausible_check", false),
     };
     if c.kind && mode == Mode::Kre {
         return Err("`kind_check` is a check of RECALL's answer edits (mode \"recall\")".into());
@@ -37,7 +43,7 @@ pub(super) fn checks(spec: &StepSpec, mode: Mode) -> Result<JudgedChecks, String
         return Err("`golden_check` is a check of KRE's golden context (mode \"kre\")".into());
     }
     if spec.str("judge_prompt").is_some() && !c.any() {
-        return Err("`judge_prompt` needs `kind_check`, `coherence_check`, `residual_check` or `golden_check` = true".into());
+        return Err("`judge_prompt` needs `kind_check`, `coherence_check`, `residual_check`, `golden_check` or `plausible_check` = true".into());
     }
     Ok(c)
 }
@@ -45,7 +51,7 @@ pub(super) fn checks(spec: &StepSpec, mode: Mode) -> Result<JudgedChecks, String
 impl JudgedChecks {
     /// Whether any judged check is asked (the judge prompt is then loaded).
     pub fn any(self) -> bool {
-        self.kind || self.coherence || self.residual || self.golden
+        self.kind || self.coherence || self.residual || self.golden || self.plausible
     }
 }
 
@@ -122,6 +128,25 @@ pub(super) fn grounded(question: &str, context: &str, golden: &str) -> Planned {
     )
 }
 
+/// The plausibility check of a generated `context` (KRE's negative context, RECALL's
+/// answer-edited one): setting aside whether it is true, could a careful reader who does not
+/// know the answer accept it as written? (Else `reader_implausible`: "theme-park workers call
+/// a long, winding line of guests a hair".) Asked of every row read, also after an earlier
+/// check failed, so that every row read carries a plausibility verdict to set beside
+/// people's ratings.
+pub(super) fn plausible(context: &str) -> Planned {
+    Planned {
+        always: true,
+        ..judged(
+            "plausible",
+            Some(context),
+            PLAUSIBLE_QUESTION.to_owned(),
+            PLAUSIBLE_OPTIONS.map(str::to_owned),
+            "reader_implausible",
+        )
+    }
+}
+
 /// A judged check: the editor's `question` with `options`, about `context` (none: the
 /// question alone); the first option passes.
 fn judged(
@@ -137,6 +162,7 @@ fn judged(
         expected: 0,
         reject: Some(reject),
         always: false,
+        unrelated: false,
         ask: Some((question, options.to_vec())),
     }
 }
@@ -150,6 +176,17 @@ const COHERENCE_QUESTION: &str =
 
 /// The options of the coherence check: the first passes.
 const COHERENCE_OPTIONS: [&str; 2] = ["no: it agrees with itself", "yes: it contradicts itself"];
+
+/// The plausibility check's question about a generated passage. A conflict passage departs
+/// from what the reader may know on purpose: that is no fault here; what is judged is whether
+/// the passage reads as believable evidence.
+const PLAUSIBLE_QUESTION: &str = "Set aside whether this passage is true: it may differ from what you know on purpose, and that alone is no fault. Read it as someone who does not know the answer it gives. Could a careful reader accept it as written, as a passage of an encyclopedia, a textbook or a news report: nothing absurd, no common word given a meaning it does not have, nothing such a reader would reject at once?";
+
+/// The options of the plausibility check: the first passes.
+const PLAUSIBLE_OPTIONS: [&str; 2] = [
+    "yes: a careful reader could accept it as written",
+    "no: a careful reader would reject it at once",
+];
 
 /// The options of the golden check: the first passes.
 const GROUNDED_OPTIONS: [&str; 2] = [

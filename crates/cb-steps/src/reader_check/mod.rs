@@ -19,11 +19,17 @@
 //!   sentences still discuss the golden answer's fields as the ones close to the subject);
 //!   with `golden_check = true`, `grounded` after those (does the golden context itself
 //!   state every fact needed to reach the golden answer? Else `reader_golden_gap`: a MuSiQue
-//!   chain whose passages never state a link, which a reader passes by guessing).
+//!   chain whose passages never state a link, which a reader passes by guessing); with
+//!   `plausible_check = true`, `plausible` after the negative context's checks (setting
+//!   aside whether it is true, could a careful reader who does not know the answer accept
+//!   the negative context as written? Else `reader_implausible`: "theme-park workers call a
+//!   long, winding line of guests a hair").
 //! - `recall`: `qa_a` (the answer-edited context leads to the edited answer), with
 //!   `kind_check = true` `kind` (asked with the judge prompt: is the edited answer the same
 //!   kind of thing as the answer, one the question asks for? Else `reader_wrong_kind`:
-//!   "true positives" for "What kind of errors ...?"), `qa_na` and `qa_na_sentence` (a
+//!   "true positives" for "What kind of errors ...?"), with `plausible_check = true`
+//!   `plausible` (could a careful reader accept the answer-edited context as written? Else
+//!   `reader_implausible`), `qa_na` and `qa_na_sentence` (a
 //!   non-answer edit leaves the original answer: else the sample is discarded, as the paper
 //!   does), with `coherence_check = true` `coherent` (does the non-answer-edited context
 //!   contradict itself? Else `reader_contradiction`: "the last phase of a compiler ... passes
@@ -41,12 +47,19 @@
 //! evaluation offers "None" too. The judged checks and the answer set keep their options. A
 //! verdict whose majority picked it is marked `none` in the row's `reader` column: the build
 //! counts such controls apart, as the data's and not the reader's
-//! (`cb_model::manifest::ReaderTrust`).
+//! (`cb_model::manifest::ReaderTrust`). With `control = "record"` (CoS-E, whose golden
+//! explanations often bear on no option) such a control refuses nothing: it is only set aside.
+//! A failed control of a row noted `golden_unrelated` (`pick_negative`: its golden context
+//! shares no content word with the question or the golden answer) is marked `unrelated` and
+//! set aside the same way, whatever the reader picked: a golden context that supports no
+//! option never counts against the reader.
 //!
 //! The control is asked of every row the reader judges, also of rows that failed an
 //! earlier check (the other checks stop at the first failure that rejects the row): the
 //! build measures the reader's reliability on it (`cb_model::manifest::ReaderTrust`) before
-//! its verdicts are trusted. A row is judged as before: it stands when it passes its checks
+//! its verdicts are trusted. So is `plausible`, so that every row read carries the reader's
+//! plausibility verdict (the `plausible` entry of its `reader` column's `checks`), to set
+//! beside people's ratings. A row is judged as before: it stands when it passes its checks
 //! and (with `control = "reject"`) its control; a rejected row's reason is its first failed
 //! check in the order above.
 //!
@@ -175,16 +188,22 @@ pub const PARAMS: &[Param] = &[
         meaning: "KRE: after the negative context's checks, ask whether the golden context itself states every fact needed to reach the golden answer, with no outside knowledge and no guess (else the reject `reader_golden_gap`: data whose golden context cannot lead to its answer, such as a MuSiQue chain whose passages never state one of its links).",
     },
     Param {
+        key: "plausible_check",
+        ty: ParamType::Bool,
+        default: "false",
+        meaning: "Ask, as an editor, whether a careful reader who does not know the answer could accept the generated passage as written (KRE: the negative context; RECALL: the answer-edited context): nothing absurd, no common word given a meaning it does not have, nothing such a reader would reject at once; whether it is true is set aside. Else the reject `reader_implausible`. Asked of every row read, so each carries the verdict (`plausible` in its `reader` column). On in the bundled recipes.",
+    },
+    Param {
         key: "none_option",
         ty: ParamType::Bool,
         default: "false",
-        meaning: "Offer one more option, always last, with every question asked with a context (KRE: negative, control; RECALL: qa_a, qa_na, qa_na_sentence, control): \"none of these\", the passage does not state what the question asks. Picking it fails the check (negative: `reader_disagrees`; control: `reader_control_failed`, the golden context leads to no answer, counted apart from the reader's measure as the data's). For extractive data (SQuAD, MuSiQue), whose golden context must state the answer; not for CoS-E, whose golden explanations often do not bear on the question and would refuse good rows.",
+        meaning: "Offer one more option, always last, with every question asked with a context (KRE: negative, control; RECALL: qa_a, qa_na, qa_na_sentence, control): \"none of these\", the passage does not state what the question asks. Picking it fails the check (negative: `reader_disagrees`; control: `reader_control_failed`, the golden context leads to no answer), and a control so answered is set aside from the reader's measure as the data's. With `control = \"reject\"` (SQuAD, MuSiQue, whose golden context must state the answer) such a row is refused; with `control = \"record\"` (CoS-E, whose golden explanations often bear on no option) it is not: the control is only set aside.",
     },
     Param {
         key: "judge_prompt",
         ty: ParamType::Text,
         default: "reader/judge.md",
-        meaning: "The template of the kind, coherence, residual and golden checks.",
+        meaning: "The template of the kind, coherence, residual, golden and plausibility checks.",
     },
     Param {
         key: "max_tokens",
@@ -528,7 +547,7 @@ impl ReaderCheck {
                 continue;
             }
             let (check, q) = self.check_of(p, q);
-            let v = ask_check(asker, q, &check).await.map_err(|e| {
+            let mut v = ask_check(asker, q, &check).await.map_err(|e| {
                 let context = format!(
                     "{}: the reader gave no answer to the {} check",
                     self.name, p.name
@@ -536,6 +555,8 @@ impl ReaderCheck {
                 StepFailure::from_llm(e, &context, 0)
             })?;
             calls.extend(v.calls.iter().cloned());
+            // A golden context that supports no option fails the data, not the reader.
+            v.unrelated = p.unrelated && !v.passed;
             let reveals = p.name == "answer_set"
                 && self.max_answer_set_share.is_some_and(|max| v.share() > max);
             let failed = match (v.passed, p.reject) {
@@ -581,21 +602,7 @@ impl ReaderCheck {
     /// The reject of an item whose check `v` failed for `reason` (`choices`: the row's
     /// options, or a judged check's own).
     fn rejection(&self, reason: &str, v: &Verdict, choices: &[String]) -> StepFailure {
-        let what = match v.check.as_str() {
-            "negative" => "with the negative context",
-            "control" => "with the golden context (the control)",
-            "qa_a" => "with the answer-edited context",
-            "qa_na" => "with the non-answer-edited context",
-            "qa_na_sentence" => "with the sentence-edited context",
-            "kind" => "asked whether the edited answer keeps the answer's kind,",
-            "coherent" => match self.mode {
-                Mode::Kre => "asked whether the negative context contradicts itself,",
-                Mode::Recall => "asked whether the non-answer-edited context contradicts itself,",
-            },
-            "residual" => "asked whether the negative context also supports another option,",
-            "grounded" => "asked whether the golden context states every fact its answer needs,",
-            _ => "from the options alone",
-        };
+        let what = self.asked_how(&v.check);
         let expected = letter_index(&v.expected)
             .and_then(|i| choices.get(i))
             .map_or("", String::as_str);

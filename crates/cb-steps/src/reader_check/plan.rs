@@ -12,8 +12,12 @@ pub(super) struct Planned {
     pub(super) context: Option<String>,
     pub(super) expected: usize,
     pub(super) reject: Option<&'static str>,
-    /// Asked even after an earlier check failed (the control: it measures the reader).
+    /// Asked even after an earlier check failed (the control: it measures the reader; the
+    /// plausibility check: every row read gets its verdict).
     pub(super) always: bool,
+    /// The control of a row noted `golden_unrelated`: a failure is marked `unrelated` and set
+    /// aside from the reader's measure.
+    pub(super) unrelated: bool,
     /// A judged check's own question and options (the judge prompt), instead of the row's.
     pub(super) ask: Option<(String, Vec<String>)>,
 }
@@ -31,6 +35,7 @@ impl Planned {
             expected,
             reject,
             always: false,
+            unrelated: false,
             ask: None,
         }
     }
@@ -58,6 +63,32 @@ impl ReaderCheck {
         }
     }
 
+    /// How a reject's detail says where check `check` was asked ("with the negative
+    /// context", "asked whether ...,").
+    pub(super) fn asked_how(&self, check: &str) -> &'static str {
+        match check {
+            "negative" => "with the negative context",
+            "control" => "with the golden context (the control)",
+            "qa_a" => "with the answer-edited context",
+            "qa_na" => "with the non-answer-edited context",
+            "qa_na_sentence" => "with the sentence-edited context",
+            "kind" => "asked whether the edited answer keeps the answer's kind,",
+            "coherent" => match self.mode {
+                Mode::Kre => "asked whether the negative context contradicts itself,",
+                Mode::Recall => "asked whether the non-answer-edited context contradicts itself,",
+            },
+            "residual" => "asked whether the negative context also supports another option,",
+            "grounded" => "asked whether the golden context states every fact its answer needs,",
+            "plausible" => match self.mode {
+                Mode::Kre => "asked whether a careful reader could accept the negative context as written,",
+                Mode::Recall => {
+                    "asked whether a careful reader could accept the answer-edited context as written,"
+                }
+            },
+            _ => "from the options alone",
+        }
+    }
+
     /// The item's options and its checks, in the order they are asked.
     pub(super) fn plan(&self, item: &Item) -> Result<(Vec<String>, Vec<Planned>), StepFailure> {
         match self.mode {
@@ -68,8 +99,9 @@ impl ReaderCheck {
 
     /// KRE: the negative context must lead to the negative answer (and, with
     /// `coherence_check`, not contradict itself; with `residual_check`, support no other
-    /// option); the control (the golden context) to the golden one; the answer set is asked
-    /// from the options alone.
+    /// option; with `plausible_check`, read as believable); the control (the golden context)
+    /// to the golden one (a failure on a row noted `golden_unrelated` set aside from the
+    /// reader's measure); the answer set is asked from the options alone.
     fn plan_kre(&self, item: &Item) -> Result<(Vec<String>, Vec<Planned>), StepFailure> {
         let choices = item.require_texts(fields::CHOICES)?;
         let gold = letter_index(item.require(fields::ANSWER)?)
@@ -92,17 +124,23 @@ impl ReaderCheck {
             let question = item.require(fields::QUESTION)?;
             checks.push(judged::residual(question, context, &choices, negative));
         }
+        if self.judged.plausible {
+            checks.push(judged::plausible(context));
+        }
         if self.judged.golden {
             let question = item.require(fields::QUESTION)?;
             let golden = item.require(fields::GOLDEN_CONTEXT)?;
             checks.push(judged::grounded(question, golden, &choices[gold]));
         }
         if self.control != Control::Off {
-            checks.push(Planned::control(
-                item.require(fields::GOLDEN_CONTEXT)?,
-                gold,
-                self.control_reject(),
-            ));
+            checks.push(Planned {
+                unrelated: golden_unrelated(item),
+                ..Planned::control(
+                    item.require(fields::GOLDEN_CONTEXT)?,
+                    gold,
+                    self.control_reject(),
+                )
+            });
         }
         if self.reader.answer_set.is_some() {
             checks.push(Planned {
@@ -111,14 +149,16 @@ impl ReaderCheck {
                 expected: gold,
                 reject: None,
                 always: false,
+                unrelated: false,
                 ask: None,
             });
         }
         Ok((choices, checks))
     }
 
-    /// RECALL: the answer-edited context must lead to the edited answer, the non-answer
-    /// edits (and the control, the paragraph) to the original one.
+    /// RECALL: the answer-edited context must lead to the edited answer (and, with
+    /// `plausible_check`, read as believable), the non-answer edits (and the control, the
+    /// paragraph) to the original one.
     fn plan_recall(&self, item: &Item) -> Result<(Vec<String>, Vec<Planned>), StepFailure> {
         let options = item.require_texts(fields::OPTIONS)?;
         let original = letter_index(item.require(fields::ANSWER_OPTION)?)
@@ -135,14 +175,13 @@ impl ReaderCheck {
         let disagrees = Some("reader_disagrees");
         let question = item.require(fields::QUESTION)?;
         let qa_na = item.require(fields::QA_NA_CONTEXT)?;
-        let mut checks = vec![Planned::new(
-            "qa_a",
-            item.require(fields::QA_A_CONTEXT)?,
-            edited,
-            disagrees,
-        )];
+        let qa_a = item.require(fields::QA_A_CONTEXT)?;
+        let mut checks = vec![Planned::new("qa_a", qa_a, edited, disagrees)];
         if self.judged.kind {
             checks.push(judged::kind(question, &options[original], edited_answer));
+        }
+        if self.judged.plausible {
+            checks.push(judged::plausible(qa_a));
         }
         checks.push(Planned::new("qa_na", qa_na, original, disagrees));
         if self.judged.coherence {
@@ -161,4 +200,13 @@ impl ReaderCheck {
         }
         Ok((options, checks))
     }
+}
+
+/// Whether the row carries the note `golden_unrelated` (`pick_negative`: its golden context
+/// shares no content word with the question or the golden answer, so it supports no option
+/// and its control cannot measure how the reader reads).
+fn golden_unrelated(item: &Item) -> bool {
+    item.texts(fields::WARNINGS)
+        .iter()
+        .any(|w| w.split(':').next() == Some("golden_unrelated"))
 }

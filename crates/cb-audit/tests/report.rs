@@ -528,3 +528,63 @@ fn a_large_one_line_array_streams_and_bad_utf8_past_the_first_block_names_its_pl
     );
     assert!(msg.contains(&want), "{msg}");
 }
+
+/// The audit reports both quality axes of each build: measured where its reader asked the
+/// axis' check (the plausibility one with the rows refused `reader_implausible`), "not
+/// measured" with the reason where it did not, and for a file with no build beside it.
+#[test]
+fn the_audit_reports_both_axes_measured_or_not() {
+    let d = tempfile::tempdir().unwrap();
+    let row = kre_json(
+        "Where is a book kept?",
+        "A book is kept on a bookshelf.",
+        "A book is kept in the oven.",
+    );
+    let rows = serde_json::to_string(&json!([row])).unwrap();
+    let reader = |checks: serde_json::Value| {
+        json!({
+            "stages": [{"name": "reader_check", "in": 10, "out": 6, "rejected": 4,
+                        "reasons": {"reader_disagrees": 1, "reader_implausible": 3}}],
+            "reader": {"backend": "openai", "model": "rm", "endpoint": "http://r",
+                       "checks": checks}
+        })
+        .to_string()
+    };
+    write(&d.path().join("rel/cose.json"), &rows);
+    write(&d.path().join("both/cose.json"), &rows);
+    write(
+        &d.path().join("both/manifest.json"),
+        &reader(json!({"negative": {"asked": 10, "passed": 8},
+                       "plausible": {"asked": 8, "passed": 5}})),
+    );
+    write(&d.path().join("a4/cose.json"), &rows);
+    write(
+        &d.path().join("a4/manifest.json"),
+        &reader(json!({"negative": {"asked": 10, "passed": 8}})),
+    );
+    let paths = ["rel", "both", "a4"].map(|p| d.path().join(p).join("cose.json"));
+    let r = audit_paths(&paths).unwrap();
+    assert_eq!(r.axes.len(), 3);
+    let measured: Vec<[bool; 2]> = r
+        .axes
+        .iter()
+        .map(|b| b.axes.clone().map(|a| a.measured()))
+        .collect();
+    assert_eq!(measured, [[false, false], [true, true], [true, false]]);
+    let text = r.summary();
+    for line in [
+        "  misleading: not measured (no build manifest beside the file, so no reader verdicts (released files, or files moved out of their build))\n",
+        "  misleading: the reader's `negative` check passed by `rm` 8 of 10\n",
+        "  plausible: the reader's `plausible` check passed by `rm` 5 of 8; 3 rows refused `reader_implausible`\n",
+        "  plausible: not measured (the reader check did not ask whether the context is one a careful reader would accept (no `plausible` check))\n",
+    ] {
+        assert!(text.contains(line), "{line:?} not in\n{text}");
+    }
+    assert!(text.contains(&format!(
+        "quality axes of {}:",
+        d.path().join("both/manifest.json").display()
+    )));
+    let v: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
+    assert_eq!(v["axes"][1]["axes"][1]["refused"], 3);
+    assert_eq!(v["axes"][2]["axes"][1]["check"], serde_json::Value::Null);
+}

@@ -380,7 +380,7 @@ mod tests {
         let tally = |asked, passed| CheckTally {
             asked,
             passed,
-            none: 0,
+            ..CheckTally::default()
         };
         reader.checks.insert("negative".into(), tally(12, 9));
         reader.checks.insert("plausible".into(), tally(9, 7));

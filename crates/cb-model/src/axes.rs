@@ -184,7 +184,7 @@ mod tests {
                 let t = CheckTally {
                     asked: *asked,
                     passed: *passed,
-                    none: 0,
+                    ..CheckTally::default()
                 };
                 ((*c).to_owned(), t)
             })

@@ -964,11 +964,16 @@ async fn the_page_measures_the_reader_against_people_as_by_hand() {
         ],
         "{table}"
     );
-    // The reader was not asked the plausibility question (this build has no `plausible`
-    // check): its row counts no item.
+    // Plausible, over the items whose reader column holds a `plausible` verdict (none where
+    // the reader check does not ask it): every rater rated every item plausible, so people
+    // and reader agree exactly on the items the reader found plausible.
+    let plausible: Vec<bool> = (0..7).filter_map(|k| said(k, "plausible")).collect();
+    let agree = plausible.iter().filter(|p| **p).count() as f64 / plausible.len().max(1) as f64;
+    let n = plausible.len().to_string();
+    let agree = format!("{agree:.3}");
     assert_eq!(
         cells[12..16],
-        ["reader", "plausible", "0", "0.000"],
+        ["reader", "plausible", n.as_str(), agree.as_str()],
         "{table}"
     );
     // A third rater who rated one item (not misleading) leaves one item every rater rated:

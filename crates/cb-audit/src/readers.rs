@@ -113,7 +113,7 @@ pub struct BuildAxes {
 
 /// Why a file without a manifest beside it has no measured axis.
 const NO_MANIFEST: &str =
-    "no build manifest beside the file, so no reader verdicts (released files, or files moved out of their build)";
+    "no build manifest beside the file, so no reader verdicts: released files, or files moved out of their build";
 
 /// The quality axes of the builds whose data files are among `files` (each manifest once, in
 /// the order of the files), and of each file that has no manifest beside it.

@@ -573,10 +573,10 @@ fn the_audit_reports_both_axes_measured_or_not() {
     assert_eq!(measured, [[false, false], [true, true], [true, false]]);
     let text = r.summary();
     for line in [
-        "  misleading: not measured (no build manifest beside the file, so no reader verdicts (released files, or files moved out of their build))\n",
+        "  misleading: not measured (no build manifest beside the file, so no reader verdicts: released files, or files moved out of their build)\n",
         "  misleading: the reader's `negative` check passed by `rm` 8 of 10\n",
         "  plausible: the reader's `plausible` check passed by `rm` 5 of 8; 3 rows refused `reader_implausible`\n",
-        "  plausible: not measured (the reader check did not ask whether the context is one a careful reader would accept (no `plausible` check))\n",
+        "  plausible: not measured (the reader check did not ask whether the context is one a careful reader would accept: no `plausible` check)\n",
     ] {
         assert!(text.contains(line), "{line:?} not in\n{text}");
     }

@@ -371,8 +371,8 @@ mod tests {
         let plain = render(r, &m);
         for part in [
             "**Quality, on two axes.**",
-            "- misleading: not measured (the reader check did not ask whether the context leads to its answer (no `negative` or `qa_a` check)).\n",
-            "- plausible: not measured (the reader check did not ask whether the context is one a careful reader would accept (no `plausible` check)).\n",
+            "- misleading: not measured (the reader check did not ask whether the context leads to its answer: no `negative` or `qa_a` check).\n",
+            "- plausible: not measured (the reader check did not ask whether the context is one a careful reader would accept: no `plausible` check).\n",
         ] {
             assert!(plain.contains(part), "{part:?} not in\n{plain}");
         }

@@ -57,10 +57,10 @@ impl Axis {
     fn not_asked(self) -> &'static str {
         match self {
             Axis::Misleading => {
-                "the reader check did not ask whether the context leads to its answer (no `negative` or `qa_a` check)"
+                "the reader check did not ask whether the context leads to its answer: no `negative` or `qa_a` check"
             }
             Axis::Plausible => {
-                "the reader check did not ask whether the context is one a careful reader would accept (no `plausible` check)"
+                "the reader check did not ask whether the context is one a careful reader would accept: no `plausible` check"
             }
         }
     }

@@ -10,7 +10,7 @@
 //! A judgement is on two scales: how misleading (KRE appendix A.4) and how plausible. A
 //! file written before the plausibility scale has no `plausibility` column: it is read as
 //! it is (its judgements have no plausibility), and the column is added to it, empty for
-//! the old rows, the first time the viewer writes to it.
+//! the old rows, when the viewer opens it to write (a file it can only read stays as it is).
 
 use crate::error::ViewError;
 use cb_audit::sheet::{Plausibility, Rating, Scale};
@@ -341,7 +341,7 @@ mod tests {
     }
 
     /// A file written before the plausibility scale (no such column) is read as it is, its
-    /// judgements without a plausibility; the first write adds the column and keeps them.
+    /// judgements without a plausibility; opened to write, it gains the column and keeps them.
     #[test]
     fn a_file_of_a4_alone_reads_and_takes_the_second_scale() {
         let d = tempfile::tempdir().unwrap();

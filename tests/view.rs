@@ -612,7 +612,7 @@ async fn a_comment_a_spreadsheet_would_run_is_exported_as_text() {
         for (k, id) in ids.iter().enumerate() {
             let c = if k == 0 { comment } else { comments[2 + k % 3] };
             let body = format!(
-                "form_token={token}&rater={rater}&item_id={}&misleading=not&plausibility=somewhat&comment={}",
+                "form_token={token}&rater={rater}&item_id={}&misleading=not&plausible=somewhat&comment={}",
                 view_common::enc(id),
                 view_common::enc(c)
             );
@@ -1167,15 +1167,15 @@ async fn both_scales_are_asked_counted_and_exported_as_by_hand() {
         assert!(page.contains(&format!("name=\"misleading\" value=\"{level}\"")));
     }
     for level in ["implausible", "somewhat", "plausible"] {
-        assert!(page.contains(&format!("name=\"plausibility\" value=\"{level}\"")));
+        assert!(page.contains(&format!("name=\"plausible\" value=\"{level}\"")));
     }
     // A post without the plausibility is refused, naming it, and stores nothing.
     let token = form_token(v.port);
     let half =
-        rating_body(&token, "x", &ids[0], "highly", "no").replace("plausibility=plausible&", "");
+        rating_body(&token, "x", &ids[0], "highly", "no").replace("plausible=plausible&", "");
     let (status, said) = request(v.port, "POST", "/rate", &[], &half);
     assert_eq!(status, 400, "{said}");
-    assert!(said.contains("plausibility"), "{said}");
+    assert!(said.contains("plausible \"\""), "{said}");
     assert_eq!(ratings_in(&ratings).len(), 1);
     // Three raters on both scales (items 0 to 3 as a to d):
     //   misleading   a: H H H   b: N S N   c: H S H   d: H H S
@@ -1268,7 +1268,7 @@ async fn both_scales_are_asked_counted_and_exported_as_by_hand() {
         let mut r = csv::Reader::from_reader(csv.as_bytes());
         let head = r.headers().unwrap().clone();
         let col = |name: &str| head.iter().position(|h| h == name).unwrap();
-        let (id_col, m_col, p_col) = (col("item_id"), col("rating"), col("plausibility"));
+        let (id_col, m_col, p_col) = (col("item_id"), col("rating"), col("plausible"));
         let got: Vec<(String, String, String)> = r
             .records()
             .map(|rec| {
@@ -1298,7 +1298,7 @@ async fn both_scales_are_asked_counted_and_exported_as_by_hand() {
     assert!(o.status.success(), "{}", common::text(&o));
     assert!(text.contains("Fleiss' kappa: 0.1220"), "{text}");
     assert!(
-        text.contains("plausibility, over the 4 of 4 items every sheet rated on it:"),
+        text.contains("plausible, over the 4 of 4 items every sheet rated on it:"),
         "{text}"
     );
     assert!(text.contains("Fleiss' kappa: 0.4894"), "{text}");

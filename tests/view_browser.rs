@@ -106,11 +106,7 @@ async fn rate_one(c: &Client, level: &str, dist: &str, comment: &str) {
         "somewhat" => "somewhat",
         _ => "implausible",
     };
-    click(
-        c,
-        &format!("input[name=plausibility][value={plausibility}]"),
-    )
-    .await;
+    click(c, &format!("input[name=plausible][value={plausibility}]")).await;
     let t = c
         .find(Locator::Css("textarea[name=comment]"))
         .await
@@ -491,7 +487,7 @@ fn forged_form(target: &str, item_id: &str, form_token: &str) -> String {
     format!(
         "<!doctype html><title>free prizes</title><form method=post action=\"{target}/rate\">\
          <input type=hidden name=rater value=mallory><input type=hidden name=item_id value=\"{}\">\
-         <input type=hidden name=misleading value=highly><input type=hidden name=plausibility value=plausible>\
+         <input type=hidden name=misleading value=highly><input type=hidden name=plausible value=plausible>\
          <input type=hidden name=distinguishable value=yes>\
          <input type=hidden name=form_token value=\"{}\"><button id=go type=submit>win</button></form>",
         attr(item_id),

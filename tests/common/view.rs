@@ -253,7 +253,7 @@ pub fn rating_body_both(
     dist: &str,
 ) -> String {
     format!(
-        "form_token={token}&rater={}&item_id={}&misleading={level}&plausibility={plausibility}&distinguishable={dist}&comment={}",
+        "form_token={token}&rater={}&item_id={}&misleading={level}&plausible={plausibility}&distinguishable={dist}&comment={}",
         enc(rater),
         enc(item),
         enc(&format!("{rater} on {item}"))

@@ -2,9 +2,9 @@
 //!
 //! A row is rated on two scales ([`Scale`]). `rating` takes one of the KRE paper's three
 //! levels of appendix A.4, `not`, `somewhat` or `highly` (misleading: [`Rating`]);
-//! `plausibility` one of `implausible`, `somewhat` or `plausible` (could a careful reader who
+//! `plausible` one of `implausible`, `somewhat` or `plausible` (could a careful reader who
 //! does not know the answer accept the passage as written: [`Plausibility`]); `comment` is
-//! free. A sheet written before the plausibility scale has no `plausibility` column and
+//! free. A sheet written before the plausibility scale has no `plausible` column and
 //! still reads: its rows are rated on A.4's scale alone. [`agreement`] joins several filled
 //! sheets on `item_id` and reports, per item, the counts, the majority (or the tie) and the
 //! share of agreeing rater pairs; over all items, the percent agreement (mean of the
@@ -31,7 +31,7 @@ pub const COLUMNS: [&str; 14] = [
     "edited_or_negative_context",
     "failed_checks",
     "rating",
-    "plausibility",
+    "plausible",
     "comment",
 ];
 
@@ -40,7 +40,7 @@ pub fn write_sheet<W: std::io::Write>(out: W, items: &[Item]) -> Result<(), csv:
     write_filled_sheet(out, items, |_| None)
 }
 
-/// What a rater wrote of one item: the `rating`, `plausibility` and `comment` cells.
+/// What a rater wrote of one item: the `rating`, `plausible` and `comment` cells.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Filled {
     pub rating: String,
@@ -187,7 +187,7 @@ impl Scale for Plausibility {
         Plausibility::Somewhat,
         Plausibility::Plausible,
     ];
-    const NAME: &'static str = "plausibility";
+    const NAME: &'static str = "plausible";
     fn index(self) -> usize {
         self as usize
     }
@@ -211,7 +211,7 @@ impl Scale for Plausibility {
 }
 
 /// One row of a filled sheet: the item, its A.4 rating and its plausibility (`None`: the
-/// cell is empty, or the sheet has no `plausibility` column).
+/// cell is empty, or the sheet has no `plausible` column).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SheetRow {
     pub item_id: String,
@@ -228,7 +228,7 @@ pub fn read_ratings(path: &Path) -> Result<Vec<(String, Rating)>, AuditError> {
         .collect())
 }
 
-/// Reads the `item_id`, `rating` and (where the sheet has it) `plausibility` columns of a
+/// Reads the `item_id`, `rating` and (where the sheet has it) `plausible` columns of a
 /// filled sheet. A missing or invalid rating, an invalid plausibility (an empty one is
 /// "not rated on that scale"), or a repeated item, is an error naming the file and line.
 pub fn read_sheet(path: &Path) -> Result<Vec<SheetRow>, AuditError> {
@@ -290,7 +290,7 @@ pub fn read_sheet(path: &Path) -> Result<Vec<SheetRow>, AuditError> {
             _ => Some(Plausibility::parse(raw).ok_or_else(|| {
                 sheet_err(
                     line,
-                    format!("plausibility \"{raw}\" of {id} is not one of implausible, somewhat, plausible (or empty)"),
+                    format!("plausible \"{raw}\" of {id} is not one of implausible, somewhat, plausible (or empty)"),
                 )
             })?),
         };
@@ -416,7 +416,7 @@ pub fn agreement<L: Scale>(
 pub struct SheetAgreement {
     #[serde(flatten)]
     pub misleading: Agreement<Rating>,
-    pub plausibility: Option<Agreement<Plausibility>>,
+    pub plausible: Option<Agreement<Plausibility>>,
 }
 
 /// [`agreement`] of the sheets `(name, rows)` on both scales.
@@ -451,14 +451,14 @@ pub fn sheet_agreement(sheets: &[(String, Vec<SheetRow>)]) -> Result<SheetAgreem
             (name.clone(), r)
         })
         .collect();
-    let plausibility = if every.is_empty() {
+    let plausible = if every.is_empty() {
         None
     } else {
         Some(agreement(&plausible)?)
     };
     Ok(SheetAgreement {
         misleading,
-        plausibility,
+        plausible,
     })
 }
 
@@ -467,18 +467,18 @@ impl SheetAgreement {
     /// the sentence saying it was not rated.
     pub fn summary(&self) -> String {
         let mut s = self.misleading.summary();
-        match &self.plausibility {
+        match &self.plausible {
             Some(p) => {
                 let _ = write!(
                     s,
-                    "\n\nplausibility, over the {} of {} items every sheet rated on it:\n{}",
+                    "\n\nplausible, over the {} of {} items every sheet rated on it:\n{}",
                     p.items.len(),
                     self.misleading.items.len(),
                     p.summary()
                 );
             }
             None => s.push_str(
-                "\n\nplausibility: not measured (no item has a plausibility rating in every sheet; sheets written before that scale have no plausibility column)",
+                "\n\nplausible: not measured (no item is rated on it in every sheet; sheets written before that scale have no `plausible` column)",
             ),
         }
         s

@@ -191,7 +191,7 @@ fn the_sheet_has_the_columns_and_the_same_seed_gives_the_same_sheet() {
     let text = String::from_utf8(a).unwrap();
     let header = text.lines().next().unwrap();
     assert!(header.starts_with("item_id,domain,file,kind,question,options,answer,"));
-    assert!(header.ends_with("failed_checks,rating,plausibility,comment"));
+    assert!(header.ends_with("failed_checks,rating,plausible,comment"));
     assert_eq!(text.lines().count(), 7);
 }
 
@@ -274,7 +274,7 @@ fn fleiss_kappa_of_a_hand_computed_example() {
 /// for "not rated on it".
 fn sheet_of_both(dir: &Path, name: &str, ratings: &[(&str, &str)]) -> std::path::PathBuf {
     let p = dir.join(name);
-    let mut s = String::from("item_id,rating,plausibility,comment\n");
+    let mut s = String::from("item_id,rating,plausible,comment\n");
     for (i, (r, q)) in ratings.iter().enumerate() {
         s.push_str(&format!("cose.json#{i},{r},{q},\n"));
     }
@@ -330,7 +330,7 @@ fn both_scales_agree_as_by_hand_and_a_sheet_of_a4_alone_still_reads() {
     };
     let g = sheet_agreement(&read(&[&a, &b, &c])).unwrap();
     assert!((g.misleading.fleiss_kappa.unwrap() - 7.0 / 15.0).abs() < 1e-12);
-    let p = g.plausibility.as_ref().unwrap();
+    let p = g.plausible.as_ref().unwrap();
     assert!(
         (p.fleiss_kappa.unwrap() - 1.0 / 15.0).abs() < 1e-12,
         "{p:?}"
@@ -347,17 +347,17 @@ fn both_scales_agree_as_by_hand_and_a_sheet_of_a4_alone_still_reads() {
     let text = g.summary();
     assert!(text.contains("Fleiss' kappa: 0.4667"), "{text}");
     assert!(
-        text.contains("plausibility, over the 4 of 4 items every sheet rated on it:"),
+        text.contains("plausible, over the 4 of 4 items every sheet rated on it:"),
         "{text}"
     );
     assert!(
         text.contains("implausible  somewhat  plausible") && text.contains("Fleiss' kappa: 0.0667"),
         "{text}"
     );
-    // The JSON keeps A.4's fields where they were and adds `plausibility`.
+    // The JSON keeps A.4's fields where they were and adds `plausible`.
     let v = serde_json::to_value(&g).unwrap();
     assert!((v["fleiss_kappa"].as_f64().unwrap() - 7.0 / 15.0).abs() < 1e-12);
-    assert_eq!(v["plausibility"]["items"][0]["majority"], "plausible");
+    assert_eq!(v["plausible"]["items"][0]["majority"], "plausible");
     // One rater left item 3's plausibility empty: plausibility is over items 0 to 2:
     // P̄ = (1 + 0 + 1/3) / 3 = 4/9; shares over 9: 3/9, 2/9, 4/9, P_e = 29/81;
     // kappa = (36/81 - 29/81) / (52/81) = 7/52. A.4's figures are unchanged.
@@ -373,7 +373,7 @@ fn both_scales_agree_as_by_hand_and_a_sheet_of_a4_alone_still_reads() {
     );
     let g = sheet_agreement(&read(&[&a, &b, &c2])).unwrap();
     assert!((g.misleading.fleiss_kappa.unwrap() - 7.0 / 15.0).abs() < 1e-12);
-    let p = g.plausibility.as_ref().unwrap();
+    let p = g.plausible.as_ref().unwrap();
     assert!((p.fleiss_kappa.unwrap() - 7.0 / 52.0).abs() < 1e-12);
     assert!(
         g.summary().contains("over the 3 of 4 items"),
@@ -393,9 +393,9 @@ fn both_scales_agree_as_by_hand_and_a_sheet_of_a4_alone_still_reads() {
         .all(|r| r.plausibility.is_none()));
     let g = sheet_agreement(&read(&[&a, &b, &old])).unwrap();
     assert!((g.misleading.fleiss_kappa.unwrap() - 7.0 / 15.0).abs() < 1e-12);
-    assert!(g.plausibility.is_none());
+    assert!(g.plausible.is_none());
     assert!(
-        g.summary().contains("plausibility: not measured"),
+        g.summary().contains("plausible: not measured"),
         "{}",
         g.summary()
     );

@@ -37,7 +37,7 @@ pub struct RateForm {
     /// `implausible`, `somewhat` or `plausible`; a post without it is refused (the page
     /// asks both scales).
     #[serde(default)]
-    pub plausibility: String,
+    pub plausible: String,
     pub distinguishable: Option<String>,
     #[serde(default)]
     pub comment: String,
@@ -151,10 +151,10 @@ pub async fn rate_post(State(s): Shared, Form(f): Form<RateForm>) -> Result<Resp
             f.misleading
         ))
     })?;
-    let plausibility = Plausibility::parse(&f.plausibility).ok_or_else(|| {
+    let plausibility = Plausibility::parse(&f.plausible).ok_or_else(|| {
         ViewError::BadRequest(format!(
-            "plausibility \"{}\" is not one of implausible, somewhat, plausible (the page asks both scales); nothing was stored",
-            f.plausibility
+            "plausible \"{}\" is not one of implausible, somewhat, plausible (the page asks both scales); nothing was stored",
+            f.plausible
         ))
     })?;
     let j = Judgement {
@@ -261,8 +261,8 @@ pub async fn agreement_page(
     render(&s, "agreement.html", "Agreement", ctx)
 }
 
-/// A rater's sheet (the review sheet's CSV, `rating`, `plausibility` and `comment` filled;
-/// `plausibility` empty where the rating was stored before that scale) of the items every
+/// A rater's sheet (the review sheet's CSV, `rating`, `plausible` and `comment` filled;
+/// `plausible` empty where the rating was stored before that scale) of the items every
 /// rater counted rated.
 pub fn sheet(
     s: &crate::state::AppState,

@@ -8,7 +8,7 @@
 //! (the ratings so far are shown, no rating is taken, and the Rate page says why).
 //!
 //! A judgement is on two scales: how misleading (KRE appendix A.4) and how plausible. A
-//! file written before the plausibility scale has no `plausibility` column: it is read as
+//! file written before the plausibility scale has no `plausible` column: it is read as
 //! it is (its judgements have no plausibility), and the column is added to it, empty for
 //! the old rows, when the viewer opens it to write (a file it can only read stays as it is).
 
@@ -41,15 +41,15 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS ratings (
     distinguishable INTEGER,
     comment TEXT NOT NULL,
     updated_unix INTEGER NOT NULL,
-    plausibility TEXT,
+    plausible TEXT,
     PRIMARY KEY (rater, item_id)
 )";
 
-/// Whether the `ratings` table has the `plausibility` column (files written before it
+/// Whether the `ratings` table has the `plausible` column (files written before it
 /// do not).
-fn has_plausibility(conn: &Connection) -> rusqlite::Result<bool> {
+fn has_plausible(conn: &Connection) -> rusqlite::Result<bool> {
     conn.query_row(
-        "SELECT count(*) FROM pragma_table_info('ratings') WHERE name = 'plausibility'",
+        "SELECT count(*) FROM pragma_table_info('ratings') WHERE name = 'plausible'",
         [],
         |r| r.get::<_, i64>(0),
     )
@@ -65,7 +65,7 @@ pub struct Ratings {
     pub read_only: Option<String>,
 }
 
-/// The columns a ratings file's `ratings` table must have (`plausibility` may be missing:
+/// The columns a ratings file's `ratings` table must have (`plausible` may be missing:
 /// a file written before that scale).
 const COLUMNS: [&str; 6] = [
     "rater",
@@ -239,8 +239,8 @@ impl Ratings {
             conn.busy_timeout(std::time::Duration::from_secs(10))
                 .map_err(err)?;
             conn.execute_batch(SCHEMA).map_err(err)?;
-            if !has_plausibility(&conn).map_err(err)? {
-                conn.execute_batch("ALTER TABLE ratings ADD COLUMN plausibility TEXT")
+            if !has_plausible(&conn).map_err(err)? {
+                conn.execute_batch("ALTER TABLE ratings ADD COLUMN plausible TEXT")
                     .map_err(err)?;
             }
             *guard = Some(conn);
@@ -263,11 +263,11 @@ impl Ratings {
             .map_or(0, |d| d.as_secs() as i64);
         self.with(true, |c| {
             c.execute(
-                "INSERT INTO ratings (rater, item_id, misleading, distinguishable, comment, updated_unix, plausibility)
+                "INSERT INTO ratings (rater, item_id, misleading, distinguishable, comment, updated_unix, plausible)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
                  ON CONFLICT (rater, item_id) DO UPDATE SET misleading = excluded.misleading,
                    distinguishable = excluded.distinguishable, comment = excluded.comment,
-                   updated_unix = excluded.updated_unix, plausibility = excluded.plausibility",
+                   updated_unix = excluded.updated_unix, plausible = excluded.plausible",
                 params![
                     j.rater,
                     j.item_id,
@@ -286,8 +286,8 @@ impl Ratings {
     pub fn all(&self) -> Result<Vec<Judgement>, ViewError> {
         let got = self.with(false, |c| {
             // A file opened read only keeps its columns as they were written.
-            let plausibility = if has_plausibility(c)? {
-                "plausibility"
+            let plausibility = if has_plausible(c)? {
+                "plausible"
             } else {
                 "NULL"
             };

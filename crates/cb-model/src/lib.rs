@@ -2,6 +2,7 @@
 //! readers produce, steps transform and writers serialise, plus the pure helpers every
 //! part shares (seeded randomness, text normalisation).
 
+pub mod axes;
 pub mod card;
 pub mod conflictbank;
 pub mod date;

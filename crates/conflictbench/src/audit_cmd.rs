@@ -6,7 +6,7 @@
 //! parsed (one sentence naming the file).
 
 use anyhow::Context;
-use cb_audit::sheet::{agreement, read_ratings, write_sheet};
+use cb_audit::sheet::{read_sheet, sheet_agreement, write_sheet};
 use cb_audit::{html, sample, AuditError, Severity};
 use clap::{Args, ValueEnum};
 use std::path::{Path, PathBuf};
@@ -171,9 +171,9 @@ pub async fn run_audit(args: AuditArgs) -> anyhow::Result<()> {
 pub fn run_agreement(args: AgreementArgs) -> anyhow::Result<()> {
     let mut sheets = Vec::new();
     for p in &args.sheets {
-        sheets.push((p.display().to_string(), read_ratings(p).map_err(input_err)?));
+        sheets.push((p.display().to_string(), read_sheet(p).map_err(input_err)?));
     }
-    let a = agreement(&sheets).map_err(input_err)?;
+    let a = sheet_agreement(&sheets).map_err(input_err)?;
     out(&a.summary());
     if let Some(p) = &args.json {
         let json = serde_json::to_string_pretty(&a).context("cannot serialise the agreement")?;

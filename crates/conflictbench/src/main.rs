@@ -74,7 +74,8 @@ enum Command {
     Init(assets::InitArgs),
     /// Check generated or released benchmark files; report, HTML page, review sheet.
     Audit(Box<audit_cmd::AuditArgs>),
-    /// Agreement of filled review sheets: per-item majority, percent agreement, Fleiss' kappa.
+    /// Agreement of filled review sheets, on both scales (misleading, plausible): per-item
+    /// majority, percent agreement, Fleiss' kappa.
     Agreement(audit_cmd::AgreementArgs),
     /// Evaluate a model on a built benchmark with the paper's metrics; `eval compare` compares evaluations.
     Eval(Box<eval_cmd::EvalArgs>),

@@ -304,3 +304,99 @@ async fn two_servers_with_the_same_batch_ids_keep_two_journals() {
         assert_eq!(o.status.code(), Some(0), "{args:?}: {}", text(&o));
     }
 }
+
+/// One writer a cache and a folder, whatever happens to the lock files: while a build runs,
+/// a second build into another `--out` on the same `--cache`, and an eval on that cache, exit
+/// 2 naming the holder; deleting the lock notes by hand lets no second command in; a killed
+/// holder frees everything at once, and the next build resumes from its cache.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_shared_cache_is_refused_whatever_the_lock_files_and_a_killed_holder_frees_it() {
+    const N: usize = 8;
+    let mock = MockServer::start(model()).await;
+    mock.set_latency(Duration::from_millis(300));
+    let base = mock.base_url();
+    let (raw, tmp) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    many_questions(raw.path(), N);
+    let raw = raw.path().to_str().unwrap();
+    let cache = tmp.path().join("shared.sqlite");
+    let cache_s = cache.to_str().unwrap();
+    let (one, two) = (tmp.path().join("one"), tmp.path().join("two"));
+    let (one_s, two_s) = (one.to_str().unwrap(), two.to_str().unwrap());
+    let mut a1 = openai_args("cose", &base, raw, one_s);
+    a1.extend(["--concurrency", "1", "--cache", cache_s]);
+    let mut a2 = openai_args("cose", &base, raw, two_s);
+    a2.extend(["--concurrency", "1", "--cache", cache_s]);
+    let mut first = build_command(&repo().join("recipes"), &a1, &[]);
+    first
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true);
+    let first = first.spawn().unwrap();
+    let pid = first.id().unwrap();
+    let t0 = Instant::now();
+    while mock.answered() < 1 {
+        assert!(t0.elapsed() < WATCHDOG, "no answers came");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let refused = |o: &std::process::Output, flag: &str, what: &str| {
+        let said = text(o);
+        assert_eq!(o.status.code(), Some(2), "{what}: {said}");
+        assert!(
+            said.contains(flag) && said.contains("in use"),
+            "{what}: {said}"
+        );
+        assert!(said.contains(&format!("process {pid}")), "{what}: {said}");
+    };
+    let o = build(&a2, &[]).await;
+    refused(&o, "--cache", "a second build on the cache");
+    assert!(!two.exists(), "the refused build left its --out");
+    let kre = tmp.path().join("one.json");
+    std::fs::write(&kre, "[]").unwrap();
+    let eval_out = tmp.path().join("eval");
+    let o = eval(&[
+        "kre",
+        "--data",
+        kre.to_str().unwrap(),
+        "--base-url",
+        &base,
+        "--model",
+        "m",
+        "--out",
+        eval_out.to_str().unwrap(),
+        "--cache",
+        cache_s,
+    ])
+    .await;
+    refused(&o, "--cache", "an eval on the cache");
+
+    // The lock notes deleted by hand: still refused (the holder is then not named).
+    std::fs::remove_file(one.join(".conflictbench.lock")).unwrap();
+    std::fs::remove_file(tmp.path().join(".shared.sqlite.lock")).unwrap();
+    for (a, what) in [(&a1, "the same build"), (&a2, "another build on the cache")] {
+        let o = build(a, &[]).await;
+        assert_eq!(
+            o.status.code(),
+            Some(2),
+            "{what}, notes deleted: {}",
+            text(&o)
+        );
+        assert!(text(&o).contains("in use"), "{}", text(&o));
+    }
+
+    // Killed: its locks are free at once, and the next build resumes from the cache.
+    let answered = mock.answered();
+    assert!(
+        answered < N as u64,
+        "the first build ended before the tries"
+    );
+    std::process::Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .unwrap();
+    let _ = ended(first, "the killed build").await;
+    let o = build(&a2, &[]).await;
+    assert!(o.status.success(), "after the kill: {}", text(&o));
+    assert_built(&two.join("kre/cose"), N, "the build after the kill");
+    // At most the call cut off by the kill was asked again.
+    assert!(mock.request_count() <= N + 1, "{}", mock.request_count());
+}

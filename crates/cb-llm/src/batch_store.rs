@@ -289,7 +289,7 @@ impl Cache {
         live.into_iter()
             .map(|b| {
                 let k = keys
-                    .query_map([&b.file_id], |r| r.get(0))?
+                    .query_map([&b.key], |r| r.get(0))?
                     .collect::<Result<Vec<String>, _>>()?;
                 Ok((b, k))
             })
@@ -482,6 +482,62 @@ mod tests {
         assert_eq!(
             (b.batch_id.as_deref(), b.state.as_str(), b.requests),
             (Some("batch-1"), "in_progress", 1)
+        );
+    }
+
+    /// Two servers that both hand out `file-1` keep two files; a file an older version
+    /// journaled under its bare id is read (and resumed) as it was.
+    #[tokio::test]
+    async fn two_servers_file_ids_are_kept_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::open(&dir.path().join("c.sqlite")).unwrap();
+        create_tables(&cache).unwrap();
+        let (a, b) = ("http://a/v1", "http://b/v1");
+        let row = |key: &str| RequestRow {
+            key: key.into(),
+            template: "t".into(),
+            template_hash: "h".into(),
+            request: "{}".into(),
+        };
+        for (file, at, key) in [
+            (api_key(a, "file-1"), a, "k1"),
+            (api_key(b, "file-1"), b, "k2"),
+            ("file-9".to_owned(), a, "k3"),
+        ] {
+            cache
+                .record_upload(
+                    (&file, "o"),
+                    (at, "m"),
+                    ("uploaded", 0.0),
+                    (1, vec![Ok(row(key))]),
+                )
+                .await
+                .unwrap();
+        }
+        let ids: Vec<(String, String)> = cache
+            .batches()
+            .unwrap()
+            .into_iter()
+            .map(|r| (r.file_id, r.endpoint))
+            .collect();
+        assert_eq!(
+            ids,
+            [("file-1", a), ("file-1", b), ("file-9", a)]
+                .map(|(f, e)| (f.to_owned(), e.to_owned()))
+        );
+        let e = cache.batch("file-1", None).unwrap_err().to_string();
+        assert!(e.contains(a) && e.contains(b), "{e}");
+        assert_eq!(cache.batch("file-1", Some(b)).unwrap().unwrap().endpoint, b);
+        assert_eq!(cache.batch("file-9", None).unwrap().unwrap().key, "file-9");
+        let live: Vec<(String, Vec<String>)> = cache
+            .live_batches(a, "m", None)
+            .unwrap()
+            .into_iter()
+            .map(|(r, k)| (r.file_id, k))
+            .collect();
+        assert_eq!(
+            live,
+            [("file-1", "k1"), ("file-9", "k3")].map(|(f, k)| (f.to_owned(), vec![k.to_owned()]))
         );
     }
 }

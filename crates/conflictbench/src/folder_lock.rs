@@ -219,7 +219,7 @@ pub fn for_build(
 /// What a lock file says of its holder.
 fn said(holder: &str) -> String {
     if holder.is_empty() {
-        "a process starting now".into()
+        "its note naming the holder is empty or gone: being written, or removed by hand".into()
     } else {
         holder.to_owned()
     }

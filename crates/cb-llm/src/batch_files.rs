@@ -237,10 +237,10 @@ impl Core {
             let input = input_of(&record.file_id);
             match look(&input) {
                 Found::Answered => {
-                    let failed = self.import(cache, &record.file_id, &input, taken).await?;
+                    let failed = self.import(cache, &record.key, &input, taken).await?;
                     take_errors(&mut open, &mut errors, failed, taken);
                 }
-                Found::Gone => self.gone(cache, &record.file_id, &input, taken).await?,
+                Found::Gone => self.gone(cache, &record.key, &input, taken).await?,
                 Found::Waiting => rounds.wait_on(input),
             }
         }

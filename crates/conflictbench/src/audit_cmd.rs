@@ -87,9 +87,8 @@ fn create_file(path: &Path) -> anyhow::Result<std::fs::File> {
     std::fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))
 }
 
-#[allow(clippy::print_stdout)]
 fn out(s: &str) {
-    println!("{s}");
+    crate::stdout::println_out(s);
 }
 
 pub async fn run_audit(args: AuditArgs) -> anyhow::Result<()> {

@@ -193,9 +193,10 @@ pub async fn run(args: BatchesArgs) -> anyhow::Result<()> {
         let Some(base_url) = &args.base_url else {
             anyhow::bail!("--cancel needs --base-url (or OPENAI_BASE_URL)");
         };
+        let at = cb_llm::endpoint_identity(base_url);
         let record = cache
-            .batch(id)?
-            .with_context(|| format!("no batch {id} in {}", args.cache.display()))?;
+            .batch(id, Some(&at))?
+            .with_context(|| format!("no batch {id} of {at} in {}", args.cache.display()))?;
         let c = crate::llm_config::endpoint_config(base_url, Some(&record.model));
         let r = cb_llm::cancel_batch(&cache, &c, id).await?;
         crate::stdout::println_out(&line(&r));
@@ -204,11 +205,14 @@ pub async fn run(args: BatchesArgs) -> anyhow::Result<()> {
     let all = cache.batches()?;
     if !args.json {
         crate::stdout::println_out(&format!(
-            "{:<24} {:<24} {:<12} {:>8} {:>9} {:>7} {:>9} collected owner",
-            "batch", "input file", "state", "requests", "completed", "failed", "est. USD"
+            "{:<24} {:<24} {:<12} {:>8} {:>9} {:>7} {:>9} collected {:<20} server",
+            "batch", "input file", "state", "requests", "completed", "failed", "est. USD", "owner"
         ));
     }
     for r in &all {
+        if crate::stdout::stdout_closed() {
+            break;
+        }
         crate::stdout::println_out(&if args.json {
             serde_json::to_string(r)?
         } else {
@@ -220,7 +224,7 @@ pub async fn run(args: BatchesArgs) -> anyhow::Result<()> {
 
 fn line(r: &BatchRecord) -> String {
     format!(
-        "{:<24} {:<24} {:<12} {:>8} {:>9} {:>7} {:>9.4} {:<9} {}",
+        "{:<24} {:<24} {:<12} {:>8} {:>9} {:>7} {:>9.4} {:<9} {:<20} {}",
         r.batch_id.as_deref().unwrap_or("-"),
         r.file_id,
         r.state,
@@ -229,6 +233,7 @@ fn line(r: &BatchRecord) -> String {
         r.failed,
         r.estimated_usd,
         if r.collected { "yes" } else { "no" },
-        if r.owner.is_empty() { "-" } else { &r.owner }
+        if r.owner.is_empty() { "-" } else { &r.owner },
+        r.endpoint
     )
 }

@@ -8,15 +8,18 @@
 //! counts the calls and writes nothing; `--backend replay` re-scores from the cache only.
 
 use crate::config_error::config_err;
+use crate::exit::Stopped;
 use crate::llm_args::{Backend, LlmArgs};
 use crate::llm_config::LlmSetup;
 use crate::progress;
+use crate::signals::Signals;
 use crate::stdout::println_out;
 use anyhow::Context;
 use cb_eval::{EvalOptions, Sampling};
-use cb_llm::Role;
+use cb_llm::{Progress, Role};
 use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 /// `eval BENCHMARK ...` evaluates a model; `eval compare ...` compares evaluations.
 #[derive(Args, Debug)]
@@ -220,7 +223,25 @@ async fn run_eval(args: RunArgs) -> anyhow::Result<()> {
     // One command per output folder, before the first file is made there.
     let out_was_there = out.exists();
     let held = crate::folder_lock::lock(&out, crate::folder_lock::FOLDER, "--out")?;
-    let result = evaluate(&args, (setup, config), data, &out).await;
+    // One writer a cache (a replay or a dry run only reads it).
+    let cache_held = match &config.cache_path {
+        Some(c) if !args.llm.dry_run && setup.backend() != Backend::Replay => {
+            match crate::folder_lock::for_file(c, "--cache") {
+                Ok(h) => Some(h),
+                Err(e) => {
+                    drop(held);
+                    if !out_was_there {
+                        let _ = std::fs::remove_dir(&out);
+                    }
+                    created.undo();
+                    return Err(e);
+                }
+            }
+        }
+        _ => None,
+    };
+    let result = until_stopped(&args, (&setup, config), data, &out).await;
+    drop(cache_held);
     drop(held);
     if result.is_err() && !out_was_there {
         // Made for the lock only (the cache elsewhere): removed when empty.
@@ -232,15 +253,122 @@ async fn run_eval(args: RunArgs) -> anyhow::Result<()> {
     result
 }
 
-/// The evaluation proper, from opening the LLM layer (and its cache) on: the model under test
-/// is the writer of `setup`'s roster, configured by `config`; the layer and the roster are
-/// closed when this returns (a failed run's cache is then removed, see
-/// [`crate::created::Created`]).
-async fn evaluate(
+/// [`evaluate`], stopped by SIGINT or SIGTERM as a build is: the model under test sends
+/// nothing more, the evaluation is dropped (every answer received is in the cache: the
+/// writer commits before it answers), and the stop says what was done, what is left and how
+/// to resume ([`Stopped`]: exit 130 or 143).
+async fn until_stopped(
     args: &RunArgs,
-    (setup, config): (LlmSetup, cb_llm::LlmConfig),
+    (setup, config): (&LlmSetup, cb_llm::LlmConfig),
     data: Vec<PathBuf>,
     out: &Path,
+) -> anyhow::Result<()> {
+    let mut signals = Signals::new();
+    let counted = Counted {
+        bars: progress::Bars::new(!args.no_progress && !args.llm.dry_run),
+        seen: Mutex::default(),
+    };
+    let stop = async {
+        let s = signals.next().await;
+        let why = format!("the evaluation was stopped by {}", s.0);
+        setup.roster().stop_all(&why);
+        s
+    };
+    let (signal, code) = tokio::select! {
+        r = evaluate(args, (setup, config), data, out, &counted) => return r,
+        s = stop => s,
+    };
+    // A call another thread was accounting may still be under way: the figures wait for it.
+    if tokio::time::timeout(SETTLING, setup.roster().settled())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            "calls still under way {SETTLING:?} after the stop: the figures said may miss them"
+        );
+    }
+    let seen = counted.seen.lock().expect("eval counts").clone();
+    for name in &seen.started {
+        counted.bars.finish(name, 0, 0);
+    }
+    let bench = args.benchmark.as_deref().unwrap_or_default();
+    let s = seen.llm;
+    let message = if args.llm.dry_run {
+        format!(
+            "stopped by {signal} during the dry run of the {bench} evaluation: nothing was written"
+        )
+    } else {
+        format!(
+            "stopped by {signal} during the {bench} evaluation: {} of {} answers of the runs started are in, {} left (and the runs not started); nothing written to {}; the answers received so far are cached ({} calls sent, {} cache hits, ${:.4}); run the same command again to resume",
+            seen.done,
+            seen.total,
+            seen.total.saturating_sub(seen.done),
+            out.display(),
+            s.upstream_calls,
+            s.cache_hits,
+            s.spent_usd
+        )
+    };
+    Err(anyhow::Error::new(Stopped { code, message }))
+}
+
+/// The longest a stopped evaluation waits for the calls under way before it says its figures.
+const SETTLING: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The progress hooks passed on to the bars, with what a stop says: the runs started, their
+/// answers in and the layer's last counters.
+struct Counted {
+    bars: progress::Bars,
+    seen: Mutex<Seen>,
+}
+
+#[derive(Clone, Default)]
+struct Seen {
+    started: Vec<String>,
+    total: u64,
+    done: u64,
+    llm: cb_llm::StatsSnapshot,
+}
+
+impl cb_llm::Progress for Counted {
+    fn shows_total(&self) -> bool {
+        self.bars.shows_total()
+    }
+    fn start(&self, name: &str, total: u64) {
+        {
+            let mut seen = self.seen.lock().expect("eval counts");
+            seen.started.push(name.to_owned());
+            seen.total += total;
+        }
+        self.bars.start(name, total);
+    }
+    fn item_done(&self, name: &str, llm: &cb_llm::StatsSnapshot) {
+        {
+            let mut seen = self.seen.lock().expect("eval counts");
+            seen.done += 1;
+            seen.llm = *llm;
+        }
+        self.bars.item_done(name, llm);
+    }
+    fn finish(&self, name: &str, rows: u64, rejected: u64) {
+        self.seen
+            .lock()
+            .expect("eval counts")
+            .started
+            .retain(|n| n != name);
+        self.bars.finish(name, rows, rejected);
+    }
+}
+
+/// The evaluation proper, from opening the LLM layer (and its cache) on: the model under test
+/// is the writer of `setup`'s roster, configured by `config`; the layer is closed when this
+/// returns (a failed run's cache is then removed, see [`crate::created::Created`]).
+async fn evaluate(
+    args: &RunArgs,
+    (setup, config): (&LlmSetup, cb_llm::LlmConfig),
+    data: Vec<PathBuf>,
+    out: &Path,
+    bars: &Counted,
 ) -> anyhow::Result<()> {
     let bench = args.benchmark.as_deref().unwrap_or_default();
     let llm = setup
@@ -264,11 +392,10 @@ async fn evaluate(
         hint: args.hint,
         kre_examples: args.kre_examples.clone(),
     };
-    let bars = progress::Bars::new(!args.no_progress && !args.llm.dry_run);
     let (results, predictions) = if bench == "recall" {
-        cb_eval::recall::evaluate(&llm, &opts, &bars).await?
+        cb_eval::recall::evaluate(&llm, &opts, bars).await?
     } else {
-        cb_eval::kre::evaluate(&llm, &opts, &bars).await?
+        cb_eval::kre::evaluate(&llm, &opts, bars).await?
     };
     let stats = llm.stats();
     if args.llm.dry_run {

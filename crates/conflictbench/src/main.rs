@@ -91,7 +91,6 @@ enum Command {
     View(Box<view_cmd::ViewArgs>),
 }
 
-#[allow(clippy::print_stderr)] // the binary's own last word on stderr
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
@@ -109,13 +108,15 @@ fn main() -> ExitCode {
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(&cli.log)),
         )
-        .with_writer(std::io::stderr)
+        .with_writer(stdout::Quiet)
         .with_ansi(progress::colour_on_stderr())
+        // Its own errors would go to the same closed stream (and panic there).
+        .log_internal_errors(false)
         .init();
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
+            stdout::eprintln_err(&format!("error: cannot start the async runtime: {e}"));
             return ExitCode::from(1);
         }
     };

@@ -128,12 +128,15 @@ pub async fn run(args: BuildArgs) -> anyhow::Result<()> {
     let folders: Vec<&std::path::Path> = folders.iter().map(PathBuf::as_path).collect();
     let created = crate::created::Created::before(Some(run.setup.cache()), &folders);
     let result = async {
-        // One build per folder (its --out, its --batch-dir), taken before the first file is
-        // made; a dry run makes none. Released (its file removed) before anything is undone.
+        // One build per folder (its --out, its --batch-dir) and per cache (a replay only
+        // reads it), taken before the first file is made; a dry run makes none. Released
+        // (its note removed) before anything is undone.
         let _held = if run.setup.dry_run() {
             Vec::new()
         } else {
-            crate::folder_lock::for_build(&args.out, run.setup.batch_dir())?
+            let replay = run.setup.backend() == crate::llm_args::Backend::Replay;
+            let cache = (!replay).then(|| run.setup.cache());
+            crate::folder_lock::for_build(&args.out, run.setup.batch_dir(), cache)?
         };
         let prepared = run.prepare(&selected)?;
         let outcomes = run.build_all(&prepared).await?;

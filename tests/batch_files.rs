@@ -466,7 +466,11 @@ async fn a_batch_window_of_0_or_without_batches_is_refused_before_any_file() {
     let dir = out.path().join("batches");
     let o = build(&windowed(&s, out.path(), &dir, "0"), &[]).await;
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(text(&o).contains("--batch-window 0"), "{}", text(&o));
+    assert!(
+        text(&o).contains("'--batch-window <N>': 0 is too small"),
+        "{}",
+        text(&o)
+    );
     let mut online = squad_args(&s, out.path().to_str().unwrap());
     online.extend(["--batch-window", "100"]);
     let o = build(&online, &[]).await;

@@ -5,6 +5,7 @@
 //! that severity (or worse) fails; 2 for a bad argument or an input that cannot be read or
 //! parsed (one sentence naming the file).
 
+use crate::build_args::{range, whole};
 use anyhow::Context;
 use cb_audit::sheet::{agreement, read_ratings, write_sheet};
 use cb_audit::{html, sample, AuditError, Severity};
@@ -29,11 +30,11 @@ pub struct AuditArgs {
     #[arg(long, value_name = "PATH")]
     pub sheet: Option<PathBuf>,
     /// Rows in the stratified sample (by domain and by outcome) of the HTML page and the sheet;
-    /// the checks always run on every row.
-    #[arg(long, value_name = "N")]
+    /// the checks always run on every row (1 to 1000000).
+    #[arg(long, value_name = "N", value_parser = whole::<usize>(range::RATED_ROWS))]
     pub sample: Option<usize>,
-    /// Seed of the sample.
-    #[arg(long, default_value_t = 42)]
+    /// Seed of the sample (0 to 18446744073709551615).
+    #[arg(long, default_value_t = 42, value_parser = whole::<u64>(range::SEED))]
     pub seed: u64,
     /// Exit with code 1 when a check of this severity or worse fails.
     #[arg(long, value_enum, value_name = "SEVERITY")]
@@ -93,11 +94,6 @@ fn out(s: &str) {
 }
 
 pub async fn run_audit(args: AuditArgs) -> anyhow::Result<()> {
-    if args.sample == Some(0) {
-        return Err(crate::config_error::config_err(
-            "--sample must be at least 1",
-        ));
-    }
     let mut report = cb_audit::audit_paths(&args.paths).map_err(input_err)?;
     let read = crate::audit_reader::read(&args.reader, args.seed, &mut report).await?;
     out(&report.summary());

@@ -4,7 +4,7 @@
 //! model of a models file (`models_file`) declares its pool with the same tables.
 
 use crate::llm_args::PoolFlags;
-use cb_llm::{EndpointSpec, Limits, PoolConfig};
+use cb_llm::{ranges, EndpointSpec, Limits, PoolConfig};
 use serde::Deserialize;
 use std::path::Path;
 use std::time::Duration;
@@ -24,17 +24,18 @@ struct PoolFile {
 #[serde(deny_unknown_fields)]
 pub struct EndpointEntry {
     url: String,
-    concurrency: Option<usize>,
-    rpm: Option<u32>,
-    tpm: Option<u32>,
+    concurrency: Option<i64>,
+    rpm: Option<i64>,
+    tpm: Option<i64>,
 }
 
 impl EndpointEntry {
-    /// The endpoint, its own limits or else `concurrency`, `rpm` and `tpm`.
-    pub fn spec(&self, limits: Limits) -> EndpointSpec {
-        limits
-            .under((self.concurrency, self.rpm, self.tpm))
-            .endpoint(self.url.clone())
+    /// The endpoint, its own limits (each in its range: `cb_llm::ranges`) or else
+    /// `concurrency`, `rpm` and `tpm`; an error names the endpoint and the key.
+    pub fn spec(&self, limits: Limits) -> Result<EndpointSpec, String> {
+        let own = Limits::own((self.concurrency, self.rpm, self.tpm))
+            .map_err(|why| format!("endpoint `{}`: {why}", self.url))?;
+        Ok(limits.under(own).endpoint(self.url.clone()))
     }
 }
 
@@ -61,7 +62,10 @@ pub fn resolve(flags: &PoolFlags, limits: Limits) -> Result<Option<(PoolConfig, 
         }
         reader = (file.reader_base_url, file.reader_model);
         for e in &file.endpoint {
-            endpoints.push(e.spec(limits));
+            endpoints.push(
+                e.spec(limits)
+                    .map_err(|why| format!("{}: {why}", path.display()))?,
+            );
         }
     }
     for spec in &flags.endpoints {
@@ -70,11 +74,20 @@ pub fn resolve(flags: &PoolFlags, limits: Limits) -> Result<Option<(PoolConfig, 
         for p in parts {
             let bad = || format!("--endpoint {spec}: `{p}` is not concurrency=N, rpm=N or tpm=N");
             let (k, v) = p.split_once('=').ok_or_else(bad)?;
-            match k.trim() {
-                "concurrency" => e.concurrency = v.trim().parse().map_err(|_| bad())?,
-                "rpm" => e.rpm = Some(v.trim().parse().map_err(|_| bad())?),
-                "tpm" => e.tpm = Some(v.trim().parse().map_err(|_| bad())?),
+            let range = match k.trim() {
+                "concurrency" => ranges::CONCURRENCY,
+                "rpm" => ranges::RPM,
+                "tpm" => ranges::TPM,
                 _ => return Err(bad()),
+            };
+            let n = range
+                .parse_whole(v)
+                .map_err(|why| format!("--endpoint {spec}: `{}`: {why}", k.trim()))?;
+            // The ranges' ceilings fit the types.
+            match k.trim() {
+                "concurrency" => e.concurrency = n as usize,
+                "rpm" => e.rpm = Some(n as u32),
+                _ => e.tpm = Some(n as u32),
             }
         }
         endpoints.push(e);

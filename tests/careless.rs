@@ -692,3 +692,24 @@ async fn a_number_outside_its_range_exits_2_naming_it_before_any_file() {
         assert!(left.is_empty(), "{args:?} left {left:?}");
     }
 }
+
+/// Issue 50: the structured-output probe is a call the budget pays for like any other. A
+/// budget that cannot pay for the probe and the call it is sent for is refused (exit 2)
+/// before either is sent: the server receives nothing (it used to be sent the probe, paid
+/// for, before the first call found the budget too small).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_structured_output_probe_is_checked_against_the_budget_before_it_is_sent() {
+    let mock = MockServer::start(cb_mock::stand_in::model()).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let (base, raw) = (mock.base_url(), repo().join("raw").display().to_string());
+    let out = tmp.path().join("out");
+    let o = out.display().to_string();
+    // Enough for the probe alone (a short prompt and 32 tokens), not for it and a call.
+    let args = squad(&base, &raw, &o, &["--reader", "none", "--max-tokens", "60"]);
+    let run = build(&args, &[]).await;
+    let said = text(&run);
+    assert_eq!(run.status.code(), Some(2), "{said}");
+    assert!(said.contains("cannot pay for one call"), "{said}");
+    assert_eq!(mock.request_count(), 0, "{said}");
+    assert!(!out.exists(), "{said}");
+}

@@ -120,6 +120,37 @@ async fn an_unknown_input_source_names_the_known_ones() {
     assert!(res.status.success(), "{}", text(&res));
 }
 
+/// Issue 50: a pipe given to `--input` is said to be one (not "no such file or folder"),
+/// with exit 2 before any file, and never opened (a FIFO opened waits for a writer).
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pipe_given_to_input_is_said_to_be_no_regular_file() {
+    let raw = tempfile::tempdir().unwrap();
+    three_questions(raw.path());
+    let out = tempfile::tempdir().unwrap();
+    let (r, o) = (raw.path().to_str().unwrap(), out.path().to_str().unwrap());
+    let fifo = raw.path().join("questions.fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let missing = raw.path().join("no-such.jsonl");
+    for (path, said) in [
+        (&fifo, "not a regular file or a folder"),
+        (&missing, "no such file or folder"),
+    ] {
+        let input = format!("cos_e={}", path.display());
+        let mut args = offline_args("cose", r, o);
+        args.extend(["--input", input.as_str()]);
+        let res = build(&args, &[]).await;
+        let t = text(&res);
+        assert_eq!(res.status.code(), Some(2), "{t}");
+        assert!(t.contains(&input) && t.contains(said), "{t}");
+        assert!(!out.path().join("kre").exists(), "{t}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn budget_values_that_are_not_finite_or_negative_are_configuration_errors() {
     let mock = MockServer::start(model()).await;

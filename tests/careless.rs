@@ -104,6 +104,12 @@ async fn a_zero_is_refused_naming_its_flag_or_file_before_any_file() {
     for (key, value, said) in [
         ("concurrency", "10001", "from 1 to 10000"),
         ("concurrency", "-1", "is negative"),
+        (
+            "concurrency",
+            "1.5",
+            "not a whole number: must be a whole number from 1 to 10000",
+        ),
+        ("rpm", "\"60\"", "not a whole number"),
         ("tpm", "4294967296", "from 1 to 1000000000"),
         ("price_input", "nan", "from 0 to 10000"),
         ("price_output", "-inf", "from 0 to 10000"),

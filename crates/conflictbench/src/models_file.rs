@@ -42,9 +42,9 @@ struct Entry {
     model: String,
     #[serde(default)]
     endpoint: Vec<EndpointEntry>,
-    concurrency: Option<i64>,
-    rpm: Option<i64>,
-    tpm: Option<i64>,
+    concurrency: Option<toml::Value>,
+    rpm: Option<toml::Value>,
+    tpm: Option<toml::Value>,
     price_input: Option<f64>,
     price_output: Option<f64>,
     structured: Option<String>,
@@ -118,7 +118,11 @@ fn named(
     run: Limits,
     (open_after, cooldown): (u32, Duration),
 ) -> Result<NamedModel, String> {
-    let own = run.under(Limits::own((e.concurrency, e.rpm, e.tpm))?);
+    let own = run.under(crate::pool_file::limit_keys((
+        &e.concurrency,
+        &e.rpm,
+        &e.tpm,
+    ))?);
     let pool = match (&e.base_url, e.endpoint.is_empty()) {
         (Some(_), false) => return Err("give `base_url` or `[[endpoint]]` tables, not both".into()),
         (None, true) => return Err("give `base_url` or `[[endpoint]]` tables".into()),

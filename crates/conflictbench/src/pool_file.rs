@@ -24,16 +24,39 @@ struct PoolFile {
 #[serde(deny_unknown_fields)]
 pub struct EndpointEntry {
     url: String,
-    concurrency: Option<i64>,
-    rpm: Option<i64>,
-    tpm: Option<i64>,
+    concurrency: Option<toml::Value>,
+    rpm: Option<toml::Value>,
+    tpm: Option<toml::Value>,
+}
+
+/// The limits `concurrency`, `rpm` and `tpm` as a file writes them, each a whole number in its
+/// range (`cb_llm::ranges`), or the key, the value and the range said.
+pub fn limit_keys(
+    (concurrency, rpm, tpm): (
+        &Option<toml::Value>,
+        &Option<toml::Value>,
+        &Option<toml::Value>,
+    ),
+) -> Result<cb_llm::ranges::OwnLimits, String> {
+    let int = |key: &str, v: &Option<toml::Value>, range: cb_model::Range| match v {
+        None => Ok(None),
+        Some(toml::Value::Integer(i)) => Ok(Some(*i)),
+        Some(other) => Err(format!(
+            "`{key} = {other}`: not a whole number: must be {range}"
+        )),
+    };
+    Limits::own((
+        int("concurrency", concurrency, ranges::CONCURRENCY)?,
+        int("rpm", rpm, ranges::RPM)?,
+        int("tpm", tpm, ranges::TPM)?,
+    ))
 }
 
 impl EndpointEntry {
     /// The endpoint, its own limits (each in its range: `cb_llm::ranges`) or else
     /// `concurrency`, `rpm` and `tpm`; an error names the endpoint and the key.
     pub fn spec(&self, limits: Limits) -> Result<EndpointSpec, String> {
-        let own = Limits::own((self.concurrency, self.rpm, self.tpm))
+        let own = limit_keys((&self.concurrency, &self.rpm, &self.tpm))
             .map_err(|why| format!("endpoint `{}`: {why}", self.url))?;
         Ok(limits.under(own).endpoint(self.url.clone()))
     }

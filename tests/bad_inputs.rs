@@ -149,6 +149,22 @@ async fn a_pipe_given_to_input_is_said_to_be_no_regular_file() {
         assert!(t.contains(&input) && t.contains(said), "{t}");
         assert!(!out.path().join("kre").exists(), "{t}");
     }
+    // A pipe given as a models or pool file is refused, not opened (it would wait for a
+    // writer).
+    let fifo = fifo.to_str().unwrap();
+    for flag in ["--models", "--endpoints"] {
+        let mut args = offline_args("cose", r, o);
+        args.extend([flag, fifo]);
+        let res = tokio::time::timeout(std::time::Duration::from_secs(60), build(&args, &[]))
+            .await
+            .unwrap_or_else(|_| panic!("{flag} FIFO: the build waits on the pipe"));
+        let t = text(&res);
+        assert_eq!(res.status.code(), Some(2), "{flag}: {t}");
+        assert!(
+            t.contains(fifo) && t.contains("not a regular file"),
+            "{flag}: {t}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -71,8 +71,8 @@ pub fn read(
     limits: Limits,
     breaker: (u32, Duration),
 ) -> Result<BTreeMap<String, NamedModel>, String> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| format!("--models {}: {e}", path.display()))?;
+    let text = crate::pool_file::read_settings(path)
+        .map_err(|e| format!("--models {}: {e}", path.display()))?;
     let file: ModelsFile =
         toml::from_str(&text).map_err(|e| format!("--models {}: {e}", path.display()))?;
     let mut out = BTreeMap::new();

@@ -63,9 +63,19 @@ impl EndpointEntry {
 }
 
 fn read_file(path: &Path) -> Result<PoolFile, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let text = read_settings(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// The text of a settings file (a pool or models file). A pipe, a socket or a device is
+/// refused, not read: opening a FIFO waits for a writer that may never come.
+pub fn read_settings(path: &Path) -> std::io::Result<String> {
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+        return Err(std::io::Error::other(
+            "not a regular file (a pipe, a socket or a device): give the file itself",
+        ));
+    }
+    std::fs::read_to_string(path)
 }
 
 /// The pool the flags declare, if any, with the reader its file names; endpoints without

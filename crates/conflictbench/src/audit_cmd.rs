@@ -167,6 +167,13 @@ pub async fn run_audit(args: AuditArgs) -> anyhow::Result<()> {
 pub fn run_agreement(args: AgreementArgs) -> anyhow::Result<()> {
     let mut sheets = Vec::new();
     for p in &args.sheets {
+        // A pipe would be waited on for a writer that may never come.
+        if std::fs::metadata(p).is_ok_and(|m| !m.is_file()) {
+            return Err(crate::config_error::config_err(format!(
+                "{}: not a regular file (a folder, a pipe, a socket or a device): give a filled review sheet (CSV)",
+                p.display()
+            )));
+        }
         sheets.push((p.display().to_string(), read_ratings(p).map_err(input_err)?));
     }
     let a = agreement(&sheets).map_err(input_err)?;

@@ -214,7 +214,7 @@ pub fn explain(kind: &str, params: &[&[Param]]) -> String {
         .flat_map(|ps| ps.iter())
     {
         let range = match p.ty {
-            ParamType::Integer(r) | ParamType::Number(r) => format!(" ({r})"),
+            ParamType::Integer(r) | ParamType::Number(r) => format!(" Range: {r}."),
             _ => String::new(),
         };
         s.push_str(&format!(

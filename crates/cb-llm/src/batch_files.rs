@@ -241,10 +241,7 @@ impl Core {
                     take_errors(&mut open, &mut errors, failed, taken);
                 }
                 Found::Gone => self.gone(cache, &record.file_id, &input, taken).await?,
-                Found::Waiting => {
-                    self.hold_waiting(cache, &record)?;
-                    rounds.wait_on(input);
-                }
+                Found::Waiting => rounds.wait_on(self.hold_waiting(cache, &record, input)?),
             }
         }
         // Requests of files still without output wait for them; another layer's answered
@@ -295,10 +292,15 @@ impl Core {
     /// `max_tokens`): an earlier run wrote it, and whatever answers it, it may be billed
     /// once this run or the next imports it, so this run's new files are cut to what is left
     /// beside it (a file of this run holds its own from when it is written). Held until it is
-    /// collected.
-    fn hold_waiting(&self, cache: &Cache, record: &BatchRecord) -> Result<(), LlmError> {
+    /// collected. Gives back `input`, the file's path.
+    fn hold_waiting(
+        &self,
+        cache: &Cache,
+        record: &BatchRecord,
+        input: PathBuf,
+    ) -> Result<PathBuf, LlmError> {
         if self.config.max_cost_usd.is_none() && self.config.max_tokens.is_none() {
-            return Ok(());
+            return Ok(input);
         }
         let mut tokens = 0u64;
         for key in cache.batch_keys(&record.file_id)? {
@@ -311,7 +313,7 @@ impl Core {
         }
         let micro_usd = (record.estimated_usd.max(0.0) * 1e6).ceil() as u64;
         self.hold_written(&record.file_id, (micro_usd, tokens));
-        Ok(())
+        Ok(input)
     }
 
     /// Closes a file of the journal whose input file was removed by hand: its requests are

@@ -392,7 +392,10 @@ fn a_misspelt_or_mistyped_step_parameter_is_refused_before_any_work() {
             assert!(e.contains(&format!("`{key_name}`")), "{e}");
             match near {
                 Some(n) => assert!(e.contains(&format!("did you mean `{n}`?")), "{e}"),
-                None => assert!(e.contains("must be a number from 0 to 1, not string"), "{e}"),
+                None => assert!(
+                    e.contains("must be a number from 0 to 1, not string"),
+                    "{e}"
+                ),
             }
         }
         assert!(!out.exists(), "nothing was written");

@@ -21,7 +21,7 @@ pub const PARAMS: &[Param] = &[
     },
     Param {
         key: "max_words",
-        ty: ParamType::Integer,
+        ty: ParamType::Integer(Range::whole(1, 10_000)),
         default: "80",
         meaning: "Longest explanation, in words.",
     },

@@ -312,25 +312,72 @@ pub async fn export(
     let s2 = s.clone();
     let who = rater.clone();
     let csv = blocking(move || sheet(&s2, &who, chosen.as_ref())).await?;
-    let file: String = rater
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
+    let file = sheet_file_name(&rater);
     Ok((
         [
             (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_owned()),
             (
                 header::CONTENT_DISPOSITION,
-                format!("attachment; filename=\"review_{file}.csv\""),
+                format!("attachment; filename=\"{file}\""),
             ),
         ],
         csv,
     )
         .into_response())
+}
+
+/// The file name of `rater`'s sheet: `review_NAME.csv`, NAME kept where it is ASCII letters,
+/// digits, `-` and `_`, every other byte written `.XX` (hex). Two raters never share a name
+/// (`=cmd` and `+cmd` are `review_.3dcmd.csv` and `review_.2bcmd.csv`), and no name starts
+/// with what a spreadsheet reads as a formula.
+pub fn sheet_file_name(rater: &str) -> String {
+    let mut name = String::from("review_");
+    for b in rater.bytes() {
+        if b.is_ascii_alphanumeric() || b == b'-' || b == b'_' {
+            name.push(char::from(b));
+        } else {
+            name.push_str(&format!(".{b:02x}"));
+        }
+    }
+    name.push_str(".csv");
+    name
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sheet_file_name;
+
+    #[test]
+    fn every_rater_exports_to_a_file_of_its_own_safe_in_a_spreadsheet() {
+        let raters = [
+            "=cmd|' /C calc'!A0",
+            "+cmd|' /C calc'!A0",
+            "=cmd",
+            "+cmd",
+            "-cmd",
+            "@cmd",
+            "_cmd",
+            ".3dcmd",
+            "anna",
+            "Anna",
+            "anna b",
+            "anna_b",
+            "anna.b",
+            "zoë",
+            "zo.c3.ab",
+        ];
+        let names: std::collections::BTreeSet<String> =
+            raters.iter().map(|r| sheet_file_name(r)).collect();
+        assert_eq!(names.len(), raters.len(), "{names:?}");
+        for n in &names {
+            assert!(n.starts_with("review_") && n.ends_with(".csv"), "{n}");
+            assert!(
+                n.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b)),
+                "{n}"
+            );
+        }
+        assert_eq!(sheet_file_name("=cmd"), "review_.3dcmd.csv");
+        assert_eq!(sheet_file_name("anna_b"), "review_anna_b.csv");
+    }
 }

@@ -7,6 +7,7 @@
 //! The offline backend has no model to evaluate, so it is refused (exit code 2); `--dry-run`
 //! counts the calls and writes nothing; `--backend replay` re-scores from the cache only.
 
+use crate::build_args::{range, real32, whole};
 use crate::config_error::config_err;
 use crate::exit::Stopped;
 use crate::llm_args::{Backend, LlmArgs};
@@ -16,6 +17,7 @@ use crate::signals::Signals;
 use crate::stdout::println_out;
 use anyhow::Context;
 use cb_eval::{EvalOptions, Sampling};
+use cb_llm::ranges;
 use cb_llm::{Progress, Role};
 use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
@@ -89,24 +91,25 @@ pub struct RunArgs {
     /// all_positive, all_negative, mixed, role_dependent, role_intuitive (memory always runs).
     #[arg(long, value_delimiter = ',')]
     pub settings: Vec<String>,
-    /// Number of seeds (runs): seeds SEED, SEED+1, ...
-    #[arg(long, default_value_t = 3)]
+    /// Number of seeds (runs): seeds SEED, SEED+1, ... (1 to 1000).
+    #[arg(long, default_value_t = 3, value_parser = whole::<u64>(range::SEEDS))]
     pub seeds: u64,
-    /// First seed (option order, few-shot examples, the request's seed).
-    #[arg(long, default_value_t = 42)]
+    /// First seed (option order, few-shot examples, the request's seed; 0 to
+    /// 9223372036854775807, and the last seed no more).
+    #[arg(long, default_value_t = 42, value_parser = whole::<u64>(ranges::SEED))]
     pub seed: u64,
-    /// Evaluate at most N rows of each file.
-    #[arg(long)]
+    /// Evaluate at most N rows of each file (1 to 18446744073709551615).
+    #[arg(long, value_parser = whole::<usize>(range::RECORDS))]
     pub limit: Option<usize>,
     /// Folder of prompt templates (the eval ones are in its `eval/`); default: `prompts/` of
     /// the current folder when it exists, else the ones built into the binary.
     #[arg(long)]
     pub prompts: Option<PathBuf>,
-    /// Sampling temperature of the model under test.
-    #[arg(long, default_value_t = 0.0)]
+    /// Sampling temperature of the model under test (0 to 2).
+    #[arg(long, default_value_t = 0.0, value_parser = real32(ranges::TEMPERATURE))]
     pub temperature: f32,
-    /// Longest answer, in tokens.
-    #[arg(long, default_value_t = 256)]
+    /// Longest answer, in tokens (1 to 1000000).
+    #[arg(long, default_value_t = 256, value_parser = whole::<u32>(ranges::ANSWER_TOKENS))]
     pub answer_tokens: u32,
     /// KRE: use KRE's instruction pool (the `instructions/` folder of its release) instead
     /// of our instruction.
@@ -209,8 +212,16 @@ async fn run_eval(args: RunArgs) -> anyhow::Result<()> {
             "eval needs a model under test: give --base-url and --model (or --backend replay); the offline backend has no answers of its own to evaluate",
         ));
     }
-    if args.seeds == 0 || args.llm.concurrency == 0 {
-        return Err(config_err("--seeds and --concurrency must be at least 1"));
+    let most = ranges::SEED.max_whole().unwrap_or(u64::MAX);
+    if args
+        .seed
+        .checked_add(args.seeds - 1)
+        .is_none_or(|last| last > most)
+    {
+        return Err(config_err(format!(
+            "--seed {} with --seeds {}: the last seed would pass {most}, the largest a request's seed may be",
+            args.seed, args.seeds
+        )));
     }
     let data = if args.data.is_empty() {
         vec![PathBuf::from("generated").join(bench)]

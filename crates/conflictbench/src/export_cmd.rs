@@ -3,6 +3,7 @@
 //! conflictbank BUILD_DIR OUT_DIR`: a ConflictBank-style build as ConflictBank's evaluation
 //! input (`cb_eval::conflictbank_export`).
 
+use crate::build_args::{range, whole};
 use crate::config_error::config_err;
 use crate::stdout::println_out;
 use anyhow::Context as _;
@@ -76,14 +77,15 @@ struct LmEvalArgs {
     build_dir: PathBuf,
     /// Where the task YAMLs, `data/` and a README go.
     out_dir: PathBuf,
-    /// The seed whose option order the questions are asked in (`eval`'s first seed).
-    #[arg(long, default_value_t = 42)]
+    /// The seed whose option order the questions are asked in (`eval`'s first seed; 0 to
+    /// 9223372036854775807).
+    #[arg(long, default_value_t = 42, value_parser = whole::<u64>(cb_llm::ranges::SEED))]
     seed: u64,
     /// Comma-separated domains (default: all found).
     #[arg(long, value_delimiter = ',')]
     domains: Vec<String>,
-    /// At most N rows of each file.
-    #[arg(long)]
+    /// At most N rows of each file (1 to 18446744073709551615).
+    #[arg(long, value_parser = whole::<usize>(range::RECORDS))]
     limit: Option<usize>,
     /// Folder of prompt templates (the eval ones are in its `eval/`); default: `prompts/` of
     /// the current folder when it exists, else the ones built into the binary.

@@ -141,7 +141,18 @@ fn lock_note(dir: &Path, name: &str, flag: &str) -> anyhow::Result<Held> {
             .create(true)
             .truncate(false)
             .open(&path)
-            .map_err(cannot)?;
+            .map_err(|e| {
+                let folder = if path.is_dir() {
+                    " (a folder has the lock file's name: remove it)"
+                } else {
+                    ""
+                };
+                config_err(format!(
+                    "{flag} {}: cannot open its lock file {}: {e}{folder}",
+                    dir.display(),
+                    path.display()
+                ))
+            })?;
         match file.try_lock() {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => {
@@ -330,6 +341,29 @@ mod tests {
         drop(held);
         drop(for_file(&cache, "--cache").unwrap());
         assert!(cache.exists(), "the cache file is the lock's, not a note");
+    }
+
+    /// Issue 50: a folder where the lock file goes is named, not the folder locked.
+    #[test]
+    fn a_folder_in_the_lock_files_place_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let in_the_way = dir.path().join(FOLDER);
+        std::fs::create_dir(&in_the_way).unwrap();
+        let e = lock(dir.path(), FOLDER, "--out").unwrap_err();
+        assert_eq!(crate::exit::exit_code(&e), 2);
+        let e = e.to_string();
+        assert!(
+            e.contains(&format!("its lock file {}", in_the_way.display()))
+                && e.contains("a folder has the lock file's name"),
+            "{e}"
+        );
+        let cache = dir.path().join("c.sqlite");
+        std::fs::create_dir(dir.path().join(".c.sqlite.lock")).unwrap();
+        let e = for_file(&cache, "--cache").unwrap_err().to_string();
+        assert!(
+            e.contains(".c.sqlite.lock") && e.contains("a folder"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -17,7 +17,7 @@ use std::collections::HashSet;
 /// The parameters of its own (besides the model's and `mode`).
 pub const PARAMS: &[Param] = &[Param {
     key: "max_replacements",
-    ty: ParamType::Integer,
+    ty: ParamType::Integer(Range::whole(1, 100)),
     default: "4",
     meaning: "Most replacements one answer may list.",
 }];
@@ -25,9 +25,7 @@ pub const PARAMS: &[Param] = &[Param {
 /// The step table's constructor.
 pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepError> {
     let (mode, model) = Mode::with_model(spec, prompts, "edit_nonanswer", 300)?;
-    let max_replacements = spec
-        .int("max_replacements")
-        .map_or(4, |x| x.max(1) as usize);
+    let max_replacements = spec.int("max_replacements").map_or(4, |x| x as usize);
     let replacement =
         schema::object(&[("original", schema::string()), ("edited", schema::string())]);
     let answer = schema::object(&[(

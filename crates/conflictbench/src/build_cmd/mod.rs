@@ -42,16 +42,16 @@ pub struct BuildArgs {
     /// Folder of prompt templates (default: ./prompts when present, else the bundled ones).
     #[arg(long)]
     prompts: Option<PathBuf>,
-    /// Seed of every random choice (written in the manifest).
-    #[arg(long, default_value_t = cb_engine::build::DEFAULT_SEED)]
+    /// Seed of every random choice (written in the manifest; 0 to 18446744073709551615).
+    #[arg(long, default_value_t = cb_engine::build::DEFAULT_SEED, value_parser = build_args::whole::<u64>(build_args::range::SEED))]
     seed: u64,
-    /// Read at most N records of each source (N >= 1).
-    #[arg(long, value_parser = build_args::at_least_one)]
+    /// Read at most N records of each source (1 to 18446744073709551615).
+    #[arg(long, value_parser = build_args::whole::<usize>(build_args::range::RECORDS))]
     limit: Option<usize>,
     /// Build from a seeded sample of N source records (drawn with `--seed`, kept in source
     /// order). Readers that select records themselves only (EventKG), so that memory grows
-    /// with N, not with the dump.
-    #[arg(long, value_name = "N", value_parser = build_args::at_least_one)]
+    /// with N, not with the dump (1 to 18446744073709551615).
+    #[arg(long, value_name = "N", value_parser = build_args::whole::<usize>(build_args::range::RECORDS))]
     sample: Option<usize>,
     #[command(flatten)]
     llm: llm_args::LlmArgs,

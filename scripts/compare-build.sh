@@ -12,7 +12,9 @@
 #     the KRE domains whose sources are in ../shared/data (e-CARE both ways, CoS-E, SQuAD,
 #     MuSiQue).
 # AFTER_BINARY defaults to this checkout's target/debug/conflictbench. Run from the
-# repository root; the builds are offline (no endpoint, no cache).
+# repository root; the builds are offline (no endpoint, no cache). Each binary builds with the
+# recipes and prompts bundled in it (its own `init`), not the checkout's `recipes/`.
+# COMPARE_KEEP=DIR keeps both builds in DIR/before and DIR/after.
 #
 # Left out of the comparison: `runs.jsonl` only. It is the one output file that records facts
 # of the run itself (its Unix time and the LLM layer's counters of that run) and grows by one
@@ -24,17 +26,30 @@ set -euo pipefail
 before=${1:?usage: scripts/compare-build.sh BEFORE [AFTER_BINARY]}
 after=${2:-target/debug/conflictbench}
 [ -x "$after" ] || { echo "no binary $after (cargo build -p conflictbench)" >&2; exit 2; }
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+if [ -n "${COMPARE_KEEP:-}" ]; then
+    # COMPARE_KEEP=DIR keeps both builds there (DIR/before, DIR/after), to look at what differs.
+    work=$COMPARE_KEEP
+    rm -rf "$work/before" "$work/after"
+    mkdir -p "$work"
+else
+    work=$(mktemp -d)
+    trap 'rm -rf "$work"' EXIT
+fi
 
-# Builds every compared set with binary $1 into folder $2.
+# Builds every compared set with binary $1 into folder $2, each binary with the recipes and
+# prompts bundled in it (written out by its own `init`): a checkout's `recipes/` folder would
+# otherwise be read by both, and an older binary may not know a newer recipe's keys.
 build_with() {
     local bin=$1 out=$2
-    "$bin" build all --out "$out/bundled" --no-progress >/dev/null
-    "$bin" build kre --domains ecqa-jsonl --out "$out/bundled" --no-progress >/dev/null
+    # One folder for both binaries, so that the manifests name the same one.
+    rm -rf "$work/assets"
+    "$bin" init "$work/assets" >/dev/null
+    local own=(--recipes "$work/assets/recipes" --prompts "$work/assets/prompts")
+    "$bin" build all "${own[@]}" --out "$out/bundled" --no-progress >/dev/null
+    "$bin" build kre --domains ecqa-jsonl "${own[@]}" --out "$out/bundled" --no-progress >/dev/null
     if [ -d ../shared/data/ecare ]; then
         "$bin" build kre --domains ecare,ecare-tasks,cose,squad,musique --raw ../shared/data \
-            --out "$out/shared" --no-progress >/dev/null
+            "${own[@]}" --out "$out/shared" --no-progress >/dev/null
     fi
 }
 
@@ -50,6 +65,7 @@ else
     right=$work/after
 fi
 
+rm -rf "$work/assets"
 files=$(find "$right" -type f ! -name runs.jsonl | wc -l)
 rows=$(find "$right" -name '*.jsonl' ! -name runs.jsonl ! -name rejects.jsonl -exec cat {} + | wc -l)
 if diff -r -x runs.jsonl "$left" "$right"; then

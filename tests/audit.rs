@@ -293,6 +293,23 @@ fn agreement_of_three_sheets() {
     assert_eq!(o.status.code(), Some(2));
     let t = common::text(&o);
     assert!(t.contains("bad.csv") && t.contains("line 2"), "{t}");
+    // A pipe is refused, never opened (it would wait for a writer): issue 50.
+    #[cfg(unix)]
+    {
+        let fifo = d.path().join("sheet.fifo");
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        let o = cli(&["agreement", &paths[0], fifo.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2));
+        let t = common::text(&o);
+        assert!(
+            t.contains("sheet.fifo") && t.contains("not a regular file"),
+            "{t}"
+        );
+    }
 }
 
 /// Without `--sample`, the page keeps at most 100 failing rows a check (a seeded sample past

@@ -78,7 +78,11 @@ async fn a_run_that_cannot_produce_a_row_is_refused_before_touching_outputs() {
         args.extend([flag, "0"]);
         let res = build(&args, &[]).await;
         assert_eq!(res.status.code(), Some(2), "{flag}: {}", text(&res));
-        assert!(text(&res).contains("at least 1"), "{}", text(&res));
+        assert!(
+            text(&res).contains("must be a whole number from 1 to"),
+            "{}",
+            text(&res)
+        );
         assert_eq!(
             std::fs::read_to_string(dir.join("cose.json")).unwrap(),
             "a previous good build",
@@ -116,6 +120,53 @@ async fn an_unknown_input_source_names_the_known_ones() {
     assert!(res.status.success(), "{}", text(&res));
 }
 
+/// Issue 50: a pipe given to `--input` is said to be one (not "no such file or folder"),
+/// with exit 2 before any file, and never opened (a FIFO opened waits for a writer).
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pipe_given_to_input_is_said_to_be_no_regular_file() {
+    let raw = tempfile::tempdir().unwrap();
+    three_questions(raw.path());
+    let out = tempfile::tempdir().unwrap();
+    let (r, o) = (raw.path().to_str().unwrap(), out.path().to_str().unwrap());
+    let fifo = raw.path().join("questions.fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let missing = raw.path().join("no-such.jsonl");
+    for (path, said) in [
+        (&fifo, "not a regular file or a folder"),
+        (&missing, "no such file or folder"),
+    ] {
+        let input = format!("cos_e={}", path.display());
+        let mut args = offline_args("cose", r, o);
+        args.extend(["--input", input.as_str()]);
+        let res = build(&args, &[]).await;
+        let t = text(&res);
+        assert_eq!(res.status.code(), Some(2), "{t}");
+        assert!(t.contains(&input) && t.contains(said), "{t}");
+        assert!(!out.path().join("kre").exists(), "{t}");
+    }
+    // A pipe given as a models or pool file is refused, not opened (it would wait for a
+    // writer).
+    let fifo = fifo.to_str().unwrap();
+    for flag in ["--models", "--endpoints"] {
+        let mut args = offline_args("cose", r, o);
+        args.extend([flag, fifo]);
+        let res = tokio::time::timeout(std::time::Duration::from_secs(60), build(&args, &[]))
+            .await
+            .unwrap_or_else(|_| panic!("{flag} FIFO: the build waits on the pipe"));
+        let t = text(&res);
+        assert_eq!(res.status.code(), Some(2), "{flag}: {t}");
+        assert!(
+            t.contains(fifo) && t.contains("not a regular file"),
+            "{flag}: {t}"
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn budget_values_that_are_not_finite_or_negative_are_configuration_errors() {
     let mock = MockServer::start(model()).await;
@@ -136,10 +187,11 @@ async fn budget_values_that_are_not_finite_or_negative_are_configuration_errors(
         args.extend(extra);
         let res = build(&args, &[]).await;
         assert_eq!(res.status.code(), Some(2), "{extra:?}: {}", text(&res));
+        let said = text(&res);
         assert!(
-            text(&res).contains("finite number, 0 or more"),
-            "{}",
-            text(&res)
+            said.contains("must be a number from 0 to 10000")
+                || said.contains("must be a number above 0, at most 1000000"),
+            "{said}"
         );
     }
     assert_eq!(mock.request_count(), 0);

@@ -466,7 +466,11 @@ async fn a_batch_window_of_0_or_without_batches_is_refused_before_any_file() {
     let dir = out.path().join("batches");
     let o = build(&windowed(&s, out.path(), &dir, "0"), &[]).await;
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(text(&o).contains("--batch-window 0"), "{}", text(&o));
+    assert!(
+        text(&o).contains("'--batch-window <N>': 0 is too small"),
+        "{}",
+        text(&o)
+    );
     let mut online = squad_args(&s, out.path().to_str().unwrap());
     online.extend(["--batch-window", "100"]);
     let o = build(&online, &[]).await;
@@ -699,5 +703,49 @@ async fn every_kre_recipe_through_the_batch_api_submits_and_counts_each_request_
     assert_same(
         &snapshot(&out.path().join("kre")),
         &snapshot(&online.path().join("kre")),
+    );
+}
+
+/// Issue 50: files an earlier run wrote and nobody answered yet may all be answered and
+/// billed once a later run imports them, so the next run holds them against its budget as
+/// it holds its own: a second run under the same `--max-tokens`, before anything is answered,
+/// writes no new file beside them (it used to write a budget's worth more, so that the run
+/// importing them all counted twice the budget). Once they are answered the build goes on.
+#[tokio::test(flavor = "multi_thread")]
+async fn files_an_earlier_run_left_unanswered_are_held_in_the_next_runs_budget() {
+    let s = setup().await;
+    let (out, dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut args = files_args(&s, out.path(), dir.path());
+    args.extend(["--batch-dir-max-lines", "1", "--max-tokens", "3000"]);
+    let first = build(&args, &[]).await;
+    assert_eq!(first.status.code(), Some(3), "{}", text(&first));
+    let written = inputs(dir.path());
+    assert!(
+        (2..10).contains(&written.len()),
+        "the budget should pay for a few one-request files: {written:?}"
+    );
+    let second = build(&args, &[]).await;
+    assert!(
+        matches!(second.status.code(), Some(3 | WAITING)),
+        "{}",
+        text(&second)
+    );
+    assert_eq!(
+        inputs(dir.path()),
+        written,
+        "the second run wrote files beside those still waiting: {}",
+        text(&second)
+    );
+    run_dir(&s, dir.path()).await;
+    let third = build(&args, &[]).await;
+    assert!(
+        matches!(third.status.code(), Some(3 | WAITING)),
+        "{}",
+        text(&third)
+    );
+    assert!(
+        inputs(dir.path()).len() > written.len(),
+        "once answered and imported, the build goes on: {}",
+        text(&third)
     );
 }

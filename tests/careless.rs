@@ -98,14 +98,36 @@ async fn a_zero_is_refused_naming_its_flag_or_file_before_any_file() {
         )
         .unwrap();
         let args = squad(&base, &raw, &o, &["--models", &m]);
-        refused(&args, &out, &[&m, &format!("{key} = 0")]).await;
+        refused(&args, &out, &[&m, &format!("{key} = 0"), "from 1 to"]).await;
+    }
+    // Out of range the other way, and a price that is not a number.
+    for (key, value, said) in [
+        ("concurrency", "10001", "from 1 to 10000"),
+        ("concurrency", "-1", "is negative"),
+        (
+            "concurrency",
+            "1.5",
+            "not a whole number: must be a whole number from 1 to 10000",
+        ),
+        ("rpm", "\"60\"", "not a whole number"),
+        ("tpm", "4294967296", "from 1 to 1000000000"),
+        ("price_input", "nan", "from 0 to 10000"),
+        ("price_output", "-inf", "from 0 to 10000"),
+    ] {
+        std::fs::write(
+            &models,
+            format!("[models.cheap]\nbase_url = \"{base}\"\nmodel = \"c\"\n{key} = {value}\n"),
+        )
+        .unwrap();
+        let args = squad(&base, &raw, &o, &["--models", &m]);
+        refused(&args, &out, &[&m, key, said]).await;
     }
     for key in ["rpm", "tpm"] {
         let endpoint = format!("{base},{key}=0");
         let mut args = squad(&base, &raw, &o, &[]);
         args.truncate(args.len() - 2); // no --base-url: the pool is the endpoint
         args.extend(["--endpoint", &endpoint]);
-        refused(&args, &out, &[&base, "rpm = 0` or `tpm = 0"]).await;
+        refused(&args, &out, &[&base, &format!("`{key}`: 0 is too small")]).await;
     }
 }
 
@@ -468,4 +490,232 @@ async fn a_reader_price_without_a_reader_of_its_own_is_refused() {
     let mut args = vec!["kre", "--domains", "squad", "--raw", &raw, "--out", &o];
     args.extend(price);
     refused(&args, &out, &["--reader-price-input"]).await;
+}
+
+/// The numbers of issue 50 at the process: every command given a number outside its range
+/// (too large for the flag's type, NaN, infinite, negative, zero) exits 2 naming the flag and
+/// the range, and leaves its working folder empty: no cache, no lock, no output. (Every numeric
+/// flag of every command is tried against its range by the CLI's unit test
+/// `every_numeric_flag_refuses_a_value_outside_its_stated_range`, which finds them in the
+/// command line's definition.)
+#[tokio::test(flavor = "multi_thread")]
+async fn a_number_outside_its_range_exits_2_naming_it_before_any_file() {
+    let base = dead();
+    let max = "18446744073709551615";
+    let tries: Vec<(Vec<&str>, &str, &str)> = vec![
+        (
+            vec!["build", "kre", "--dry-run", "--concurrency", max],
+            "--concurrency",
+            "from 1 to 10000",
+        ),
+        (
+            vec![
+                "build",
+                "kre",
+                "--concurrency",
+                max,
+                "--base-url",
+                &base,
+                "--model",
+                "m",
+            ],
+            "--concurrency",
+            "from 1 to 10000",
+        ),
+        (
+            vec![
+                "eval",
+                "kre",
+                "--concurrency",
+                max,
+                "--base-url",
+                &base,
+                "--model",
+                "m",
+            ],
+            "--concurrency",
+            "from 1 to 10000",
+        ),
+        (
+            vec![
+                "audit",
+                "generated",
+                "--concurrency",
+                max,
+                "--reader-base-url",
+                &base,
+                "--reader-model",
+                "m",
+            ],
+            "--concurrency",
+            "from 1 to 10000",
+        ),
+        (
+            vec![
+                "batches",
+                "run-dir",
+                ".",
+                "--base-url",
+                &base,
+                "--concurrency",
+                max,
+            ],
+            "--concurrency",
+            "from 1 to 10000",
+        ),
+        (
+            vec!["build", "kre", "--limit", "18446744073709551616"],
+            "--limit",
+            "from 1 to 18446744073709551615",
+        ),
+        (
+            vec!["build", "kre", "--batch", "--batch-poll-ms", "120000"],
+            "--batch-poll-ms",
+            "from 1 to 60000",
+        ),
+        (
+            vec!["build", "kre", "--max-cost", "nan"],
+            "--max-cost",
+            "above 0, at most 1000000",
+        ),
+        (
+            vec!["build", "kre", "--price-input", "-1"],
+            "--price-input",
+            "from 0 to 10000",
+        ),
+        (
+            vec!["build", "kre", "--batch", "--batch-price-factor", "inf"],
+            "--batch-price-factor",
+            "above 0, at most 1",
+        ),
+        (
+            vec![
+                "eval",
+                "kre",
+                "--temperature",
+                "nan",
+                "--base-url",
+                &base,
+                "--model",
+                "m",
+            ],
+            "--temperature",
+            "from 0 to 2",
+        ),
+        (
+            vec![
+                "eval",
+                "kre",
+                "--temperature",
+                "1e400",
+                "--base-url",
+                &base,
+                "--model",
+                "m",
+            ],
+            "--temperature",
+            "from 0 to 2",
+        ),
+        (
+            vec![
+                "eval",
+                "kre",
+                "--temperature",
+                "-1",
+                "--base-url",
+                &base,
+                "--model",
+                "m",
+            ],
+            "--temperature",
+            "from 0 to 2",
+        ),
+        (
+            vec![
+                "eval",
+                "kre",
+                "--answer-tokens",
+                "0",
+                "--base-url",
+                &base,
+                "--model",
+                "m",
+            ],
+            "--answer-tokens",
+            "from 1 to 1000000",
+        ),
+        (
+            vec![
+                "eval",
+                "kre",
+                "--seeds",
+                "0",
+                "--base-url",
+                &base,
+                "--model",
+                "m",
+            ],
+            "--seeds",
+            "from 1 to 1000",
+        ),
+        (
+            vec!["audit", "generated", "--votes", "0"],
+            "--votes",
+            "from 1 to 100",
+        ),
+        (
+            vec!["audit", "generated", "--sample", "-3"],
+            "--sample",
+            "from 1 to 1000000",
+        ),
+        (
+            vec!["view", "generated", "--port", "65536"],
+            "--port",
+            "from 0 to 65535",
+        ),
+        (
+            vec!["export", "lm-eval", "generated", "tasks", "--limit", "0"],
+            "--limit",
+            "from 1 to",
+        ),
+    ];
+    for (args, flag, range) in tries {
+        let cwd = tempfile::tempdir().unwrap();
+        let o = tokio::process::Command::new(env!("CARGO_BIN_EXE_conflictbench"))
+            .args(&args)
+            .current_dir(cwd.path())
+            .env_remove("OPENAI_BASE_URL")
+            .output()
+            .await
+            .unwrap();
+        let said = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {said}");
+        assert!(
+            said.contains(&format!("'{flag} ")) && said.contains(range),
+            "{args:?}: {said}"
+        );
+        let left: Vec<_> = std::fs::read_dir(cwd.path()).unwrap().collect();
+        assert!(left.is_empty(), "{args:?} left {left:?}");
+    }
+}
+
+/// Issue 50: the structured-output probe is a call the budget pays for like any other. A
+/// budget that cannot pay for the probe and the call it is sent for is refused (exit 2)
+/// before either is sent: the server receives nothing (it used to be sent the probe, paid
+/// for, before the first call found the budget too small).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_structured_output_probe_is_checked_against_the_budget_before_it_is_sent() {
+    let mock = MockServer::start(cb_mock::stand_in::model()).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let (base, raw) = (mock.base_url(), repo().join("raw").display().to_string());
+    let out = tmp.path().join("out");
+    let o = out.display().to_string();
+    // Enough for the probe alone (a short prompt and 32 tokens), not for it and a call.
+    let args = squad(&base, &raw, &o, &["--reader", "none", "--max-tokens", "60"]);
+    let run = build(&args, &[]).await;
+    let said = text(&run);
+    assert_eq!(run.status.code(), Some(2), "{said}");
+    assert!(said.contains("cannot pay for one call"), "{said}");
+    assert_eq!(mock.request_count(), 0, "{said}");
+    assert!(!out.exists(), "{said}");
 }

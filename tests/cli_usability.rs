@@ -392,7 +392,10 @@ fn a_misspelt_or_mistyped_step_parameter_is_refused_before_any_work() {
             assert!(e.contains(&format!("`{key_name}`")), "{e}");
             match near {
                 Some(n) => assert!(e.contains(&format!("did you mean `{n}`?")), "{e}"),
-                None => assert!(e.contains("must be a number, not string"), "{e}"),
+                None => assert!(
+                    e.contains("must be a number from 0 to 1, not string"),
+                    "{e}"
+                ),
             }
         }
         assert!(!out.exists(), "nothing was written");
@@ -402,6 +405,14 @@ fn a_misspelt_or_mistyped_step_parameter_is_refused_before_any_work() {
     assert!(o.status.success(), "{}", text(&o));
     for key in ["min_similarity", "max_tokens", "on_invalid", "prompt"] {
         assert!(text(&o).contains(key), "{}", text(&o));
+    }
+    // ... each number with its range (issue 50).
+    for range in [
+        "Range: a number from 0 to 1.",
+        "Range: a whole number from 1 to 1000000.",
+        "Range: a number from 0 to 2.",
+    ] {
+        assert!(text(&o).contains(range), "{}", text(&o));
     }
     let o = cb(cwd.path(), &["recipes", "--explain", "negative_contxt"]);
     assert_eq!(o.status.code(), Some(2));

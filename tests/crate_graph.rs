@@ -18,6 +18,8 @@
 //! - ARCHITECTURE.md's code map has one entry a crate, naming every module its root declares;
 //!   its glossary has each of the domain's words once; every name either gives in backticks
 //!   is in the sources.
+//! - Every root `tests/*.rs` file is the source of some crate's test target, so none is left
+//!   unrun (the CLI crate lists them by hand, `autotests = false`).
 
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -1062,5 +1064,41 @@ fn names_in_backticks_are_paths_and_nothing_else() {
             vec!["Roster".to_string()],
             vec!["Rounds".to_string(), "errors_ahead".to_string()]
         ]
+    );
+}
+
+/// The test targets of every workspace crate, as the absolute paths of their source files.
+fn test_target_files(pkgs: &[Value]) -> BTreeSet<PathBuf> {
+    pkgs.iter()
+        .flat_map(|p| p["targets"].as_array().cloned().unwrap_or_default())
+        .filter(|t| {
+            t["kind"]
+                .as_array()
+                .is_some_and(|k| k.iter().any(|k| k == "test"))
+        })
+        .filter_map(|t| t["src_path"].as_str().map(PathBuf::from))
+        .filter_map(|p| p.canonicalize().ok())
+        .collect()
+}
+
+/// The root `tests/*.rs` files are compiled only through `[[test]]` entries (the CLI crate
+/// sets `autotests = false`), so a new file there that nobody registers would never run.
+#[test]
+fn every_root_test_file_is_a_test_target() {
+    let targets = test_target_files(&metadata());
+    let dir = root().join("tests");
+    let mut unregistered = Vec::new();
+    for entry in std::fs::read_dir(&dir).expect("tests/ is readable") {
+        let path = entry.expect("a tests/ entry").path();
+        if path.extension().is_some_and(|e| e == "rs") {
+            let real = path.canonicalize().expect("a test file resolves");
+            if !targets.contains(&real) {
+                unregistered.push(path.file_name().unwrap().to_string_lossy().into_owned());
+            }
+        }
+    }
+    assert!(
+        unregistered.is_empty(),
+        "tests/ files no test target runs (add a [[test]] entry to crates/conflictbench/Cargo.toml): {unregistered:?}"
     );
 }

@@ -117,11 +117,11 @@ async fn run_dir_refuses_bad_arguments_before_any_work() {
     for (args, says) in [
         (
             vec!["--base-url", &base, "--concurrency", "0"],
-            "--concurrency 0",
+            "'--concurrency <CONCURRENCY>': 0 is too small",
         ),
         (
             vec!["--base-url", &base, "--timeout-s", "0"],
-            "--timeout-s 0",
+            "'--timeout-s <TIMEOUT_S>': 0 is too small",
         ),
         (vec!["--base-url", &no_scheme], "has no scheme"),
     ] {

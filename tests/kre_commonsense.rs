@@ -423,6 +423,7 @@ when = "why | length > 3"
 reason = "short_explanation"
 [[steps]]
 kind = "pick_negative"
+how = "random"
 [[steps]]
 kind = "negative_explanation"
 prompt = "riddle.md"
@@ -510,4 +511,151 @@ async fn dry_run_counts_calls_without_calling() {
     assert_eq!(mock.request_count(), 0);
     assert!(text(&o).contains("12 to make"), "{}", text(&o));
     assert!(!out.path().join("kre").exists());
+}
+
+/// The kre-cose recipe as bundled, with the believable pick (the step's default: `how`
+/// left out) asked at temperature 0.3, resampled, in a recipes folder of its own.
+fn believable_cose_recipe() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let bundled = std::fs::read_to_string(repo().join("recipes/kre-cose.toml")).unwrap();
+    let how = "how = \"random\"\n";
+    assert!(bundled.contains(how));
+    let recipe = bundled.replace(
+        how,
+        "temperature = 0.3\non_invalid = \"resample\"\nretries_on_invalid = 2\n",
+    );
+    std::fs::write(dir.path().join("kre-cose.toml"), recipe).unwrap();
+    dir
+}
+
+/// The believable pick (issue 48 item 2): the model is shown the question, the golden
+/// answer and the wrong options, not the golden context, and its choice becomes the
+/// negative answer; "none" refuses the row (`no_believable_negative`); an answer naming no
+/// listed letter is asked again with its reason (`bad_choice`). Offline, the seeded pick
+/// stands, the same as `how = "random"`, and the row says so (`random_pick`).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_believable_pick_is_the_models_choice_or_the_row_is_refused() {
+    let raw = tempfile::tempdir().unwrap();
+    write_cqa(
+        raw.path(),
+        &[
+            (
+                "Case pick: where would you most likely find a stapler?",
+                ["office", "hair", "desk drawer", "space station", "river"],
+                "A",
+                Some("Offices keep staplers for paperwork."),
+            ),
+            (
+                "Case none: what do you sit on at a desk?",
+                ["chair", "cloud", "hair", "moon", "thunder"],
+                "A",
+                Some("A chair stands at a desk."),
+            ),
+            (
+                "Case again: what do people drink in the morning?",
+                ["coffee", "sand", "milk", "glue", "paint"],
+                "A",
+                Some("Coffee is a morning drink."),
+            ),
+        ],
+    );
+    let mock = MockServer::start(cb_mock::responder(|req| {
+        let all = all_text(req);
+        if !all.contains("most believable") {
+            return model_reply(req);
+        }
+        let case = between(&all, "Case ", ":").unwrap_or("").to_owned();
+        let again = req.last_user().contains("could not be used: bad_choice");
+        cb_mock::Reply::content(match case.as_str() {
+            "pick" => r#"{"option": "C"}"#,
+            "none" => r#"{"option": "none"}"#,
+            "again" if again => r#"{"option": "C"}"#,
+            _ => r#"{"option": "Z"}"#,
+        })
+    }))
+    .await;
+    let recipes = believable_cose_recipe();
+    let out = tempfile::tempdir().unwrap();
+    let (r, o, base) = (
+        raw.path().to_str().unwrap(),
+        out.path().to_str().unwrap(),
+        mock.base_url(),
+    );
+    let built = build_with(recipes.path(), &openai_args("cose", &base, r, o), &[]).await;
+    assert!(built.status.success(), "{}", text(&built));
+    let dir = out.path().join("kre/cose");
+    assert_counts_add_up(&dir);
+    let rows = read_json(&dir.join("cose.json"));
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert_eq!(rows[0]["negative_answer"], "desk drawer", "{}", rows[0]);
+    assert_eq!(rows[0]["candidate"], "C");
+    assert_eq!(rows[1]["negative_answer"], "milk", "{}", rows[1]);
+    let rejects = read_jsonl(&dir.join("rejects.jsonl"));
+    assert_eq!(rejects.len(), 1, "{rejects:?}");
+    assert_eq!(rejects[0]["stage"], "pick_negative");
+    assert_eq!(
+        rejects[0]["reason"], "no_believable_negative",
+        "{}",
+        rejects[0]
+    );
+    // What the model was shown: the wrong options only, lettered as in the row, and never
+    // the golden context; a refused choice was asked again with its reason.
+    let asked: Vec<String> = mock
+        .journal()
+        .into_iter()
+        .map(|e| all_text(&cb_mock::ChatRequest::new(e.body)))
+        .filter(|t| t.contains("most believable") && t.contains("Case "))
+        .collect();
+    let pick = asked.iter().find(|t| t.contains("Case pick")).unwrap();
+    assert!(
+        pick.contains("C. desk drawer") && pick.contains("B. hair"),
+        "{pick}"
+    );
+    assert!(
+        !pick.contains("A. office") && !pick.contains("Offices keep"),
+        "{pick}"
+    );
+    let again: Vec<&String> = asked.iter().filter(|t| t.contains("Case again")).collect();
+    assert_eq!(again.len(), 2, "{again:?}");
+    assert!(
+        again[1].contains("could not be used: bad_choice: \"Z\" is not one of the letters"),
+        "{}",
+        again[1]
+    );
+
+    // Offline: the seeded pick of `how = "random"`, noted.
+    let offline = |recipes: std::path::PathBuf| {
+        let out = tempfile::tempdir().unwrap();
+        let raw = raw.path().to_owned();
+        async move {
+            let args = [
+                "kre",
+                "--domains",
+                "cose",
+                "--raw",
+                raw.to_str().unwrap(),
+                "--out",
+                out.path().to_str().unwrap(),
+            ];
+            let o = build_with(&recipes, &args, &[]).await;
+            assert!(o.status.success(), "{}", text(&o));
+            read_jsonl(&out.path().join("kre/cose/cose.jsonl"))
+        }
+    };
+    let believable = offline(recipes.path().to_owned()).await;
+    let random = offline(repo().join("recipes")).await;
+    let (b, r) = (&believable, &random);
+    assert_eq!(b.len(), 3);
+    for (b, r) in b.iter().zip(r) {
+        assert_eq!(b["candidate"], r["candidate"], "{b} / {r}");
+        let notes = b["warnings"].as_array().unwrap();
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.as_str().unwrap().starts_with("random_pick: ")),
+            "{b}"
+        );
+        assert!(!r["warnings"].to_string().contains("random_pick"), "{r}");
+    }
 }

@@ -36,6 +36,27 @@ fn mentions(text: &str, phrase: &str) -> bool {
     false
 }
 
+/// Whether one of `a` and `b` holds the other, case and punctuation aside: as whole words,
+/// or inside a word where the shorter has at least three letters or digits ("Nederrijn"
+/// holds "Rijn", "westward" holds "west", "Germany" holds "German"). Written here,
+/// independently of the steps' rule.
+fn one_holds_the_other(a: &str, b: &str) -> bool {
+    let norm = |s: &str| -> String {
+        s.to_lowercase()
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty() && !["a", "an", "the"].contains(w))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let (a, b) = (norm(a), norm(b));
+    let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    if short.is_empty() {
+        return false;
+    }
+    let whole = format!(" {long} ").contains(&format!(" {short} "));
+    whole || (short.chars().filter(|c| c.is_alphanumeric()).count() >= 3 && long.contains(&short))
+}
+
 fn letter_index(l: &Value) -> usize {
     (l.as_str().unwrap().as_bytes()[0] - b'A') as usize
 }
@@ -58,6 +79,14 @@ fn check_rows(dir: &Path, domain: &str) -> usize {
         let distinct: HashSet<String> = choices.iter().map(|c| c.to_lowercase()).collect();
         assert_eq!(distinct.len(), 4, "{r}");
         let golden = choices[letter_index(&r["answer"])];
+        // No option is the golden answer in another form (issue 48 item 6: "west" for
+        // "westward", "Germany" for "German", "Nederrijn" for "Rijn").
+        for o in &choices {
+            assert!(
+                *o == golden || !one_holds_the_other(o, golden),
+                "option \"{o}\" holds or is held by the golden answer \"{golden}\": {r}"
+            );
+        }
         for key in [
             "question",
             "choices",

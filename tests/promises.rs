@@ -26,6 +26,8 @@
 #[path = "common/batch_dir.rs"]
 mod batch_dir;
 mod common;
+#[path = "common/eval_runs.rs"]
+mod eval_runs;
 #[path = "common/seed.rs"]
 mod seed;
 
@@ -837,3 +839,242 @@ row!(online, Way::Online);
 row!(pool, Way::Pool);
 row!(batch_api, Way::BatchApi);
 row!(batch_files, Way::Files);
+
+/// The `eval` row: `conflictbench eval kre` of a scripted model on small KRE files, in the
+/// same stops (uninterrupted, SIGINT, SIGTERM instead of a second SIGINT, SIGKILL, budget),
+/// run again until it ends, with the same promises: no request twice (but those in flight at
+/// a signal), every run within `--max-cost` as the mock billed it, the last run counting
+/// every call once (sent or found cached), and the same figures and predictions as an
+/// uninterrupted evaluation. A stopped run says one line, exits 130 or 143 and leaves no lock.
+mod eval_row {
+    use super::*;
+    use cb_mock::eval_script::{eval_responder, Behaviour};
+
+    /// Rows of the KRE file; with `--seeds 2 --settings zero_shot,mixed` (and memory),
+    /// 6 calls a row.
+    const ROWS: usize = 6;
+
+    /// A scripted model that follows the context, billing as [`billing`] does.
+    fn billed_model(files: &[std::path::PathBuf], billed: Arc<AtomicU64>) -> Responder {
+        let inner = eval_responder(Behaviour::FollowContext, eval_runs::kre_entries(files));
+        responder(move |req: &ChatRequest| match inner(req) {
+            Reply::Content(content) => {
+                let tokens = |chars: usize| chars.div_ceil(4) as u64;
+                let usage = (tokens(req.prompt_chars()), tokens(content.chars().count()));
+                billed.fetch_add(usage.0 + usage.1, Ordering::Relaxed);
+                Reply::ContentWith {
+                    content,
+                    finish_reason: "stop".into(),
+                    usage: Some(usage),
+                }
+            }
+            other => other,
+        })
+    }
+
+    /// `conflictbench eval kre` on `file` against `base` into `out`, under `budget` (USD).
+    fn eval(file: &Path, base: &str, out: &Path, budget: Option<&str>) -> tokio::process::Command {
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_conflictbench"));
+        cmd.args(["eval", "kre", "--data"])
+            .arg(file)
+            .arg("--out")
+            .arg(out)
+            .args(["--base-url", base, "--model", "m", "--seeds", "2"])
+            .args(["--settings", "zero_shot,mixed"])
+            .args(["--price-input", "1", "--price-output", "1", "--no-progress"])
+            .arg("--prompts")
+            .arg(repo().join("prompts"))
+            .env_remove("OPENAI_BASE_URL")
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("RUST_LOG")
+            .env_remove("CONFLICTBENCH_LOG")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        if let Some(b) = budget {
+            // One call at a time: each call in flight reserves its most (its prompt and
+            // `--answer-tokens`), and six of them would hold the whole budget.
+            cmd.args(["--max-cost", b, "--concurrency", "1"]);
+        } else {
+            cmd.args(["--concurrency", CONCURRENCY]);
+        }
+        cmd
+    }
+
+    /// The figures and predictions of an evaluation folder, the endpoint's address made alike.
+    fn figures(out: &Path) -> (String, String) {
+        let read = |f: &str| normalise(&std::fs::read_to_string(out.join(f)).unwrap());
+        (read("results.json"), read("predictions.jsonl"))
+    }
+
+    /// `[U upstream calls, H cache hits` of a finished evaluation's last line.
+    fn counted(stdout: &str) -> (u64, u64) {
+        let line = stdout
+            .lines()
+            .rfind(|l| l.contains("predictions ->"))
+            .unwrap();
+        let n = |after: &str| -> u64 {
+            let i = line.find(after).unwrap();
+            let head = line[..i].trim_end();
+            let start = head
+                .rfind(|c: char| !c.is_ascii_digit())
+                .map_or(0, |j| j + 1);
+            head[start..].parse().unwrap()
+        };
+        (n(" upstream calls"), n(" cache hits"))
+    }
+
+    async fn cell(stop: Stop, signal: &str) {
+        let data = tempfile::tempdir().unwrap();
+        let file = eval_runs::write_kre(data.path(), "cose", ROWS, None);
+        let files = vec![file.clone()];
+        // The uninterrupted evaluation.
+        let billed = Arc::new(AtomicU64::new(0));
+        let mock = MockServer::start(billed_model(&files, billed.clone())).await;
+        let whole = tempfile::tempdir().unwrap();
+        let o = eval(&file, &mock.base_url(), whole.path(), None)
+            .output()
+            .await
+            .unwrap();
+        assert!(o.status.success(), "the uninterrupted eval: {}", text(&o));
+        let calls = mock.request_count() as u64;
+        let (upstream, hits) = counted(&String::from_utf8_lossy(&o.stdout));
+        assert_eq!((upstream, hits), (calls, 0), "{}", text(&o));
+        let whole_usd = billed.load(Ordering::Relaxed) as f64 / 1e6;
+
+        let name = format!("eval {stop:?} {signal}");
+        let billed = Arc::new(AtomicU64::new(0));
+        let mock = MockServer::start(billed_model(&files, billed.clone())).await;
+        mock.set_latency(Duration::from_millis(20));
+        let base = mock.base_url();
+        let out = tempfile::tempdir().unwrap();
+        let budget = (stop == Stop::Budget).then(|| format!("{:.6}", whole_usd / 2.0));
+        let seed = seed::kill_seed(&name);
+        let (mut cut, mut first, mut runs, mut said) = (0u64, true, 0, String::new());
+        let last = loop {
+            runs += 1;
+            assert!(
+                runs <= 8,
+                "{name}: still not done after {runs} runs: {said}"
+            );
+            let before = billed.load(Ordering::Relaxed);
+            let child = eval(&file, &base, out.path(), budget.as_deref())
+                .spawn()
+                .unwrap();
+            let o = if first && matches!(stop, Stop::Sigint | Stop::Sigkill) {
+                let pid = child.id().unwrap();
+                let at = seed::draw(seed, 1, calls - 1);
+                let t0 = Instant::now();
+                while mock.answered() < at && t0.elapsed() < Duration::from_secs(60) {
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                }
+                let sig = if stop == Stop::Sigkill {
+                    "-KILL"
+                } else {
+                    signal
+                };
+                std::process::Command::new("kill")
+                    .args([sig, &pid.to_string()])
+                    .status()
+                    .unwrap();
+                let o = child.wait_with_output().await.unwrap();
+                cut += if stop == Stop::Sigkill {
+                    // Killed: the requests it had sent whose answers it had not yet kept.
+                    let cache = out.path().join("llm-cache.sqlite");
+                    let kept = cb_llm::Cache::open(&cache).unwrap().len().unwrap();
+                    mock.request_count() as u64 - kept
+                } else {
+                    // Stopped: at most those in flight.
+                    CONCURRENCY.parse::<u64>().unwrap()
+                };
+                o
+            } else {
+                child.wait_with_output().await.unwrap()
+            };
+            first = false;
+            if let Some(b) = &budget {
+                let spent = (billed.load(Ordering::Relaxed) - before) as f64 / 1e6;
+                assert!(
+                    spent <= b.parse::<f64>().unwrap() + 1e-9,
+                    "{name}: a run spent ${spent} over --max-cost {b}"
+                );
+            }
+            let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+            said = format!(
+                "{said}\n[run {runs}: mock asked {} in all] {}",
+                mock.request_count(),
+                text(&o)
+            );
+            match o.status.code() {
+                Some(0) => break o,
+                Some(3) if stop == Stop::Budget => {}
+                Some(code @ (130 | 143)) => {
+                    assert_eq!(code, if signal == "-TERM" { 143 } else { 130 }, "{name}");
+                    let lines: Vec<&str> =
+                        stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+                    assert_eq!(lines.len(), 1, "{name}: {stderr}");
+                    assert!(
+                        lines[0].contains("left")
+                            && lines[0].contains("run the same command again to resume"),
+                        "{name}: {stderr}"
+                    );
+                    // The stop released its locks: no note is left.
+                    assert!(!out.path().join(".conflictbench.lock").exists(), "{name}");
+                    assert!(
+                        !out.path().join(".llm-cache.sqlite.lock").exists(),
+                        "{name}"
+                    );
+                }
+                None if stop == Stop::Sigkill => {}
+                c => panic!("{name}: exit {c:?}: {}", text(&o)),
+            }
+        };
+        assert!(
+            out.path().join("llm-cache.sqlite").is_file(),
+            "{name}: no cache"
+        );
+        // 1. No request twice, but those in flight at a signal.
+        let asked = mock.request_count() as u64;
+        assert!(
+            (calls..=calls + cut).contains(&asked),
+            "{name}: the mock was asked {asked} times; the uninterrupted eval asked {calls}, a signal may have cut {cut}"
+        );
+        // 3. The last run counts every call once, sent or found cached.
+        let (upstream, hits) = counted(&String::from_utf8_lossy(&last.stdout));
+        assert_eq!(upstream + hits, calls, "{name}: {}", text(&last));
+        if stop == Stop::Uninterrupted {
+            assert_eq!(hits, 0, "{name}");
+        }
+        // 4. The same figures and predictions.
+        assert_eq!(
+            figures(out.path()),
+            figures(whole.path()),
+            "{name}: the figures differ"
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn eval_uninterrupted() {
+        cell(Stop::Uninterrupted, "").await;
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn eval_sigint() {
+        cell(Stop::Sigint, "-INT").await;
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn eval_sigterm() {
+        cell(Stop::Sigint, "-TERM").await;
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn eval_sigkill() {
+        cell(Stop::Sigkill, "-KILL").await;
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn eval_budget() {
+        cell(Stop::Budget, "").await;
+    }
+}

@@ -148,7 +148,21 @@ fn cases() -> Vec<Case> {
             edits: &[("reader_check", "votes = 0")],
             models: None,
             flags: &[],
-            says: &["LINE:votes = 0", "at least 1"],
+            says: &["LINE:votes = 0", "must be a whole number from 1 to 100"],
+        },
+        Case {
+            what: "max_tokens = 0",
+            edits: &[("reader_check", "max_tokens = 0")],
+            models: None,
+            flags: &[],
+            says: &["LINE:max_tokens = 0", "must be a whole number from 1 to 1000000"],
+        },
+        Case {
+            what: "a share that is not a number",
+            edits: &[("reader_check", "max_answer_set_share = nan")],
+            models: None,
+            flags: &[],
+            says: &["LINE:max_answer_set_share = nan", "NaN is not a number: must be a number from 0 to 1"],
         },
         Case {
             what: "a reader named twice",

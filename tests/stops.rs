@@ -579,7 +579,8 @@ async fn a_second_command_on_a_folder_held_exits_2_naming_the_first_and_creates_
     // A batch folder held (here by this test, as another command would) refuses a build.
     let batches = tmp.path().join("batches");
     std::fs::create_dir(&batches).unwrap();
-    let lock = std::fs::File::create(batches.join(".conflictbench.lock")).unwrap();
+    // The lock is the folder's own (its note names the holder).
+    let lock = std::fs::File::open(&batches).unwrap();
     std::fs::write(
         batches.join(".conflictbench.lock"),
         "process 1, started then: a test",

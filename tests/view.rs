@@ -88,7 +88,10 @@ fn bad_input_is_exit_2_with_a_sentence_and_writes_nothing() {
             "--token must be at least 16",
         ),
         (vec![o, "--host", "example.org"], "not an IP address"),
-        (vec![o, "--sample", "0"], "--sample must be at least 1"),
+        (
+            vec![o, "--sample", "0"],
+            "0 is too small: must be a whole number from 1 to 1000000",
+        ),
         (
             vec![o, "--port", &port],
             "is in use; choose another with --port",
@@ -147,8 +150,12 @@ fn bad_input_is_exit_2_with_a_sentence_and_writes_nothing() {
         let err = String::from_utf8_lossy(&r.stderr);
         assert_eq!(r.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(said), "{args:?}: {err}");
-        // One sentence, after the audit's warnings on the files it did not read.
-        let lines: Vec<&str> = err.lines().collect();
+        // One sentence, after the audit's warnings on the files it did not read (a value
+        // clap refuses is followed by its pointer to --help).
+        let lines: Vec<&str> = err
+            .lines()
+            .filter(|l| !l.is_empty() && !l.starts_with("For more information, try"))
+            .collect();
         assert!(
             lines[..lines.len() - 1]
                 .iter()
@@ -612,7 +619,7 @@ async fn a_comment_a_spreadsheet_would_run_is_exported_as_text() {
         for (k, id) in ids.iter().enumerate() {
             let c = if k == 0 { comment } else { comments[2 + k % 3] };
             let body = format!(
-                "form_token={token}&rater={rater}&item_id={}&misleading=not&comment={}",
+                "form_token={token}&rater={rater}&item_id={}&misleading=not&plausible=somewhat&comment={}",
                 view_common::enc(id),
                 view_common::enc(c)
             );
@@ -964,6 +971,18 @@ async fn the_page_measures_the_reader_against_people_as_by_hand() {
         ],
         "{table}"
     );
+    // Plausible, over the items whose reader column holds a `plausible` verdict (none where
+    // the reader check does not ask it): every rater rated every item plausible, so people
+    // and reader agree exactly on the items the reader found plausible.
+    let plausible: Vec<bool> = (0..7).filter_map(|k| said(k, "plausible")).collect();
+    let agree = plausible.iter().filter(|p| **p).count() as f64 / plausible.len().max(1) as f64;
+    let n = plausible.len().to_string();
+    let agree = format!("{agree:.3}");
+    assert_eq!(
+        cells[12..16],
+        ["reader", "plausible", n.as_str(), agree.as_str()],
+        "{table}"
+    );
     // A third rater who rated one item (not misleading) leaves one item every rater rated:
     // ann, bob highly, carl not: P = (2 · 1) / (3 · 2) = 1/3, P_e = (2/3)² + (1/3)² = 5/9,
     // kappa = (1/3 - 5/9) / (4/9) = -0.5. Set aside, ann and bob agree on all seven items:
@@ -1093,4 +1112,205 @@ async fn a_refused_recall_sample_is_rated_as_the_rows_of_its_files() {
     assert_eq!(status, 200, "{page}");
     assert!(page.contains("edited context"), "{page}");
     assert_eq!(rate(v.port, "ann", &ids[k], "somewhat", "no"), 303);
+}
+
+/// The line of the agreement page whose element has `id`, without its markup.
+fn page_line(port: u16, query: &str, id: &str) -> String {
+    let (_, page) = get(port, &format!("/agreement{query}"));
+    let line = page
+        .split(&format!("id=\"{id}\">"))
+        .nth(1)
+        .unwrap_or_else(|| panic!("no {id}: {page}"))
+        .split("</p>")
+        .next()
+        .unwrap();
+    line.replace("<strong class=\"cb-kappa\">", "")
+        .replace("</strong>", "")
+}
+
+/// Issue 48, item 1: the Rate page asks both scales (how misleading, KRE A.4; how
+/// plausible), the agreement page and the export count both, as computed by hand; ratings
+/// stored before the second scale still load.
+#[tokio::test(flavor = "multi_thread")]
+async fn both_scales_are_asked_counted_and_exported_as_by_hand() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("gen");
+    let reader = cb_mock::MockServer::start(view_common::follower()).await;
+    read_build(&out, &reader).await;
+    let ratings = d.path().join("ratings.sqlite");
+    let args = [
+        out.to_str().unwrap(),
+        "--sample",
+        "4",
+        "--ratings",
+        ratings.to_str().unwrap(),
+    ];
+    let ids = sample_ids(start_viewer(&args).port);
+    assert_eq!(ids.len(), 4);
+    // A ratings file of the viewer before the plausibility scale: no such column, one
+    // rating by w (item 0, not misleading).
+    {
+        let c = rusqlite::Connection::open(&ratings).unwrap();
+        c.execute_batch(
+            "CREATE TABLE ratings (rater TEXT NOT NULL, item_id TEXT NOT NULL,
+             misleading TEXT NOT NULL, distinguishable INTEGER, comment TEXT NOT NULL,
+             updated_unix INTEGER NOT NULL, PRIMARY KEY (rater, item_id))",
+        )
+        .unwrap();
+        c.execute(
+            "INSERT INTO ratings VALUES ('w', ?1, 'not', 0, 'before', 0)",
+            [&ids[0]],
+        )
+        .unwrap();
+    }
+    let v = start_viewer(&args);
+    // The second step of an item asks both questions, each with its three levels.
+    let (_, page) = get(v.port, "/rate?rater=x&item=0&distinguishable=no");
+    assert!(page.contains("How misleading is the negative (edited) context?"));
+    assert!(page.contains(
+        "Could a careful reader who does not know the answer accept the negative (edited) context as written?"
+    ));
+    for level in ["not", "somewhat", "highly"] {
+        assert!(page.contains(&format!("name=\"misleading\" value=\"{level}\"")));
+    }
+    for level in ["implausible", "somewhat", "plausible"] {
+        assert!(page.contains(&format!("name=\"plausible\" value=\"{level}\"")));
+    }
+    // A post without the plausibility is refused, naming it, and stores nothing.
+    let token = form_token(v.port);
+    let half =
+        rating_body(&token, "x", &ids[0], "highly", "no").replace("plausible=plausible&", "");
+    let (status, said) = request(v.port, "POST", "/rate", &[], &half);
+    assert_eq!(status, 400, "{said}");
+    assert!(said.contains("plausible \"\""), "{said}");
+    assert_eq!(ratings_in(&ratings).len(), 1);
+    // Three raters on both scales (items 0 to 3 as a to d):
+    //   misleading   a: H H H   b: N S N   c: H S H   d: H H S
+    //   plausibility a: P P S   b: I I I   c: P P P   d: I S S
+    let levels = [
+        [
+            "highly/plausible",
+            "not/implausible",
+            "highly/plausible",
+            "highly/implausible",
+        ],
+        [
+            "highly/plausible",
+            "somewhat/implausible",
+            "somewhat/plausible",
+            "highly/somewhat",
+        ],
+        [
+            "highly/somewhat",
+            "not/implausible",
+            "highly/plausible",
+            "somewhat/somewhat",
+        ],
+    ];
+    for (rater, levels) in ["x", "y", "z"].iter().zip(levels) {
+        for (id, both) in ids.iter().zip(levels) {
+            let (m, p) = both.split_once('/').unwrap();
+            let body = view_common::rating_body_both(&token, rater, id, (m, p), "no");
+            assert_eq!(request(v.port, "POST", "/rate", &[], &body).0, 303);
+        }
+    }
+    // By hand, misleading over x, y, z: P_a = 1, P_b = P_c = P_d = 1/3, P̄ = 1/2; shares
+    // not 2/12, somewhat 3/12, highly 7/12, P_e = 31/72; kappa = (1/2 - 31/72) / (41/72)
+    // = 5/41 = 0.1220.
+    // Plausibility: P_a = 1/3, P_b = P_c = 1, P_d = 1/3, P̄ = 2/3; shares implausible
+    // 4/12, somewhat 3/12, plausible 5/12, P_e = 50/144 = 25/72; kappa = (48/72 - 25/72) /
+    // (47/72) = 23/47 = 0.4894.
+    let xyz = "?among=x&among=y&among=z";
+    assert_eq!(
+        page_line(v.port, xyz, "cb-fleiss"),
+        "Fleiss' kappa: 0.1220; percent agreement 50.0% over 4 item(s) that all 3 raters rated."
+    );
+    assert_eq!(
+        page_line(v.port, xyz, "cb-fleiss-plausibility"),
+        "Fleiss' kappa: 0.4894; percent agreement 66.7% over 4 item(s) that all 3 raters rated on this scale."
+    );
+    // Each item's counts and majorities on both scales.
+    let (_, page) = get(v.port, &format!("/agreement{xyz}"));
+    let row = |id: &str| {
+        let id = id
+            .replace('&', "&amp;")
+            .replace('/', "&#x2f;")
+            .replace('\'', "&#x27;");
+        let cells = page.split(&format!("<tr><td>{id}</td>")).nth(1).unwrap();
+        cells
+            .split("</tr>")
+            .next()
+            .unwrap()
+            .replace("<td class=\"n\">", "<td>")
+    };
+    assert_eq!(
+        row(&ids[3]),
+        "<td>0</td><td>1</td><td>2</td><td>highly</td><td>1</td><td>2</td><td>0</td><td>somewhat</td><td>0 / 3</td>"
+    );
+    assert_eq!(
+        row(&ids[0]),
+        "<td>0</td><td>0</td><td>3</td><td>highly</td><td>0</td><td>1</td><td>2</td><td>plausible</td><td>0 / 3</td>"
+    );
+    // With w counted (its one old rating): misleading over item 0 alone, counts (1, 0, 3):
+    // P = 6/12 = 1/2, P_e = 1/16 + 9/16 = 5/8, kappa = (1/2 - 5/8) / (3/8) = -1/3; w rated
+    // no plausibility, so no item has it from every rater: not measured, and said so.
+    assert_eq!(
+        page_line(v.port, "", "cb-fleiss"),
+        "Fleiss' kappa: -0.3333; percent agreement 50.0% over 1 item(s) that all 4 raters rated."
+    );
+    assert!(
+        page_line(v.port, "", "cb-fleiss-plausibility").starts_with("Not measured yet"),
+        "{}",
+        page_line(v.port, "", "cb-fleiss-plausibility")
+    );
+    // The exported sheets hold both scales; `conflictbench agreement` on them prints the
+    // figures above.
+    let mut sheets = Vec::new();
+    for rater in ["x", "y", "z"] {
+        let (status, csv) = get(
+            v.port,
+            &format!("/export?rater={rater}&among=x&among=y&among=z"),
+        );
+        assert_eq!(status, 200, "{csv}");
+        let mut r = csv::Reader::from_reader(csv.as_bytes());
+        let head = r.headers().unwrap().clone();
+        let col = |name: &str| head.iter().position(|h| h == name).unwrap();
+        let (id_col, m_col, p_col) = (col("item_id"), col("rating"), col("plausible"));
+        let got: Vec<(String, String, String)> = r
+            .records()
+            .map(|rec| {
+                let rec = rec.unwrap();
+                (
+                    rec[id_col].to_owned(),
+                    rec[m_col].to_owned(),
+                    rec[p_col].to_owned(),
+                )
+            })
+            .collect();
+        assert_eq!(got.len(), 4, "{csv}");
+        if rater == "x" {
+            let first = got.iter().find(|g| g.0 == ids[1]).unwrap();
+            assert_eq!((first.1.as_str(), first.2.as_str()), ("not", "implausible"));
+        }
+        let f = d.path().join(format!("{rater}.csv"));
+        std::fs::write(&f, csv).unwrap();
+        sheets.push(f);
+    }
+    let o = Command::new(env!("CARGO_BIN_EXE_conflictbench"))
+        .arg("agreement")
+        .args(&sheets)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", common::text(&o));
+    assert!(text.contains("Fleiss' kappa: 0.1220"), "{text}");
+    assert!(
+        text.contains("plausible, over the 4 of 4 items every sheet rated on it:"),
+        "{text}"
+    );
+    assert!(text.contains("Fleiss' kappa: 0.4894"), "{text}");
+    // The old rating is still there, read with the new ones.
+    let all = ratings_in(&ratings);
+    assert_eq!(all.len(), 13);
+    assert!(all.contains(&("w".into(), ids[0].clone(), "not".into())));
 }

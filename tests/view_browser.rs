@@ -72,7 +72,9 @@ async fn text_of(c: &Client, css: &str) -> String {
 }
 
 /// Rates the item shown: first the answer set from the options alone, then (the golden and
-/// negative options and the contexts shown) how misleading the negative context is.
+/// negative options and the contexts shown) how misleading the negative context is and how
+/// plausible (here: plausible when not misleading, somewhat when somewhat, else
+/// implausible).
 async fn rate_one(c: &Client, level: &str, dist: &str, comment: &str) {
     let golden = "document.querySelectorAll('.cb-gold, .cb-negative, .cb-original').length";
     assert_eq!(
@@ -99,6 +101,12 @@ async fn rate_one(c: &Client, level: &str, dist: &str, comment: &str) {
         "{tags}"
     );
     click(c, &format!("input[name=misleading][value={level}]")).await;
+    let plausibility = match level {
+        "not" => "plausible",
+        "somewhat" => "somewhat",
+        _ => "implausible",
+    };
+    click(c, &format!("input[name=plausible][value={plausibility}]")).await;
     let t = c
         .find(Locator::Css("textarea[name=comment]"))
         .await
@@ -479,7 +487,8 @@ fn forged_form(target: &str, item_id: &str, form_token: &str) -> String {
     format!(
         "<!doctype html><title>free prizes</title><form method=post action=\"{target}/rate\">\
          <input type=hidden name=rater value=mallory><input type=hidden name=item_id value=\"{}\">\
-         <input type=hidden name=misleading value=highly><input type=hidden name=distinguishable value=yes>\
+         <input type=hidden name=misleading value=highly><input type=hidden name=plausible value=plausible>\
+         <input type=hidden name=distinguishable value=yes>\
          <input type=hidden name=form_token value=\"{}\"><button id=go type=submit>win</button></form>",
         attr(item_id),
         attr(form_token)

@@ -238,10 +238,22 @@ pub fn form_token(port: u16) -> String {
         .to_owned()
 }
 
-/// The body of a rating as the Rate page posts it.
+/// The body of a rating as the Rate page posts it, the context rated plausible.
 pub fn rating_body(token: &str, rater: &str, item: &str, level: &str, dist: &str) -> String {
+    rating_body_both(token, rater, item, (level, "plausible"), dist)
+}
+
+/// The body of a rating on both scales, `(misleading, plausibility)`, as the Rate page posts
+/// it.
+pub fn rating_body_both(
+    token: &str,
+    rater: &str,
+    item: &str,
+    (level, plausibility): (&str, &str),
+    dist: &str,
+) -> String {
     format!(
-        "form_token={token}&rater={}&item_id={}&misleading={level}&distinguishable={dist}&comment={}",
+        "form_token={token}&rater={}&item_id={}&misleading={level}&plausible={plausibility}&distinguishable={dist}&comment={}",
         enc(rater),
         enc(item),
         enc(&format!("{rater} on {item}"))

@@ -6,9 +6,15 @@
 //! pass rate, its controls and whether they make it trusted
 //! (`cb_model::manifest::ReaderTrust`), and with several readers each pair's agreement and
 //! Cohen's kappa (`cb_model::manifest::Agreement`).
+//!
+//! Beside the readers, the two quality axes of every audited build ([`axes_of_files`],
+//! `cb_model::axes`): how misleading and how plausible its reader found the rows, where it
+//! asked; where it did not (no reader, no `plausible` check, no manifest beside the file),
+//! the report says the axis was not measured.
 
 use crate::{AuditError, FileSummary};
-use cb_model::manifest::{Agreement, CheckTally, ReaderInfo};
+use cb_model::axes::{self, AxisMeasure};
+use cb_model::manifest::{Agreement, CheckTally, ReaderInfo, StageCounts};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -86,7 +92,7 @@ pub fn of_files(files: &[FileSummary]) -> Result<Vec<BuildReaders>, AuditError> 
         if !manifest.is_file() || !seen.insert(manifest.clone()) {
             continue;
         }
-        if let Some(r) = reader_of(&manifest)? {
+        if let (Some(r), _) = manifest_of(&manifest)? {
             let readers = if r.panel.is_empty() {
                 vec![ReaderFigures::of(&r)]
             } else {
@@ -102,8 +108,68 @@ pub fn of_files(files: &[FileSummary]) -> Result<Vec<BuildReaders>, AuditError> 
     Ok(out)
 }
 
-/// The `reader` of the manifest at `path` (`None`: not read).
-fn reader_of(path: &Path) -> Result<Option<ReaderInfo>, AuditError> {
+/// The quality axes of one audited build, or of a data file with no build manifest beside it.
+#[derive(Debug, Clone, Serialize)]
+pub struct BuildAxes {
+    /// The build's manifest, or the data file.
+    pub of: String,
+    pub axes: [AxisMeasure; 2],
+}
+
+/// Why a file without a manifest beside it has no measured axis.
+const NO_MANIFEST: &str =
+    "no build manifest beside the file, so no reader verdicts: released files, or files moved out of their build";
+
+/// The quality axes of the builds whose data files are among `files` (each manifest once, in
+/// the order of the files), and of each file that has no manifest beside it.
+pub fn axes_of_files(files: &[FileSummary]) -> Result<Vec<BuildAxes>, AuditError> {
+    let mut seen = BTreeSet::new();
+    let mut out = Vec::new();
+    for f in files {
+        let manifest = Path::new(&f.path)
+            .parent()
+            .map(|d| d.join("manifest.json"))
+            .filter(|m| m.is_file());
+        let Some(manifest) = manifest else {
+            let mut axes = axes::measure(None, &[]);
+            for a in &mut axes {
+                a.why = Some(NO_MANIFEST);
+            }
+            out.push(BuildAxes {
+                of: f.path.clone(),
+                axes,
+            });
+            continue;
+        };
+        if !seen.insert(manifest.clone()) {
+            continue;
+        }
+        let (reader, stages) = manifest_of(&manifest)?;
+        out.push(BuildAxes {
+            of: manifest.display().to_string(),
+            axes: axes::measure(reader.as_ref(), &stages),
+        });
+    }
+    Ok(out)
+}
+
+/// The summary's lines for `axes`: each build's two axes.
+pub fn axes_summary(axes: &[BuildAxes]) -> String {
+    let mut s = String::new();
+    for b in axes {
+        let _ = writeln!(s, "quality axes of {}:", b.of);
+        for a in &b.axes {
+            let _ = writeln!(s, "  {}", a.sentence());
+        }
+    }
+    if !axes.is_empty() {
+        s.push_str("  (people rate both axes on the Rate page of `conflictbench view`)\n");
+    }
+    s
+}
+
+/// The `reader` of the manifest at `path` (`None`: not read) and its stage counts.
+fn manifest_of(path: &Path) -> Result<(Option<ReaderInfo>, Vec<StageCounts>), AuditError> {
     let p = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|source| AuditError::Io {
         path: p.clone(),
@@ -115,9 +181,16 @@ fn reader_of(path: &Path) -> Result<Option<ReaderInfo>, AuditError> {
         message: e.to_string(),
     };
     let v: serde_json::Value = serde_json::from_str(&text).map_err(bad)?;
+    let stages = match v.get("stages") {
+        None | Some(serde_json::Value::Null) => Vec::new(),
+        Some(s) => serde_json::from_value(s.clone()).map_err(bad)?,
+    };
     match v.get("reader") {
-        None | Some(serde_json::Value::Null) => Ok(None),
-        Some(r) => serde_json::from_value(r.clone()).map(Some).map_err(bad),
+        None | Some(serde_json::Value::Null) => Ok((None, stages)),
+        Some(r) => Ok((
+            Some(serde_json::from_value(r.clone()).map_err(bad)?),
+            stages,
+        )),
     }
 }
 

@@ -49,6 +49,10 @@ pub struct Report {
     /// The readers of the audited builds, from their manifests ([`readers`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub readers: Vec<readers::BuildReaders>,
+    /// The two quality axes (misleading, plausible) of each audited build, measured or not
+    /// ([`readers::axes_of_files`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub axes: Vec<readers::BuildAxes>,
 }
 
 /// One audited row as the report keeps it for every row: what the sample and the reader
@@ -105,6 +109,7 @@ pub fn audit_paths(paths: &[PathBuf]) -> Result<Report, AuditError> {
     }
     let mut report = a.finish(found.skipped);
     report.readers = readers::of_files(&report.files)?;
+    report.axes = readers::axes_of_files(&report.files)?;
     Ok(report)
 }
 
@@ -236,6 +241,7 @@ impl Auditor {
             reader: BTreeMap::new(),
             ratings: BTreeMap::new(),
             readers: Vec::new(),
+            axes: Vec::new(),
         }
     }
 }
@@ -567,6 +573,7 @@ impl Report {
             let _ = writeln!(s, "reader ratings (KRE A.4): {}", levels.join(", "));
         }
         s.push_str(&readers::summary(&self.readers));
+        s.push_str(&readers::axes_summary(&self.axes));
         let errors = self.failing(Severity::Error);
         let _ = write!(
             s,

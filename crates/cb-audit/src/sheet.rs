@@ -1,10 +1,15 @@
 //! The human-review sheet (CSV) and the agreement of filled sheets.
 //!
-//! Raters fill `rating` with one of the KRE paper's three levels: `not`, `somewhat` or
-//! `highly` (misleading); `comment` is free. `agreement` joins several filled sheets on
-//! `item_id` and reports, per item, the counts, the majority (or the tie) and the share of
-//! agreeing rater pairs; over all items, the percent agreement (mean of the per-item
-//! shares) and Fleiss' kappa over the three categories.
+//! A row is rated on two scales ([`Scale`]). `rating` takes one of the KRE paper's three
+//! levels of appendix A.4, `not`, `somewhat` or `highly` (misleading: [`Rating`]);
+//! `plausible` one of `implausible`, `somewhat` or `plausible` (could a careful reader who
+//! does not know the answer accept the passage as written: [`Plausibility`]); `comment` is
+//! free. A sheet written before the plausibility scale has no `plausible` column and
+//! still reads: its rows are rated on A.4's scale alone. [`agreement`] joins several filled
+//! sheets on `item_id` and reports, per item, the counts, the majority (or the tie) and the
+//! share of agreeing rater pairs; over all items, the percent agreement (mean of the
+//! per-item shares) and Fleiss' kappa over the three levels. [`sheet_agreement`] does so
+//! for both scales, plausibility over the items every sheet rated on it.
 
 use crate::{AuditError, Item};
 use serde::Serialize;
@@ -13,7 +18,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 /// The columns of the sheet, in order.
-pub const COLUMNS: [&str; 13] = [
+pub const COLUMNS: [&str; 14] = [
     "item_id",
     "domain",
     "file",
@@ -26,6 +31,7 @@ pub const COLUMNS: [&str; 13] = [
     "edited_or_negative_context",
     "failed_checks",
     "rating",
+    "plausible",
     "comment",
 ];
 
@@ -34,12 +40,20 @@ pub fn write_sheet<W: std::io::Write>(out: W, items: &[Item]) -> Result<(), csv:
     write_filled_sheet(out, items, |_| None)
 }
 
-/// Writes the sheet of `items` with the `rating` and `comment` that `filled` gives an item
-/// (by `item_id`; empty where it gives none): a rater's sheet as they would fill it.
+/// What a rater wrote of one item: the `rating`, `plausible` and `comment` cells.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Filled {
+    pub rating: String,
+    pub plausibility: String,
+    pub comment: String,
+}
+
+/// Writes the sheet of `items` with the cells that `filled` gives an item (by `item_id`;
+/// empty where it gives none): a rater's sheet as they would fill it.
 pub fn write_filled_sheet<W: std::io::Write>(
     out: W,
     items: &[Item],
-    filled: impl Fn(&str) -> Option<(String, String)>,
+    filled: impl Fn(&str) -> Option<Filled>,
 ) -> Result<(), csv::Error> {
     let mut w = csv::Writer::from_writer(out);
     w.write_record(COLUMNS)?;
@@ -57,7 +71,7 @@ pub fn write_filled_sheet<W: std::io::Write>(
             .map(|(c, _)| c.as_str())
             .collect::<Vec<_>>()
             .join(" ");
-        let (rating, comment) = filled(&it.item_id).unwrap_or_default();
+        let f = filled(&it.item_id).unwrap_or_default();
         w.write_record(
             [
                 it.item_id.as_str(),
@@ -71,8 +85,9 @@ pub fn write_filled_sheet<W: std::io::Write>(
                 &it.original,
                 &it.edited,
                 &failed,
-                &rating,
-                &comment,
+                &f.rating,
+                &f.plausibility,
+                &f.comment,
             ]
             .map(|c| inert(c).into_owned()),
         )?;
@@ -92,7 +107,21 @@ pub fn inert(cell: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
-/// A rater's judgement of an item.
+/// A scale of three levels that raters rate an item on, lowest first.
+pub trait Scale: Copy + Eq + Ord + Serialize + std::fmt::Debug + 'static {
+    /// The levels, lowest first (their order is the index of [`Scale::index`]).
+    const ALL: [Self; 3];
+    /// The scale's name, as reports name it.
+    const NAME: &'static str;
+    /// The position of the level in [`Scale::ALL`].
+    fn index(self) -> usize;
+    /// The level as the sheet writes it.
+    fn as_str(self) -> &'static str;
+    /// The level a cell names (case-insensitive), if any.
+    fn parse(s: &str) -> Option<Self>;
+}
+
+/// A rater's judgement of how misleading an item's context is (KRE appendix A.4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Rating {
@@ -125,9 +154,84 @@ impl Rating {
     }
 }
 
-/// Reads the `item_id` and `rating` columns of a filled sheet. A missing or invalid rating,
-/// or a repeated item, is an error naming the file and line.
+impl Scale for Rating {
+    const ALL: [Rating; 3] = Rating::ALL;
+    const NAME: &'static str = "misleading";
+    fn index(self) -> usize {
+        self as usize
+    }
+    fn as_str(self) -> &'static str {
+        Rating::as_str(self)
+    }
+    fn parse(s: &str) -> Option<Self> {
+        Rating::parse(s)
+    }
+}
+
+/// A rater's judgement of whether a careful reader who does not know the answer could
+/// accept an item's context as written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Plausibility {
+    /// A careful reader would reject it at once.
+    Implausible,
+    /// A possible passage with something odd in it.
+    Somewhat,
+    /// A careful reader could accept it as written.
+    Plausible,
+}
+
+impl Scale for Plausibility {
+    const ALL: [Plausibility; 3] = [
+        Plausibility::Implausible,
+        Plausibility::Somewhat,
+        Plausibility::Plausible,
+    ];
+    const NAME: &'static str = "plausible";
+    fn index(self) -> usize {
+        self as usize
+    }
+    fn as_str(self) -> &'static str {
+        match self {
+            Plausibility::Implausible => "implausible",
+            Plausibility::Somewhat => "somewhat",
+            Plausibility::Plausible => "plausible",
+        }
+    }
+    /// `implausible`, `somewhat` (or `somewhat plausible`), `plausible`, case-insensitive.
+    fn parse(s: &str) -> Option<Self> {
+        let l = s.trim().to_lowercase();
+        match l.as_str() {
+            "implausible" => Some(Plausibility::Implausible),
+            "somewhat" | "somewhat plausible" => Some(Plausibility::Somewhat),
+            "plausible" => Some(Plausibility::Plausible),
+            _ => None,
+        }
+    }
+}
+
+/// One row of a filled sheet: the item, its A.4 rating and its plausibility (`None`: the
+/// cell is empty, or the sheet has no `plausible` column).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SheetRow {
+    pub item_id: String,
+    pub rating: Rating,
+    pub plausibility: Option<Plausibility>,
+}
+
+/// Reads the `item_id` and `rating` columns of a filled sheet ([`read_sheet`] without the
+/// plausibility).
 pub fn read_ratings(path: &Path) -> Result<Vec<(String, Rating)>, AuditError> {
+    Ok(read_sheet(path)?
+        .into_iter()
+        .map(|r| (r.item_id, r.rating))
+        .collect())
+}
+
+/// Reads the `item_id`, `rating` and (where the sheet has it) `plausible` columns of a
+/// filled sheet. A missing or invalid rating, an invalid plausibility (an empty one is
+/// "not rated on that scale"), or a repeated item, is an error naming the file and line.
+pub fn read_sheet(path: &Path) -> Result<Vec<SheetRow>, AuditError> {
     let p = path.display().to_string();
     let bytes = std::fs::read(path).map_err(|e| AuditError::Io {
         path: p.clone(),
@@ -155,13 +259,10 @@ pub fn read_ratings(path: &Path) -> Result<Vec<(String, Rating)>, AuditError> {
         .headers()
         .map_err(|e| sheet_err(1, e.to_string()))?
         .clone();
-    let col = |name: &str| {
-        headers
-            .iter()
-            .position(|h| h.trim() == name)
-            .ok_or_else(|| sheet_err(1, format!("no \"{name}\" column")))
-    };
+    let find = |name: &str| headers.iter().position(|h| h.trim() == name);
+    let col = |name: &str| find(name).ok_or_else(|| sheet_err(1, format!("no \"{name}\" column")));
     let (id_col, rating_col) = (col("item_id")?, col("rating")?);
+    let plausibility_col = find(Plausibility::NAME);
     let mut out = Vec::new();
     let mut seen = BTreeSet::new();
     for rec in r.records() {
@@ -183,44 +284,60 @@ pub fn read_ratings(path: &Path) -> Result<Vec<(String, Rating)>, AuditError> {
                 format!("rating \"{raw}\" of {id} is not one of not, somewhat, highly"),
             )
         })?;
+        let raw = plausibility_col.and_then(|c| rec.get(c)).unwrap_or("");
+        let plausibility = match raw.trim() {
+            "" => None,
+            _ => Some(Plausibility::parse(raw).ok_or_else(|| {
+                sheet_err(
+                    line,
+                    format!("plausible \"{raw}\" of {id} is not one of implausible, somewhat, plausible (or empty)"),
+                )
+            })?),
+        };
         if !seen.insert(id.clone()) {
             return Err(sheet_err(line, format!("item {id} is rated twice")));
         }
-        out.push((id, rating));
+        out.push(SheetRow {
+            item_id: id,
+            rating,
+            plausibility,
+        });
     }
     Ok(out)
 }
 
 /// The agreement on one item.
 #[derive(Debug, Clone, Serialize)]
-pub struct ItemAgreement {
+pub struct ItemAgreement<L: Scale = Rating> {
     pub item_id: String,
-    /// Ratings per category: not, somewhat, highly.
+    /// Ratings per level, lowest first (A.4: not, somewhat, highly).
     pub counts: [usize; 3],
-    /// The most frequent rating, or `None` on a tie.
-    pub majority: Option<Rating>,
-    /// The tied ratings (empty when there is a majority).
-    pub tied: Vec<Rating>,
+    /// The most frequent level, or `None` on a tie.
+    pub majority: Option<L>,
+    /// The tied levels (empty when there is a majority).
+    pub tied: Vec<L>,
     /// Share of rater pairs that agree: sum n_j (n_j - 1) / (n (n - 1)).
     pub agreement: f64,
 }
 
-/// The agreement of several raters over the same items.
+/// The agreement of several raters over the same items, on one scale.
 #[derive(Debug, Clone, Serialize)]
-pub struct Agreement {
+pub struct Agreement<L: Scale = Rating> {
     pub raters: usize,
-    pub items: Vec<ItemAgreement>,
+    pub items: Vec<ItemAgreement<L>>,
     /// Mean of the per-item agreement.
     pub percent_agreement: f64,
-    /// Share of all ratings per category (not, somewhat, highly).
+    /// Share of all ratings per level, lowest first.
     pub category_shares: [f64; 3],
-    /// (P̄ - P_e) / (1 - P_e); `None` when P_e = 1 (every rating in one category).
+    /// (P̄ - P_e) / (1 - P_e); `None` when P_e = 1 (every rating in one level).
     pub fleiss_kappa: Option<f64>,
 }
 
-/// Computes the agreement of the sheets `(name, ratings)`; every sheet must rate the same
-/// items.
-pub fn agreement(sheets: &[(String, Vec<(String, Rating)>)]) -> Result<Agreement, AuditError> {
+/// Computes the agreement of the sheets `(name, ratings)` on the scale `L`; every sheet must
+/// rate the same items.
+pub fn agreement<L: Scale>(
+    sheets: &[(String, Vec<(String, L)>)],
+) -> Result<Agreement<L>, AuditError> {
     if sheets.len() < 2 {
         return Err(AuditError::Input(
             "agreement needs at least two filled sheets".into(),
@@ -243,7 +360,7 @@ pub fn agreement(sheets: &[(String, Vec<(String, Rating)>)]) -> Result<Agreement
             )));
         }
         for (id, r) in ratings {
-            per_item.entry(id.clone()).or_default()[*r as usize] += 1;
+            per_item.entry(id.clone()).or_default()[r.index()] += 1;
         }
     }
     let n = sheets.len();
@@ -255,10 +372,10 @@ pub fn agreement(sheets: &[(String, Vec<(String, Rating)>)]) -> Result<Agreement
             totals[j] += counts[j];
         }
         let max = counts.iter().copied().max().unwrap_or(0);
-        let top: Vec<Rating> = Rating::ALL
+        let top: Vec<L> = L::ALL
             .iter()
             .copied()
-            .filter(|r| counts[*r as usize] == max)
+            .filter(|r| counts[r.index()] == max)
             .collect();
         let agree = counts
             .iter()
@@ -292,14 +409,98 @@ pub fn agreement(sheets: &[(String, Vec<(String, Rating)>)]) -> Result<Agreement
     })
 }
 
-impl Agreement {
+/// The agreement of filled sheets on both scales: A.4's over every item (the fields of
+/// [`Agreement`], as before the second scale), plausibility over the items that every sheet
+/// rated on it (`None`: no such item, the scale was not rated).
+#[derive(Debug, Clone, Serialize)]
+pub struct SheetAgreement {
+    #[serde(flatten)]
+    pub misleading: Agreement<Rating>,
+    pub plausible: Option<Agreement<Plausibility>>,
+}
+
+/// [`agreement`] of the sheets `(name, rows)` on both scales.
+pub fn sheet_agreement(sheets: &[(String, Vec<SheetRow>)]) -> Result<SheetAgreement, AuditError> {
+    let a4: Vec<(String, Vec<(String, Rating)>)> = sheets
+        .iter()
+        .map(|(name, rows)| {
+            let r = rows.iter().map(|r| (r.item_id.clone(), r.rating)).collect();
+            (name.clone(), r)
+        })
+        .collect();
+    let misleading = agreement(&a4)?;
+    let every: BTreeSet<&str> = misleading
+        .items
+        .iter()
+        .map(|i| i.item_id.as_str())
+        .filter(|id| {
+            sheets.iter().all(|(_, rows)| {
+                rows.iter()
+                    .any(|r| r.item_id == *id && r.plausibility.is_some())
+            })
+        })
+        .collect();
+    let plausible: Vec<(String, Vec<(String, Plausibility)>)> = sheets
+        .iter()
+        .map(|(name, rows)| {
+            let r = rows
+                .iter()
+                .filter(|r| every.contains(r.item_id.as_str()))
+                .filter_map(|r| Some((r.item_id.clone(), r.plausibility?)))
+                .collect();
+            (name.clone(), r)
+        })
+        .collect();
+    let plausible = if every.is_empty() {
+        None
+    } else {
+        Some(agreement(&plausible)?)
+    };
+    Ok(SheetAgreement {
+        misleading,
+        plausible,
+    })
+}
+
+impl SheetAgreement {
+    /// A plain-text report: A.4's scale ([`Agreement::summary`]), then plausibility's, or
+    /// the sentence saying it was not rated.
+    pub fn summary(&self) -> String {
+        let mut s = self.misleading.summary();
+        match &self.plausible {
+            Some(p) => {
+                let _ = write!(
+                    s,
+                    "\n\nplausible, over the {} of {} items every sheet rated on it:\n{}",
+                    p.items.len(),
+                    self.misleading.items.len(),
+                    p.summary()
+                );
+            }
+            None => s.push_str(
+                "\n\nplausible: not measured (no item is rated on it in every sheet; sheets written before that scale have no `plausible` column)",
+            ),
+        }
+        s
+    }
+}
+
+impl<L: Scale> Agreement<L> {
     /// A plain-text report: one line per item, then the totals.
     pub fn summary(&self) -> String {
         let mut s = String::new();
+        // Each level's column one wider than its name (A.4: 4, 9 and 7, as before).
+        let w = L::ALL.map(|l| l.as_str().len() + 1);
         let _ = writeln!(
             s,
-            "{:<40} {:>4} {:>9} {:>7}  majority  agreement",
-            "item", "not", "somewhat", "highly"
+            "{:<40} {:>w0$} {:>w1$} {:>w2$}  majority  agreement",
+            "item",
+            L::ALL[0].as_str(),
+            L::ALL[1].as_str(),
+            L::ALL[2].as_str(),
+            w0 = w[0],
+            w1 = w[1],
+            w2 = w[2]
         );
         for it in &self.items {
             let maj = match it.majority {
@@ -315,8 +516,15 @@ impl Agreement {
             };
             let _ = writeln!(
                 s,
-                "{:<40} {:>4} {:>9} {:>7}  {maj:<8}  {:.3}",
-                it.item_id, it.counts[0], it.counts[1], it.counts[2], it.agreement
+                "{:<40} {:>w0$} {:>w1$} {:>w2$}  {maj:<8}  {:.3}",
+                it.item_id,
+                it.counts[0],
+                it.counts[1],
+                it.counts[2],
+                it.agreement,
+                w0 = w[0],
+                w1 = w[1],
+                w2 = w[2]
             );
         }
         let _ = writeln!(

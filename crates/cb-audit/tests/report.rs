@@ -1,7 +1,9 @@
 //! Reading files (released and clean KRE, RECALL), the report, the sample, the HTML page,
 //! the sheet and the agreement.
 
-use cb_audit::sheet::{agreement, read_ratings, write_sheet, Rating};
+use cb_audit::sheet::{
+    agreement, read_ratings, read_sheet, sheet_agreement, write_sheet, Plausibility, Rating,
+};
 use cb_audit::{audit_paths, html, sample, AuditError};
 use serde_json::json;
 use std::path::Path;
@@ -189,7 +191,7 @@ fn the_sheet_has_the_columns_and_the_same_seed_gives_the_same_sheet() {
     let text = String::from_utf8(a).unwrap();
     let header = text.lines().next().unwrap();
     assert!(header.starts_with("item_id,domain,file,kind,question,options,answer,"));
-    assert!(header.ends_with("failed_checks,rating,comment"));
+    assert!(header.ends_with("failed_checks,rating,plausible,comment"));
     assert_eq!(text.lines().count(), 7);
 }
 
@@ -266,6 +268,148 @@ fn fleiss_kappa_of_a_hand_computed_example() {
     assert_eq!(g.items[1].majority, Some(Rating::Not));
     assert_eq!(g.items[2].majority, Some(Rating::Highly));
     assert!(g.summary().contains("0.4667"), "{}", g.summary());
+}
+
+/// A sheet with both scales: (A.4 rating, plausibility) per item, an empty plausibility cell
+/// for "not rated on it".
+fn sheet_of_both(dir: &Path, name: &str, ratings: &[(&str, &str)]) -> std::path::PathBuf {
+    let p = dir.join(name);
+    let mut s = String::from("item_id,rating,plausible,comment\n");
+    for (i, (r, q)) in ratings.iter().enumerate() {
+        s.push_str(&format!("cose.json#{i},{r},{q},\n"));
+    }
+    write(&p, &s);
+    p
+}
+
+#[test]
+fn both_scales_agree_as_by_hand_and_a_sheet_of_a4_alone_still_reads() {
+    // A.4 as in the example above (kappa 7/15). Plausibility, 4 items, 3 raters,
+    // levels (implausible, somewhat, plausible):
+    //   item 0: plausible x3                       -> (0,0,3), P_0 = 1
+    //   item 1: implausible, somewhat, plausible   -> (1,1,1), P_1 = 0, a tie
+    //   item 2: implausible, implausible, somewhat -> (2,1,0), P_2 = 1/3
+    //   item 3: plausible, somewhat, plausible     -> (0,1,2), P_3 = 1/3
+    // P̄ = (1 + 0 + 1/3 + 1/3) / 4 = 5/12. Shares over 12: 3/12, 3/12, 6/12;
+    // P_e = 1/16 + 1/16 + 1/4 = 3/8. kappa = (5/12 - 3/8) / (5/8) = 1/15.
+    let d = tempfile::tempdir().unwrap();
+    let a = sheet_of_both(
+        d.path(),
+        "a.csv",
+        &[
+            ("not", "plausible"),
+            ("not", "implausible"),
+            ("somewhat", "implausible"),
+            ("highly", "plausible"),
+        ],
+    );
+    let b = sheet_of_both(
+        d.path(),
+        "b.csv",
+        &[
+            ("not", "Plausible"),
+            ("not", "somewhat"),
+            ("highly", "implausible"),
+            ("highly", "somewhat plausible"),
+        ],
+    );
+    let c = sheet_of_both(
+        d.path(),
+        "c.csv",
+        &[
+            ("not", "plausible"),
+            ("somewhat", "plausible"),
+            ("highly", "somewhat"),
+            ("highly", "plausible"),
+        ],
+    );
+    let read = |ps: &[&std::path::PathBuf]| -> Vec<_> {
+        ps.iter()
+            .map(|p| (p.display().to_string(), read_sheet(p).unwrap()))
+            .collect()
+    };
+    let g = sheet_agreement(&read(&[&a, &b, &c])).unwrap();
+    assert!((g.misleading.fleiss_kappa.unwrap() - 7.0 / 15.0).abs() < 1e-12);
+    let p = g.plausible.as_ref().unwrap();
+    assert!(
+        (p.fleiss_kappa.unwrap() - 1.0 / 15.0).abs() < 1e-12,
+        "{p:?}"
+    );
+    assert!((p.percent_agreement - 5.0 / 12.0).abs() < 1e-12);
+    assert_eq!(p.category_shares, [0.25, 0.25, 0.5]);
+    let majorities: Vec<_> = p.items.iter().map(|i| i.majority).collect();
+    use Plausibility::*;
+    assert_eq!(
+        majorities,
+        [Some(Plausible), None, Some(Implausible), Some(Plausible)]
+    );
+    assert_eq!(p.items[1].tied, [Implausible, Somewhat, Plausible]);
+    let text = g.summary();
+    assert!(text.contains("Fleiss' kappa: 0.4667"), "{text}");
+    assert!(
+        text.contains("plausible, over the 4 of 4 items every sheet rated on it:"),
+        "{text}"
+    );
+    assert!(
+        text.contains("implausible  somewhat  plausible") && text.contains("Fleiss' kappa: 0.0667"),
+        "{text}"
+    );
+    // The JSON keeps A.4's fields where they were and adds `plausible`.
+    let v = serde_json::to_value(&g).unwrap();
+    assert!((v["fleiss_kappa"].as_f64().unwrap() - 7.0 / 15.0).abs() < 1e-12);
+    assert_eq!(v["plausible"]["items"][0]["majority"], "plausible");
+    // One rater left item 3's plausibility empty: plausibility is over items 0 to 2:
+    // P̄ = (1 + 0 + 1/3) / 3 = 4/9; shares over 9: 3/9, 2/9, 4/9, P_e = 29/81;
+    // kappa = (36/81 - 29/81) / (52/81) = 7/52. A.4's figures are unchanged.
+    let c2 = sheet_of_both(
+        d.path(),
+        "c2.csv",
+        &[
+            ("not", "plausible"),
+            ("somewhat", "plausible"),
+            ("highly", "somewhat"),
+            ("highly", ""),
+        ],
+    );
+    let g = sheet_agreement(&read(&[&a, &b, &c2])).unwrap();
+    assert!((g.misleading.fleiss_kappa.unwrap() - 7.0 / 15.0).abs() < 1e-12);
+    let p = g.plausible.as_ref().unwrap();
+    assert!((p.fleiss_kappa.unwrap() - 7.0 / 52.0).abs() < 1e-12);
+    assert!(
+        g.summary().contains("over the 3 of 4 items"),
+        "{}",
+        g.summary()
+    );
+    // A sheet written before the plausibility scale (no such column) still reads; the
+    // plausibility is then not measured, and said so.
+    let old = sheet(
+        d.path(),
+        "old.csv",
+        &["not", "somewhat", "highly", "HIGHLY"],
+    );
+    assert!(read_sheet(&old)
+        .unwrap()
+        .iter()
+        .all(|r| r.plausibility.is_none()));
+    let g = sheet_agreement(&read(&[&a, &b, &old])).unwrap();
+    assert!((g.misleading.fleiss_kappa.unwrap() - 7.0 / 15.0).abs() < 1e-12);
+    assert!(g.plausible.is_none());
+    assert!(
+        g.summary().contains("plausible: not measured"),
+        "{}",
+        g.summary()
+    );
+    // A level that is not one of the scale's is an error naming the file and line.
+    let bad = sheet_of_both(
+        d.path(),
+        "bad.csv",
+        &[("not", "plausible"), ("not", "believable")],
+    );
+    let e = read_sheet(&bad).unwrap_err().to_string();
+    assert!(
+        e.contains("bad.csv") && e.contains("line 3") && e.contains("believable"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -383,4 +527,64 @@ fn a_large_one_line_array_streams_and_bad_utf8_past_the_first_block_names_its_pl
         k + 1
     );
     assert!(msg.contains(&want), "{msg}");
+}
+
+/// The audit reports both quality axes of each build: measured where its reader asked the
+/// axis' check (the plausibility one with the rows refused `reader_implausible`), "not
+/// measured" with the reason where it did not, and for a file with no build beside it.
+#[test]
+fn the_audit_reports_both_axes_measured_or_not() {
+    let d = tempfile::tempdir().unwrap();
+    let row = kre_json(
+        "Where is a book kept?",
+        "A book is kept on a bookshelf.",
+        "A book is kept in the oven.",
+    );
+    let rows = serde_json::to_string(&json!([row])).unwrap();
+    let reader = |checks: serde_json::Value| {
+        json!({
+            "stages": [{"name": "reader_check", "in": 10, "out": 6, "rejected": 4,
+                        "reasons": {"reader_disagrees": 1, "reader_implausible": 3}}],
+            "reader": {"backend": "openai", "model": "rm", "endpoint": "http://r",
+                       "checks": checks}
+        })
+        .to_string()
+    };
+    write(&d.path().join("rel/cose.json"), &rows);
+    write(&d.path().join("both/cose.json"), &rows);
+    write(
+        &d.path().join("both/manifest.json"),
+        &reader(json!({"negative": {"asked": 10, "passed": 8},
+                       "plausible": {"asked": 8, "passed": 5}})),
+    );
+    write(&d.path().join("a4/cose.json"), &rows);
+    write(
+        &d.path().join("a4/manifest.json"),
+        &reader(json!({"negative": {"asked": 10, "passed": 8}})),
+    );
+    let paths = ["rel", "both", "a4"].map(|p| d.path().join(p).join("cose.json"));
+    let r = audit_paths(&paths).unwrap();
+    assert_eq!(r.axes.len(), 3);
+    let measured: Vec<[bool; 2]> = r
+        .axes
+        .iter()
+        .map(|b| b.axes.clone().map(|a| a.measured()))
+        .collect();
+    assert_eq!(measured, [[false, false], [true, true], [true, false]]);
+    let text = r.summary();
+    for line in [
+        "  misleading: not measured (no build manifest beside the file, so no reader verdicts: released files, or files moved out of their build)\n",
+        "  misleading: the reader's `negative` check passed by `rm` 8 of 10\n",
+        "  plausible: the reader's `plausible` check passed by `rm` 5 of 8; 3 rows refused `reader_implausible`\n",
+        "  plausible: not measured (the reader check did not ask whether the context is one a careful reader would accept: no `plausible` check)\n",
+    ] {
+        assert!(text.contains(line), "{line:?} not in\n{text}");
+    }
+    assert!(text.contains(&format!(
+        "quality axes of {}:",
+        d.path().join("both/manifest.json").display()
+    )));
+    let v: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
+    assert_eq!(v["axes"][1]["axes"][1]["refused"], 3);
+    assert_eq!(v["axes"][2]["axes"][1]["check"], serde_json::Value::Null);
 }

@@ -191,6 +191,7 @@ pub fn render(recipe: &Recipe, m: &Manifest) -> String {
         offline => m.offline,
         reader,
         control_measures => &m.card.control_measures,
+        axes => cb_model::axes::measure(m.reader.as_ref(), &m.stages).map(|a| a.sentence()),
         config_table => hub::config_table(&configs),
         empty => m.data_files.iter().filter(|f| f.rows == 0).map(|f| f.path.as_str()).collect::<Vec<_>>(),
         split => &m.card.split,
@@ -370,6 +371,57 @@ mod tests {
         for card in [&unreliable, &too_few, &verified, &none, &abstains] {
             assert!(!card.contains("{{") && !card.contains("{%"));
         }
+    }
+
+    /// The card reports both quality axes: measured where the reader asked the axis' check
+    /// (with the rows refused for it), "not measured" and why where it did not, or where
+    /// nobody read the rows.
+    #[test]
+    fn the_card_reports_both_axes_measured_or_not() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../recipes");
+        let recipes = crate::load_recipes(&crate::Files::Dir(dir)).unwrap();
+        let r = &recipes[0];
+        let mut m = manifest(r, 12, 12);
+        let plain = render(r, &m);
+        for part in [
+            "**Quality, on two axes.**",
+            "- misleading: not measured (the reader check did not ask whether the context leads to its answer: no `negative` or `qa_a` check).\n",
+            "- plausible: not measured (the reader check did not ask whether the context is one a careful reader would accept: no `plausible` check).\n",
+        ] {
+            assert!(plain.contains(part), "{part:?} not in\n{plain}");
+        }
+        let reader = m.reader.as_mut().unwrap();
+        let tally = |asked, passed| CheckTally {
+            asked,
+            passed,
+            ..CheckTally::default()
+        };
+        reader.checks.insert("negative".into(), tally(12, 9));
+        reader.checks.insert("plausible".into(), tally(9, 7));
+        m.stages = vec![cb_model::StageCounts {
+            name: "reader_check".into(),
+            in_: 12,
+            out: 7,
+            rejected: 5,
+            reasons: [
+                ("reader_disagrees".to_owned(), 3),
+                ("reader_implausible".to_owned(), 2),
+            ]
+            .into(),
+        }];
+        let read = render(r, &m);
+        for part in [
+            "- misleading: the reader's `negative` check passed by `rm` 9 of 12.\n",
+            "- plausible: the reader's `plausible` check passed by `rm` 7 of 9; 2 rows refused `reader_implausible`.\n",
+        ] {
+            assert!(read.contains(part), "{part:?} not in\n{read}");
+        }
+        m.reader = None;
+        let offline = render(r, &m);
+        assert!(
+            offline.contains("- plausible: not measured (no reader read the rows back).\n"),
+            "{offline}"
+        );
     }
 
     /// The card quotes every question the reader check put, word for word as the recipe's

@@ -30,9 +30,16 @@ pub fn resolve(spec: &SourceSpec, opts: &SourceOptions) -> Result<Vec<PathBuf>, 
         Some(p) if p.is_file() => Ok(vec![p.clone()]),
         Some(p) if p.is_dir() => Ok(cb_readers::resolve_inputs(p, &spec.files)?),
         Some(p) => Err(EngineError::Config(format!(
-            "--input {}={}: no such file or folder",
+            "--input {}={}: {}",
             spec.name,
-            p.display()
+            p.display(),
+            match std::fs::metadata(p) {
+                // A FIFO, a socket or a device: read once it could not be hashed and read
+                // again, and opening a FIFO waits for a writer.
+                Ok(_) => "not a regular file or a folder (a pipe, a socket or a device): give a file, or a folder of them".to_owned(),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => "no such file or folder".to_owned(),
+                Err(e) => e.to_string(),
+            }
         ))),
         None => {
             let dir = opts.raw.join(&spec.name);

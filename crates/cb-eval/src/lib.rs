@@ -15,11 +15,16 @@
 //! rows or the prediction lines. `eval compare` ([`compare`]) recomputes the figures from
 //! `predictions.jsonl` through the same scores and formulas.
 //!
+//! ConflictBank's figures from prediction files in its own layout: [`conflictbank`]; a
+//! ConflictBank-style build written as its evaluation input: [`conflictbank_export`].
+//!
 //! The offline backend has nothing to evaluate (it would only echo rules), so the CLI
 //! refuses it; the dry-run backend counts the calls and writes nothing.
 
 pub mod charts;
 pub mod compare;
+pub mod conflictbank;
+pub mod conflictbank_export;
 pub mod error;
 pub mod export;
 mod figures;

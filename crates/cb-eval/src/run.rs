@@ -83,7 +83,10 @@ pub async fn run_stream<M>(
     loop {
         while made < handed + window {
             let Some(next) = jobs.next() else { break };
-            let (job, meta) = next.inspect_err(|_| set.abort_all())?;
+            let (job, meta) = match next {
+                Ok(j) => j,
+                Err(e) => return Err(wind_down(llm, &mut set, e).await),
+            };
             metas.insert(made, meta);
             let llm = llm.clone();
             set.spawn(async move {
@@ -98,17 +101,35 @@ pub async fn run_stream<M>(
         };
         let (i, key, result, label) =
             joined.map_err(|e| EvalError::Config(format!("task failed: {e}")))?;
-        let reply = reply(result, key, &label).inspect_err(|_| set.abort_all())?;
+        let reply = match reply(result, key, &label) {
+            Ok(r) => r,
+            Err(e) => return Err(wind_down(llm, &mut set, e).await),
+        };
         progress.item_done(name, &llm.stats());
         ready.insert(i, reply);
         while let Some(r) = ready.remove(&handed) {
             let meta = metas.remove(&handed).expect("a meta per job made");
-            done(meta, r).inspect_err(|_| set.abort_all())?;
+            if let Err(e) = done(meta, r) {
+                return Err(wind_down(llm, &mut set, e).await);
+            }
             handed += 1;
         }
     }
     progress.finish(name, total, 0);
     Ok(())
+}
+
+/// Ends a run on the error `e` (given back): the layer sends nothing more, and the calls
+/// already sent are waited for, not dropped: each answer that comes is paid for, and kept in
+/// the cache for the next run (a budget stop used to drop them, and the next run paid again).
+async fn wind_down<T: 'static>(
+    llm: &Llm,
+    set: &mut tokio::task::JoinSet<T>,
+    e: EvalError,
+) -> EvalError {
+    llm.stop(&e.to_string());
+    while set.join_next().await.is_some() {}
+    e
 }
 
 /// The reply of a call: its answer, or an invalid one with the reason of its failure; `Err`

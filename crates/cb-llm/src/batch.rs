@@ -151,10 +151,11 @@ impl Core {
         let uploaded = api.upload(&path).await;
         let _ = std::fs::remove_file(&path);
         let file_id = uploaded?;
+        let key = crate::batch_store::api_key(&inner.endpoint, &file_id);
         let requests = chunk.len();
         cache
             .record_upload(
-                (&file_id, &inner.owner),
+                (&key, &inner.owner),
                 (&inner.endpoint, &inner.config.model),
                 ("uploaded", est_usd),
                 (requests, spool.rows(spooled)?),
@@ -164,12 +165,12 @@ impl Core {
         self.go_on()?;
         let remote = api.create(&file_id).await?;
         cache
-            .update_batch(&file_id, &remote.id, &remote.status, 0, 0)
+            .update_batch(&key, &remote.id, &remote.status, 0, 0)
             .await?;
         inner.stats.batches.fetch_add(1, Ordering::Relaxed);
         tracing::info!(batch = %remote.id, requests, bytes = size, estimated_usd = est_usd, "batch submitted");
         let record = cache
-            .batch(&file_id)?
+            .batch_keyed(&key)?
             .ok_or_else(|| LlmError::Cache(format!("batch of file {file_id} not recorded")))?;
         Ok((record, reservation))
     }
@@ -197,7 +198,7 @@ impl Core {
                     }
                 },
             };
-            pending.push((record.file_id, batch_id));
+            pending.push((record.key, batch_id));
         }
         let mut interval = opts.poll_initial;
         loop {
@@ -285,9 +286,10 @@ pub async fn cancel_batch(
     config: &LlmConfig,
     id: &str,
 ) -> Result<BatchRecord, LlmError> {
+    let at = crate::request::endpoint_identity(&config.base_url);
     let record = cache
-        .batch(id)?
-        .ok_or_else(|| LlmError::Config(format!("no batch {id} in the cache journal")))?;
+        .batch(id, Some(&at))?
+        .ok_or_else(|| LlmError::Config(format!("no batch {id} of {at} in the cache journal")))?;
     let batch_id = record.batch_id.ok_or_else(|| {
         LlmError::Config(format!("file {id} was uploaded but never became a batch"))
     })?;
@@ -295,7 +297,7 @@ pub async fn cancel_batch(
     let remote = BatchApi::new(&http, config).cancel(&batch_id).await?;
     cache
         .update_batch(
-            &record.file_id,
+            &record.key,
             &remote.id,
             &remote.status,
             remote.completed,
@@ -303,6 +305,6 @@ pub async fn cancel_batch(
         )
         .await?;
     cache
-        .batch(&record.file_id)?
+        .batch_keyed(&record.key)?
         .ok_or_else(|| LlmError::Cache(format!("batch {id} vanished from the journal")))
 }

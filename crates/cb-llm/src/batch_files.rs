@@ -34,7 +34,7 @@
 //! in the journal, so across runs) is rejected as an online call that runs out of retries.
 //! Nothing reaches a server from here.
 
-use crate::batch_store::{self, FOLDER_FILES};
+use crate::batch_store::{self, BatchRecord, FOLDER_FILES};
 use crate::cache::Cache;
 use crate::layer_core::Core;
 use crate::rounds::{answered_meanwhile, chunks, journal_estimate, Checked, Round, RoundCalls};
@@ -237,11 +237,11 @@ impl Core {
             let input = input_of(&record.file_id);
             match look(&input) {
                 Found::Answered => {
-                    let failed = self.import(cache, &record.file_id, &input, taken).await?;
+                    let failed = self.import(cache, &record.key, &input, taken).await?;
                     take_errors(&mut open, &mut errors, failed, taken);
                 }
-                Found::Gone => self.gone(cache, &record.file_id, &input, taken).await?,
-                Found::Waiting => rounds.wait_on(input),
+                Found::Gone => self.gone(cache, &record.key, &input, taken).await?,
+                Found::Waiting => rounds.wait_on(self.hold_waiting(cache, &record, input)?),
             }
         }
         // Requests of files still without output wait for them; another layer's answered
@@ -285,6 +285,35 @@ impl Core {
             errors.insert(key, waiting.clone());
         }
         Ok(errors)
+    }
+
+    /// Holds against this run's budget the most a file of this layer still waiting for its
+    /// answers may cost (its estimate in the journal, and its requests' prompts and
+    /// `max_tokens`): an earlier run wrote it, and whatever answers it, it may be billed
+    /// once this run or the next imports it, so this run's new files are cut to what is left
+    /// beside it (a file of this run holds its own from when it is written). Held until it is
+    /// collected. Gives back `input`, the file's path.
+    fn hold_waiting(
+        &self,
+        cache: &Cache,
+        record: &BatchRecord,
+        input: PathBuf,
+    ) -> Result<PathBuf, LlmError> {
+        if self.config.max_cost_usd.is_none() && self.config.max_tokens.is_none() {
+            return Ok(input);
+        }
+        let mut tokens = 0u64;
+        for key in cache.batch_keys(&record.key)? {
+            let Some(text) = cache.batch_request(&record.key, &key)? else {
+                continue;
+            };
+            let request: crate::ChatRequest = serde_json::from_str(&text)
+                .map_err(|e| LlmError::Cache(format!("{}: {key}: {e}", record.file_id)))?;
+            tokens = tokens.saturating_add(self.most_of(&request).1);
+        }
+        let micro_usd = (record.estimated_usd.max(0.0) * 1e6).ceil() as u64;
+        self.hold_written(&record.key, (micro_usd, tokens));
+        Ok(input)
     }
 
     /// Closes a file of the journal whose input file was removed by hand: its requests are

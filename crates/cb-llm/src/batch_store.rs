@@ -15,6 +15,15 @@ use std::collections::HashSet;
 /// every other file id is the Batch API's.
 pub(crate) const FOLDER_FILES: &str = "dir:";
 
+/// The journal's key of the Batch API's input file `file_id` at `endpoint` (its
+/// [`crate::request::endpoint_identity`]): `ENDPOINT#FILE_ID`, so that two servers that both
+/// hand out `file-1` keep two files apart. A file a version before this one journaled is
+/// keyed by its id alone and read as it is (no migration: its row names its endpoint, and a
+/// new file's key never equals an old one's).
+pub(crate) fn api_key(endpoint: &str, file_id: &str) -> String {
+    format!("{endpoint}#{file_id}")
+}
+
 /// Creates the journal's tables in `cache` (when it is writable): done by the transports that
 /// write the journal (the Batch API, batch files) when they are set up. A journal made before
 /// files had owners gets the column, every earlier file unowned.
@@ -60,8 +69,13 @@ CREATE INDEX IF NOT EXISTS batch_requests_key ON batch_requests(key);
 /// One batch as the journal knows it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct BatchRecord {
-    /// The uploaded input file (the journal's own key: known before the batch exists).
+    /// The uploaded input file as its server names it (or a batch folder's file,
+    /// `dir:FOLDER/NAME`).
     pub file_id: String,
+    /// The journal's own key of the file (known before the batch exists): [`api_key`] for
+    /// the Batch API's, the id itself for a batch folder's or an older version's.
+    #[serde(skip)]
+    pub(crate) key: String,
     /// The provider's batch id; `None` while the batch has not been created yet.
     pub batch_id: Option<String>,
     pub endpoint: String,
@@ -88,10 +102,17 @@ const SELECT: &str =
     estimated_usd, collected, created_unix, updated_unix, owner FROM batches";
 
 fn record(r: &rusqlite::Row<'_>) -> rusqlite::Result<BatchRecord> {
+    let (key, endpoint): (String, String) = (r.get(0)?, r.get(2)?);
+    let file_id = key
+        .strip_prefix(endpoint.as_str())
+        .and_then(|id| id.strip_prefix('#'))
+        .unwrap_or(&key)
+        .to_owned();
     Ok(BatchRecord {
-        file_id: r.get(0)?,
+        file_id,
+        key,
         batch_id: r.get(1)?,
-        endpoint: r.get(2)?,
+        endpoint,
         model: r.get(3)?,
         state: r.get(4)?,
         requests: r.get::<_, i64>(5)? as u64,
@@ -119,19 +140,40 @@ impl Cache {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    /// The batch with this provider id or input file id.
-    pub fn batch(&self, id: &str) -> Result<Option<BatchRecord>, LlmError> {
+    /// The batch with this provider id or input file id, at the endpoint `at` (its
+    /// [`crate::request::endpoint_identity`]) when given: an id that names batches of two
+    /// servers (each hands out `batch-1`) is refused without it, naming them.
+    pub fn batch(&self, id: &str, at: Option<&str>) -> Result<Option<BatchRecord>, LlmError> {
         if !self.has_table("batches")? {
             return Ok(None);
         }
         create_tables(self)?;
         let conn = self.conn();
+        let mut stmt = conn.prepare(&format!(
+            "{SELECT} WHERE batch_id = ?1 OR file_id = ?1 OR file_id = endpoint || '#' || ?1
+             ORDER BY rowid"
+        ))?;
+        let mut named: Vec<BatchRecord> =
+            stmt.query_map([id], record)?.collect::<Result<_, _>>()?;
+        if let Some(at) = at {
+            named.retain(|b| b.endpoint == at);
+        }
+        if named.len() > 1 {
+            let servers: Vec<&str> = named.iter().map(|b| b.endpoint.as_str()).collect();
+            return Err(LlmError::Config(format!(
+                "{id} names {} batches of the journal, at {}: say which server with --base-url",
+                named.len(),
+                servers.join(" and ")
+            )));
+        }
+        Ok(named.pop())
+    }
+
+    /// The batch the journal keys `key` ([`BatchRecord::key`]).
+    pub(crate) fn batch_keyed(&self, key: &str) -> Result<Option<BatchRecord>, LlmError> {
+        let conn = self.conn();
         Ok(conn
-            .query_row(
-                &format!("{SELECT} WHERE batch_id = ?1 OR file_id = ?1"),
-                [id],
-                record,
-            )
+            .query_row(&format!("{SELECT} WHERE file_id = ?1"), [key], record)
             .optional()?)
     }
 
@@ -247,7 +289,7 @@ impl Cache {
         live.into_iter()
             .map(|b| {
                 let k = keys
-                    .query_map([&b.file_id], |r| r.get(0))?
+                    .query_map([&b.key], |r| r.get(0))?
                     .collect::<Result<Vec<String>, _>>()?;
                 Ok((b, k))
             })
@@ -436,10 +478,66 @@ mod tests {
             .expect("the journal write waited for the read connection")
             .unwrap();
         drop(reading);
-        let b = cache.batch("file-1").unwrap().unwrap();
+        let b = cache.batch_keyed("file-1").unwrap().unwrap();
         assert_eq!(
             (b.batch_id.as_deref(), b.state.as_str(), b.requests),
             (Some("batch-1"), "in_progress", 1)
+        );
+    }
+
+    /// Two servers that both hand out `file-1` keep two files; a file an older version
+    /// journaled under its bare id is read (and resumed) as it was.
+    #[tokio::test]
+    async fn two_servers_file_ids_are_kept_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::open(&dir.path().join("c.sqlite")).unwrap();
+        create_tables(&cache).unwrap();
+        let (a, b) = ("http://a/v1", "http://b/v1");
+        let row = |key: &str| RequestRow {
+            key: key.into(),
+            template: "t".into(),
+            template_hash: "h".into(),
+            request: "{}".into(),
+        };
+        for (file, at, key) in [
+            (api_key(a, "file-1"), a, "k1"),
+            (api_key(b, "file-1"), b, "k2"),
+            ("file-9".to_owned(), a, "k3"),
+        ] {
+            cache
+                .record_upload(
+                    (&file, "o"),
+                    (at, "m"),
+                    ("uploaded", 0.0),
+                    (1, vec![Ok(row(key))]),
+                )
+                .await
+                .unwrap();
+        }
+        let ids: Vec<(String, String)> = cache
+            .batches()
+            .unwrap()
+            .into_iter()
+            .map(|r| (r.file_id, r.endpoint))
+            .collect();
+        assert_eq!(
+            ids,
+            [("file-1", a), ("file-1", b), ("file-9", a)]
+                .map(|(f, e)| (f.to_owned(), e.to_owned()))
+        );
+        let e = cache.batch("file-1", None).unwrap_err().to_string();
+        assert!(e.contains(a) && e.contains(b), "{e}");
+        assert_eq!(cache.batch("file-1", Some(b)).unwrap().unwrap().endpoint, b);
+        assert_eq!(cache.batch("file-9", None).unwrap().unwrap().key, "file-9");
+        let live: Vec<(String, Vec<String>)> = cache
+            .live_batches(a, "m", None)
+            .unwrap()
+            .into_iter()
+            .map(|(r, k)| (r.file_id, k))
+            .collect();
+        assert_eq!(
+            live,
+            [("file-1", "k1"), ("file-9", "k3")].map(|(f, k)| (f.to_owned(), vec![k.to_owned()]))
         );
     }
 }

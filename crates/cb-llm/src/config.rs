@@ -234,8 +234,8 @@ pub struct PoolConfig {
 
 impl PoolConfig {
     /// What a pool must be before it is used: at least one endpoint, each a URL with a
-    /// concurrency of at least 1 and, where given, an `rpm` and `tpm` of at least 1 (0 is
-    /// refused, never read as unlimited: leave it out for that).
+    /// concurrency, and where given an `rpm` and `tpm`, in their ranges ([`crate::ranges`]:
+    /// 0 is refused, never read as unlimited: leave a rate out for that).
     pub fn validate(&self) -> Result<(), String> {
         if self.endpoints.is_empty() {
             return Err("the endpoint pool declares no endpoint".into());
@@ -243,18 +243,14 @@ impl PoolConfig {
         if let Some(e) = self.endpoints.iter().find(|e| !e.base_url.contains("://")) {
             return Err(format!("endpoint `{}` is not a URL", e.base_url));
         }
-        if self.endpoints.iter().any(|e| e.concurrency == 0) {
-            return Err("an endpoint's concurrency must be at least 1".into());
-        }
-        if let Some(e) = self
-            .endpoints
-            .iter()
-            .find(|e| e.rpm == Some(0) || e.tpm == Some(0))
-        {
-            return Err(format!(
-                "endpoint `{}`: `rpm = 0` or `tpm = 0` would let nothing through: give at least 1, or leave it out for no limit",
-                e.base_url
-            ));
+        for e in &self.endpoints {
+            let wide = |v: u32| Some(i64::from(v));
+            crate::ranges::own_limits((
+                Some(i64::try_from(e.concurrency).unwrap_or(i64::MAX)),
+                e.rpm.and_then(wide),
+                e.tpm.and_then(wide),
+            ))
+            .map_err(|why| format!("endpoint `{}`: {why}", e.base_url))?;
         }
         Ok(())
     }

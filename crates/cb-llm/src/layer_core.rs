@@ -282,6 +282,31 @@ impl Reservation<'_> {
 }
 
 impl Core {
+    /// Holds `micro_usd` and `tokens` against the budget whatever is left, for a batch file
+    /// an earlier run wrote, which may be answered and billed whatever this run does (see
+    /// `batch_files`); gives nothing back until the file is collected.
+    pub(crate) fn hold_written(&self, file_id: &str, (micro_usd, tokens): (u64, u64)) {
+        let budget = &self.budget;
+        if budget
+            .files
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains_key(file_id)
+        {
+            return;
+        }
+        budget
+            .reserved_micro_usd
+            .fetch_add(micro_usd, Ordering::SeqCst);
+        budget.reserved_tokens.fetch_add(tokens, Ordering::SeqCst);
+        Reservation {
+            llm: self,
+            micro_usd,
+            tokens,
+        }
+        .hold_for(file_id);
+    }
+
     /// Gives back the reservation a batch file of this run held ([`Reservation::hold_for`]),
     /// once it is collected; nothing for a file of an earlier run.
     pub(crate) fn release_file(&self, file_id: &str) {

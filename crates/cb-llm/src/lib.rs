@@ -28,6 +28,7 @@ mod lookup;
 mod pool;
 pub mod pricing;
 pub mod progress;
+pub mod ranges;
 mod request;
 mod roster;
 mod rounds;

@@ -2,6 +2,7 @@
 
 use crate::config::{EndpointSpec, LlmConfig, PoolConfig};
 use crate::limiter::Limiter;
+use crate::ranges::{self, OwnLimits};
 
 /// The limits of one model against its endpoint: calls in flight, requests and tokens per
 /// minute. The one place the triple lives: flags, models and pool files and the layers all
@@ -29,7 +30,7 @@ impl Limits {
     }
 
     /// These limits where `own` (a model's or an endpoint's settings) leaves one out.
-    pub fn under(self, own: (Option<usize>, Option<u32>, Option<u32>)) -> Self {
+    pub fn under(self, own: OwnLimits) -> Self {
         Self {
             concurrency: own.0.unwrap_or(self.concurrency),
             rpm: own.1.or(self.rpm),
@@ -55,6 +56,12 @@ impl Limits {
             rpm: None,
             tpm: None,
         }
+    }
+
+    /// A model's or an endpoint's own limits as a file or flag writes them, each held to
+    /// its range ([`ranges::own_limits`]).
+    pub fn own(given: (Option<i64>, Option<i64>, Option<i64>)) -> Result<OwnLimits, String> {
+        ranges::own_limits(given)
     }
 
     pub(crate) fn limiter(self) -> Limiter {

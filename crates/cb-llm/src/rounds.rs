@@ -193,6 +193,30 @@ impl<R: Round> Rounds<R> {
     }
 }
 
+/// Held by a round's driver while it runs: when it ends before the queue said it may (the
+/// queue still marked `driving`), the calls queued are dropped (each caller gets
+/// [`LlmError::Lost`]) and the queue unmarked, so the next call starts a new driver. Its
+/// second field is set when the driver ended as the queue said.
+struct DriverEnded<'a, R>(&'a Rounds<R>, bool);
+
+impl<R> Drop for DriverEnded<'_, R> {
+    fn drop(&mut self) {
+        if self.1 {
+            // Ended as the queue said (another driver may run already).
+            return;
+        }
+        let mut q = self
+            .0
+            .queue
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if q.driving {
+            q.driving = false;
+            q.pending.clear();
+        }
+    }
+}
+
 impl Core {
     /// Queues a call that missed the cache and waits for its round.
     /// `key` and the body in the input line are the ones an online call in `form` would use.
@@ -248,6 +272,9 @@ impl Core {
 
     /// Runs rounds while calls are queued; ends when the queue stays empty.
     async fn drive<R: Round>(&self, rounds: &Rounds<R>) {
+        // A driver that ends any other way (a panic, its task dropped) says so to every call
+        // queued and lets the next call start a driver: else those calls wait forever.
+        let mut ended = DriverEnded(rounds, false);
         while let Some(mut pending) = rounds.next_round().await {
             // Calls whose callers are all gone (their items cancelled: the recipe stopped)
             // are sent nowhere.
@@ -276,6 +303,7 @@ impl Core {
             rounds.requeue(self.settle(taken, &mut errors));
             rounds.keep_errors_ahead(errors);
         }
+        ended.1 = true;
     }
 
     /// Calls queued while an earlier round learnt their error (from a file of an earlier
@@ -696,5 +724,34 @@ mod tests {
         // A line larger than the byte limit still goes, alone.
         assert_eq!(sizes(split(&lines, 100, 5)), [1; 10]);
         assert!(split(&[], 4, 1000).is_empty());
+    }
+
+    /// A driver that dies (here a panic, as a log line on a closed stderr once made one)
+    /// unmarks the queue, so the next call starts a driver instead of waiting forever; one
+    /// that ended as the queue said leaves the queue to the driver after it.
+    #[test]
+    fn a_driver_that_dies_lets_the_next_call_start_another() {
+        let rounds = |driving| Rounds {
+            queue: Mutex::new(Queue {
+                driving,
+                ..Queue::default()
+            }),
+            errors_ahead: Mutex::default(),
+            spool: Spool::new(),
+            transport: (),
+        };
+        let r = rounds(true);
+        let died = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _ended = DriverEnded(&r, false);
+            panic!("a driver's log line panicked");
+        }));
+        assert!(died.is_err());
+        assert!(!r.queue.lock().unwrap().driving, "the queue stayed marked");
+        let r = rounds(true);
+        drop(DriverEnded(&r, true));
+        assert!(
+            r.queue.lock().unwrap().driving,
+            "a later driver was unmarked"
+        );
     }
 }

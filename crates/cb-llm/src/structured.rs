@@ -17,6 +17,10 @@
 //! later build (another process) sends no probe. A remembered form that a server later
 //! refuses on a real call is stepped down and the call sent again in the next form.
 //!
+//! The probe is paid from the run's budget like any call: reserved before it is sent (a
+//! budget spent stops the run there, resumable), and refused with the call it is sent for
+//! when the budget could not pay for both.
+//!
 //! `--batch` and `--pool` send no probe. With `--batch` the form is the one remembered for
 //! the endpoint, else `json-schema` (the Batch API is OpenAI's, which enforces it); batch
 //! input lines carry the body and key of an online call in that form; a result line that
@@ -85,7 +89,7 @@ impl Core {
         }
         match self.config.structured {
             Structured::Fixed(f) => Ok(f),
-            Structured::Auto => self.detected_form(online).await,
+            Structured::Auto => self.detected_form(request, online).await,
         }
     }
 
@@ -107,7 +111,11 @@ impl Core {
         }
     }
 
-    async fn detected_form(&self, online: Option<&OpenAiHttp>) -> Result<Form, LlmError> {
+    async fn detected_form(
+        &self,
+        request: &ChatRequest,
+        online: Option<&OpenAiHttp>,
+    ) -> Result<Form, LlmError> {
         let state = &self.form;
         if let Some(f) = state.get() {
             return Ok(f);
@@ -126,6 +134,10 @@ impl Core {
             // Only online calls to one endpoint probe: a Batch API endpoint and an endpoint
             // pool start at `json-schema` (see the module text).
             (None, Some(http)) => {
+                // A budget that cannot pay for the probe and the call it is sent for would
+                // pay for the probe and stop: refused before either is sent.
+                let (probe, call) = (self.most_of(&probe_request()), self.most_of(request));
+                self.check_one_call(probe.0 + call.0, probe.1 + call.1)?;
                 let (f, how) = self.probe(http).await?;
                 tracing::info!(endpoint = %endpoint, model = %model, form = f.name(), how = %how, "structured output form found out");
                 if let Some(c) = &self.cache {
@@ -144,6 +156,8 @@ impl Core {
         let request = probe_request();
         let mut notes = Vec::new();
         for form in [Form::JsonSchema, Form::JsonObject] {
+            // The probe is a call like any other: the budget pays for it before it is sent.
+            let _reserved = self.reserve_call(&request)?;
             let body = request.body_as(&self.config.model, form);
             match self
                 .send(

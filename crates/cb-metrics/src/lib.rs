@@ -10,6 +10,9 @@
 //!   the decision-making style score (DMSS) and the style it implies, adaptivity and the FR
 //!   upper bound. The KRE equations did not survive in the paper text we have: each
 //!   function's documentation quotes the passage it is read from.
+//! - [`conflictbank`]: ConflictBank's correct, replaced and uncertain accuracy, memorization
+//!   ratio and option entropy, over the questions its filter keeps, rounded as its
+//!   `evaluate.py` (Python's and NumPy's rounding, NumPy's pairwise sums) to the last digit.
 //! - [`stats`]: mean and standard deviation over seeds, with the count.
 //! - [`bootstrap`]: 95 % percentile bootstrap intervals over items (seeded).
 //!
@@ -17,6 +20,7 @@
 
 pub mod bleu;
 pub mod bootstrap;
+pub mod conflictbank;
 pub mod kre;
 mod rate;
 pub mod recall;

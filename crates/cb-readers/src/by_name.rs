@@ -2,8 +2,8 @@
 //! one file or a list of files with the named reader.
 
 use crate::{
-    commonsenseqa, cos_e, ecqa, eventkg, jsonl, musique, resolve_inputs, squad, uj, util,
-    ReadError, ReaderOptions, Records, SourceRecord,
+    commonsenseqa, cos_e, ecqa, eventkg, json_array, jsonl, mquake, musique, popqa, resolve_inputs,
+    squad, uj, util, ReadError, ReaderOptions, Records, SourceRecord,
 };
 use std::path::{Path, PathBuf};
 
@@ -17,6 +17,8 @@ const READER_NAMES: &[&str] = &[
     "squad_v2",
     "musique",
     "uj",
+    "popqa",
+    "mquake",
 ];
 
 /// The names [`open`] accepts.
@@ -65,6 +67,11 @@ pub fn open(reader: &str, path: &Path, opts: &ReaderOptions) -> Result<Records, 
             util::json_lines(path, file, musique::Format)
         }
         "uj" => uj::open(path, file, opts),
+        "popqa" => {
+            util::no_options(reader, opts)?;
+            json_array::open(path, file, popqa::Format)
+        }
+        "mquake" => json_array::open(path, file, mquake::Format::from_options(opts)?),
         "eventkg" if path.is_dir() => {
             eventkg::open(&resolve_inputs(path, &["*.nq".to_string()])?, opts)
         }

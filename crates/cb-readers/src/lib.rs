@@ -14,11 +14,19 @@
 //! | `squad_v2`      | [`squad`]         | the official SQuAD v2.0 JSON document                    |
 //! | `musique`       | [`musique`]       | MuSiQue-Ans v1.0 JSONL                                   |
 //! | `uj`            | [`uj`]            | UJ-CS/Math/Phy: parallel `.src`/`.tgt` text, or JSONL    |
+//! | `popqa`         | [`popqa`]         | PopQA facts, a JSON array (lists written as text decoded) |
+//! | `mquake`        | [`mquake`]        | MQuAKE-CF / MQuAKE-T cases, a JSON array, read as facts  |
+//!
+//! The fact readers (`popqa`, `mquake`) give every record the same fact fields: `subject`,
+//! `subject_id`, `subject_aliases`, `relation`, `relation_id` (a Wikidata property),
+//! `object`, `object_id`, `object_aliases`, `question`, beside the source's own.
 //!
 //! # Streaming and errors
 //! Every reader streams: line-based files are read line by line through a `BufRead`, CSV
 //! record by record, and the SQuAD document is walked by a serde visitor on a thread that
-//! holds one paragraph at a time. Nothing loads a whole file.
+//! holds one paragraph at a time; JSON arrays (PopQA, MQuAKE) are walked the same way, one
+//! element at a time (their record errors' `line` is the element's 0-based index). Nothing
+//! loads a whole file.
 //!
 //! Errors come as items of the iterator ([`Records`]):
 //! - [`ReadError::Record`]: one record is malformed; the iterator goes on with the next one.
@@ -56,8 +64,12 @@ pub mod cos_e;
 pub mod ecqa;
 pub mod eventkg;
 mod inputs;
+mod json_array;
 pub mod jsonl;
+pub mod mquake;
 pub mod musique;
+pub mod popqa;
+mod pylit;
 mod records;
 pub mod squad;
 pub mod uj;

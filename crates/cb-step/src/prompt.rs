@@ -143,8 +143,10 @@ impl Prompt {
         })
     }
 
-    /// The template's own words: every part, examples included, with every `{{ ... }}` and
-    /// `{% ... %}` left out (what the prompt says, without the material it shows).
+    /// The template's own words: every part, examples included, with every `{{ ... }}`,
+    /// `{% ... %}` and `{# ... #}` left out (what the prompt says, without the material it
+    /// shows and without its comments, such as the `{# refuses: CODE #}` marks that tie a
+    /// sentence to the reject reason it states, never sent).
     pub fn instructions(&self) -> &str {
         &self.instructions
     }
@@ -192,6 +194,8 @@ fn own_words(system: &str, examples: &[(String, String)], user: &str) -> String 
                 "}}"
             } else if tail.starts_with("{%") {
                 "%}"
+            } else if tail.starts_with("{#") {
+                "#}"
             } else {
                 out.push_str(&rest[..=i]);
                 rest = &rest[i + 1..];

@@ -122,6 +122,16 @@ impl Registry {
         Ok((self.kind(&spec.kind)?.fields)(spec))
     }
 
+    /// Every parameter `kind` takes beside `kind` and `name` (none for an unknown kind).
+    pub fn params(&self, kind: &str) -> impl Iterator<Item = &'static params::Param> {
+        let found: &'static [&'static [params::Param]] = self
+            .kinds
+            .iter()
+            .find(|k| k.kind == kind)
+            .map_or(&[], |k| k.params);
+        found.iter().flat_map(|ps| ps.iter())
+    }
+
     /// The parameters of `kind`, as a table (`None` for an unknown kind).
     pub fn explain(&self, kind: &str) -> Option<String> {
         self.kind(kind)

@@ -165,6 +165,35 @@ impl AnswerEdit {
     }
 }
 
+/// The paragraph with `edited` put in place of every mention of the answer (`spans`) and
+/// the edits made; `None` when the paragraph has no mention (nothing of the edit's doing).
+/// The reason says what is wrong with the edit: its replacements do not apply
+/// (`bad_replacements`), or the edited paragraph still states the answer
+/// (`answer_not_replaced`).
+fn put_in_place(
+    paragraph: &str,
+    spans: &[(usize, usize)],
+    edited: &str,
+    ans: &Answer,
+) -> Result<Option<(String, Vec<cb_model::recall::Edit>)>, String> {
+    if spans.is_empty() {
+        return Ok(None);
+    }
+    let reps: Vec<(usize, usize, String)> = spans
+        .iter()
+        .map(|&(s, e)| (s, e, edited.to_owned()))
+        .collect();
+    let (context, edits) =
+        apply_replacements(paragraph, &reps).map_err(|m| format!("bad_replacements: {m}"))?;
+    if !answer_spans(ans, &context).is_empty() {
+        return Err(format!(
+            "answer_not_replaced: the edited context still states \"{}\"; the edited answer must not bring the answer back",
+            ans.text
+        ));
+    }
+    Ok(Some((context, edits)))
+}
+
 /// Whether `value` is written as a name: its first word, an article aside, starts with a
 /// capital letter ("the Battle of Hastings", "Rouen", "UN").
 fn is_name(value: &str) -> bool {
@@ -201,24 +230,22 @@ impl ModelBacked for AnswerEdit {
         };
         let answer = ans.text.clone();
         let a = model.ask(item, &answer, [("answer_kind", json!(ans.kind))], offline);
-        let edited = ask(ctx, item, a, |raw| self.validate(raw, &ans, &paragraph)).await?;
         let spans = answer_spans(&ans, &paragraph);
-        if spans.is_empty() {
+        // What the edit makes of the paragraph is judged with the answer, so that a refusal
+        // is asked again with its reason (`bad_replacements`, `answer_not_replaced`).
+        let (edited, placed) = ask(ctx, item, a, |raw| {
+            let edited = self.validate(raw, &ans, &paragraph)?;
+            let placed = put_in_place(&paragraph, &spans, &edited, &ans)?;
+            Ok((edited, placed))
+        })
+        .await?;
+        // No mention to put it in: the paragraph's, not the answer's fault.
+        let Some((context, edits)) = placed else {
             return Err(StepFailure::reject(
                 "answer_not_in_paragraph",
                 "the answer no longer occurs in the paragraph",
             ));
-        }
-        let reps: Vec<(usize, usize, String)> =
-            spans.iter().map(|&(s, e)| (s, e, edited.clone())).collect();
-        let (context, edits) = apply_replacements(&paragraph, &reps)
-            .map_err(|m| StepFailure::reject("bad_replacements", m))?;
-        if !answer_spans(&ans, &context).is_empty() {
-            return Err(StepFailure::reject(
-                "answer_not_replaced",
-                format!("the edited context still states \"{answer}\""),
-            ));
-        }
+        };
         if self.mode == Mode::Record {
             let key = &ans.key;
             let record: Vec<KvItem> = kv(item)?

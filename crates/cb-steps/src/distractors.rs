@@ -2,7 +2,7 @@
 //! answer's form; one of them becomes the negative answer.
 
 use crate::prelude::*;
-use crate::reading::{usable_aliases, GoldenAnswers};
+use crate::reading::{another_form, usable_aliases, GoldenAnswers};
 use cb_model::{item_rng, letter, text};
 use rand::seq::SliceRandom;
 use rand::Rng;
@@ -23,14 +23,17 @@ pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepErro
 /// not already stand in the golden context: the rewrite puts the negative answer in the
 /// answer's place, and one already there in another role would make the passage say it
 /// twice, as MuSiQue's "614", Columbus's area code, made Cincinnati's. When all three stand
-/// there the item is rejected, `negative_in_context`).
+/// there the answer is refused, `negative_in_context`, and asked again with that reason).
 ///
 /// Validation: a JSON object `{"options": [...]}` with exactly three non-empty options,
 /// distinct after normalisation, none equal to the answer, one of its forms (`aliases`) or
-/// another answer the dataset accepts (`other_answers`), and none holding the answer or a
-/// form of it, or held by one, as whole words ("Western Europe" or "Europe" for "Europe":
-/// not wrong; so a shorter span of the answer is never an option even where the recipe's
-/// `aliases` leave it out, as SQuAD's does with "tidal" for "tidal delta"). The prompt sees the forms as `aliases` and the other answers as
+/// another answer the dataset accepts (`other_answers`), and none the answer or a form of it
+/// in another form ([`crate::reading::another_form`]: holding it or held by it, as whole
+/// words, "Western Europe" or "Europe" for "Europe", or inside a word of three letters or
+/// more, "Nederrijn" for "Rijn"; or on the same stem, "west" for "westward", "Germany" for
+/// "German"), so a shorter span of the answer is never an option even where the recipe's
+/// `aliases` leave it out, as SQuAD's does with "tidal" for "tidal delta"; and not every
+/// option already in the passage (`negative_in_context`). The prompt states each rule; the prompt sees the forms as `aliases` and the other answers as
 /// `other_answers`; an item with other answers carries the note `answers_disagree` in its
 /// row's `warnings` column (the dataset's annotators answered differently: the question may
 /// have two answers).
@@ -39,7 +42,9 @@ pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepErro
 /// 15, a decade by 10 to 50, other numbers within about a third of their value), keeping the
 /// words around it; otherwise three other golden answers of the recipe with the same shape
 /// (digits or not, capitalised or not, word count) are drawn from the [`GoldenAnswers`] of
-/// the build, leaving out answers that the question itself names.
+/// the build, leaving out answers that the question itself names; a drawn answer that is the
+/// golden one in another form is passed over for the next (the draw itself is made as
+/// before that rule, so only the rows where one came up changed).
 #[derive(Debug)]
 pub struct Distractors;
 
@@ -78,21 +83,13 @@ impl ModelBacked for Distractors {
             ],
             offline,
         );
-        let options = ask(ctx, item, a, |raw| validate_options(raw, &taken)).await?;
-        let golden = item.require(fields::GOLDEN_CONTEXT)?;
-        // Options already in the passage stay options, never the negative answer.
-        let eligible: Vec<usize> = (0..options.len())
-            .filter(|&i| !text::contains_phrase(golden, &options[i]))
-            .collect();
-        if eligible.is_empty() {
-            return Err(StepFailure::reject(
-                "negative_in_context",
-                format!(
-                    "every option already stands in the golden context ({}): none can be the negative answer",
-                    options.join(", ")
-                ),
-            ));
-        }
+        let golden = item.require(fields::GOLDEN_CONTEXT)?.to_owned();
+        let (options, eligible) = ask(ctx, item, a, |raw| {
+            let options = validate_options(raw, &taken)?;
+            let eligible = eligible(&options, &golden)?;
+            Ok((options, eligible))
+        })
+        .await?;
         if !others.is_empty() {
             note_disagreement(item, &answer, &others);
         }
@@ -119,9 +116,9 @@ impl ModelBacked for Distractors {
     }
 }
 
-/// The answers an option may not be: the answer and its forms (neither equal, nor holding
-/// one, nor held by one, as whole words) and the other answers the dataset accepts (not
-/// equal).
+/// The answers an option may not be: the answer and its forms (neither equal, nor the same
+/// answer in another form, [`crate::reading::another_form`]) and the other answers the
+/// dataset accepts (not equal).
 #[derive(Debug)]
 pub struct Taken {
     golden: Vec<String>,
@@ -139,6 +136,18 @@ impl Taken {
         }
     }
 
+    /// Whether `option` equals, holds or is held by the answer or a form of it as whole
+    /// words, or is another accepted answer (what the offline draw leaves out before it
+    /// shuffles; [`Taken::refuses`] says more).
+    fn holds_as_words(&self, option: &str) -> bool {
+        let n = text::normalize(option);
+        self.golden.iter().any(|g| {
+            text::normalize(g) == n
+                || text::contains_phrase(option, g)
+                || text::contains_phrase(g, option)
+        }) || self.others.iter().any(|o| text::normalize(o) == n)
+    }
+
     /// Why `option` cannot be an option (the reason's text after `bad_options: `), if so.
     fn refuses(&self, option: &str) -> Option<String> {
         let n = text::normalize(option);
@@ -146,15 +155,8 @@ impl Taken {
             if text::normalize(g) == n {
                 return Some(format!("\"{option}\" is the correct answer"));
             }
-            if text::contains_phrase(option, g) {
-                return Some(format!(
-                    "\"{option}\" holds the correct answer \"{g}\": it is not wrong"
-                ));
-            }
-            if text::contains_phrase(g, option) {
-                return Some(format!(
-                    "\"{option}\" is part of the correct answer \"{g}\": it is not wrong"
-                ));
+            if let Some(why) = another_form(option, g) {
+                return Some(format!("{why}: it is not wrong"));
             }
         }
         self.others
@@ -162,6 +164,26 @@ impl Taken {
             .find(|o| text::normalize(o) == n)
             .map(|_| format!("\"{option}\" is an answer the dataset accepts"))
     }
+}
+
+/// The options that may be the negative answer: those the golden passage does not already
+/// name (options already in the passage stay options, never the negative answer). None is a
+/// refusal of the writer's answer (`negative_in_context`), asked again with its reason.
+fn eligible(options: &[String], golden: &str) -> Result<Vec<usize>, String> {
+    let eligible: Vec<usize> = (0..options.len())
+        .filter(|&i| !text::contains_phrase(golden, &options[i]))
+        .collect();
+    if eligible.is_empty() {
+        return Err(format!(
+            "negative_in_context: every option already stands in the passage ({}): at least one option must be something the passage does not name",
+            options
+                .iter()
+                .map(|o| format!("\"{o}\""))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    Ok(eligible)
 }
 
 /// Records on the item that its dataset accepts answers that are not forms of `answer`.
@@ -233,7 +255,11 @@ pub fn offline_options(
     let shape = Shape::of(answer);
     let mut tiers: [Vec<&String>; 4] = Default::default();
     for p in pool {
-        if taken.refuses(p).is_some() || text::contains_phrase(question, p) {
+        // The draw is made among the answers that do not hold the golden ones as whole words
+        // (the rule the released offline files were drawn with); a drawn answer that is the
+        // golden one in another form ("west" for "westward") is passed over by `push`, so
+        // that only the rows where one came up change.
+        if taken.holds_as_words(p) || text::contains_phrase(question, p) {
             continue;
         }
         let s = Shape::of(p);

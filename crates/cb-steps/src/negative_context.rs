@@ -11,7 +11,7 @@ use serde_json::json;
 /// The parameters of its own (besides the model's).
 pub const PARAMS: &[Param] = &[Param {
     key: "min_similarity",
-    ty: ParamType::Number,
+    ty: ParamType::Number(Range::real(0.0, 1.0)),
     default: "0.6",
     meaning:
         "Least token similarity (2 x LCS / total length) of the rewritten passage to the original.",

@@ -21,7 +21,7 @@ pub const PARAMS: &[Param] = &[
     },
     Param {
         key: "max_words",
-        ty: ParamType::Integer,
+        ty: ParamType::Integer(Range::whole(1, 10_000)),
         default: "80",
         meaning: "Longest explanation, in words.",
     },
@@ -282,7 +282,14 @@ impl ModelBacked for NegativeExplanation {
         // The offline rule fills the question in by design; only a model's answer is held to
         // adding something beyond the question.
         let offline_text = offline.clone();
-        let a = model.ask(item, &answer, [("options", options)], offline);
+        // The prompt states the length limit it is held to.
+        let limit = json!(self.max_words);
+        let a = model.ask(
+            item,
+            &answer,
+            [("options", options), ("max_words", limit)],
+            offline,
+        );
         let (premise, question) = (
             item.get_text(fields::PREMISE).unwrap_or("").to_owned(),
             item.require(fields::QUESTION)?.to_owned(),

@@ -1,15 +1,51 @@
-//! KRE commonsense (MRC with a negative answer): the negative answer is a seeded pick among
-//! the dataset's wrong options. No model.
+//! KRE commonsense (MRC with a negative answer): the negative answer, one of the dataset's
+//! wrong options: the one a model judges most believable without the context (`how =
+//! "believable"`, the default), or KRE's seeded pick (`how = "random"`, what the recipes
+//! that regenerate the released files keep).
 
 use crate::prelude::*;
 use cb_model::{item_rng, letter, letter_index, text};
+use cb_step::params::MODEL_PARAMS;
 use rand::Rng;
+use serde_json::{json, Value};
 
-/// The step table's constructor.
-pub fn build(spec: &StepSpec, _prompts: &Files) -> Result<Box<dyn Step>, StepError> {
-    Ok(Box::new(PickNegative {
-        name: spec.name().to_owned(),
-    }))
+/// The parameters of its own (besides the model's, which only `how = "believable"` takes).
+pub const PARAMS: &[Param] = &[Param {
+    key: "how",
+    ty: ParamType::Text,
+    default: "\"believable\"",
+    meaning: "\"believable\": the model picks the wrong option most believable without the context, or refuses the row (`no_believable_negative`); offline, the seeded pick stands, noted `random_pick`. \"random\": KRE's seeded pick among the wrong options (no model).",
+}];
+
+/// The prompt the believable pick asks by default.
+pub const BELIEVABLE_PROMPT: &str = "kre/believable_negative.md";
+
+/// The step table's constructor: KRE's seeded pick (`how = "random"`, a rule step that takes
+/// no model parameter) or the believable pick (`how = "believable"`, a model step).
+pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepError> {
+    let name = spec.name().to_owned();
+    match spec.str("how").as_deref() {
+        None | Some("believable") => {
+            let model = ModelStep::new(spec, prompts, Some(BELIEVABLE_PROMPT), 40)?
+                .with_schema(schema::object(&[("option", schema::string())]));
+            Ok(Model::boxed(model, Believable))
+        }
+        Some("random") => {
+            if let Some(p) = MODEL_PARAMS
+                .iter()
+                .find(|p| spec.params.contains_key(p.key))
+            {
+                return Err(StepError::Config(format!(
+                    "step {name}: `{}` applies only to a model's pick, and `how = \"random\"` asks none: remove it, or set `how = \"believable\"`",
+                    p.key
+                )));
+            }
+            Ok(Box::new(PickNegative { name }))
+        }
+        Some(other) => Err(StepError::Config(format!(
+            "step {name}: unknown `how = {other:?}`; known: \"believable\", \"random\""
+        ))),
+    }
 }
 
 /// Picks the negative answer uniformly among the wrong choices (those that are not the
@@ -43,6 +79,26 @@ impl Step for PickNegative {
 
 impl PickNegative {
     fn apply(&self, item: &mut Item, ctx: &StepCtx<'_>) -> Result<(), StepFailure> {
+        let c = Candidates::of(item)?;
+        let pick = c.seeded(ctx, item);
+        c.choose(item, pick);
+        Ok(())
+    }
+}
+
+/// The wrong choices an item's negative answer may be, as both picks see them.
+struct Candidates {
+    choices: Vec<String>,
+    answer: usize,
+    golden_context: String,
+    /// Every wrong choice, each with its flaw (`code: detail`), if any.
+    wrong: Vec<(usize, Option<String>)>,
+    /// The choices to pick from: the sound ones, or every wrong one when none is sound.
+    from: Vec<usize>,
+}
+
+impl Candidates {
+    fn of(item: &Item) -> Result<Self, StepFailure> {
         let choices = item.require_texts(fields::CHOICES)?;
         let answer = letter_index(item.require(fields::ANSWER)?)
             .ok_or_else(|| StepFailure::reject("bad_answer", "answer is not a letter"))?;
@@ -62,25 +118,44 @@ impl PickNegative {
             .get_text(fields::GOLDEN_CONTEXT)
             .unwrap_or("")
             .to_owned();
-        let flaws: Vec<Option<String>> = wrong
-            .iter()
-            .map(|&i| flaw(&choices[i], &choices[answer], &golden_context))
+        let wrong: Vec<(usize, Option<String>)> = wrong
+            .into_iter()
+            .map(|i| (i, flaw(&choices[i], &choices[answer], &golden_context)))
             .collect();
         let sound: Vec<usize> = wrong
             .iter()
-            .zip(&flaws)
             .filter(|(_, f)| f.is_none())
-            .map(|(&i, _)| i)
+            .map(|(i, _)| *i)
             .collect();
-        let from = if sound.is_empty() { &wrong } else { &sound };
+        let from = if sound.is_empty() {
+            wrong.iter().map(|(i, _)| *i).collect()
+        } else {
+            sound
+        };
+        Ok(Candidates {
+            choices,
+            answer,
+            golden_context,
+            wrong,
+            from,
+        })
+    }
+
+    /// KRE's seeded pick among [`Self::from`] (purpose `negative_answer`).
+    fn seeded(&self, ctx: &StepCtx<'_>, item: &Item) -> usize {
         let mut rng = item_rng(ctx.seed, ctx.recipe, &item.id, "negative_answer");
-        let pick = from[rng.random_range(0..from.len())];
-        if sound.is_empty() {
-            let why = wrong
-                .iter()
-                .position(|&i| i == pick)
-                .and_then(|k| flaws[k].clone())
-                .expect("every wrong choice has a flaw");
+        self.from[rng.random_range(0..self.from.len())]
+    }
+
+    /// Writes choice `pick` as the negative answer, with the notes it calls for: its flaw
+    /// when no sound choice was left, and a golden context off the question.
+    fn choose(&self, item: &mut Item, pick: usize) {
+        let flaw = self
+            .wrong
+            .iter()
+            .find(|(i, _)| *i == pick)
+            .and_then(|(_, f)| f.clone());
+        if let (Some(why), true) = (flaw, self.from.iter().all(|&i| self.flawed(i))) {
             let mut notes = item.texts(fields::WARNINGS);
             notes.push(format!(
                 "{why}; no other wrong choice is left, and KRE's options are the dataset's"
@@ -88,17 +163,97 @@ impl PickNegative {
             item.set(fields::WARNINGS, notes);
         }
         let question = item.get_text(fields::QUESTION).unwrap_or("").to_owned();
-        if off_question(&golden_context, &format!("{question} {}", choices[answer])) {
+        let asked = format!("{question} {}", self.choices[self.answer]);
+        if off_question(&self.golden_context, &asked) {
             let mut notes = item.texts(fields::WARNINGS);
             notes.push(format!(
                 "golden_unrelated: the golden context (\"{}\") shares no content word with the question or the golden answer; its control measures what the reader knows more than how it reads",
-                golden_context.trim()
+                self.golden_context.trim()
             ));
             item.set(fields::WARNINGS, notes);
         }
         item.set(fields::CANDIDATE, letter(pick));
-        item.set(fields::NEGATIVE_ANSWER, choices[pick].clone());
+        item.set(fields::NEGATIVE_ANSWER, self.choices[pick].clone());
+    }
+
+    fn flawed(&self, i: usize) -> bool {
+        self.wrong.iter().any(|(j, f)| *j == i && f.is_some())
+    }
+}
+
+/// The believable pick: the model is shown the question, the golden answer and the wrong
+/// choices `Candidates` leaves (`options`, lettered as in the item), and names the one a
+/// careful reader who does not know the answer would find most believable without the
+/// context, or `"none"` when none can be argued for believably: the row is then refused
+/// (`no_believable_negative`), not forced. Its answer is `{"option": "C"}` (`bad_choice`
+/// when it names no listed letter, nor "none"). Offline, or in a dry run, no model judges:
+/// the seeded pick stands and the row says so in its `warnings` column (`random_pick`).
+#[derive(Debug)]
+pub struct Believable;
+
+impl ModelBacked for Believable {
+    async fn apply<'a>(
+        &'a self,
+        model: &'a ModelStep,
+        item: &'a mut Item,
+        ctx: &'a StepCtx<'_>,
+    ) -> Result<(), StepFailure> {
+        let c = Candidates::of(item)?;
+        let seeded = c.seeded(ctx, item);
+        let rule = ctx.needs_rule_answer();
+        let offline = if rule {
+            json!({ "option": letter(seeded) }).to_string()
+        } else {
+            String::new()
+        };
+        let options: Vec<String> = c
+            .from
+            .iter()
+            .map(|&i| format!("{}. {}", letter(i), c.choices[i]))
+            .collect();
+        let answer = c.choices[c.answer].clone();
+        let a = model.ask(item, &answer, [("options", json!(options))], offline);
+        let picked = ask(ctx, item, a, |raw| read_choice(raw, &c.from)).await?;
+        let Some(pick) = picked else {
+            return Err(StepFailure::reject(
+                "no_believable_negative",
+                format!(
+                    "the model judged that no wrong option ({}) can be argued for believably without the context",
+                    c.from.iter().map(|&i| format!("\"{}\"", c.choices[i])).collect::<Vec<_>>().join(", ")
+                ),
+            ));
+        };
+        if rule {
+            let mut notes = item.texts(fields::WARNINGS);
+            notes.push("random_pick: no model judged which wrong option is most believable (an offline build); the negative answer is KRE's seeded pick, as with `how = \"random\"`".to_owned());
+            item.set(fields::WARNINGS, notes);
+        }
+        c.choose(item, pick);
         Ok(())
+    }
+}
+
+/// The believable pick's answer: the index of the letter it names among `from`, or `None`
+/// for "none"; the reason says what is wrong.
+fn read_choice(raw: &str, from: &[usize]) -> Result<Option<usize>, String> {
+    let v = extract_json(raw).ok_or("bad_json: the answer holds no JSON object")?;
+    let said = v
+        .get("option")
+        .and_then(Value::as_str)
+        .ok_or(r#"bad_json: expected {"option": "<letter or none>"}"#)?
+        .trim()
+        .trim_end_matches(['.', ')'])
+        .trim();
+    if said.eq_ignore_ascii_case("none") {
+        return Ok(None);
+    }
+    let letters: Vec<String> = from.iter().map(|&i| letter(i)).collect();
+    match letter_index(&said.to_ascii_uppercase()) {
+        Some(i) if from.contains(&i) && said.len() == 1 => Ok(Some(i)),
+        _ => Err(format!(
+            "bad_choice: \"{said}\" is not one of the letters listed ({}) nor the word none",
+            letters.join(", ")
+        )),
     }
 }
 

@@ -1,7 +1,8 @@
 //! The answer schemas of the steps and the reason codes of their rejects.
 //!
-//! This module holds no code: it is the one list a reader of `rejects.jsonl` (or of a row's
-//! `warnings`) looks a code up in. A reject's reason code is the text before the first `:` of
+//! This module holds no logic: it is the one list a reader of `rejects.jsonl` (or of a row's
+//! `warnings`) looks a code up in, and the table of the rules each writer's prompt states
+//! ([`WRITER_RULES`]). A reject's reason code is the text before the first `:` of
 //! its reason; codes are stable across versions.
 //!
 //! # Schemas
@@ -34,7 +35,7 @@
 //! | code | step(s) | meaning |
 //! |---|---|---|
 //! | `bad_json` | `distractors`, `qa`, `answer_edit`, `nonanswer_edit` | the answer is not the JSON the schema asks for |
-//! | `bad_options` | `distractors` | the three options are unusable (equal to the answer, one of its forms or another accepted answer, holding the answer or held by it, equal to each other, wrong format) |
+//! | `bad_options` | `distractors` | the three options are unusable (equal to the answer, one of its forms or another accepted answer, the answer in another form: holding it or held by it, as whole words or inside a word of three letters or more, or the same stem, `reading::another_form`; equal to each other, wrong format) |
 //! | `bad_key`, `bad_question`, `answer_in_question`, `not_verbatim` | `qa` | the question, or the record key it asks about, breaks the paper's rules |
 //! | `bad_answer` | `qa`, `pick_negative`, `reader_check` | the answer is not a usable value (not a record value, the event's name, the term itself, not a letter) |
 //! | `not_in_paragraph` | `qa`, `nonanswer_edit` | the answer or an edited word is not in the paragraph |
@@ -48,14 +49,16 @@
 //! | `bad_replacements` | `answer_edit`, `nonanswer_edit` (both grains) | the replacements do not apply to the text |
 //! | `no_donor_sentence` | `insert_sentence` | no sentence of another term to insert |
 //! | `restates_negative` | `negative_context`, `negative_explanation` | adds no content word to the negative answer |
-//! | `states_golden` | `negative_context`, `negative_explanation` | states the golden answer (in either number) beyond the premise and question it copies; `negative_context` also: where the golden answer is a list ("X and Y", "X, Y and Z", "X or Y", "X & Y", "X; Y"), still names one of its parts that the question and the negative answer do not (`cb_quality::named_parts`: parts without a content word, one-word parts the golden passage also names on its own, and answers it quotes whole, titles, are left alone). Measured on the SQuAD and MuSiQue files at hand (answerable questions): lists are 3 of 96 answers (shared Normans sample), 20 of 197 (a SQuAD v2.0 dev excerpt, the article on computational complexity theory) and 2 of 24 (another excerpt), none of MuSiQue's 60 + 40 + 16; the offline rewrite trips it on 1 golden context, the excerpt's "analysis of algorithms and computability theory" (190 SQuAD rows instead of 191 there, nothing else changed) |
+//! | `states_golden` | `negative_context`, `negative_explanation` | states the golden answer (in either number) beyond the premise and question it copies, as whole words wherever they stand: "closing time" states "time", and a rewrite that keeps "Kromme Rijn" states "Rijn" (a look-alike cannot be told from a mention by its words, and a reader sees the answer's words either way; both prompts say so); `negative_context` also: where the golden answer is a list ("X and Y", "X, Y and Z", "X or Y", "X & Y", "X; Y"), still names one of its parts that the question and the negative answer do not (`cb_quality::named_parts`: parts without a content word, one-word parts the golden passage also names on its own, and answers it quotes whole, titles, are left alone). Measured on the SQuAD and MuSiQue files at hand (answerable questions): lists are 3 of 96 answers (shared Normans sample), 20 of 197 (a SQuAD v2.0 dev excerpt, the article on computational complexity theory) and 2 of 24 (another excerpt), none of MuSiQue's 60 + 40 + 16; the offline rewrite trips it on 1 golden context, the excerpt's "analysis of algorithms and computability theory" (190 SQuAD rows instead of 191 there, nothing else changed) |
 //! | `supports_golden` | `negative_explanation` | argues for the golden answer (its content words at least as often as the negative's) |
 //! | `denies_negative` | `negative_explanation` | says the negative answer "would not" hold or is "not the cause" |
 //! | `no_mention` | `negative_context`, `negative_explanation` | never names the negative answer |
 //! | `empty` | prose steps | the answer is empty |
 //! | `no_answer` | `distractors` | the item has no answer to build options around |
 //! | `no_wrong_choice` | `pick_negative` | the item has no wrong option to pick |
-//! | `negative_in_context` | `distractors` | every option already stands in the golden context: none can be the negative answer without the rewrite naming it twice |
+//! | `bad_choice` | `pick_negative` (`how = "believable"`) | the model named no letter of the wrong options listed, nor "none" |
+//! | `no_believable_negative` | `pick_negative` (`how = "believable"`) | the model judged that no wrong option can be argued for believably without the context (e-CARE's one wrong hypothesis is often absurd): the row is refused, not forced |
+//! | `negative_in_context` | `distractors` | every option already stands in the golden context: none can be the negative answer without the rewrite naming it twice (asked again with the reason, like every refusal of a writer's answer) |
 //! | `reader_disagrees` | `reader_check` | the reader did not pick the intended answer from the generated context (with `none_option`: or found no answer in it) |
 //! | `reader_wrong_kind` | `reader_check` (RECALL, `kind_check`) | the reader judged the edited answer another kind of thing than the answer |
 //! | `reader_contradiction` | `reader_check` (`coherence_check`) | the reader judged that the edited context contradicts itself (RECALL: the non-answer-edited context; KRE: the negative context) |
@@ -75,6 +78,7 @@
 //! | `negative_in_context` | `pick_negative` | the only wrong choices left already stand in the golden context; KRE's options are the dataset's, so the pick stands |
 //! | `negative_overlaps_answer` | `pick_negative` | the only wrong choices left hold the golden answer or are held by it ("the flowers withered" against "because there was no sunshine, the flowers withered") |
 //! | `golden_unrelated` | `pick_negative` | the golden context shares no content word with the question or the golden answer (CoS-E's "Rivers flow trough valleys."): its control measures what the reader knows |
+//! | `random_pick` | `pick_negative` (`how = "believable"`) | no model judged which wrong option is most believable (an offline build): the negative answer is KRE's seeded pick |
 //!
 //! `pick_negative` passes over a wrong choice that stands in the golden context or overlaps
 //! the golden answer while another is left; `distractors` never makes such an option the
@@ -97,3 +101,371 @@
 //! stable codes: `kre_negative_context_echo`, `kre_negative_context_restates`,
 //! `kre_negative_context_language`, `kre_negative_context_supports_golden`,
 //! `kre_negative_context_denies`, `qa_context_echo`, `qa_edited_context_language`.
+
+/// The codes every writer's answer can get before its step's own rules
+/// (`cb_step::ask::common_checks` and the length limit): every writer's prompt states them.
+pub const COMMON_WRITER_RULES: &[&str] = &["truncated", "prompt_echo", "other_language"];
+
+/// The rules that can refuse a writer's answer, prompt by prompt: `(bundled prompt, step
+/// kind, the step's own codes that prompt's answers can get)`. Each code, and each of
+/// [`COMMON_WRITER_RULES`], is stated in the prompt by a sentence marked `{# refuses: CODE
+/// #}` (a template comment: never sent, left out of what the echo check compares). A refusal
+/// of any of them is asked again with its reason (`on_invalid`), since every one is decided
+/// inside the step's validator. The unit test below holds the table to the steps' sources and
+/// to the prompts.
+pub const WRITER_RULES: &[(&str, &str, &[&str])] = &[
+    (
+        "kre/believable_negative.md",
+        "pick_negative",
+        &["bad_json", "bad_choice", "no_believable_negative"],
+    ),
+    (
+        "kre/negative_explanation_choice.md",
+        "negative_explanation",
+        EXPLANATION,
+    ),
+    (
+        "kre/negative_explanation_causal.md",
+        "negative_explanation",
+        EXPLANATION,
+    ),
+    (
+        "kre/distractors.md",
+        "distractors",
+        &["bad_json", "bad_options", "negative_in_context"],
+    ),
+    (
+        "kre/rewrite_context.md",
+        "negative_context",
+        &[
+            "empty",
+            "refusal",
+            "restates_negative",
+            "no_mention",
+            "states_golden",
+            "too_different",
+        ],
+    ),
+    (
+        "recall/paraphrase_record.md",
+        "paraphrase",
+        &["empty", "refusal", "missing_values"],
+    ),
+    (
+        "recall/paraphrase_text.md",
+        "paraphrase",
+        &["empty", "refusal", "no_term", "too_long"],
+    ),
+    (
+        "recall/qa_record.md",
+        "qa",
+        &[
+            "bad_json",
+            "bad_question",
+            "bad_key",
+            "bad_answer",
+            "not_in_paragraph",
+            "answer_in_question",
+        ],
+    ),
+    (
+        "recall/qa_text.md",
+        "qa",
+        &[
+            "bad_json",
+            "bad_question",
+            "too_long",
+            "bad_answer",
+            "not_verbatim",
+            "answer_in_question",
+        ],
+    ),
+    (
+        "recall/edit_answer_record.md",
+        "answer_edit",
+        &[
+            "bad_json",
+            "refusal",
+            "unchanged",
+            "already_in_context",
+            "contains_answer",
+            "wrong_kind",
+            "bad_replacements",
+            "answer_not_replaced",
+        ],
+    ),
+    (
+        "recall/edit_answer_text.md",
+        "answer_edit",
+        &[
+            "bad_json",
+            "refusal",
+            "unchanged",
+            "already_in_context",
+            "contains_answer",
+            "too_long",
+            "bad_replacements",
+            "answer_not_replaced",
+        ],
+    ),
+    (
+        "recall/edit_nonanswer_record.md",
+        "nonanswer_edit",
+        &[
+            "bad_json",
+            "bad_replacements",
+            "unchanged",
+            "not_in_paragraph",
+            "answer_modified",
+            "name_modified",
+        ],
+    ),
+    (
+        "recall/edit_nonanswer_text.md",
+        "nonanswer_edit",
+        &[
+            "bad_json",
+            "bad_replacements",
+            "unchanged",
+            "not_in_paragraph",
+            "answer_modified",
+            "name_modified",
+            "overlapping_edits",
+        ],
+    ),
+];
+
+/// `negative_explanation`'s codes (both prompts).
+const EXPLANATION: &[&str] = &[
+    "empty",
+    "refusal",
+    "denies_negative",
+    "too_long",
+    "states_golden",
+    "supports_golden",
+    "restates_negative",
+    "restates_question",
+    "no_mention",
+];
+
+/// The codes a writer step's module writes that judge no answer of the writer: the data's
+/// (an item without an answer, a paragraph without the answer) and the notes of a row's
+/// `warnings` column.
+pub const NOT_WRITER_CODES: &[(&str, &[&str])] = &[
+    (
+        "pick_negative",
+        &[
+            "bad_answer",
+            "no_wrong_choice",
+            "negative_in_context",
+            "negative_overlaps_answer",
+            "golden_unrelated",
+            "random_pick",
+        ],
+    ),
+    ("distractors", &["no_answer", "answers_disagree"]),
+    ("paraphrase", &["no_record"]),
+    ("answer_edit", &["answer_not_in_paragraph"]),
+    ("nonanswer_edit", &["nothing_to_edit"]),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+    use std::path::{Path, PathBuf};
+
+    fn crate_dir() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
+    }
+
+    /// The sources of a writer step (what its reject reasons are written in).
+    fn sources(kind: &str) -> &'static [&'static str] {
+        match kind {
+            "pick_negative" => &["pick_negative.rs"],
+            "negative_explanation" => &["negative_explanation.rs"],
+            "distractors" => &["distractors.rs", "reading.rs"],
+            "negative_context" => &["negative_context.rs"],
+            "paraphrase" => &["paraphrase.rs"],
+            "qa" => &["qa.rs"],
+            "answer_edit" => &["answer_edit.rs"],
+            "nonanswer_edit" => &["nonanswer_edit/mod.rs"],
+            other => panic!("no sources listed for writer step {other}"),
+        }
+    }
+
+    /// The reason codes a source writes outside its tests and comments: string literals that
+    /// open with `code: ` and the first argument of `StepFailure::reject("code", ...)`.
+    fn codes_written(source: &str) -> BTreeSet<String> {
+        let code_part = source.split("#[cfg(test)]").next().unwrap_or("");
+        let text: String = code_part
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("//"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let mut out = BTreeSet::new();
+        let word = |s: &str| -> Option<String> {
+            let w: String = s
+                .chars()
+                .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+                .collect();
+            (!w.is_empty()).then_some(w)
+        };
+        for (i, _) in text.match_indices('"') {
+            let rest = &text[i + 1..];
+            if let Some(w) = word(rest) {
+                if rest[w.len()..].starts_with(": ") {
+                    out.insert(w);
+                }
+            }
+        }
+        for (i, _) in text.match_indices("reject(") {
+            let rest = text[i + "reject(".len()..].trim_start();
+            if let Some(w) = rest.strip_prefix('"').and_then(word) {
+                out.insert(w);
+            }
+        }
+        out
+    }
+
+    /// The `{# refuses: CODE #}` marks of a template part, each with the number of words of
+    /// the sentence it marks (the text after it on its line, up to the next mark).
+    fn marks(part: &str) -> Vec<(String, usize)> {
+        let mut out = Vec::new();
+        for line in part.lines() {
+            let mut rest = line;
+            let mut open: Vec<String> = Vec::new();
+            while let Some(i) = rest.find("{#") {
+                let Some(j) = rest[i..].find("#}") else { break };
+                if let Some(code) = rest[i + 2..i + j].trim().strip_prefix("refuses:") {
+                    open.push(code.trim().to_owned());
+                }
+                rest = &rest[i + j + 2..];
+                let sentence = &rest[..rest.find("{#").unwrap_or(rest.len())];
+                let words = sentence.split_whitespace().count();
+                if words > 0 {
+                    out.extend(open.drain(..).map(|c| (c, words)));
+                }
+            }
+            out.extend(open.into_iter().map(|c| (c, 0)));
+        }
+        out
+    }
+
+    /// Every rule that can refuse a writer's answer is stated in that writer's prompt: each
+    /// code of [`WRITER_RULES`] and [`COMMON_WRITER_RULES`] marks a sentence of the prompt's
+    /// system or user part (worked examples are sent as they are written, so they carry no
+    /// mark), and no mark names a code the step does not write.
+    #[test]
+    fn every_rule_that_can_refuse_a_writer_is_stated_in_its_prompt() {
+        let prompts = crate_dir().join("../../prompts");
+        for (name, kind, codes) in WRITER_RULES {
+            let text = std::fs::read_to_string(prompts.join(name)).unwrap();
+            let p = cb_step::Prompt::parse(name, &text).unwrap();
+            for (q, a) in &p.examples {
+                assert!(
+                    marks(q).is_empty() && marks(a).is_empty(),
+                    "{name}: a mark in an example"
+                );
+            }
+            let found = marks(&format!("{}\n{}", p.system, p.user));
+            let want: BTreeSet<&str> = codes.iter().chain(COMMON_WRITER_RULES).copied().collect();
+            for code in &want {
+                let best = found
+                    .iter()
+                    .filter(|(c, _)| c == code)
+                    .map(|(_, n)| *n)
+                    .max();
+                assert!(
+                    best.is_some_and(|n| n >= 5),
+                    "{name} ({kind}): no sentence of at least five words states the rule `{code}` (mark it `{{# refuses: {code} #}}`)"
+                );
+            }
+            for (code, _) in &found {
+                assert!(
+                    want.contains(code.as_str()),
+                    "{name}: `{code}` is no rule of {kind}"
+                );
+            }
+            // The marks are comments: never sent, and no words of ours the echo check holds
+            // an answer to.
+            assert!(!p.instructions().contains("refuses"), "{name}");
+            let sent = cb_step::template::environment()
+                .render_str(&p.system, minijinja::Value::from(()))
+                .unwrap_or_default();
+            assert!(!sent.contains("refuses"), "{name}: {sent}");
+        }
+    }
+
+    /// The table is the steps' sources: every reason code a writer step's module writes is a
+    /// rule of one of its prompts, a common one, or no judgment of the writer's answer
+    /// ([`NOT_WRITER_CODES`]); every prompt of the writers is in the table.
+    #[test]
+    fn the_writer_rules_are_the_codes_the_steps_write() {
+        let kinds: BTreeSet<&str> = WRITER_RULES.iter().map(|(_, k, _)| *k).collect();
+        for kind in &kinds {
+            let mut written = BTreeSet::new();
+            for f in sources(kind) {
+                let src = std::fs::read_to_string(crate_dir().join("src").join(f)).unwrap();
+                written.extend(codes_written(&src));
+            }
+            let not_writer: BTreeSet<String> = NOT_WRITER_CODES
+                .iter()
+                .filter(|(k, _)| k == kind)
+                .flat_map(|(_, c)| c.iter().map(|c| (*c).to_owned()))
+                .collect();
+            assert!(
+                not_writer.is_subset(&written),
+                "{kind}: {not_writer:?} / {written:?}"
+            );
+            let writer: BTreeSet<String> = written
+                .difference(&not_writer)
+                .filter(|c| !COMMON_WRITER_RULES.contains(&c.as_str()))
+                .cloned()
+                .collect();
+            let stated: BTreeSet<String> = WRITER_RULES
+                .iter()
+                .filter(|(_, k, _)| k == kind)
+                .flat_map(|(_, _, c)| c.iter().map(|c| (*c).to_owned()))
+                .collect();
+            assert_eq!(
+                writer, stated,
+                "{kind}: the codes its sources write against the table"
+            );
+        }
+        // Every step that asks a model, readers aside, is a writer of the table.
+        let prompts = cb_step::Files::Dir(crate_dir().join("../../prompts"));
+        for kind in crate::STEPS.kinds() {
+            let mut entry = format!("kind = \"{kind}\"\n");
+            if crate::STEPS.explain(kind).unwrap().contains("\n  mode ") {
+                let mode = if kind == "reader_check" {
+                    "recall"
+                } else {
+                    "text"
+                };
+                entry.push_str(&format!("mode = \"{mode}\"\n"));
+            }
+            if kind == "negative_explanation" {
+                entry.push_str("prompt = \"kre/negative_explanation_choice.md\"\n");
+            }
+            let spec: cb_step::StepSpec = toml::from_str(&entry).unwrap();
+            let step = crate::STEPS.build(&spec, &prompts).unwrap();
+            if step.prompt().is_some() && !step.reads() {
+                assert!(
+                    kinds.contains(kind),
+                    "writer step {kind} is not in WRITER_RULES"
+                );
+            }
+        }
+        let listed: BTreeSet<&str> = WRITER_RULES.iter().map(|(p, _, _)| *p).collect();
+        for sub in ["kre", "recall"] {
+            for f in std::fs::read_dir(crate_dir().join("../../prompts").join(sub)).unwrap() {
+                let name = format!("{sub}/{}", f.unwrap().file_name().to_string_lossy());
+                assert!(
+                    listed.contains(name.as_str()),
+                    "prompt {name} is not in WRITER_RULES"
+                );
+            }
+        }
+    }
+}

@@ -10,12 +10,17 @@ use cb_step::{fields, Registry, StepFields, StepKind};
 /// Every step kind a recipe may name: its constructor, its parameters and the fields it
 /// reads and writes (checked along a recipe's chain before any work).
 pub const STEPS: Registry = Registry::new(&[
-    kind("pick_negative", pick_negative::build, &[], |_| {
-        StepFields::new(
-            &[fields::CHOICES, fields::ANSWER],
-            &[fields::CANDIDATE, fields::NEGATIVE_ANSWER],
-        )
-    }),
+    kind(
+        "pick_negative",
+        pick_negative::build,
+        &[pick_negative::PARAMS, MODEL_PARAMS],
+        |_| {
+            StepFields::new(
+                &[fields::CHOICES, fields::ANSWER],
+                &[fields::CANDIDATE, fields::NEGATIVE_ANSWER],
+            )
+        },
+    ),
     kind(
         "negative_explanation",
         negative_explanation::build,
@@ -221,6 +226,83 @@ mod tests {
         assert!(seen >= 15, "{seen}");
     }
 
+    /// Every numeric key of every step kind (found in the step table, so a new one cannot be
+    /// left out) takes both ends of its range and refuses 0 where it is outside, its largest
+    /// value plus one, NaN, infinity and a negative value, naming the key and the range.
+    #[test]
+    fn every_numeric_recipe_key_refuses_a_value_outside_its_range() {
+        use cb_model::Range;
+        use cb_step::params::ParamType;
+        use cb_step::StepSpec;
+        let mut tried = Vec::new();
+        for kind in STEPS.kinds() {
+            for p in STEPS.params(kind) {
+                let (ParamType::Integer(range) | ParamType::Number(range)) = p.ty else {
+                    continue;
+                };
+                let entry = |v: &str| -> StepSpec {
+                    toml::from_str(&format!("kind = \"{kind}\"\n{} = {v}", p.key))
+                        .unwrap_or_else(|e| panic!("{kind}.{}: {v}: {e}", p.key))
+                };
+                let (ends, mut bad) = match range {
+                    Range::Whole { min, max } => {
+                        // TOML's integers end at i64::MAX: a larger one cannot be written.
+                        let over = (max < i64::MAX as u64).then(|| (max + 1).to_string());
+                        let mut bad: Vec<String> = over.into_iter().collect();
+                        if min > 0 {
+                            bad.push("0".into());
+                        }
+                        (vec![min.to_string(), max.to_string()], bad)
+                    }
+                    Range::Real { min, open_min, max } => {
+                        let low = if open_min { max } else { min };
+                        let mut bad = vec![format!("{:?}", max + 1.0)];
+                        if min > 0.0 || open_min {
+                            bad.push("0".into());
+                        }
+                        (vec![format!("{low:?}"), format!("{max:?}")], bad)
+                    }
+                };
+                bad.extend(["nan", "inf", "-inf", "-1"].map(String::from));
+                for v in &ends {
+                    if let Err(e) = STEPS.check(&entry(v)) {
+                        panic!(
+                            "{kind}.{} = {v}: refused, yet in {range}: {}",
+                            p.key, e.message
+                        );
+                    }
+                }
+                for v in &bad {
+                    let e = STEPS
+                        .check(&entry(v))
+                        .expect_err(&format!("{kind}.{} = {v}", p.key));
+                    assert_eq!(e.key.as_deref(), Some(p.key), "{v}: {}", e.message);
+                    assert!(
+                        e.message.contains(&format!("`{}`", p.key))
+                            && e.message.contains(&format!("must be {range}")),
+                        "{kind}.{} = {v}: {}",
+                        p.key,
+                        e.message
+                    );
+                }
+                tried.push(format!("{kind}.{}", p.key));
+            }
+        }
+        for key in [
+            "temperature",
+            "max_tokens",
+            "top_p",
+            "seed",
+            "votes",
+            "min_similarity",
+        ] {
+            assert!(
+                tried.iter().any(|t| t.ends_with(&format!(".{key}"))),
+                "{key}: {tried:?}"
+            );
+        }
+    }
+
     #[test]
     fn every_kind_builds_with_the_bundled_prompts() {
         let prompts =
@@ -247,9 +329,22 @@ mod tests {
                 let spec: cb_step::StepSpec = toml::from_str(&entry).unwrap();
                 let step = STEPS.build(&spec, &prompts).unwrap();
                 assert_eq!(step.name(), kind);
-                let rule_only = matches!(kind, "pick_negative" | "insert_sentence");
+                // `pick_negative` asks a model by default (`how = "believable"`).
+                let rule_only = kind == "insert_sentence";
                 assert_eq!(step.prompt().is_none(), rule_only, "{kind}");
             }
+        }
+        // KRE's seeded pick asks none, and takes no model parameter.
+        let random: cb_step::StepSpec =
+            toml::from_str("kind = \"pick_negative\"\nhow = \"random\"").unwrap();
+        assert!(STEPS.build(&random, &prompts).unwrap().prompt().is_none());
+        for bad in [
+            "kind = \"pick_negative\"\nhow = \"random\"\ntemperature = 0.5",
+            "kind = \"pick_negative\"\nhow = \"likely\"",
+        ] {
+            let spec: cb_step::StepSpec = toml::from_str(bad).unwrap();
+            let e = STEPS.build(&spec, &prompts).unwrap_err().to_string();
+            assert!(e.contains("`how") || e.contains("`temperature`"), "{e}");
         }
         let bad: cb_step::StepSpec = toml::from_str("kind = \"qa\"\nmode = \"table\"").unwrap();
         assert!(STEPS.build(&bad, &prompts).is_err());

@@ -9,6 +9,7 @@
 
 use crate::error::ViewError;
 use crate::record::{self, Layout};
+use crate::stats::ReaderSaid;
 use cb_audit::{FileKind, CHECKS};
 use rand::seq::SliceRandom;
 use serde_json::Value;
@@ -665,21 +666,28 @@ fn verdict_of(reader: Option<&Value>, readers: &mut Vec<String>) -> (Verdict, bo
     (verdict, split)
 }
 
-/// What one reader said of a row on the two scales a rater uses: whether it was misled (its
-/// first check, KRE's `negative`, passed) and whether it told the answer from the options
-/// alone (`answer_set` passed); `None` where it did not say.
-pub fn reader_scales(record: &Value) -> Vec<(String, Option<bool>, Option<bool>)> {
+/// What one reader said of a row on the scales a rater uses: whether it was misled (its
+/// first check, KRE's `negative`, passed), whether it told the answer from the options
+/// alone (`answer_set` passed) and whether, asked as an editor, it found the context
+/// plausible (`plausible` passed); `None` where it did not say.
+pub fn reader_scales(record: &Value) -> Vec<ReaderSaid> {
     let Some(r) = record.get("reader").filter(|r| r.is_object()) else {
         return Vec::new();
     };
     let one = |model: &Value, checks: &Value| {
         let checks = checks.as_array().cloned().unwrap_or_default();
-        let misled = checks.first().and_then(|c| c["passed"].as_bool());
-        let set = checks
-            .iter()
-            .find(|c| c["check"] == "answer_set")
-            .and_then(|c| c["passed"].as_bool());
-        (model.as_str().unwrap_or("reader").to_owned(), misled, set)
+        let passed = |name: &str| {
+            checks
+                .iter()
+                .find(|c| c["check"] == name)
+                .and_then(|c| c["passed"].as_bool())
+        };
+        ReaderSaid {
+            model: model.as_str().unwrap_or("reader").to_owned(),
+            misled: checks.first().and_then(|c| c["passed"].as_bool()),
+            answer_set: passed("answer_set"),
+            plausible: passed("plausible"),
+        }
     };
     match r.get("panel").and_then(Value::as_array) {
         Some(panel) if !panel.is_empty() => panel

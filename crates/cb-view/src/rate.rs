@@ -1,7 +1,9 @@
 //! Rating: a rater, under their name, rates the sample (the sheet's rows, same size and seed,
 //! and half of it from the rows a reader refused where there are some: blind to the verdict,
-//! [`crate::index::Snapshot::sampled`]) on KRE appendix A.4's scales; the agreement page and
-//! the sheet export.
+//! [`crate::index::Snapshot::sampled`]) on KRE appendix A.4's questions (the answer set,
+//! then how misleading the negative context is) and on plausibility (could a careful reader
+//! who does not know the answer accept the negative context as written); the agreement page
+//! and the sheet export, both scales in each.
 
 use crate::detail::{options_ctx, sides};
 use crate::error::ViewError;
@@ -13,7 +15,7 @@ use crate::templates::{link, marks};
 use axum::extract::{Form, Query, RawQuery, State};
 use axum::http::header;
 use axum::response::{Html, IntoResponse, Redirect, Response};
-use cb_audit::sheet::Rating;
+use cb_audit::sheet::{Filled, Plausibility, Rating, Scale};
 use minijinja::context;
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -32,6 +34,10 @@ pub struct RateForm {
     pub rater: String,
     pub item_id: String,
     pub misleading: String,
+    /// `implausible`, `somewhat` or `plausible`; a post without it is refused (the page
+    /// asks both scales).
+    #[serde(default)]
+    pub plausible: String,
     pub distinguishable: Option<String>,
     #[serde(default)]
     pub comment: String,
@@ -109,7 +115,7 @@ pub async fn rate_page(
         let (_, item) = snap.sampled(snap.sample[k].at)?;
         let previous = mine.get(&item.item_id).map(|j| {
             context! { misleading => j.misleading.as_str(), distinguishable => j.distinguishable,
-            comment => j.comment }
+            plausibility => j.plausibility.map(Scale::as_str), comment => j.comment }
         });
         // The answer set is asked first, before the golden option and the contexts show.
         ctx = match distinguishable {
@@ -145,10 +151,17 @@ pub async fn rate_post(State(s): Shared, Form(f): Form<RateForm>) -> Result<Resp
             f.misleading
         ))
     })?;
+    let plausibility = Plausibility::parse(&f.plausible).ok_or_else(|| {
+        ViewError::BadRequest(format!(
+            "plausible \"{}\" is not one of implausible, somewhat, plausible (the page asks both scales); nothing was stored",
+            f.plausible
+        ))
+    })?;
     let j = Judgement {
         rater: rater.clone(),
         item_id: item.item_id.clone(),
         misleading,
+        plausibility: Some(plausibility),
         distinguishable: parse_distinguishable(f.distinguishable.as_deref())?,
         comment: f.comment,
     };
@@ -248,8 +261,9 @@ pub async fn agreement_page(
     render(&s, "agreement.html", "Agreement", ctx)
 }
 
-/// A rater's sheet (the review sheet's CSV, `rating` and `comment` filled) of the items
-/// every rater counted rated.
+/// A rater's sheet (the review sheet's CSV, `rating`, `plausible` and `comment` filled;
+/// `plausible` empty where the rating was stored before that scale) of the items every
+/// rater counted rated.
 pub fn sheet(
     s: &crate::state::AppState,
     rater: &str,
@@ -278,8 +292,11 @@ pub fn sheet(
         .collect();
     let mut out = Vec::new();
     cb_audit::sheet::write_filled_sheet(&mut out, &items, |id| {
-        mine.get(id)
-            .map(|j| (j.misleading.as_str().to_owned(), j.comment.clone()))
+        mine.get(id).map(|j| Filled {
+            rating: j.misleading.as_str().to_owned(),
+            plausibility: j.plausibility.map_or("", Scale::as_str).to_owned(),
+            comment: j.comment.clone(),
+        })
     })
     .map_err(|e| ViewError::BadRequest(e.to_string()))?;
     Ok(out)
@@ -295,25 +312,72 @@ pub async fn export(
     let s2 = s.clone();
     let who = rater.clone();
     let csv = blocking(move || sheet(&s2, &who, chosen.as_ref())).await?;
-    let file: String = rater
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
+    let file = sheet_file_name(&rater);
     Ok((
         [
             (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_owned()),
             (
                 header::CONTENT_DISPOSITION,
-                format!("attachment; filename=\"review_{file}.csv\""),
+                format!("attachment; filename=\"{file}\""),
             ),
         ],
         csv,
     )
         .into_response())
+}
+
+/// The file name of `rater`'s sheet: `review_NAME.csv`, NAME kept where it is ASCII letters,
+/// digits, `-` and `_`, every other byte written `.XX` (hex). Two raters never share a name
+/// (`=cmd` and `+cmd` are `review_.3dcmd.csv` and `review_.2bcmd.csv`), and no name starts
+/// with what a spreadsheet reads as a formula.
+pub fn sheet_file_name(rater: &str) -> String {
+    let mut name = String::from("review_");
+    for b in rater.bytes() {
+        if b.is_ascii_alphanumeric() || b == b'-' || b == b'_' {
+            name.push(char::from(b));
+        } else {
+            name.push_str(&format!(".{b:02x}"));
+        }
+    }
+    name.push_str(".csv");
+    name
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sheet_file_name;
+
+    #[test]
+    fn every_rater_exports_to_a_file_of_its_own_safe_in_a_spreadsheet() {
+        let raters = [
+            "=cmd|' /C calc'!A0",
+            "+cmd|' /C calc'!A0",
+            "=cmd",
+            "+cmd",
+            "-cmd",
+            "@cmd",
+            "_cmd",
+            ".3dcmd",
+            "anna",
+            "Anna",
+            "anna b",
+            "anna_b",
+            "anna.b",
+            "zoë",
+            "zo.c3.ab",
+        ];
+        let names: std::collections::BTreeSet<String> =
+            raters.iter().map(|r| sheet_file_name(r)).collect();
+        assert_eq!(names.len(), raters.len(), "{names:?}");
+        for n in &names {
+            assert!(n.starts_with("review_") && n.ends_with(".csv"), "{n}");
+            assert!(
+                n.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b)),
+                "{n}"
+            );
+        }
+        assert_eq!(sheet_file_name("=cmd"), "review_.3dcmd.csv");
+        assert_eq!(sheet_file_name("anna_b"), "review_anna_b.csv");
+    }
 }

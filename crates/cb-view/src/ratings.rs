@@ -6,20 +6,29 @@
 //! [`Ratings::open`] checks the file before the server starts: an existing file must be a
 //! ratings database; a file or folder that cannot be written leaves the viewer reading only
 //! (the ratings so far are shown, no rating is taken, and the Rate page says why).
+//!
+//! A judgement is on two scales: how misleading (KRE appendix A.4) and how plausible. A
+//! file written before the plausibility scale has no `plausible` column: it is read as
+//! it is (its judgements have no plausibility), and the column is added to it, empty for
+//! the old rows, when the viewer opens it to write (a file it can only read stays as it is).
 
 use crate::error::ViewError;
-use cb_audit::sheet::Rating;
+use cb_audit::sheet::{Plausibility, Rating, Scale};
 use rusqlite::{params, Connection, OpenFlags};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-/// A rater's judgement of an item on KRE appendix A.4's two scales, and a comment.
+/// A rater's judgement of an item: KRE appendix A.4's two questions, the plausibility of the
+/// context, and a comment.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Judgement {
     pub rater: String,
     pub item_id: String,
     /// How misleading the negative context is.
     pub misleading: Rating,
+    /// Whether a careful reader who does not know the answer could accept the negative
+    /// context as written (`None`: a rating stored before that scale was asked).
+    pub plausibility: Option<Plausibility>,
     /// Whether the answer set alone tells the real answer (`None`: not said).
     pub distinguishable: Option<bool>,
     pub comment: String,
@@ -32,8 +41,20 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS ratings (
     distinguishable INTEGER,
     comment TEXT NOT NULL,
     updated_unix INTEGER NOT NULL,
+    plausible TEXT,
     PRIMARY KEY (rater, item_id)
 )";
+
+/// Whether the `ratings` table has the `plausible` column (files written before it
+/// do not).
+fn has_plausible(conn: &Connection) -> rusqlite::Result<bool> {
+    conn.query_row(
+        "SELECT count(*) FROM pragma_table_info('ratings') WHERE name = 'plausible'",
+        [],
+        |r| r.get::<_, i64>(0),
+    )
+    .map(|n| n > 0)
+}
 
 /// The ratings file, opened at the first write (or read, when it exists).
 #[derive(Debug)]
@@ -44,7 +65,8 @@ pub struct Ratings {
     pub read_only: Option<String>,
 }
 
-/// The columns a ratings file's `ratings` table has.
+/// The columns a ratings file's `ratings` table must have (`plausible` may be missing:
+/// a file written before that scale).
 const COLUMNS: [&str; 6] = [
     "rater",
     "item_id",
@@ -217,6 +239,10 @@ impl Ratings {
             conn.busy_timeout(std::time::Duration::from_secs(10))
                 .map_err(err)?;
             conn.execute_batch(SCHEMA).map_err(err)?;
+            if !has_plausible(&conn).map_err(err)? {
+                conn.execute_batch("ALTER TABLE ratings ADD COLUMN plausible TEXT")
+                    .map_err(err)?;
+            }
             *guard = Some(conn);
         }
         let conn = guard.as_ref().expect("opened above");
@@ -237,18 +263,19 @@ impl Ratings {
             .map_or(0, |d| d.as_secs() as i64);
         self.with(true, |c| {
             c.execute(
-                "INSERT INTO ratings (rater, item_id, misleading, distinguishable, comment, updated_unix)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                "INSERT INTO ratings (rater, item_id, misleading, distinguishable, comment, updated_unix, plausible)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
                  ON CONFLICT (rater, item_id) DO UPDATE SET misleading = excluded.misleading,
                    distinguishable = excluded.distinguishable, comment = excluded.comment,
-                   updated_unix = excluded.updated_unix",
+                   updated_unix = excluded.updated_unix, plausible = excluded.plausible",
                 params![
                     j.rater,
                     j.item_id,
                     j.misleading.as_str(),
                     j.distinguishable,
                     j.comment,
-                    now
+                    now,
+                    j.plausibility.map(Scale::as_str),
                 ],
             )
         })?;
@@ -258,16 +285,24 @@ impl Ratings {
     /// Every judgement, by rater then item.
     pub fn all(&self) -> Result<Vec<Judgement>, ViewError> {
         let got = self.with(false, |c| {
-            let mut st = c.prepare(
-                "SELECT rater, item_id, misleading, distinguishable, comment FROM ratings
-                 ORDER BY rater, item_id",
-            )?;
+            // A file opened read only keeps its columns as they were written.
+            let plausibility = if has_plausible(c)? {
+                "plausible"
+            } else {
+                "NULL"
+            };
+            let mut st = c.prepare(&format!(
+                "SELECT rater, item_id, misleading, distinguishable, comment, {plausibility}
+                 FROM ratings ORDER BY rater, item_id"
+            ))?;
             let rows = st.query_map([], |r| {
                 let m: String = r.get(2)?;
+                let p: Option<String> = r.get(5)?;
                 Ok(Judgement {
                     rater: r.get(0)?,
                     item_id: r.get(1)?,
                     misleading: Rating::parse(&m).unwrap_or(Rating::Not),
+                    plausibility: p.as_deref().and_then(Plausibility::parse),
                     distinguishable: r.get(3)?,
                     comment: r.get(4)?,
                 })
@@ -292,14 +327,54 @@ mod tests {
             rater: "ann".into(),
             item_id: "a#1".into(),
             misleading: Rating::Somewhat,
+            plausibility: Some(Plausibility::Somewhat),
             distinguishable: Some(false),
             comment: "<b>".into(),
         };
         r.put(&j).unwrap();
         j.misleading = Rating::Highly;
+        j.plausibility = Some(Plausibility::Implausible);
         r.put(&j).unwrap();
         assert_eq!(r.all().unwrap(), vec![j]);
         assert!(check_rater(" ").is_err() && check_rater("a\u{7}").is_err());
         assert!(check_rater("\u{202e}nna").is_err());
+    }
+
+    /// A file written before the plausibility scale (no such column) is read as it is, its
+    /// judgements without a plausibility; opened to write, it gains the column and keeps them.
+    #[test]
+    fn a_file_of_a4_alone_reads_and_takes_the_second_scale() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("ratings.sqlite");
+        {
+            let c = Connection::open(&path).unwrap();
+            c.execute_batch(
+                "CREATE TABLE ratings (rater TEXT NOT NULL, item_id TEXT NOT NULL,
+                 misleading TEXT NOT NULL, distinguishable INTEGER, comment TEXT NOT NULL,
+                 updated_unix INTEGER NOT NULL, PRIMARY KEY (rater, item_id));
+                 INSERT INTO ratings VALUES ('ann', 'a#1', 'highly', 1, 'old', 0);",
+            )
+            .unwrap();
+        }
+        let old = Judgement {
+            rater: "ann".into(),
+            item_id: "a#1".into(),
+            misleading: Rating::Highly,
+            plausibility: None,
+            distinguishable: Some(true),
+            comment: "old".into(),
+        };
+        let r = Ratings::open(&path).unwrap();
+        assert_eq!(r.all().unwrap(), vec![old.clone()]);
+        let new = Judgement {
+            rater: "bob".into(),
+            plausibility: Some(Plausibility::Plausible),
+            ..old.clone()
+        };
+        r.put(&new).unwrap();
+        assert_eq!(r.all().unwrap(), vec![old.clone(), new.clone()]);
+        // Opened again (as a viewer started later would), both read back.
+        drop(r);
+        assert_eq!(Ratings::open(&path).unwrap().all().unwrap(), vec![old, new]);
     }
 }

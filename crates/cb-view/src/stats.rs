@@ -1,15 +1,29 @@
-//! The figures of the rating page: ratings done per rater, each item's counts and majority,
-//! Fleiss' kappa over the raters (`cb_audit::sheet::agreement`, on the items every rater
-//! rated: the figures `conflictbench agreement` prints for the exported sheets), and Cohen's
-//! kappa between the people's majority and each reader's verdict, with its interval.
+//! The figures of the rating page, on both scales (how misleading, KRE appendix A.4; how
+//! plausible): ratings done per rater, each item's counts and majority, Fleiss' kappa over
+//! the raters (`cb_audit::sheet::agreement`, on the items every rater rated on that scale:
+//! the figures `conflictbench agreement` prints for the exported sheets), and Cohen's kappa
+//! between the people's majority and each reader's verdict, with its interval.
 
 use crate::ratings::Judgement;
-use cb_audit::sheet::{agreement, Agreement, Rating};
+use cb_audit::sheet::{agreement, Agreement, Plausibility, Rating, Scale};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
-/// What a reader said of one item: (model, misled, told the answer from the options alone).
-pub type ReaderSays = Vec<(String, Option<bool>, Option<bool>)>;
+/// What one reader said of one item (`None`: not asked, or not recorded).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ReaderSaid {
+    pub model: String,
+    /// It picked the negative answer from the negative context.
+    pub misled: Option<bool>,
+    /// It told the real answer from the options alone.
+    pub answer_set: Option<bool>,
+    /// Asked as an editor, it found the negative context plausible (the reader check's
+    /// `plausible` question).
+    pub plausible: Option<bool>,
+}
+
+/// What the readers said of one item.
+pub type ReaderSays = Vec<ReaderSaid>;
 
 /// One item of the sample.
 #[derive(Debug, Clone, Serialize)]
@@ -19,6 +33,10 @@ pub struct ItemFigures {
     pub counts: [usize; 3],
     /// The most frequent level, or `None` on a tie or with no rating.
     pub majority: Option<&'static str>,
+    /// Ratings per level: implausible, somewhat, plausible.
+    pub plausibility: [usize; 3],
+    /// The most frequent plausibility, or `None` on a tie or with none.
+    pub plausibility_majority: Option<&'static str>,
     /// Raters who found the answer set distinguishable, and who did not.
     pub distinguishable: [usize; 2],
 }
@@ -35,7 +53,7 @@ pub struct Cohen {
     pub interval: Option<(f64, f64)>,
 }
 
-/// A reader against the people's majority, on both scales.
+/// A reader against the people's majority, on each scale.
 #[derive(Debug, Clone, Serialize)]
 pub struct ReaderAgreement {
     pub model: String,
@@ -44,6 +62,18 @@ pub struct ReaderAgreement {
     pub misleading: Cohen,
     /// The people's majority / the reader told the real answer from the options alone.
     pub distinguishable: Cohen,
+    /// The people found the negative context plausible (plausible, a strict majority over
+    /// implausible and somewhat) / the reader, asked as an editor, found it plausible.
+    pub plausible: Cohen,
+}
+
+/// Fleiss' kappa on one scale, over the items every rater counted rated on it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ScaleAgreement<L: Scale> {
+    /// Items every rater counted rated on this scale.
+    pub complete: usize,
+    /// `None` with fewer than two raters counted or no item they all rated.
+    pub fleiss: Option<Agreement<L>>,
 }
 
 /// Everything the rating page shows.
@@ -52,9 +82,11 @@ pub struct Figures {
     pub raters: Vec<(String, usize)>,
     pub sample: usize,
     pub items: Vec<ItemFigures>,
-    /// Items every rater rated (Fleiss' kappa is over these).
+    /// Items every rater rated (the misleading scale's Fleiss' kappa is over these).
     pub complete: usize,
     pub fleiss: Option<Agreement>,
+    /// The plausibility scale (ratings stored before it was asked have none).
+    pub plausibility: ScaleAgreement<Plausibility>,
     pub readers: Vec<ReaderAgreement>,
 }
 
@@ -86,15 +118,59 @@ pub fn cohen(pairs: &[(bool, bool)]) -> Cohen {
     }
 }
 
-fn majority(counts: &[usize; 3]) -> Option<&'static str> {
+fn majority<L: Scale>(counts: &[usize; 3]) -> Option<&'static str> {
     let max = *counts.iter().max()?;
     let top: Vec<usize> = (0..3).filter(|&i| counts[i] == max).collect();
-    (max > 0 && top.len() == 1).then(|| Rating::ALL[top[0]].as_str())
+    (max > 0 && top.len() == 1).then(|| L::ALL[top[0]].as_str())
 }
 
 /// A strict majority of yes over no, if any.
 fn strict(yes: usize, no: usize) -> Option<bool> {
     (yes != no).then_some(yes > no)
+}
+
+/// What the raters counted said of one item.
+#[derive(Debug, Clone, Copy, Default)]
+struct Tally {
+    misleading: [usize; 3],
+    plausibility: [usize; 3],
+    distinguishable: [usize; 2],
+    /// Raters who rated it, and who rated its plausibility.
+    raters: usize,
+    plausibility_raters: usize,
+}
+
+/// Fleiss' kappa on the scale that `level` reads, over the items of `tally` that all raters
+/// of `by_rater` rated on it (`rated` counts them).
+fn scale_agreement<L: Scale>(
+    by_rater: &BTreeMap<&str, Vec<&Judgement>>,
+    tally: &BTreeMap<&str, Tally>,
+    rated: impl Fn(&Tally) -> usize,
+    level: impl Fn(&Judgement) -> Option<L>,
+) -> ScaleAgreement<L> {
+    let complete: BTreeSet<&str> = tally
+        .iter()
+        .filter(|(_, t)| rated(t) == by_rater.len())
+        .map(|(id, _)| *id)
+        .collect();
+    let sheets: Vec<(String, Vec<(String, L)>)> = by_rater
+        .iter()
+        .map(|(rater, js)| {
+            let kept = js
+                .iter()
+                .filter(|j| complete.contains(j.item_id.as_str()))
+                .filter_map(|j| Some((j.item_id.clone(), level(j)?)))
+                .collect();
+            ((*rater).to_owned(), kept)
+        })
+        .collect();
+    let fleiss = (sheets.len() >= 2 && !complete.is_empty())
+        .then(|| agreement(&sheets).ok())
+        .flatten();
+    ScaleAgreement {
+        complete: complete.len(),
+        fleiss,
+    }
 }
 
 /// The figures of `judgements` over the sample `items` (item ids, in order), with what the
@@ -113,45 +189,39 @@ pub fn figures(
     for j in &judgements {
         by_rater.entry(&j.rater).or_default().push(j);
     }
-    let mut per_item: BTreeMap<&str, ([usize; 3], [usize; 2], usize)> = BTreeMap::new();
+    let mut tally: BTreeMap<&str, Tally> = BTreeMap::new();
     for j in &judgements {
-        let e = per_item.entry(&j.item_id).or_default();
-        e.0[j.misleading as usize] += 1;
+        let t = tally.entry(&j.item_id).or_default();
+        t.misleading[j.misleading.index()] += 1;
+        if let Some(p) = j.plausibility {
+            t.plausibility[p.index()] += 1;
+            t.plausibility_raters += 1;
+        }
         match j.distinguishable {
-            Some(true) => e.1[0] += 1,
-            Some(false) => e.1[1] += 1,
+            Some(true) => t.distinguishable[0] += 1,
+            Some(false) => t.distinguishable[1] += 1,
             None => {}
         }
-        e.2 += 1;
+        t.raters += 1;
     }
-    let complete: Vec<&str> = per_item
-        .iter()
-        .filter(|(_, (_, _, n))| *n == by_rater.len())
-        .map(|(id, _)| *id)
-        .collect();
-    let sheets: Vec<(String, Vec<(String, Rating)>)> = by_rater
-        .iter()
-        .map(|(rater, js)| {
-            let kept = js
-                .iter()
-                .filter(|j| complete.contains(&j.item_id.as_str()))
-                .map(|j| (j.item_id.clone(), j.misleading))
-                .collect();
-            ((*rater).to_owned(), kept)
-        })
-        .collect();
-    let fleiss = (sheets.len() >= 2 && !complete.is_empty())
-        .then(|| agreement(&sheets).ok())
-        .flatten();
+    let misleading = scale_agreement(&by_rater, &tally, |t| t.raters, |j| Some(j.misleading));
+    let plausibility = scale_agreement(
+        &by_rater,
+        &tally,
+        |t| t.plausibility_raters,
+        |j| j.plausibility,
+    );
     let item_figures = items
         .iter()
         .map(|id| {
-            let (counts, dist, _) = per_item.get(id.as_str()).copied().unwrap_or_default();
+            let t = tally.get(id.as_str()).copied().unwrap_or_default();
             ItemFigures {
                 item_id: id.clone(),
-                counts,
-                majority: majority(&counts),
-                distinguishable: dist,
+                counts: t.misleading,
+                majority: majority::<Rating>(&t.misleading),
+                plausibility: t.plausibility,
+                plausibility_majority: majority::<Plausibility>(&t.plausibility),
+                distinguishable: t.distinguishable,
             }
         })
         .collect();
@@ -162,42 +232,47 @@ pub fn figures(
             .collect(),
         sample: items.len(),
         items: item_figures,
-        complete: complete.len(),
-        fleiss,
-        readers: reader_agreement(&per_item, readers),
+        complete: misleading.complete,
+        fleiss: misleading.fleiss,
+        plausibility,
+        readers: reader_agreement(&tally, readers),
     }
 }
 
-type PerItem<'a> = BTreeMap<&'a str, ([usize; 3], [usize; 2], usize)>;
-
 fn reader_agreement(
-    per_item: &PerItem<'_>,
+    tally: &BTreeMap<&str, Tally>,
     readers: &BTreeMap<String, ReaderSays>,
 ) -> Vec<ReaderAgreement> {
     type Pairs = Vec<(bool, bool)>;
-    let mut pairs: BTreeMap<&str, (Pairs, Pairs)> = BTreeMap::new();
+    let mut pairs: BTreeMap<&str, [Pairs; 3]> = BTreeMap::new();
     for (id, says) in readers {
-        let Some((counts, dist, _)) = per_item.get(id.as_str()) else {
+        let Some(t) = tally.get(id.as_str()) else {
             continue;
         };
-        let people_misled = strict(counts[1] + counts[2], counts[0]);
-        let people_dist = strict(dist[0], dist[1]);
-        for (model, misled, set) in says {
-            let e = pairs.entry(model).or_default();
-            if let (Some(p), Some(r)) = (people_misled, misled) {
-                e.0.push((p, *r));
-            }
-            if let (Some(p), Some(r)) = (people_dist, set) {
-                e.1.push((p, *r));
+        let m = t.misleading;
+        let p = t.plausibility;
+        let people = [
+            strict(m[1] + m[2], m[0]),
+            strict(t.distinguishable[0], t.distinguishable[1]),
+            strict(p[2], p[0] + p[1]),
+        ];
+        for r in says {
+            let e = pairs.entry(&r.model).or_default();
+            let reader = [r.misled, r.answer_set, r.plausible];
+            for k in 0..3 {
+                if let (Some(a), Some(b)) = (people[k], reader[k]) {
+                    e[k].push((a, b));
+                }
             }
         }
     }
     pairs
         .into_iter()
-        .map(|(model, (m, d))| ReaderAgreement {
+        .map(|(model, [m, d, p])| ReaderAgreement {
             model: model.to_owned(),
             misleading: cohen(&m),
             distinguishable: cohen(&d),
+            plausible: cohen(&p),
         })
         .collect()
 }
@@ -228,6 +303,7 @@ mod tests {
             rater: r.into(),
             item_id: i.into(),
             misleading: m,
+            plausibility: None,
             distinguishable: None,
             comment: String::new(),
         };
@@ -245,5 +321,95 @@ mod tests {
         assert_eq!(f.fleiss.as_ref().unwrap().items.len(), 2);
         assert_eq!(f.items[2].majority, Some("highly"));
         assert_eq!(f.items[1].majority, None);
+    }
+
+    /// Both scales, computed by hand. Three raters, four items; z's rating of d was stored
+    /// before the plausibility scale (it has none).
+    ///
+    /// Misleading (not, somewhat, highly): a (0,0,3) P = 1; b (2,1,0) P = 1/3; c (0,1,2)
+    /// P = 1/3; d (0,1,2) P = 1/3. P̄ = 1/2; shares 2/12, 3/12, 7/12, P_e = 62/144 = 31/72;
+    /// kappa = (1/2 - 31/72) / (41/72) = 5/41. Majorities: highly, not, highly, highly.
+    ///
+    /// Plausibility (implausible, somewhat, plausible), over a, b, c (d lacks z's): a (0,1,2)
+    /// P = 1/3; b (3,0,0) P = 1; c (0,0,3) P = 1. P̄ = 7/9; shares 3/9, 1/9, 5/9,
+    /// P_e = 35/81; kappa = (63/81 - 35/81) / (46/81) = 14/23. d: (1,1,0), a tie.
+    ///
+    /// The reader's plausibility (a yes, b no, c no, d no) against the people's strict
+    /// majority of "plausible" over the other two levels (a yes 2-1, b no 0-3, c yes 3-0,
+    /// d no 0-2): pairs (y,y) (n,n) (y,n) (n,n); p_o = 3/4; people yes 1/2, reader 1/4:
+    /// p_e = 1/8 + 3/8 = 1/2; kappa = 1/2; se = sqrt(3/16 / (4 · 1/4)) = 0.4330, interval
+    /// [0.5 - 0.8487, 1] (clipped).
+    #[test]
+    fn both_scales_as_by_hand() {
+        use Plausibility::{Implausible, Plausible};
+        use Rating::{Highly, Not};
+        let j = |r: &str, i: &str, m, p| Judgement {
+            rater: r.into(),
+            item_id: i.into(),
+            misleading: m,
+            plausibility: p,
+            distinguishable: None,
+            comment: String::new(),
+        };
+        let items: Vec<String> = ["a", "b", "c", "d"].map(String::from).to_vec();
+        let js = vec![
+            j("x", "a", Highly, Some(Plausible)),
+            j("y", "a", Highly, Some(Plausible)),
+            j("z", "a", Highly, Some(Plausibility::Somewhat)),
+            j("x", "b", Not, Some(Implausible)),
+            j("y", "b", Rating::Somewhat, Some(Implausible)),
+            j("z", "b", Not, Some(Implausible)),
+            j("x", "c", Highly, Some(Plausible)),
+            j("y", "c", Rating::Somewhat, Some(Plausible)),
+            j("z", "c", Highly, Some(Plausible)),
+            j("x", "d", Highly, Some(Implausible)),
+            j("y", "d", Highly, Some(Plausibility::Somewhat)),
+            j("z", "d", Rating::Somewhat, None),
+        ];
+        let said = |p: bool| {
+            ReaderSays::from([ReaderSaid {
+                model: "r".into(),
+                plausible: Some(p),
+                ..ReaderSaid::default()
+            }])
+        };
+        let readers: BTreeMap<String, ReaderSays> = [
+            ("a", said(true)),
+            ("b", said(false)),
+            ("c", said(false)),
+            ("d", said(false)),
+        ]
+        .map(|(i, s)| (i.to_owned(), s))
+        .into();
+        let f = figures(&items, &js, &readers);
+        assert_eq!(f.complete, 4);
+        let k = f.fleiss.as_ref().unwrap().fleiss_kappa.unwrap();
+        assert!((k - 5.0 / 41.0).abs() < 1e-12, "{k}");
+        let majorities: Vec<_> = f.items.iter().map(|i| i.majority).collect();
+        assert_eq!(
+            majorities,
+            [Some("highly"), Some("not"), Some("highly"), Some("highly")]
+        );
+        assert_eq!(f.plausibility.complete, 3);
+        let p = f.plausibility.fleiss.as_ref().unwrap();
+        assert!((p.fleiss_kappa.unwrap() - 14.0 / 23.0).abs() < 1e-12);
+        assert!((p.percent_agreement - 7.0 / 9.0).abs() < 1e-12);
+        let majorities: Vec<_> = f.items.iter().map(|i| i.plausibility_majority).collect();
+        assert_eq!(
+            majorities,
+            [
+                Some("plausible"),
+                Some("implausible"),
+                Some("plausible"),
+                None
+            ]
+        );
+        assert_eq!(f.items[3].plausibility, [1, 1, 0]);
+        let r = &f.readers[0];
+        assert_eq!((r.misleading.items, r.plausible.items), (0, 4));
+        assert!((r.plausible.agreement - 0.75).abs() < 1e-12);
+        assert!((r.plausible.kappa.unwrap() - 0.5).abs() < 1e-12);
+        let (lo, hi) = r.plausible.interval.unwrap();
+        assert!((lo - (0.5 - 1.96 * 0.1875f64.sqrt())).abs() < 1e-12 && hi == 1.0);
     }
 }

@@ -5,8 +5,9 @@
 //! that severity (or worse) fails; 2 for a bad argument or an input that cannot be read or
 //! parsed (one sentence naming the file).
 
+use crate::build_args::{range, whole};
 use anyhow::Context;
-use cb_audit::sheet::{agreement, read_ratings, write_sheet};
+use cb_audit::sheet::{read_sheet, sheet_agreement, write_sheet};
 use cb_audit::{html, sample, AuditError, Severity};
 use clap::{Args, ValueEnum};
 use std::path::{Path, PathBuf};
@@ -29,11 +30,11 @@ pub struct AuditArgs {
     #[arg(long, value_name = "PATH")]
     pub sheet: Option<PathBuf>,
     /// Rows in the stratified sample (by domain and by outcome) of the HTML page and the sheet;
-    /// the checks always run on every row.
-    #[arg(long, value_name = "N")]
+    /// the checks always run on every row (1 to 1000000).
+    #[arg(long, value_name = "N", value_parser = whole::<usize>(range::RATED_ROWS))]
     pub sample: Option<usize>,
-    /// Seed of the sample.
-    #[arg(long, default_value_t = 42)]
+    /// Seed of the sample (0 to 18446744073709551615).
+    #[arg(long, default_value_t = 42, value_parser = whole::<u64>(range::SEED))]
     pub seed: u64,
     /// Exit with code 1 when a check of this severity or worse fails.
     #[arg(long, value_enum, value_name = "SEVERITY")]
@@ -87,17 +88,11 @@ fn create_file(path: &Path) -> anyhow::Result<std::fs::File> {
     std::fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))
 }
 
-#[allow(clippy::print_stdout)]
 fn out(s: &str) {
-    println!("{s}");
+    crate::stdout::println_out(s);
 }
 
 pub async fn run_audit(args: AuditArgs) -> anyhow::Result<()> {
-    if args.sample == Some(0) {
-        return Err(crate::config_error::config_err(
-            "--sample must be at least 1",
-        ));
-    }
     let mut report = cb_audit::audit_paths(&args.paths).map_err(input_err)?;
     let read = crate::audit_reader::read(&args.reader, args.seed, &mut report).await?;
     out(&report.summary());
@@ -171,9 +166,16 @@ pub async fn run_audit(args: AuditArgs) -> anyhow::Result<()> {
 pub fn run_agreement(args: AgreementArgs) -> anyhow::Result<()> {
     let mut sheets = Vec::new();
     for p in &args.sheets {
-        sheets.push((p.display().to_string(), read_ratings(p).map_err(input_err)?));
+        // A pipe would be waited on for a writer that may never come.
+        if std::fs::metadata(p).is_ok_and(|m| !m.is_file()) {
+            return Err(crate::config_error::config_err(format!(
+                "{}: not a regular file (a folder, a pipe, a socket or a device): give a filled review sheet (CSV)",
+                p.display()
+            )));
+        }
+        sheets.push((p.display().to_string(), read_sheet(p).map_err(input_err)?));
     }
-    let a = agreement(&sheets).map_err(input_err)?;
+    let a = sheet_agreement(&sheets).map_err(input_err)?;
     out(&a.summary());
     if let Some(p) = &args.json {
         let json = serde_json::to_string_pretty(&a).context("cannot serialise the agreement")?;

@@ -5,6 +5,7 @@
 //! eval's letter extraction, and the none option where the recipe of the row's benchmark
 //! and domain offers it), as ordinary cached calls.
 
+use crate::build_args::{range, whole};
 use crate::config_error::config_err;
 use cb_audit::{ItemKind, ReaderResult, Report};
 use cb_engine::{Files, Recipe};
@@ -28,11 +29,11 @@ pub struct AuditReaderArgs {
     #[arg(long, requires = "reader_base_url")]
     pub rate: bool,
     /// Votes per check: the first with the options in the row's order, the others in
-    /// seeded orders; more than half must pick the intended option.
-    #[arg(long, default_value_t = 1, value_parser = crate::build_args::at_least_one)]
-    pub votes: usize,
-    /// Reader calls in flight.
-    #[arg(long, default_value_t = 8)]
+    /// seeded orders; more than half must pick the intended option (1 to 100).
+    #[arg(long, default_value_t = 1, value_parser = whole::<u32>(range::VOTES))]
+    pub votes: u32,
+    /// Reader calls in flight (1 to 10000).
+    #[arg(long, default_value_t = 8, value_parser = whole::<usize>(cb_llm::ranges::CONCURRENCY))]
     pub concurrency: usize,
     /// Response cache of the reader's calls (SQLite).
     #[arg(
@@ -75,16 +76,13 @@ pub async fn read(
     let (Some(base_url), Some(model)) = (&args.reader_base_url, &args.reader_model) else {
         return Ok(None);
     };
-    if args.concurrency == 0 {
-        return Err(config_err("--concurrency must be at least 1"));
-    }
     crate::preflight::check_endpoint("--reader-base-url", base_url, true)?;
     let files = crate::assets::prompt_files(args.prompts.as_deref())?;
     let (_, recipes) = crate::assets::recipes(args.recipes.as_deref())?;
     // One command per cache: two audits never write one reader cache at once.
     let _held = crate::folder_lock::for_file(&args.cache, "--cache")?;
     let llm = crate::llm_config::audit_reader(&args.cache, args.concurrency, (base_url, model))?;
-    let jobs = jobs_of(report, &files, &recipes, args.votes as u32)?;
+    let jobs = jobs_of(report, &files, &recipes, args.votes)?;
     let env = Arc::new(reader_check::environment());
     let (mut results, no_answer) = ask_all(&llm, &env, jobs, seed).await?;
     if args.rate {

@@ -1,10 +1,12 @@
 //! The `batches` command: list the batch journal, cancel a batch, answer a batch folder.
 //! (`build`'s `--batch` and `--batch-dir` flags are in `llm_args`.)
 
+use crate::build_args::whole;
 use crate::exit::Stopped;
 use crate::folder_lock;
 use crate::signals::Signals;
 use anyhow::Context;
+use cb_llm::ranges;
 use cb_llm::{BatchRecord, Cache};
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
@@ -47,35 +49,26 @@ struct RunDirArgs {
     /// Base URL of the server that answers (key: OPENAI_API_KEY).
     #[arg(long, env = "OPENAI_BASE_URL")]
     base_url: String,
-    /// Requests in flight at once (at least 1).
-    #[arg(long, default_value_t = 8)]
+    /// Requests in flight at once (1 to 10000).
+    #[arg(long, default_value_t = 8, value_parser = whole::<usize>(ranges::CONCURRENCY))]
     concurrency: usize,
-    /// Retries of a request after a 429, a 5xx, a timeout or a broken connection.
-    #[arg(long, default_value_t = 5)]
+    /// Retries of a request after a 429, a 5xx, a timeout or a broken connection (0 to
+    /// 100).
+    #[arg(long, default_value_t = 5, value_parser = whole::<u32>(ranges::MAX_RETRIES))]
     max_retries: u32,
-    /// Seconds before a request times out (at least 1).
-    #[arg(long, default_value_t = 300)]
+    /// Seconds before a request times out (1 to 86400).
+    #[arg(long, default_value_t = 300, value_parser = whole::<u64>(ranges::TIMEOUT_S))]
     timeout_s: u64,
 }
 
-/// Refuses what cannot run before any work: a folder that is not one, a concurrency or a
-/// timeout of 0, a base URL that is not an absolute http(s) URL.
+/// Refuses what cannot run before any work: a folder that is not one, a base URL that is
+/// not an absolute http(s) URL (the numbers are held to their ranges by their parsers).
 fn check_run_dir(a: &RunDirArgs) -> anyhow::Result<()> {
     if !a.dir.is_dir() {
         return Err(crate::config_error::config_err(format!(
             "{} is not a folder (the --batch-dir of a build)",
             a.dir.display()
         )));
-    }
-    if a.concurrency == 0 {
-        return Err(crate::config_error::config_err(
-            "--concurrency 0: at least one request must be in flight",
-        ));
-    }
-    if a.timeout_s == 0 {
-        return Err(crate::config_error::config_err(
-            "--timeout-s 0: a request needs at least a second to be answered",
-        ));
     }
     crate::preflight::check_endpoint("--base-url", &a.base_url, true)
 }
@@ -193,9 +186,10 @@ pub async fn run(args: BatchesArgs) -> anyhow::Result<()> {
         let Some(base_url) = &args.base_url else {
             anyhow::bail!("--cancel needs --base-url (or OPENAI_BASE_URL)");
         };
+        let at = cb_llm::endpoint_identity(base_url);
         let record = cache
-            .batch(id)?
-            .with_context(|| format!("no batch {id} in {}", args.cache.display()))?;
+            .batch(id, Some(&at))?
+            .with_context(|| format!("no batch {id} of {at} in {}", args.cache.display()))?;
         let c = crate::llm_config::endpoint_config(base_url, Some(&record.model));
         let r = cb_llm::cancel_batch(&cache, &c, id).await?;
         crate::stdout::println_out(&line(&r));
@@ -204,11 +198,14 @@ pub async fn run(args: BatchesArgs) -> anyhow::Result<()> {
     let all = cache.batches()?;
     if !args.json {
         crate::stdout::println_out(&format!(
-            "{:<24} {:<24} {:<12} {:>8} {:>9} {:>7} {:>9} collected owner",
-            "batch", "input file", "state", "requests", "completed", "failed", "est. USD"
+            "{:<24} {:<24} {:<12} {:>8} {:>9} {:>7} {:>9} collected {:<20} server",
+            "batch", "input file", "state", "requests", "completed", "failed", "est. USD", "owner"
         ));
     }
     for r in &all {
+        if crate::stdout::stdout_closed() {
+            break;
+        }
         crate::stdout::println_out(&if args.json {
             serde_json::to_string(r)?
         } else {
@@ -220,7 +217,7 @@ pub async fn run(args: BatchesArgs) -> anyhow::Result<()> {
 
 fn line(r: &BatchRecord) -> String {
     format!(
-        "{:<24} {:<24} {:<12} {:>8} {:>9} {:>7} {:>9.4} {:<9} {}",
+        "{:<24} {:<24} {:<12} {:>8} {:>9} {:>7} {:>9.4} {:<9} {:<20} {}",
         r.batch_id.as_deref().unwrap_or("-"),
         r.file_id,
         r.state,
@@ -229,6 +226,7 @@ fn line(r: &BatchRecord) -> String {
         r.failed,
         r.estimated_usd,
         if r.collected { "yes" } else { "no" },
-        if r.owner.is_empty() { "-" } else { &r.owner }
+        if r.owner.is_empty() { "-" } else { &r.owner },
+        r.endpoint
     )
 }

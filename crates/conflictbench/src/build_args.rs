@@ -2,46 +2,64 @@
 //! code 2 before any record is read and before any output is touched.
 
 use cb_engine::Recipe;
+use cb_model::Range;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
-/// Value parser of money amounts (`--max-cost`, `--price-input`, `--price-output`): a
-/// finite number, zero or more.
-pub fn amount(s: &str) -> Result<f64, String> {
-    let v: f64 = s
-        .trim()
-        .parse()
-        .map_err(|_| format!("`{s}` is not a number"))?;
-    if !v.is_finite() || v < 0.0 {
-        return Err(format!("`{s}` must be a finite number, 0 or more"));
-    }
-    Ok(v)
+/// The ranges of the flags whose numbers are not an LLM layer's (those are
+/// [`cb_llm::ranges`]): every numeric flag of every command is held to one of the two sets.
+pub mod range {
+    use cb_model::Range;
+
+    /// `--limit`, build's `--sample`: records read (a run that reads none builds no row).
+    pub const RECORDS: Range = Range::whole(1, usize::MAX as u64);
+    /// `--seed` of every command: any 64-bit seed.
+    pub const SEED: Range = Range::whole(0, u64::MAX);
+    /// `eval --seeds`: runs, one per seed.
+    pub const SEEDS: Range = Range::whole(1, 1_000);
+    /// `audit --votes`: questions per check, as a recipe's reader check takes them.
+    pub const VOTES: Range = cb_steps::reader_check::VOTES;
+    /// `audit --sample`, `view --sample`: rows for people to rate.
+    pub const RATED_ROWS: Range = Range::whole(1, 1_000_000);
+    /// `view --port` (0: any free port).
+    pub const PORT: Range = Range::whole(0, u16::MAX as u64);
 }
 
-/// Value parser of `--limit` and `--sample`: a run that reads no record cannot build a row.
-pub fn at_least_one(s: &str) -> Result<usize, String> {
-    let v: usize = s
-        .trim()
-        .parse()
-        .map_err(|_| format!("`{s}` is not a whole number"))?;
-    if v == 0 {
-        return Err("must be at least 1: a run that reads no record cannot build a row".into());
+/// Says that `--flag 0` is refused, not read as "unlimited" or as 1, where 0 is below the
+/// range.
+fn zero_hint(e: String, s: &str, range: Range) -> String {
+    if s.trim() == "0" && range.min_whole().is_some_and(|m| m > 0) {
+        format!("{e} (0 is not read as unlimited or as 1: leave the flag out for its default)")
+    } else {
+        e
     }
-    Ok(v)
 }
 
-/// Value parser of the counts, rates, sizes and times that have no zero (`--concurrency`,
-/// `--rpm`, `--tpm`, `--timeout-s`, the batch files' sizes and polls): 0 is refused, never read
-/// as "unlimited" or as 1; leaving the flag out gives its default.
-pub fn positive<T: std::str::FromStr + PartialEq + From<u8>>(s: &str) -> Result<T, String> {
-    let v: T = s
-        .trim()
-        .parse()
-        .map_err(|_| format!("`{s}` is not a whole number"))?;
-    if v == T::from(0) {
-        return Err("must be at least 1 (0 is not read as unlimited or as 1: leave the flag out for its default)".into());
+/// The clap value parser of a whole-number flag held to `range`: every value outside (too
+/// large, negative, a fraction, NaN, infinite, 0 below the range) is refused by clap with
+/// exit code 2, naming the flag and the range, before the command runs. `T` holds the
+/// range's ceiling.
+pub fn whole<T>(range: Range) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync + 'static
+where
+    T: TryFrom<u64> + Clone + Send + Sync + 'static,
+{
+    move |s: &str| {
+        let v = range.parse_whole(s).map_err(|e| zero_hint(e, s, range))?;
+        T::try_from(v).map_err(|_| format!("{} is too large: must be {range}", s.trim()))
     }
-    Ok(v)
+}
+
+/// The clap value parser of a flag that takes any finite number in `range` (amounts,
+/// fractions, a temperature).
+pub fn real(range: Range) -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync + 'static {
+    move |s: &str| range.parse(s)
+}
+
+/// [`real`], for a flag kept as `f32` (every range of one fits an `f32`).
+pub fn real32(
+    range: Range,
+) -> impl Fn(&str) -> Result<f32, String> + Clone + Send + Sync + 'static {
+    move |s: &str| range.parse(s).map(|v| v as f32)
 }
 
 /// Parses the `--input SOURCE=PATH` overrides and checks that each names a source (primary
@@ -77,18 +95,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn amounts_are_finite_and_not_negative() {
-        assert_eq!(amount("0.5"), Ok(0.5));
+    fn a_flag_value_outside_its_range_says_the_range() {
+        let concurrency = whole::<usize>(cb_llm::ranges::CONCURRENCY);
+        assert_eq!(concurrency("16"), Ok(16));
+        let e = concurrency("0").unwrap_err();
+        assert!(
+            e.contains("from 1 to 10000") && e.contains("not read as unlimited"),
+            "{e}"
+        );
+        let e = concurrency("18446744073709551615").unwrap_err();
+        assert!(e.starts_with("18446744073709551615 is too large"), "{e}");
+        let limit = whole::<usize>(range::RECORDS);
+        let e = limit("18446744073709551616").unwrap_err();
+        assert!(e.contains("too large"), "{e}");
+        let amount = real(cb_llm::ranges::PRICE);
         assert_eq!(amount("0"), Ok(0.0));
-        for bad in ["nan", "NaN", "inf", "-inf", "-1", "-0.01", "x"] {
-            assert!(amount(bad).is_err(), "{bad}");
+        for bad in ["nan", "inf", "-1", "1e400", "x"] {
+            assert!(
+                amount(bad)
+                    .unwrap_err()
+                    .contains("a number from 0 to 10000"),
+                "{bad}"
+            );
         }
-    }
-
-    #[test]
-    fn limits_start_at_one() {
-        assert_eq!(at_least_one("3"), Ok(3));
-        assert!(at_least_one("0").unwrap_err().contains("at least 1"));
-        assert!(at_least_one("-1").is_err());
+        assert!(real32(cb_llm::ranges::TEMPERATURE)("1e400").is_err());
     }
 }

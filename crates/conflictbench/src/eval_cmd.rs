@@ -1,21 +1,27 @@
 //! `conflictbench eval recall|kre`: evaluates a model on a built benchmark with the paper's
 //! metrics, through the same LLM layer (and flags) as `build`; `conflictbench eval compare
 //! RUN_DIR RUN_DIR...`: the differences between evaluation runs, paired item by item
-//! (`cb_eval::compare`).
+//! (`cb_eval::compare`); `conflictbench eval conflictbank-predictions PRED_DIR`: ConflictBank's
+//! figures from its own prediction files (`cb_eval::conflictbank`).
 //!
 //! The offline backend has no model to evaluate, so it is refused (exit code 2); `--dry-run`
 //! counts the calls and writes nothing; `--backend replay` re-scores from the cache only.
 
+use crate::build_args::{range, real32, whole};
 use crate::config_error::config_err;
+use crate::exit::Stopped;
 use crate::llm_args::{Backend, LlmArgs};
 use crate::llm_config::LlmSetup;
 use crate::progress;
+use crate::signals::Signals;
 use crate::stdout::println_out;
 use anyhow::Context;
 use cb_eval::{EvalOptions, Sampling};
-use cb_llm::Role;
+use cb_llm::ranges;
+use cb_llm::{Progress, Role};
 use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 /// `eval BENCHMARK ...` evaluates a model; `eval compare ...` compares evaluations.
 #[derive(Args, Debug)]
@@ -33,6 +39,22 @@ pub enum EvalCommand {
     /// on the items, settings and seeds all runs share, and each run's difference to the
     /// first with a 95 % paired bootstrap interval (compare.json, compare.md, compare.html).
     Compare(CompareArgs),
+    /// ConflictBank's figures from prediction files in the layout its `inference.py` writes
+    /// (a folder of `<setting>.json`, `default.json` and `correct.json` among them), equal to
+    /// what its `evaluate.py` computes: correct, replaced and uncertain accuracy, memorization
+    /// ratio and average entropy over the questions right with no evidence and with the
+    /// correct one.
+    ConflictbankPredictions(CbPredictionsArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct CbPredictionsArgs {
+    /// The folder of prediction files.
+    #[arg(value_name = "PRED_DIR")]
+    pub dir: PathBuf,
+    /// Also write the figures as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -69,24 +91,25 @@ pub struct RunArgs {
     /// all_positive, all_negative, mixed, role_dependent, role_intuitive (memory always runs).
     #[arg(long, value_delimiter = ',')]
     pub settings: Vec<String>,
-    /// Number of seeds (runs): seeds SEED, SEED+1, ...
-    #[arg(long, default_value_t = 3)]
+    /// Number of seeds (runs): seeds SEED, SEED+1, ... (1 to 1000).
+    #[arg(long, default_value_t = 3, value_parser = whole::<u64>(range::SEEDS))]
     pub seeds: u64,
-    /// First seed (option order, few-shot examples, the request's seed).
-    #[arg(long, default_value_t = 42)]
+    /// First seed (option order, few-shot examples, the request's seed; 0 to
+    /// 9223372036854775807, and the last seed no more).
+    #[arg(long, default_value_t = 42, value_parser = whole::<u64>(ranges::SEED))]
     pub seed: u64,
-    /// Evaluate at most N rows of each file.
-    #[arg(long)]
+    /// Evaluate at most N rows of each file (1 to 18446744073709551615).
+    #[arg(long, value_parser = whole::<usize>(range::RECORDS))]
     pub limit: Option<usize>,
     /// Folder of prompt templates (the eval ones are in its `eval/`); default: `prompts/` of
     /// the current folder when it exists, else the ones built into the binary.
     #[arg(long)]
     pub prompts: Option<PathBuf>,
-    /// Sampling temperature of the model under test.
-    #[arg(long, default_value_t = 0.0)]
+    /// Sampling temperature of the model under test (0 to 2).
+    #[arg(long, default_value_t = 0.0, value_parser = real32(ranges::TEMPERATURE))]
     pub temperature: f32,
-    /// Longest answer, in tokens.
-    #[arg(long, default_value_t = 256)]
+    /// Longest answer, in tokens (1 to 1000000).
+    #[arg(long, default_value_t = 256, value_parser = whole::<u32>(ranges::ANSWER_TOKENS))]
     pub answer_tokens: u32,
     /// KRE: use KRE's instruction pool (the `instructions/` folder of its release) instead
     /// of our instruction.
@@ -124,8 +147,26 @@ fn file_safe(s: &str) -> String {
 pub async fn run(args: EvalArgs) -> anyhow::Result<()> {
     match args.command {
         Some(EvalCommand::Compare(c)) => compare(&c),
+        Some(EvalCommand::ConflictbankPredictions(c)) => conflictbank_predictions(&c),
         None => run_eval(args.run).await,
     }
+}
+
+fn conflictbank_predictions(args: &CbPredictionsArgs) -> anyhow::Result<()> {
+    let results = match cb_eval::conflictbank::evaluate_predictions(&args.dir) {
+        Ok(r) => r,
+        Err(cb_eval::EvalError::Config(m)) => return Err(config_err(m)),
+        Err(e @ cb_eval::EvalError::Data(_)) => return Err(config_err(e.to_string())),
+        Err(e) => return Err(e.into()),
+    };
+    if let Some(path) = &args.json {
+        match cb_eval::conflictbank::write_json(path, &results) {
+            Err(cb_eval::EvalError::Config(m)) => return Err(config_err(m)),
+            other => other?,
+        }
+    }
+    println_out(&cb_eval::conflictbank::markdown(&results));
+    Ok(())
 }
 
 fn compare(args: &CompareArgs) -> anyhow::Result<()> {
@@ -171,8 +212,16 @@ async fn run_eval(args: RunArgs) -> anyhow::Result<()> {
             "eval needs a model under test: give --base-url and --model (or --backend replay); the offline backend has no answers of its own to evaluate",
         ));
     }
-    if args.seeds == 0 || args.llm.concurrency == 0 {
-        return Err(config_err("--seeds and --concurrency must be at least 1"));
+    let most = ranges::SEED.max_whole().unwrap_or(u64::MAX);
+    if args
+        .seed
+        .checked_add(args.seeds - 1)
+        .is_none_or(|last| last > most)
+    {
+        return Err(config_err(format!(
+            "--seed {} with --seeds {}: the last seed would pass {most}, the largest a request's seed may be",
+            args.seed, args.seeds
+        )));
     }
     let data = if args.data.is_empty() {
         vec![PathBuf::from("generated").join(bench)]
@@ -185,7 +234,25 @@ async fn run_eval(args: RunArgs) -> anyhow::Result<()> {
     // One command per output folder, before the first file is made there.
     let out_was_there = out.exists();
     let held = crate::folder_lock::lock(&out, crate::folder_lock::FOLDER, "--out")?;
-    let result = evaluate(&args, (setup, config), data, &out).await;
+    // One writer a cache (a replay or a dry run only reads it).
+    let cache_held = match &config.cache_path {
+        Some(c) if !args.llm.dry_run && setup.backend() != Backend::Replay => {
+            match crate::folder_lock::for_file(c, "--cache") {
+                Ok(h) => Some(h),
+                Err(e) => {
+                    drop(held);
+                    if !out_was_there {
+                        let _ = std::fs::remove_dir(&out);
+                    }
+                    created.undo();
+                    return Err(e);
+                }
+            }
+        }
+        _ => None,
+    };
+    let result = until_stopped(&args, (&setup, config), data, &out).await;
+    drop(cache_held);
     drop(held);
     if result.is_err() && !out_was_there {
         // Made for the lock only (the cache elsewhere): removed when empty.
@@ -197,15 +264,122 @@ async fn run_eval(args: RunArgs) -> anyhow::Result<()> {
     result
 }
 
-/// The evaluation proper, from opening the LLM layer (and its cache) on: the model under test
-/// is the writer of `setup`'s roster, configured by `config`; the layer and the roster are
-/// closed when this returns (a failed run's cache is then removed, see
-/// [`crate::created::Created`]).
-async fn evaluate(
+/// [`evaluate`], stopped by SIGINT or SIGTERM as a build is: the model under test sends
+/// nothing more, the evaluation is dropped (every answer received is in the cache: the
+/// writer commits before it answers), and the stop says what was done, what is left and how
+/// to resume ([`Stopped`]: exit 130 or 143).
+async fn until_stopped(
     args: &RunArgs,
-    (setup, config): (LlmSetup, cb_llm::LlmConfig),
+    (setup, config): (&LlmSetup, cb_llm::LlmConfig),
     data: Vec<PathBuf>,
     out: &Path,
+) -> anyhow::Result<()> {
+    let mut signals = Signals::new();
+    let counted = Counted {
+        bars: progress::Bars::new(!args.no_progress && !args.llm.dry_run),
+        seen: Mutex::default(),
+    };
+    let stop = async {
+        let s = signals.next().await;
+        let why = format!("the evaluation was stopped by {}", s.0);
+        setup.roster().stop_all(&why);
+        s
+    };
+    let (signal, code) = tokio::select! {
+        r = evaluate(args, (setup, config), data, out, &counted) => return r,
+        s = stop => s,
+    };
+    // A call another thread was accounting may still be under way: the figures wait for it.
+    if tokio::time::timeout(SETTLING, setup.roster().settled())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            "calls still under way {SETTLING:?} after the stop: the figures said may miss them"
+        );
+    }
+    let seen = counted.seen.lock().expect("eval counts").clone();
+    for name in &seen.started {
+        counted.bars.finish(name, 0, 0);
+    }
+    let bench = args.benchmark.as_deref().unwrap_or_default();
+    let s = seen.llm;
+    let message = if args.llm.dry_run {
+        format!(
+            "stopped by {signal} during the dry run of the {bench} evaluation: nothing was written"
+        )
+    } else {
+        format!(
+            "stopped by {signal} during the {bench} evaluation: {} of {} answers of the runs started are in, {} left (and the runs not started); nothing written to {}; the answers received so far are cached ({} calls sent, {} cache hits, ${:.4}); run the same command again to resume",
+            seen.done,
+            seen.total,
+            seen.total.saturating_sub(seen.done),
+            out.display(),
+            s.upstream_calls,
+            s.cache_hits,
+            s.spent_usd
+        )
+    };
+    Err(anyhow::Error::new(Stopped { code, message }))
+}
+
+/// The longest a stopped evaluation waits for the calls under way before it says its figures.
+const SETTLING: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The progress hooks passed on to the bars, with what a stop says: the runs started, their
+/// answers in and the layer's last counters.
+struct Counted {
+    bars: progress::Bars,
+    seen: Mutex<Seen>,
+}
+
+#[derive(Clone, Default)]
+struct Seen {
+    started: Vec<String>,
+    total: u64,
+    done: u64,
+    llm: cb_llm::StatsSnapshot,
+}
+
+impl cb_llm::Progress for Counted {
+    fn shows_total(&self) -> bool {
+        self.bars.shows_total()
+    }
+    fn start(&self, name: &str, total: u64) {
+        {
+            let mut seen = self.seen.lock().expect("eval counts");
+            seen.started.push(name.to_owned());
+            seen.total += total;
+        }
+        self.bars.start(name, total);
+    }
+    fn item_done(&self, name: &str, llm: &cb_llm::StatsSnapshot) {
+        {
+            let mut seen = self.seen.lock().expect("eval counts");
+            seen.done += 1;
+            seen.llm = *llm;
+        }
+        self.bars.item_done(name, llm);
+    }
+    fn finish(&self, name: &str, rows: u64, rejected: u64) {
+        self.seen
+            .lock()
+            .expect("eval counts")
+            .started
+            .retain(|n| n != name);
+        self.bars.finish(name, rows, rejected);
+    }
+}
+
+/// The evaluation proper, from opening the LLM layer (and its cache) on: the model under test
+/// is the writer of `setup`'s roster, configured by `config`; the layer is closed when this
+/// returns (a failed run's cache is then removed, see [`crate::created::Created`]).
+async fn evaluate(
+    args: &RunArgs,
+    (setup, config): (&LlmSetup, cb_llm::LlmConfig),
+    data: Vec<PathBuf>,
+    out: &Path,
+    bars: &Counted,
 ) -> anyhow::Result<()> {
     let bench = args.benchmark.as_deref().unwrap_or_default();
     let llm = setup
@@ -229,11 +403,10 @@ async fn evaluate(
         hint: args.hint,
         kre_examples: args.kre_examples.clone(),
     };
-    let bars = progress::Bars::new(!args.no_progress && !args.llm.dry_run);
     let (results, predictions) = if bench == "recall" {
-        cb_eval::recall::evaluate(&llm, &opts, &bars).await?
+        cb_eval::recall::evaluate(&llm, &opts, bars).await?
     } else {
-        cb_eval::kre::evaluate(&llm, &opts, &bars).await?
+        cb_eval::kre::evaluate(&llm, &opts, bars).await?
     };
     let stats = llm.stats();
     if args.llm.dry_run {

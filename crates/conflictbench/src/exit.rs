@@ -2,6 +2,7 @@
 //! stop that is not a failure ([`Stopped`]: a signal, or requests waiting in batch files).
 
 use crate::config_error::ConfigError;
+use crate::stdout::eprintln_err;
 use cb_engine::EngineError;
 use std::process::ExitCode;
 
@@ -22,18 +23,17 @@ impl std::error::Error for Stopped {}
 
 /// The exit of a command that ended with `e`: a [`Stopped`] says its line and exits with its
 /// code; any other error is said once, with its code ([`exit_code`]).
-#[allow(clippy::print_stderr)] // the binary's own last word on stderr
 pub(crate) fn report(e: &anyhow::Error) -> ExitCode {
     if let Some(stopped) = e.downcast_ref::<Stopped>() {
         // Not an error: the line says what was kept and how to resume.
-        eprintln!("{stopped}");
+        eprintln_err(&stopped.to_string());
         return ExitCode::from(stopped.code);
     }
     let code = exit_code(e);
-    eprintln!("error: {}", said_once(e));
+    eprintln_err(&format!("error: {}", said_once(e)));
     if code == 3 {
-        eprintln!(
-            "The responses received so far are cached: run the same command again to continue."
+        eprintln_err(
+            "The responses received so far are cached: run the same command again to continue.",
         );
     }
     ExitCode::from(code)

@@ -1,6 +1,9 @@
 //! `conflictbench export lm-eval BUILD_DIR OUT_DIR`: a built benchmark (or KRE's released
-//! files) as lm-evaluation-harness tasks (`cb_eval::export`).
+//! files) as lm-evaluation-harness tasks (`cb_eval::export`); `conflictbench export
+//! conflictbank BUILD_DIR OUT_DIR`: a ConflictBank-style build as ConflictBank's evaluation
+//! input (`cb_eval::conflictbank_export`).
 
+use crate::build_args::{range, whole};
 use crate::config_error::config_err;
 use crate::stdout::println_out;
 use anyhow::Context as _;
@@ -19,6 +22,52 @@ enum Format {
     /// generate_until task and a `_mc` multiple-choice one) and the JSONL it reads, each line
     /// the conversation `conflictbench eval` sends for that item.
     LmEval(LmEvalArgs),
+    /// ConflictBank's evaluation input: per domain a folder with one file per setting
+    /// (`default.json`, `correct.json`, `misinformation.json`, ..., `correct_semantic.json`,
+    /// `semantic_correct.json`), one JSON object a line with `prompt`, `true_label`,
+    /// `replaced_label` and `uncertain_label`, for ConflictBank's `inference.py --input_dir`.
+    Conflictbank(ConflictbankArgs),
+}
+
+#[derive(Args, Debug)]
+struct ConflictbankArgs {
+    /// A ConflictBank-style build: a domain's folder (holding `conflictbank.jsonl`), the
+    /// benchmark's folder, the build's output folder, or a rows file.
+    build_dir: PathBuf,
+    /// Where the domains' folders go.
+    out_dir: PathBuf,
+    /// At most N rows of each domain.
+    #[arg(long)]
+    limit: Option<usize>,
+    /// Folder of prompt templates (`eval/conflictbank.md` is the prompt); default: `prompts/`
+    /// of the current folder when it exists, else the ones built into the binary.
+    #[arg(long)]
+    prompts: Option<PathBuf>,
+}
+
+fn conflictbank(a: ConflictbankArgs) -> anyhow::Result<()> {
+    let prompts = crate::assets::prompt_files(a.prompts.as_deref())?;
+    let done =
+        match cb_eval::conflictbank_export::export(&a.build_dir, &a.out_dir, &prompts, a.limit) {
+            Ok(done) => done,
+            Err(cb_eval::EvalError::Config(m)) => return Err(config_err(m)),
+            Err(e) => {
+                return Err(e).with_context(|| format!("cannot export {}", a.build_dir.display()))
+            }
+        };
+    for d in &done {
+        println_out(&format!(
+            "{}: {} rows -> {} ({} settings)",
+            d.domain,
+            d.rows,
+            d.dir.display(),
+            cb_eval::conflictbank::SETTINGS.len()
+        ));
+    }
+    println_out(
+        "run ConflictBank's inference.py --input_dir on a domain's folder, then its evaluate.py, or `conflictbench eval conflictbank-predictions` on the predictions",
+    );
+    Ok(())
 }
 
 #[derive(Args, Debug)]
@@ -28,14 +77,15 @@ struct LmEvalArgs {
     build_dir: PathBuf,
     /// Where the task YAMLs, `data/` and a README go.
     out_dir: PathBuf,
-    /// The seed whose option order the questions are asked in (`eval`'s first seed).
-    #[arg(long, default_value_t = 42)]
+    /// The seed whose option order the questions are asked in (`eval`'s first seed; 0 to
+    /// 9223372036854775807).
+    #[arg(long, default_value_t = 42, value_parser = whole::<u64>(cb_llm::ranges::SEED))]
     seed: u64,
     /// Comma-separated domains (default: all found).
     #[arg(long, value_delimiter = ',')]
     domains: Vec<String>,
-    /// At most N rows of each file.
-    #[arg(long)]
+    /// At most N rows of each file (1 to 18446744073709551615).
+    #[arg(long, value_parser = whole::<usize>(range::RECORDS))]
     limit: Option<usize>,
     /// Folder of prompt templates (the eval ones are in its `eval/`); default: `prompts/` of
     /// the current folder when it exists, else the ones built into the binary.
@@ -58,7 +108,10 @@ struct LmEvalArgs {
 }
 
 pub fn run(args: ExportArgs) -> anyhow::Result<()> {
-    let Format::LmEval(a) = args.format;
+    let a = match args.format {
+        Format::LmEval(a) => a,
+        Format::Conflictbank(a) => return conflictbank(a),
+    };
     // `generated/` holds one folder per benchmark; anything else is read as one benchmark.
     let mut plan: Vec<(&str, PathBuf)> = ["recall", "kre"]
         .into_iter()

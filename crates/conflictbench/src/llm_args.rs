@@ -3,6 +3,8 @@
 //! `--batch-dir`, an endpoint pool) and reader flags. They say nothing until
 //! `llm_config::LlmSetup` resolves them into the run's one configuration.
 
+use crate::build_args::{real, whole};
+use cb_llm::ranges;
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 
@@ -18,8 +20,8 @@ pub enum Backend {
 
 #[derive(Args, Debug)]
 pub struct LlmArgs {
-    /// Model calls in flight at once.
-    #[arg(long, default_value_t = 16, value_parser = crate::build_args::positive::<usize>)]
+    /// Model calls in flight at once (1 to 10000).
+    #[arg(long, default_value_t = 16, value_parser = whole::<usize>(ranges::CONCURRENCY))]
     pub concurrency: usize,
     /// Who answers: default `openai` when a base URL is set (flag or OPENAI_BASE_URL), else `offline`.
     #[arg(long, value_enum)]
@@ -30,36 +32,38 @@ pub struct LlmArgs {
     /// Model name sent to the endpoint. For `replay`, default: the one in the previous manifest.
     #[arg(long)]
     pub model: Option<String>,
-    /// Requests per minute (unlimited when absent; at least 1).
-    #[arg(long, value_parser = crate::build_args::positive::<u32>)]
+    /// Requests per minute (unlimited when absent; 1 to 10000000).
+    #[arg(long, value_parser = whole::<u32>(ranges::RPM))]
     pub rpm: Option<u32>,
-    /// Tokens per minute (unlimited when absent; at least 1).
-    #[arg(long, value_parser = crate::build_args::positive::<u32>)]
+    /// Tokens per minute (unlimited when absent; 1 to 1000000000).
+    #[arg(long, value_parser = whole::<u32>(ranges::TPM))]
     pub tpm: Option<u32>,
-    /// Retries of a call after 429, 5xx, a timeout or a broken connection.
-    #[arg(long, default_value_t = 5)]
+    /// Retries of a call after 429, 5xx, a timeout or a broken connection (0 to 100).
+    #[arg(long, default_value_t = 5, value_parser = whole::<u32>(ranges::MAX_RETRIES))]
     pub max_retries: u32,
-    /// First backoff delay in milliseconds (doubles each retry, with jitter).
-    #[arg(long, default_value_t = 500)]
+    /// First backoff delay in milliseconds (doubles each retry, with jitter; 1 to 600000).
+    #[arg(long, default_value_t = 500, value_parser = whole::<u64>(ranges::BACKOFF_MS))]
     pub backoff_ms: u64,
-    /// Longest backoff delay in seconds.
-    #[arg(long, default_value_t = 60)]
+    /// Longest backoff delay in seconds (1 to 3600).
+    #[arg(long, default_value_t = 60, value_parser = whole::<u64>(ranges::BACKOFF_MAX_S))]
     pub backoff_max_s: u64,
-    /// Seconds before a call times out (at least 1).
-    #[arg(long, default_value_t = 120, value_parser = crate::build_args::positive::<u64>)]
+    /// Seconds before a call times out (1 to 86400).
+    #[arg(long, default_value_t = 120, value_parser = whole::<u64>(ranges::TIMEOUT_S))]
     pub timeout_s: u64,
-    /// Stop cleanly (resumable, exit code 3) before the calls of this run cost more than this many USD.
-    #[arg(long, value_parser = crate::build_args::amount)]
+    /// Stop cleanly (resumable, exit code 3) before the calls of this run cost more than this
+    /// many USD (above 0, at most 1000000).
+    #[arg(long, value_parser = real(ranges::MAX_COST))]
     pub max_cost: Option<f64>,
-    /// Stop cleanly (resumable, exit code 3) before the calls of this run use more tokens than this.
-    #[arg(long)]
+    /// Stop cleanly (resumable, exit code 3) before the calls of this run use more tokens
+    /// than this (1 to 1000000000000).
+    #[arg(long, value_parser = whole::<u64>(ranges::MAX_TOKENS))]
     pub max_tokens: Option<u64>,
     /// USD per million prompt tokens (default: the built-in table; a model it does not know
-    /// costs 0, and is refused under --max-cost).
-    #[arg(long, value_parser = crate::build_args::amount)]
+    /// costs 0, and is refused under --max-cost; 0 to 10000).
+    #[arg(long, value_parser = real(ranges::PRICE))]
     pub price_input: Option<f64>,
-    /// USD per million completion tokens (default as --price-input).
-    #[arg(long, value_parser = crate::build_args::amount)]
+    /// USD per million completion tokens (default as --price-input; 0 to 10000).
+    #[arg(long, value_parser = real(ranges::PRICE))]
     pub price_output: Option<f64>,
     /// Response cache (SQLite). Default: OUT/llm-cache.sqlite.
     #[arg(long)]
@@ -80,17 +84,18 @@ pub struct BatchFlags {
     /// finds its batches again on the next run.
     #[arg(long)]
     pub batch: bool,
-    /// Batch price as a fraction of the online price (OpenAI: 0.5).
-    #[arg(long, default_value_t = 0.5, value_name = "FACTOR")]
+    /// Batch price as a fraction of the online price (OpenAI: 0.5; above 0, at most 1).
+    #[arg(long, default_value_t = 0.5, value_name = "FACTOR", value_parser = real(ranges::BATCH_PRICE_FACTOR))]
     pub batch_price_factor: f64,
-    /// First wait between two polls of a batch, in milliseconds (grows to a minute).
-    #[arg(long, default_value_t = 5000, value_name = "MS", value_parser = crate::build_args::positive::<u64>)]
+    /// First wait between two polls of a batch, in milliseconds (grows to a minute; 1 to
+    /// 60000).
+    #[arg(long, default_value_t = 5000, value_name = "MS", value_parser = whole::<u64>(ranges::BATCH_POLL_MS))]
     pub batch_poll_ms: u64,
-    /// Most requests in one batch input file.
-    #[arg(long, default_value_t = 50_000, value_name = "N", value_parser = crate::build_args::positive::<usize>)]
+    /// Most requests in one batch input file (1 to 1000000).
+    #[arg(long, default_value_t = 50_000, value_name = "N", value_parser = whole::<usize>(ranges::BATCH_MAX_REQUESTS))]
     pub batch_max_requests: usize,
-    /// Most megabytes in one batch input file (--batch and --batch-dir).
-    #[arg(long, default_value_t = 190, value_name = "MB", value_parser = crate::build_args::positive::<usize>)]
+    /// Most megabytes in one batch input file (--batch and --batch-dir; 1 to 100000).
+    #[arg(long, default_value_t = 190, value_name = "MB", value_parser = whole::<usize>(ranges::BATCH_MAX_MB))]
     pub batch_max_mb: usize,
     /// Write the calls that miss the cache as OpenAI batch input files in DIR
     /// (`requests-NNNNN.jsonl`) and stop with exit code 4; once something has written the
@@ -100,14 +105,14 @@ pub struct BatchFlags {
     /// (default `batch-files`).
     #[arg(long, value_name = "DIR", conflicts_with = "batch")]
     pub batch_dir: Option<PathBuf>,
-    /// Most requests in one file of --batch-dir.
-    #[arg(long, default_value_t = 5_000, value_name = "N", value_parser = crate::build_args::positive::<usize>)]
+    /// Most requests in one file of --batch-dir (1 to 10000000).
+    #[arg(long, default_value_t = 5_000, value_name = "N", value_parser = whole::<usize>(ranges::BATCH_DIR_MAX_LINES))]
     pub batch_dir_max_lines: usize,
     /// Most items a round of --batch or --batch-dir takes at once (default 5000): the build
     /// holds only these in memory, whatever the size of the source, at the cost of more rounds
-    /// (with --batch, one batch turnaround each); at least 1, and only with --batch or
+    /// (with --batch, one batch turnaround each); 1 to 10000000, and only with --batch or
     /// --batch-dir. A dry run counts the same calls whatever the window.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = whole::<usize>(ranges::BATCH_WINDOW))]
     pub batch_window: Option<usize>,
 }
 
@@ -126,11 +131,12 @@ pub struct PoolFlags {
     /// The pool's identity in cache keys (`pool:NAME`); keep it to reuse a pool's answers.
     #[arg(long, default_value = "default")]
     pub pool_name: String,
-    /// Failures in a row that pause an endpoint.
-    #[arg(long, default_value_t = 3)]
+    /// Failures in a row that pause an endpoint (1 to 1000).
+    #[arg(long, default_value_t = 3, value_parser = whole::<u32>(ranges::POOL_OPEN_AFTER))]
     pub pool_open_after: u32,
-    /// First pause of a failing endpoint, in milliseconds (doubles on each failed probe).
-    #[arg(long, default_value_t = 2000)]
+    /// First pause of a failing endpoint, in milliseconds (doubles on each failed probe, up
+    /// to a minute; 1 to 60000).
+    #[arg(long, default_value_t = 2000, value_parser = whole::<u64>(ranges::POOL_COOLDOWN_MS))]
     pub pool_cooldown_ms: u64,
 }
 
@@ -147,11 +153,13 @@ pub struct ReaderArgs {
     #[arg(long, value_name = "NAME")]
     pub reader_model: Option<String>,
     /// USD per million prompt tokens of the reader of --reader-model / --reader-base-url
-    /// (default: the build's own price for the build's model, else the built-in table).
-    #[arg(long, value_name = "USD", value_parser = crate::build_args::amount)]
+    /// (default: the build's own price for the build's model, else the built-in table; 0 to
+    /// 10000).
+    #[arg(long, value_name = "USD", value_parser = real(ranges::PRICE))]
     pub reader_price_input: Option<f64>,
-    /// USD per million completion tokens of that reader (default as --reader-price-input).
-    #[arg(long, value_name = "USD", value_parser = crate::build_args::amount)]
+    /// USD per million completion tokens of that reader (default as --reader-price-input; 0
+    /// to 10000).
+    #[arg(long, value_name = "USD", value_parser = real(ranges::PRICE))]
     pub reader_price_output: Option<f64>,
 }
 

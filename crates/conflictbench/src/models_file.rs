@@ -42,9 +42,9 @@ struct Entry {
     model: String,
     #[serde(default)]
     endpoint: Vec<EndpointEntry>,
-    concurrency: Option<usize>,
-    rpm: Option<u32>,
-    tpm: Option<u32>,
+    concurrency: Option<toml::Value>,
+    rpm: Option<toml::Value>,
+    tpm: Option<toml::Value>,
     price_input: Option<f64>,
     price_output: Option<f64>,
     structured: Option<String>,
@@ -71,8 +71,8 @@ pub fn read(
     limits: Limits,
     breaker: (u32, Duration),
 ) -> Result<BTreeMap<String, NamedModel>, String> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| format!("--models {}: {e}", path.display()))?;
+    let text = crate::pool_file::read_settings(path)
+        .map_err(|e| format!("--models {}: {e}", path.display()))?;
     let file: ModelsFile =
         toml::from_str(&text).map_err(|e| format!("--models {}: {e}", path.display()))?;
     let mut out = BTreeMap::new();
@@ -83,16 +83,6 @@ pub fn read(
             return Err(at(format!(
                 "`{name}` is reserved (`--reader {name}` means no reader): choose another name"
             )));
-        }
-        if e.concurrency == Some(0) {
-            return Err(at("`concurrency = 0`: at least 1".into()));
-        }
-        for (key, v) in [("rpm", e.rpm), ("tpm", e.tpm)] {
-            if v == Some(0) {
-                return Err(at(format!(
-                    "`{key} = 0` would let nothing through: give at least 1, or leave it out for no limit"
-                )));
-            }
         }
         if name.is_empty()
             || !name
@@ -128,7 +118,11 @@ fn named(
     run: Limits,
     (open_after, cooldown): (u32, Duration),
 ) -> Result<NamedModel, String> {
-    let own = run.under((e.concurrency, e.rpm, e.tpm));
+    let own = run.under(crate::pool_file::limit_keys((
+        &e.concurrency,
+        &e.rpm,
+        &e.tpm,
+    ))?);
     let pool = match (&e.base_url, e.endpoint.is_empty()) {
         (Some(_), false) => return Err("give `base_url` or `[[endpoint]]` tables, not both".into()),
         (None, true) => return Err("give `base_url` or `[[endpoint]]` tables".into()),
@@ -136,7 +130,11 @@ fn named(
         (None, false) => {
             let pool = PoolConfig {
                 name: name.to_owned(),
-                endpoints: e.endpoint.iter().map(|x| x.spec(own)).collect(),
+                endpoints: e
+                    .endpoint
+                    .iter()
+                    .map(|x| x.spec(own))
+                    .collect::<Result<_, _>>()?,
                 open_after,
                 cooldown,
             };
@@ -151,8 +149,8 @@ fn named(
         ("price_input", e.price_input),
         ("price_output", e.price_output),
     ] {
-        if p.is_some_and(|p| !p.is_finite() || p < 0.0) {
-            return Err(format!("`{key}` must be a finite number, 0 or more"));
+        if let Some(Err(why)) = p.map(|p| cb_llm::ranges::PRICE.check_real(p)) {
+            return Err(format!("`{key}`: {why}"));
         }
     }
     let structured = match e.structured.as_deref() {

@@ -4,7 +4,7 @@
 //! model of a models file (`models_file`) declares its pool with the same tables.
 
 use crate::llm_args::PoolFlags;
-use cb_llm::{EndpointSpec, Limits, PoolConfig};
+use cb_llm::{ranges, EndpointSpec, Limits, PoolConfig};
 use serde::Deserialize;
 use std::path::Path;
 use std::time::Duration;
@@ -24,24 +24,58 @@ struct PoolFile {
 #[serde(deny_unknown_fields)]
 pub struct EndpointEntry {
     url: String,
-    concurrency: Option<usize>,
-    rpm: Option<u32>,
-    tpm: Option<u32>,
+    concurrency: Option<toml::Value>,
+    rpm: Option<toml::Value>,
+    tpm: Option<toml::Value>,
+}
+
+/// The limits `concurrency`, `rpm` and `tpm` as a file writes them, each a whole number in its
+/// range (`cb_llm::ranges`), or the key, the value and the range said.
+pub fn limit_keys(
+    (concurrency, rpm, tpm): (
+        &Option<toml::Value>,
+        &Option<toml::Value>,
+        &Option<toml::Value>,
+    ),
+) -> Result<cb_llm::ranges::OwnLimits, String> {
+    let int = |key: &str, v: &Option<toml::Value>, range: cb_model::Range| match v {
+        None => Ok(None),
+        Some(toml::Value::Integer(i)) => Ok(Some(*i)),
+        Some(other) => Err(format!(
+            "`{key} = {other}`: not a whole number: must be {range}"
+        )),
+    };
+    Limits::own((
+        int("concurrency", concurrency, ranges::CONCURRENCY)?,
+        int("rpm", rpm, ranges::RPM)?,
+        int("tpm", tpm, ranges::TPM)?,
+    ))
 }
 
 impl EndpointEntry {
-    /// The endpoint, its own limits or else `concurrency`, `rpm` and `tpm`.
-    pub fn spec(&self, limits: Limits) -> EndpointSpec {
-        limits
-            .under((self.concurrency, self.rpm, self.tpm))
-            .endpoint(self.url.clone())
+    /// The endpoint, its own limits (each in its range: `cb_llm::ranges`) or else
+    /// `concurrency`, `rpm` and `tpm`; an error names the endpoint and the key.
+    pub fn spec(&self, limits: Limits) -> Result<EndpointSpec, String> {
+        let own = limit_keys((&self.concurrency, &self.rpm, &self.tpm))
+            .map_err(|why| format!("endpoint `{}`: {why}", self.url))?;
+        Ok(limits.under(own).endpoint(self.url.clone()))
     }
 }
 
 fn read_file(path: &Path) -> Result<PoolFile, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let text = read_settings(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// The text of a settings file (a pool or models file). A pipe, a socket or a device is
+/// refused, not read: opening a FIFO waits for a writer that may never come.
+pub fn read_settings(path: &Path) -> std::io::Result<String> {
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+        return Err(std::io::Error::other(
+            "not a regular file (a pipe, a socket or a device): give the file itself",
+        ));
+    }
+    std::fs::read_to_string(path)
 }
 
 /// The pool the flags declare, if any, with the reader its file names; endpoints without
@@ -61,7 +95,10 @@ pub fn resolve(flags: &PoolFlags, limits: Limits) -> Result<Option<(PoolConfig, 
         }
         reader = (file.reader_base_url, file.reader_model);
         for e in &file.endpoint {
-            endpoints.push(e.spec(limits));
+            endpoints.push(
+                e.spec(limits)
+                    .map_err(|why| format!("{}: {why}", path.display()))?,
+            );
         }
     }
     for spec in &flags.endpoints {
@@ -70,11 +107,20 @@ pub fn resolve(flags: &PoolFlags, limits: Limits) -> Result<Option<(PoolConfig, 
         for p in parts {
             let bad = || format!("--endpoint {spec}: `{p}` is not concurrency=N, rpm=N or tpm=N");
             let (k, v) = p.split_once('=').ok_or_else(bad)?;
-            match k.trim() {
-                "concurrency" => e.concurrency = v.trim().parse().map_err(|_| bad())?,
-                "rpm" => e.rpm = Some(v.trim().parse().map_err(|_| bad())?),
-                "tpm" => e.tpm = Some(v.trim().parse().map_err(|_| bad())?),
+            let range = match k.trim() {
+                "concurrency" => ranges::CONCURRENCY,
+                "rpm" => ranges::RPM,
+                "tpm" => ranges::TPM,
                 _ => return Err(bad()),
+            };
+            let n = range
+                .parse_whole(v)
+                .map_err(|why| format!("--endpoint {spec}: `{}`: {why}", k.trim()))?;
+            // The ranges' ceilings fit the types.
+            match k.trim() {
+                "concurrency" => e.concurrency = n as usize,
+                "rpm" => e.rpm = Some(n as u32),
+                _ => e.tpm = Some(n as u32),
             }
         }
         endpoints.push(e);

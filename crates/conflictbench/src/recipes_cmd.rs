@@ -20,6 +20,9 @@ pub fn run(recipes: Option<&Path>, explain: Option<String>) -> anyhow::Result<()
     }
     let (files, all) = crate::assets::recipes(recipes)?;
     for r in all {
+        if crate::stdout::stdout_closed() {
+            break;
+        }
         let star = if r.default { "" } else { " (alternate)" };
         println_out(&format!(
             "{:<8} {:<14} {}{star}",

@@ -1,6 +1,7 @@
 //! `conflictbench view`: arguments, their checks (exit 2 before anything is bound or
 //! written), the binding and the address printed; the server is `cb-view`'s.
 
+use crate::build_args::{range, whole};
 use anyhow::Context;
 use cb_view::index::SampleSpec;
 use cb_view::state::{AppState, Settings};
@@ -17,8 +18,8 @@ pub struct ViewArgs {
     /// A build folder (`generated`, `generated/kre/cose`) or any audited file or folder
     /// (the released KRE files included).
     pub out: PathBuf,
-    /// Port to listen on (0: any free port; the address is printed).
-    #[arg(long, default_value_t = DEFAULT_PORT)]
+    /// Port to listen on (0 to 65535; 0: any free port; the address is printed).
+    #[arg(long, default_value_t = DEFAULT_PORT, value_parser = whole::<u16>(range::PORT))]
     pub port: u16,
     /// Address to listen on. Anything but loopback needs a token: --token, or one printed.
     #[arg(long, default_value = "127.0.0.1")]
@@ -36,11 +37,12 @@ pub struct ViewArgs {
     /// where that cannot be written, the pages only read.
     #[arg(long, value_name = "PATH")]
     pub ratings: Option<PathBuf>,
-    /// Rows in the rating sample (the review sheet's: `audit --sheet --sample N`).
-    #[arg(long, default_value_t = 100, value_name = "N")]
+    /// Rows in the rating sample (the review sheet's: `audit --sheet --sample N`; 1 to
+    /// 1000000).
+    #[arg(long, default_value_t = 100, value_name = "N", value_parser = whole::<usize>(range::RATED_ROWS))]
     pub sample: usize,
-    /// Seed of the rating sample (`audit --seed`).
-    #[arg(long, default_value_t = 42)]
+    /// Seed of the rating sample (`audit --seed`; 0 to 18446744073709551615).
+    #[arg(long, default_value_t = 42, value_parser = whole::<u64>(range::SEED))]
     pub seed: u64,
 }
 
@@ -49,9 +51,6 @@ fn settings(args: &ViewArgs) -> anyhow::Result<(Settings, IpAddr)> {
     let err = |m: String| crate::config_error::config_err(m);
     if !args.out.exists() {
         return Err(err(format!("{} does not exist", args.out.display())));
-    }
-    if args.sample == 0 {
-        return Err(err("--sample must be at least 1".into()));
     }
     let ip: IpAddr = match args.host.as_str() {
         "localhost" => IpAddr::from([127, 0, 0, 1]),

@@ -17,7 +17,7 @@ use std::collections::HashSet;
 /// The parameters of its own (besides the model's and `mode`).
 pub const PARAMS: &[Param] = &[Param {
     key: "max_replacements",
-    ty: ParamType::Integer,
+    ty: ParamType::Integer(Range::whole(1, 100)),
     default: "4",
     meaning: "Most replacements one answer may list.",
 }];
@@ -25,9 +25,7 @@ pub const PARAMS: &[Param] = &[Param {
 /// The step table's constructor.
 pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepError> {
     let (mode, model) = Mode::with_model(spec, prompts, "edit_nonanswer", 300)?;
-    let max_replacements = spec
-        .int("max_replacements")
-        .map_or(4, |x| x.max(1) as usize);
+    let max_replacements = spec.int("max_replacements").map_or(4, |x| x as usize);
     let replacement =
         schema::object(&[("original", schema::string()), ("edited", schema::string())]);
     let answer = schema::object(&[(
@@ -283,6 +281,19 @@ impl NonAnswerEdit {
     }
 }
 
+/// The paragraph with the answer edit and the non-answer `edits` both made, and every edit;
+/// the reason says they overlap (`overlapping_edits`).
+fn with_answer_edit(
+    paragraph: &str,
+    answer_edits: &[Edit],
+    edits: &[Edit],
+) -> Result<(String, Vec<Edit>), String> {
+    let mut all = to_replacements(paragraph, answer_edits);
+    all.extend(to_replacements(paragraph, edits));
+    apply_replacements(paragraph, &all)
+        .map_err(|m| format!("overlapping_edits: {m}; edit only words outside the answer"))
+}
+
 impl ModelBacked for NonAnswerEdit {
     fn views(&self) -> Vec<cb_step::ViewSpec> {
         vec![cb_step::view::<Pools>()]
@@ -309,17 +320,26 @@ impl ModelBacked for NonAnswerEdit {
         };
         let answer = seen.answer.text.clone();
         let a = model.ask(item, &answer, [("subject", json!(seen.subject))], offline);
-        let edits = ask(ctx, item, a, |raw| self.validate(raw, &seen, &paragraph)).await?;
+        // Text generation's edited source carries the answer edit and these edits: judged
+        // with the answer, so that edits overlapping the answer edit are asked again with
+        // the reason (`overlapping_edits`).
+        let answer_edits: Option<Vec<Edit>> = match self.mode {
+            Mode::Text => Some(item.require_parsed(fields::QA_A_EDITS)?),
+            Mode::Record => None,
+        };
+        let (edits, generated) = ask(ctx, item, a, |raw| {
+            let edits = self.validate(raw, &seen, &paragraph)?;
+            let generated = match &answer_edits {
+                Some(answer_edits) => Some(with_answer_edit(&paragraph, answer_edits, &edits)?),
+                None => None,
+            };
+            Ok((edits, generated))
+        })
+        .await?;
         let reps = to_replacements(&paragraph, &edits);
         let (context, _) = apply_replacements(&paragraph, &reps)
             .map_err(|m| StepFailure::reject("bad_replacements", m))?;
-        if self.mode == Mode::Text {
-            // Text generation's edited source carries the answer edit and these edits.
-            let answer_edits: Vec<Edit> = item.require_parsed(fields::QA_A_EDITS)?;
-            let mut all = to_replacements(&paragraph, &answer_edits);
-            all.extend(reps);
-            let (edited, tg_edits) = apply_replacements(&paragraph, &all)
-                .map_err(|m| StepFailure::reject("overlapping_edits", m))?;
+        if let Some((edited, tg_edits)) = generated {
             item.set(fields::TG_EDITED_SOURCE, edited);
             item.set(fields::TG_EDITS, json!(tg_edits));
         }

@@ -119,6 +119,9 @@ use serde_json::Value;
 /// the card (`cb_model::manifest::ReaderInfo::instruction`) and the README.
 pub const DEFAULT_PROMPT: &str = "reader/question.md";
 
+/// Questions per check (`votes` of a recipe, `audit --votes`).
+pub const VOTES: Range = Range::whole(1, 100);
+
 /// The parameters of the reader check.
 pub const PARAMS: &[Param] = &[
     Param {
@@ -135,7 +138,7 @@ pub const PARAMS: &[Param] = &[
     },
     Param {
         key: "votes",
-        ty: ParamType::Integer,
+        ty: ParamType::Integer(VOTES),
         default: "1",
         meaning: "Questions per check (the row's option order, then seeded orders); more than half must pick the intended option.",
     },
@@ -159,7 +162,7 @@ pub const PARAMS: &[Param] = &[
     },
     Param {
         key: "max_answer_set_share",
-        ty: ParamType::Number,
+        ty: ParamType::Number(Range::real(0.0, 1.0)),
         default: "none",
         meaning: "Reject a row whose golden answer the reader picks from the options alone in more than this share of its votes.",
     },
@@ -207,7 +210,7 @@ pub const PARAMS: &[Param] = &[
     },
     Param {
         key: "max_tokens",
-        ty: ParamType::Integer,
+        ty: ParamType::Integer(cb_llm::ranges::ANSWER_TOKENS),
         default: "32",
         meaning: "Longest answer, in tokens.",
     },
@@ -262,10 +265,8 @@ pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepErro
             )))
         }
     };
+    // In `VOTES`, as the recipe's check made sure.
     let votes = spec.int("votes").unwrap_or(1);
-    if votes < 1 {
-        return Err(bad(format!("`votes = {votes}`: at least 1")));
-    }
     let control = match spec.str("control").as_deref() {
         None | Some("reject") => Control::Reject,
         Some("record") => Control::Record,

@@ -42,16 +42,16 @@ pub struct BuildArgs {
     /// Folder of prompt templates (default: ./prompts when present, else the bundled ones).
     #[arg(long)]
     prompts: Option<PathBuf>,
-    /// Seed of every random choice (written in the manifest).
-    #[arg(long, default_value_t = cb_engine::build::DEFAULT_SEED)]
+    /// Seed of every random choice (written in the manifest; 0 to 18446744073709551615).
+    #[arg(long, default_value_t = cb_engine::build::DEFAULT_SEED, value_parser = build_args::whole::<u64>(build_args::range::SEED))]
     seed: u64,
-    /// Read at most N records of each source (N >= 1).
-    #[arg(long, value_parser = build_args::at_least_one)]
+    /// Read at most N records of each source (1 to 18446744073709551615).
+    #[arg(long, value_parser = build_args::whole::<usize>(build_args::range::RECORDS))]
     limit: Option<usize>,
     /// Build from a seeded sample of N source records (drawn with `--seed`, kept in source
     /// order). Readers that select records themselves only (EventKG), so that memory grows
-    /// with N, not with the dump.
-    #[arg(long, value_name = "N", value_parser = build_args::at_least_one)]
+    /// with N, not with the dump (1 to 18446744073709551615).
+    #[arg(long, value_name = "N", value_parser = build_args::whole::<usize>(build_args::range::RECORDS))]
     sample: Option<usize>,
     #[command(flatten)]
     llm: llm_args::LlmArgs,
@@ -128,12 +128,15 @@ pub async fn run(args: BuildArgs) -> anyhow::Result<()> {
     let folders: Vec<&std::path::Path> = folders.iter().map(PathBuf::as_path).collect();
     let created = crate::created::Created::before(Some(run.setup.cache()), &folders);
     let result = async {
-        // One build per folder (its --out, its --batch-dir), taken before the first file is
-        // made; a dry run makes none. Released (its file removed) before anything is undone.
+        // One build per folder (its --out, its --batch-dir) and per cache (a replay only
+        // reads it), taken before the first file is made; a dry run makes none. Released
+        // (its note removed) before anything is undone.
         let _held = if run.setup.dry_run() {
             Vec::new()
         } else {
-            crate::folder_lock::for_build(&args.out, run.setup.batch_dir())?
+            let replay = run.setup.backend() == crate::llm_args::Backend::Replay;
+            let cache = (!replay).then(|| run.setup.cache());
+            crate::folder_lock::for_build(&args.out, run.setup.batch_dir(), cache)?
         };
         let prepared = run.prepare(&selected)?;
         let outcomes = run.build_all(&prepared).await?;

@@ -243,9 +243,6 @@ fn transport_setting(
         });
     }
     if batch.batch {
-        if !(batch.batch_price_factor >= 0.0 && batch.batch_price_factor.is_finite()) {
-            return Err(config_err("--batch-price-factor must be a number >= 0"));
-        }
         return Ok(TransportSetting::BatchApi {
             options: BatchOptions {
                 max_requests_per_file: batch.batch_max_requests,
@@ -263,14 +260,11 @@ fn transport_setting(
     })
 }
 
-/// `--batch-window`: at least 1, and only where rounds are (`--batch`, `--batch-dir`);
+/// `--batch-window` (its range held by its parser) only where rounds are (`--batch`, `--batch-dir`);
 /// [`cb_llm::BATCH_WINDOW`] when not given.
 fn batch_window(batch: &BatchFlags) -> anyhow::Result<usize> {
     match batch.batch_window {
         None => Ok(cb_llm::BATCH_WINDOW),
-        Some(0) => Err(config_err(
-            "--batch-window 0: a round must take at least 1 item",
-        )),
         Some(_) if !batch.batch && batch.batch_dir.is_none() => Err(config_err(
             "--batch-window sets the items a batch round takes: give it with --batch or --batch-dir",
         )),

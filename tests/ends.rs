@@ -5,6 +5,8 @@
 //! fails the test). Two servers that hand out the same batch and file ids keep two journal
 //! files apart, and `batches` names their servers.
 
+#![allow(clippy::print_stderr)] // a test says how much a build logged
+
 mod common;
 
 use cb_mock::MockServer;
@@ -138,6 +140,52 @@ async fn a_build_whose_output_closes_goes_on_to_the_end() {
         assert_eq!(status.code(), Some(0), "{what}");
         assert_built(&out.path().join("kre/cose"), N, &what);
     }
+}
+
+/// A reader that never reads: the build's stderr pipe fills (64 KiB) and stays full. The build
+/// still ends with its rows: its threads never wait on stderr (a thread of its own writes it,
+/// and drops what no longer fits). Before, every thread that logged waited on the full pipe
+/// and the build hung, SIGTERM included.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_build_whose_stderr_is_never_read_goes_on_to_the_end() {
+    const N: usize = 500;
+    let mock = MockServer::start(model()).await;
+    let base = mock.base_url();
+    let raw = tempfile::tempdir().unwrap();
+    many_questions(raw.path(), N);
+    let out = tempfile::tempdir().unwrap();
+    let mut args = openai_args(
+        "cose",
+        &base,
+        raw.path().to_str().unwrap(),
+        out.path().to_str().unwrap(),
+    );
+    args.extend(["--log", "trace", "--concurrency", "8"]);
+    // The same build read whole says more than the pipe holds (else this test proves nothing).
+    let said = build(&args, &[]).await;
+    assert!(said.status.success(), "{}", text(&said));
+    eprintln!(
+        "a build with --log trace said {} bytes on stderr",
+        said.stderr.len()
+    );
+    assert!(
+        said.stderr.len() > 256 * 1024,
+        "{} bytes",
+        said.stderr.len()
+    );
+    std::fs::remove_dir_all(out.path().join("kre")).unwrap();
+    std::fs::remove_file(out.path().join("llm-cache.sqlite")).unwrap();
+    let (reader, writer) = std::io::pipe().unwrap();
+    let mut cmd = build_command(&repo().join("recipes"), &args, &[]);
+    cmd.stdout(Stdio::null()).stderr(Stdio::from(writer));
+    let status = ended(cmd.spawn().unwrap(), "a build whose stderr is never read").await;
+    drop(reader);
+    assert_eq!(status.code(), Some(0));
+    assert_built(
+        &out.path().join("kre/cose"),
+        N,
+        "a build whose stderr is never read",
+    );
 }
 
 /// `batches run-dir DIR` against `base`, one request at a time.

@@ -146,6 +146,7 @@ async fn stop_on_signals(stop: Arc<cb_llm::Stop>, caught: Arc<OnceLock<(&'static
     );
     let (signal, code) = signals.next().await;
     tracing::warn!("{signal} again: stopped at once; the file in progress was not written");
+    crate::stdout::flush_stderr();
     std::process::exit(i32::from(code));
 }
 

@@ -122,6 +122,7 @@ fn main() -> ExitCode {
             };
         }
     };
+    stdout::start_stderr();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -136,13 +137,16 @@ fn main() -> ExitCode {
         Ok(r) => r,
         Err(e) => {
             stdout::eprintln_err(&format!("error: cannot start the async runtime: {e}"));
+            stdout::flush_stderr();
             return ExitCode::from(1);
         }
     };
-    match runtime.block_on(run(cli)) {
+    let code = match runtime.block_on(run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => exit::report(&e),
-    }
+    };
+    stdout::flush_stderr();
+    code
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {

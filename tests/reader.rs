@@ -1818,7 +1818,7 @@ async fn controls_answered_none_measure_the_data_and_most_of_them_an_abstaining_
 /// The plausibility check (`plausible_check`, issue 48 item 4; on in every bundled recipe):
 /// the reader, asked as an editor, says whether a careful reader who does not know the answer
 /// could accept the generated passage as written.
-const PLAUSIBLE: &str = "Could a careful reader accept it as written";
+const PLAUSIBLE: &str = "Read it as someone who does not know the answer it gives";
 
 /// A reader of the bundled e-CARE sample that reads every context as meant, except the
 /// negative contexts of the rows at `misread` (taken for the golden answer); asked whether a
@@ -1848,15 +1848,22 @@ async fn editing_reader(rows: &[Value], misread: &[usize], implausible: &[usize]
     MockServer::start(responder(move |req: &cb_mock::ChatRequest| {
         let last = req.last_user();
         if last.contains(PLAUSIBLE) && rejected.iter().any(|c| last.contains(c.as_str())) {
-            return Reply::Content(cb_mock::reader_script::judge(last, true).unwrap());
+            // The middle level: a passage with something off in it is refused too.
+            let somewhat = last
+                .lines()
+                .find_map(|l| l.split_once(": somewhat:"))
+                .map(|(letter, _)| letter.to_owned())
+                .expect("the plausibility question offers \"somewhat\"");
+            return Reply::Content(somewhat);
         }
         reads(req)
     }))
     .await
 }
 
-/// KRE (e-CARE): the editor rejects row 2's negative explanation, which is refused
-/// `reader_implausible`, naming the question and the pick; row 5 it also misreads, so its
+/// KRE (e-CARE): the editor calls row 2's negative explanation only "somewhat" plausible
+/// (something in it is off), and it is refused `reader_implausible`, naming the question and
+/// the pick: only "plausible" keeps a row; row 5 it also misreads, so its
 /// first failure (`reader_disagrees`) is its reason, and its plausibility verdict is still
 /// recorded: every row read carries one (`plausible` in its `reader` column's checks), the
 /// manifest counts them and the card quotes the question. RECALL (EventKG, the stand-in
@@ -1902,7 +1909,7 @@ async fn a_passage_a_careful_reader_would_reject_is_refused_reader_implausible()
     let detail = two["detail"].as_str().unwrap();
     assert!(
         detail.contains("asked whether a careful reader could accept the negative context as written, the reader picked")
-            && detail.contains("(no: a careful reader would reject it at once)"),
+            && detail.contains("(somewhat: it could be a real passage, but something in it is off"),
         "{detail}"
     );
     assert_eq!(verdict(&two["row"])["passed"], false);

@@ -479,7 +479,7 @@ mod tests {
             "`control`:\n\n```text\nPassage:\n<<<\n[the golden context]\n>>>",
             "`answer_set`, told: \"You answer multiple-choice questions.",
             "`plausible`, told: \"You check the passages of a reading test",
-            "\n>>>\n\nSet aside whether this passage is true: it may differ from what you know on purpose, and that alone is no fault. Read it as someone who does not know the answer it gives. Could a careful reader accept it as written, as a passage of an encyclopedia, a textbook or a news report: nothing absurd, no common word given a meaning it does not have, nothing such a reader would reject at once?\nA: yes: a careful reader could accept it as written\nB: no: a careful reader would reject it at once\n",
+            "\n>>>\n\nSet aside whether this passage is true: it may differ from what you know on purpose, and that alone is no fault. Read it as someone who does not know the answer it gives, as a passage of an encyclopedia, a textbook or a news report. Which describes it best?\nA: plausible: a careful reader who does not know the answer could take it as written\nB: somewhat: it could be a real passage, but something in it is off (a stretched claim, a jump in the reasoning, a detail that does not fit the rest)\nC: implausible: a careful reader would reject it at once (absurd, self-contradictory, or a common word given a meaning it does not have)\n",
         ] {
             assert!(card.contains(part), "{part:?} not in\n{card}");
         }

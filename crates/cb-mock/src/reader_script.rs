@@ -125,8 +125,8 @@ pub fn table_reader(known: HashMap<String, String>) -> Responder {
 /// (`prompts/reader/judge.md`: the `kind`, `coherent`, `residual`, `grounded` and
 /// `plausible` checks), if `prompt` is one; `flawed` picks the option that flags a flaw ("no:
 /// another kind of thing", "yes: it contradicts itself", "yes: it also supports another
-/// option", "no: a needed fact is missing or only guessed", "no: a careful reader would
-/// reject it at once"), else the one that passes.
+/// option", "no: a needed fact is missing or only guessed", "implausible: a careful reader
+/// would reject it at once"), else the one that passes.
 pub fn judge(prompt: &str, flawed: bool) -> Option<String> {
     if !prompt.contains("Reply with the letter of one option (one of") {
         return None;
@@ -136,14 +136,14 @@ pub fn judge(prompt: &str, flawed: bool) -> Option<String> {
             || t.starts_with("no: it agrees")
             || t.starts_with("no: only")
             || t.starts_with("yes: the passage states")
-            || t.starts_with("yes: a careful reader could accept")
+            || t.starts_with("plausible: a careful reader")
     };
     let flags = |t: &str| {
         t.starts_with("no: another kind")
             || t.starts_with("yes: it contradicts")
             || t.starts_with("yes: it also supports")
             || t.starts_with("no: a needed fact")
-            || t.starts_with("no: a careful reader would reject")
+            || t.starts_with("implausible: a careful reader")
     };
     prompt.lines().find_map(|l| {
         let (mark, text) = l.split_once(": ")?;
@@ -164,9 +164,9 @@ mod tests {
         let q = "Passage:\n<<<\nThe tower stands in Lyon.\n>>>\n\nA test asks \"Where is the tower?\" about this passage, ...\nA: no: only \"Lyon\"\nB: yes: it also supports another option\nReply with the letter of one option (one of A, B).";
         assert_eq!(judge(q, false).as_deref(), Some("A"));
         assert_eq!(judge(q, true).as_deref(), Some("B"));
-        let q = "Passage:\n<<<\nA hair is a line of guests.\n>>>\n\nCould a careful reader accept it as written?\nA: yes: a careful reader could accept it as written\nB: no: a careful reader would reject it at once\nReply with the letter of one option (one of A, B).";
+        let q = "Passage:\n<<<\nA hair is a line of guests.\n>>>\n\nWhich describes it best?\nA: plausible: a careful reader who does not know the answer could take it as written\nB: somewhat: it could be a real passage, but something in it is off\nC: implausible: a careful reader would reject it at once\nReply with the letter of one option (one of A, B, C).";
         assert_eq!(judge(q, false).as_deref(), Some("A"));
-        assert_eq!(judge(q, true).as_deref(), Some("B"));
+        assert_eq!(judge(q, true).as_deref(), Some("C"));
         assert_eq!(
             judge("Question: x\nA: y\nAnswer with the letter", false),
             None

@@ -136,14 +136,16 @@ pub(super) fn grounded(question: &str, context: &str, golden: &str) -> Planned {
 /// people's ratings.
 pub(super) fn plausible(context: &str) -> Planned {
     Planned {
+        name: "plausible",
+        context: Some(context.to_owned()),
+        expected: 0,
+        reject: Some("reader_implausible"),
         always: true,
-        ..judged(
-            "plausible",
-            Some(context),
+        unrelated: false,
+        ask: Some((
             PLAUSIBLE_QUESTION.to_owned(),
-            PLAUSIBLE_OPTIONS.map(str::to_owned),
-            "reader_implausible",
-        )
+            PLAUSIBLE_OPTIONS.map(str::to_owned).to_vec(),
+        )),
     }
 }
 
@@ -180,12 +182,17 @@ const COHERENCE_OPTIONS: [&str; 2] = ["no: it agrees with itself", "yes: it cont
 /// The plausibility check's question about a generated passage. A conflict passage departs
 /// from what the reader may know on purpose: that is no fault here; what is judged is whether
 /// the passage reads as believable evidence.
-const PLAUSIBLE_QUESTION: &str = "Set aside whether this passage is true: it may differ from what you know on purpose, and that alone is no fault. Read it as someone who does not know the answer it gives. Could a careful reader accept it as written, as a passage of an encyclopedia, a textbook or a news report: nothing absurd, no common word given a meaning it does not have, nothing such a reader would reject at once?";
+const PLAUSIBLE_QUESTION: &str = "Set aside whether this passage is true: it may differ from what you know on purpose, and that alone is no fault. Read it as someone who does not know the answer it gives, as a passage of an encyclopedia, a textbook or a news report. Which describes it best?";
 
-/// The options of the plausibility check: the first passes.
-const PLAUSIBLE_OPTIONS: [&str; 2] = [
-    "yes: a careful reader could accept it as written",
-    "no: a careful reader would reject it at once",
+/// The options of the plausibility check, the three levels of the raters' scale: only the
+/// first passes. A passage with something off in it (a stretched claim, a jump, a detail
+/// that does not fit) is refused too: blind raters called such passages only "somewhat"
+/// plausible, and the reader's two-way question ("accept" / "reject at once") had let 10 of
+/// 17 of them through on SQuAD (QUALITY.md, issue 48).
+const PLAUSIBLE_OPTIONS: [&str; 3] = [
+    "plausible: a careful reader who does not know the answer could take it as written",
+    "somewhat: it could be a real passage, but something in it is off (a stretched claim, a jump in the reasoning, a detail that does not fit the rest)",
+    "implausible: a careful reader would reject it at once (absurd, self-contradictory, or a common word given a meaning it does not have)",
 ];
 
 /// The options of the golden check: the first passes.

@@ -36,8 +36,8 @@ struct ConflictbankArgs {
     build_dir: PathBuf,
     /// Where the domains' folders go.
     out_dir: PathBuf,
-    /// At most N rows of each domain.
-    #[arg(long)]
+    /// At most N rows of each domain (1 to 18446744073709551615).
+    #[arg(long, value_parser = whole::<usize>(range::RECORDS))]
     limit: Option<usize>,
     /// Folder of prompt templates (`eval/conflictbank.md` is the prompt); default: `prompts/`
     /// of the current folder when it exists, else the ones built into the binary.

@@ -102,8 +102,13 @@ fn take(
         kind,
     };
     std::fs::write(&held.note, me().as_bytes()).map_err(|e| {
+        let folder = if held.note.is_dir() {
+            " (a folder has the lock file's name: remove it)"
+        } else {
+            ""
+        };
         config_err(format!(
-            "{flag} {}: cannot write the lock note {}: {e}",
+            "{flag} {}: cannot write its lock file {}: {e}{folder}",
             shown.display(),
             held.note.display()
         ))

@@ -744,3 +744,75 @@ async fn a_shorter_span_among_the_answers_is_no_form_to_rewrite_and_a_fuller_one
         assert!(t.contains("\"the city of Nijmegen\""), "{t}");
     }
 }
+
+/// The reading-comprehension template `kre-squad-believable` (issue 48): after the model's
+/// three options, the model is shown the paragraph with them and names the one the rewritten
+/// paragraph could make most believable, which becomes the negative answer the rewrite uses;
+/// "none" refuses the row (`no_believable_negative`) before any rewrite is asked.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reading_recipe_can_pick_the_option_the_rewritten_passage_could_fit() {
+    let raw = tempfile::tempdir().unwrap();
+    write_squad(raw.path(), &["fit", "none"]);
+    let recipes = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        repo().join("recipes/kre-squad-believable.toml"),
+        recipes.path().join("kre-squad-believable.toml"),
+    )
+    .unwrap();
+    let mock = MockServer::start(responder(|req| {
+        let all = all_text(req);
+        let case = between(&all, "Case ", ":").unwrap_or("").to_owned();
+        if all.contains("misleading options") {
+            return Reply::content(r#"{"options": ["Bob Jones", "Carol White", "Dan Brown"]}"#);
+        }
+        if all.contains("rewritten to say it in place of the correct answer") {
+            if case == "none" {
+                return Reply::content(r#"{"option": "none"}"#);
+            }
+            let last = req.last_user();
+            let letter = last
+                .lines()
+                .find_map(|l| l.strip_suffix(". Carol White"))
+                .expect("the options are listed with their letters");
+            return Reply::content(format!(r#"{{"option": "{letter}"}}"#));
+        }
+        rewritten(&all)
+    }))
+    .await;
+    let out = tempfile::tempdir().unwrap();
+    let base = mock.base_url();
+    let (r, o) = (raw.path().to_str().unwrap(), out.path().to_str().unwrap());
+    let args = openai_args("squad-believable", &base, r, o);
+    let built = build_with(recipes.path(), &args, &[]).await;
+    assert!(built.status.success(), "{}", text(&built));
+    let dir = out.path().join("kre/squad-believable");
+    assert_counts_add_up(&dir);
+    let rows = read_jsonl(&dir.join("squad-believable.jsonl"));
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["negative_answer"], "Carol White", "{}", rows[0]);
+    assert!(rows[0]["negative_context"]
+        .as_str()
+        .unwrap()
+        .contains("founded by Carol White"));
+    let rejects = read_jsonl(&dir.join("rejects.jsonl"));
+    assert_eq!(rejects.len(), 1, "{rejects:?}");
+    assert_eq!(rejects[0]["stage"], "pick_negative");
+    assert_eq!(rejects[0]["reason"], "no_believable_negative");
+    // The pick saw the paragraph; no rewrite was asked for the refused row.
+    let asked: Vec<String> = mock
+        .journal()
+        .into_iter()
+        .map(|e| all_text(&ChatRequest::new(e.body)))
+        .collect();
+    let picks: Vec<&String> = asked
+        .iter()
+        .filter(|a| a.contains("rewritten to say it in place of the correct answer"))
+        .collect();
+    assert_eq!(picks.len(), 2);
+    assert!(picks
+        .iter()
+        .all(|a| a.contains("was founded by Alice Smith in 1820")));
+    assert!(!asked
+        .iter()
+        .any(|a| a.contains("Case none") && a.contains("Replacement answer")));
+}

@@ -4,7 +4,7 @@
 
 use super::dry::DryTotals;
 use super::waiting::waiting_for;
-use crate::exit::Stopped;
+use crate::exit::{Exit, Stopped};
 use crate::llm_config::LlmSetup;
 use crate::progress;
 use crate::signals::Signals;
@@ -215,7 +215,7 @@ impl BuildRun {
     fn stopped(
         &self,
         left: &[&Job<'_>],
-        (signal, code): (&str, u8),
+        (signal, code): (&str, Exit),
         roles: &[String],
     ) -> anyhow::Error {
         let why = format!("stopped by {signal}");

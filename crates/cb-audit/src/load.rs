@@ -15,6 +15,7 @@
 //! named (line and byte) before any record is used.
 
 use crate::AuditError;
+use cb_model::json::type_name;
 use cb_model::{KreRow, QaRow, TextGenRow};
 use serde_json::Value;
 use std::io::{BufRead, Read};
@@ -417,7 +418,7 @@ fn not_kre_json(p: &Path) -> Result<Option<String>, AuditError> {
             Some("its objects are not KRE rows (no question, choices and negative_context)".into())
         }
         (TopLevel::Array, Some(other)) => {
-            Some(format!("an array of {}, not of objects", json_type(&other)))
+            Some(format!("an array of {}, not of objects", type_name(&other)))
         }
     })
 }
@@ -442,17 +443,6 @@ fn not_kre_jsonl(p: &Path) -> Result<Option<String>, AuditError> {
         Ok(false)
     })?;
     Ok(reason)
-}
-
-fn json_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 /// Reads every row of a file. Any record that does not parse is an error naming the file

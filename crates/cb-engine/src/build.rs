@@ -6,11 +6,11 @@ use crate::source::{Entry, Source, SourceOptions};
 use crate::tally::{waits, Counts, Done, Ended, Finished, Ran};
 use crate::{EngineError, Item};
 use cb_llm::pricing::round_usd;
-use cb_llm::Llm;
 use cb_llm::Progress;
+use cb_llm::{Llm, Role};
 use cb_model::manifest::LlmTotals;
 use cb_model::{Manifest, StageCounts};
-use cb_step::{Corpus, Indexer, Registry, Routes, Step, StepCtx, StepFailure, Who};
+use cb_step::{Corpus, Indexer, Registry, Routes, Step, StepCtx, StepFailure};
 use minijinja::Environment;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -588,7 +588,7 @@ fn record_run(dir: &Path, routes: &Routes, stopped: Option<&str>) -> Result<(), 
         "structured": llm.structured_form(),
         "llm": llm.stats(),
     });
-    if let Some(reader) = routes.figures().get(&Who::Reader) {
+    if let Some(reader) = routes.figures().get(&Role::Reader) {
         run["reader"] = serde_json::to_value(reader).unwrap_or_default();
     }
     if let Some(models) = crate::per_model::run_counters(routes) {

@@ -28,6 +28,6 @@ mod tally;
 pub use build::{build_recipe, build_recipes, BuildOptions, BuildOutcome, RecipeJob};
 pub use cb_llm::{NoProgress, Progress};
 pub use cb_step::Files;
-pub use cb_step::{CallRecord, Item, Routes, Step, Who};
+pub use cb_step::{CallRecord, Item, Routes, Step};
 pub use error::EngineError;
 pub use recipe::{load_recipes, Recipe};

@@ -3,9 +3,9 @@
 //! like the totals), what each model's layers sent this run (`runs.jsonl`), and who read
 //! the rows and what they were told (the manifest's `reader`).
 
-use cb_llm::Llm;
+use cb_llm::{Llm, Role};
 use cb_model::manifest::{LlmTotals, ModelUse, ReaderInfo, ReaderTally};
-use cb_step::{CallRecord, Routes, Step, Who};
+use cb_step::{CallRecord, Routes, Step};
 use std::collections::BTreeMap;
 
 /// The manifest's `reader`: the readers' tallies, who read (the build's reader, where a step
@@ -56,11 +56,11 @@ impl CallTally {
 /// own price. Empty when the build's own model answers every call (no named model, no reader
 /// of its own: one price covers them all).
 pub(crate) fn uses(routes: &Routes, steps: &[Box<dyn Step>], calls: &CallTally) -> Vec<ModelUse> {
-    if !routes.names_any() && !routes.figures().contains_key(&Who::Reader) {
+    if !routes.names_any() && !routes.figures().contains_key(&Role::Reader) {
         return Vec::new();
     }
-    let mut by: BTreeMap<Who, (Vec<String>, [u64; 3])> = BTreeMap::new();
-    by.entry(Who::Writer).or_default();
+    let mut by: BTreeMap<Role, (Vec<String>, [u64; 3])> = BTreeMap::new();
+    by.entry(Role::Writer).or_default();
     for s in steps {
         for who in routes.of_step(s.name(), s.reads(), !s.prompts().is_empty()) {
             by.entry(who).or_default().0.push(s.name().to_owned());
@@ -73,7 +73,7 @@ pub(crate) fn uses(routes: &Routes, steps: &[Box<dyn Step>], calls: &CallTally) 
         .collect();
     for ((model, step), t) in &calls.0 {
         let who = match model {
-            Some(n) => Who::Named(n.clone()),
+            Some(n) => Role::Named(n.clone()),
             None => routes.unnamed(reads.contains(&step.as_str())),
         };
         let e = by.entry(who).or_default();
@@ -110,7 +110,7 @@ pub(crate) fn run_counters(routes: &Routes) -> Option<serde_json::Value> {
 }
 
 /// One entry of the manifest's `models`.
-fn use_of(who: Who, layer: &Llm, steps: Vec<String>, [calls, pt, ct]: [u64; 3]) -> ModelUse {
+fn use_of(who: Role, layer: &Llm, steps: Vec<String>, [calls, pt, ct]: [u64; 3]) -> ModelUse {
     let c = layer.config();
     let price = &c.price;
     ModelUse {

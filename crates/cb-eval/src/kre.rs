@@ -5,10 +5,11 @@
 //! (dependent, intuitive). Metrics come from `cb_metrics::kre` (see `kre_tables`).
 
 use crate::options::settings;
-use crate::report::{row_sha256, Identity, Predictions};
+use crate::outcomes::{load_checked, Asked, Group, Judge, Judged, Outcomes};
+use crate::report::{row_sha256, Evaluated};
 use crate::run::{extract_reply, run_stream, Job, Reply};
 use crate::scores::{Answer, Scores};
-use crate::source::{load, Source};
+use crate::source::Source;
 use crate::templates::Templates;
 use crate::{EvalError, EvalOptions, Results};
 use cb_audit::{FileKind, Payload, Row};
@@ -22,6 +23,7 @@ use minijinja::context;
 use rand::seq::IndexedRandom;
 use serde_json::json;
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::sync::Arc;
 
 use crate::metric::FEW_SHOT;
@@ -332,14 +334,10 @@ impl<'a> Asker<'a> {
     }
 }
 
-/// One job's identity.
+/// One job's identity: what it asked, the options' order shown, and whether the memory
+/// assessment answered its row right (it then comes with the negative context).
 struct Meta {
-    file: usize,
-    row: Arc<Row>,
-    /// The row's [`row_sha256`].
-    hash: Arc<str>,
-    setting: &'static str,
-    seed: u64,
+    asked: Asked,
     order: Vec<usize>,
     known: bool,
 }
@@ -349,71 +347,72 @@ fn choice_of(r: &Reply, order: &[usize], shown: &[String]) -> (Extracted, Option
     (x, x.choice.map(|i| order[i]))
 }
 
-/// What the answers come to: each file's scores and the prediction lines (grouped by domain,
-/// setting and seed, each group in row order).
-struct Outcomes {
-    scores: Vec<Scores>,
-    predictions: Predictions,
-}
+impl Judge for Meta {
+    const BENCHMARK: &'static str = "kre";
 
-impl Outcomes {
-    /// Scores job `m`'s reply `r` and writes its prediction line.
-    fn record(&mut self, files: &[Source], m: Meta, r: Reply) -> Result<(), EvalError> {
-        let f = &files[m.file];
-        let k = kre(&m.row);
-        let shown: Vec<String> = m.order.iter().map(|i| k.choices[*i].clone()).collect();
-        let (x, choice) = choice_of(&r, &m.order, &shown);
-        let (gold, neg) = gold_negative(&m.row)?;
-        let context = match (m.setting, m.known) {
+    fn reads(kind: FileKind) -> bool {
+        matches!(kind, FileKind::KreJson | FileKind::KreJsonl)
+    }
+
+    /// The row's own domain.
+    fn domain(_: &Path, row: &Row) -> String {
+        row.domain.clone()
+    }
+
+    /// A row whose gold or negative option cannot be found is a data error.
+    fn check(_: &Source, row: &Row) -> Result<(), EvalError> {
+        gold_negative(row).map(|_| ())
+    }
+
+    fn asked(&self) -> &Asked {
+        &self.asked
+    }
+
+    fn context(&self) -> Option<&'static str> {
+        Some(match (self.asked.setting, self.known) {
             ("memory", _) => "none",
             (_, true) => "negative",
             _ => "golden",
-        };
-        let mut line = json!({
-            "benchmark": "kre",
-            "domain": f.domain,
-            "setting": m.setting,
-            "seed": m.seed,
-            "item": m.row.id,
-            "context": context,
-            "prompt_key": r.key,
-            "raw": r.raw,
-            "choice": x.choice.map(letter),
-            "choice_text": x.choice.map(|i| &shown[i]),
-            "expected": letter(m.order.iter().position(|c| *c == gold).unwrap_or(0)),
-            "correct": choice == Some(gold),
-            "negative": choice == Some(neg),
-            "how": x.how,
-        });
-        if let Some(o) = line.as_object_mut() {
-            if let Some(e) = &r.error {
-                o.insert("error".into(), json!(e));
-            }
-            o.insert("row_sha256".into(), json!(m.hash));
-        }
-        let answer = Answer::new(choice, Some(gold), Some(neg));
-        self.scores[m.file].push_answer(m.setting, m.seed, answer);
-        let setting = SETTINGS.iter().position(|s| *s == m.setting).unwrap_or(0);
-        self.predictions
-            .push((f.domain.clone(), setting, m.seed), &line)
+        })
     }
 
-    /// Per file and seed, whether the memory assessment answered each row right.
-    fn known(&self, seeds: &[u64]) -> Vec<BTreeMap<u64, Vec<bool>>> {
-        self.scores
-            .iter()
-            .map(|s| {
-                let all: Vec<usize> = (0..s.n).collect();
-                seeds
-                    .iter()
-                    .map(|seed| {
-                        let v = s.seed(*seed).answers("memory", &all).map(Answer::correct);
-                        (*seed, v.collect())
-                    })
-                    .collect()
-            })
-            .collect()
+    /// The choice, scored against the gold and the negative option; lines are grouped by
+    /// domain, setting and seed.
+    fn judge(&self, r: &Reply, to: Judged<'_>) -> Result<Group, EvalError> {
+        let (a, line) = (&self.asked, to.line);
+        let k = kre(&a.row);
+        let shown: Vec<String> = self.order.iter().map(|i| k.choices[*i].clone()).collect();
+        let (x, choice) = choice_of(r, &self.order, &shown);
+        let (gold, neg) = gold_negative(&a.row)?;
+        let expected = self.order.iter().position(|c| *c == gold).unwrap_or(0);
+        line.insert("choice".into(), json!(x.choice.map(letter)));
+        line.insert("choice_text".into(), json!(x.choice.map(|i| &shown[i])));
+        line.insert("expected".into(), json!(letter(expected)));
+        line.insert("correct".into(), json!(choice == Some(gold)));
+        line.insert("negative".into(), json!(choice == Some(neg)));
+        line.insert("how".into(), json!(x.how));
+        let answer = Answer::new(choice, Some(gold), Some(neg));
+        to.scores.push_answer(a.setting, a.seed, answer);
+        let setting = SETTINGS.iter().position(|s| *s == a.setting).unwrap_or(0);
+        Ok((to.file.domain.clone(), setting, a.seed))
     }
+}
+
+/// Per file and seed, whether the memory assessment answered each row right.
+fn known(out: &Outcomes, seeds: &[u64]) -> Vec<BTreeMap<u64, Vec<bool>>> {
+    out.scores
+        .iter()
+        .map(|s| {
+            let all: Vec<usize> = (0..s.n).collect();
+            seeds
+                .iter()
+                .map(|seed| {
+                    let v = s.seed(*seed).answers("memory", &all).map(Answer::correct);
+                    (*seed, v.collect())
+                })
+                .collect()
+        })
+        .collect()
 }
 
 /// The jobs of one phase, made as the rows are read: every row of every file in each of
@@ -446,12 +445,15 @@ fn phase_jobs<'a>(
                             .job(f, &row, setting, seed, known)
                             .map(|(job, order)| {
                                 let (row, hash) = (row.clone(), hash.clone());
-                                let meta = Meta {
+                                let asked = Asked {
                                     file: fi,
                                     row,
                                     hash,
                                     setting,
                                     seed,
+                                };
+                                let meta = Meta {
+                                    asked,
                                     order,
                                     known,
                                 };
@@ -468,30 +470,14 @@ fn phase_jobs<'a>(
 /// Runs the KRE evaluation; returns the results and the prediction lines. The rows are read
 /// three times, one at a time: to check and count them, to ask the memory assessment, and to
 /// ask the other settings with the context the assessment assigns.
-pub async fn evaluate(
-    llm: &Llm,
-    opts: &EvalOptions,
-    progress: &dyn Progress,
-) -> Result<(Results, Predictions), EvalError> {
-    let mut identity = Identity::default();
-    let files = load(
-        opts,
-        |k| matches!(k, FileKind::KreJson | FileKind::KreJsonl),
-        |_, r| r.domain.clone(),
-        &mut |src, row| {
-            identity.add(&src.domain, row);
-            gold_negative(row).map(|_| ())
-        },
-    )?;
+pub async fn evaluate(llm: &Llm, opts: &EvalOptions, progress: &dyn Progress) -> Evaluated {
+    let (files, identity) = load_checked::<Meta>(opts)?;
     let mut wanted = settings(&opts.settings, &SETTINGS)?;
     if !wanted.iter().any(|s| s == "memory") {
         wanted.insert(0, "memory".into());
     }
     let asker = Asker::new(opts)?;
-    let mut out = Outcomes {
-        scores: files.iter().map(|f| Scores::new(f.len(), false)).collect(),
-        predictions: Predictions::default(),
-    };
+    let mut out = Outcomes::new(files.iter().map(|f| Scores::new(f.len(), false)).collect());
     let others: Vec<&'static str> = SETTINGS[1..]
         .iter()
         .copied()
@@ -504,14 +490,14 @@ pub async fn evaluate(
         let known = if name.ends_with("memory") {
             Vec::new()
         } else {
-            out.known(&opts.seeds)
+            known(&out, &opts.seeds)
         };
         let rows: usize = files.iter().map(Source::len).sum();
         let total = (rows * settings.len() * opts.seeds.len()) as u64;
         let jobs = phase_jobs(&asker, &files, &settings, &known);
         let (sampling, conc) = (opts.sampling, opts.concurrency);
         run_stream(llm, jobs, sampling, conc, name, total, progress, |m, r| {
-            out.record(&files, m, r)
+            out.record(&files, &m, &r)
         })
         .await?;
     }
@@ -526,6 +512,5 @@ pub async fn evaluate(
     let mut results = Results::new("kre", llm, opts, data, wanted, &[main], figures);
     results.prompts.extend(asker.texts());
     results.tables = crate::kre_tables::tables(&results, &scores);
-    out.predictions.flush()?;
-    Ok((results, out.predictions))
+    Ok((results, out.finish()?))
 }

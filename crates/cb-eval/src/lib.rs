@@ -32,6 +32,7 @@ pub mod kre;
 mod kre_tables;
 pub mod metric;
 mod options;
+mod outcomes;
 pub mod recall;
 pub mod report;
 pub mod run;

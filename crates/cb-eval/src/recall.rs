@@ -7,10 +7,11 @@ use crate::metric::Metric;
 /// The settings, in the paper's order: original context, edited context, no context.
 pub use crate::metric::RECALL_SETTINGS as SETTINGS;
 use crate::options::settings;
-use crate::report::{cell, row_sha256, Identity, Predictions, Table};
+use crate::outcomes::{load_checked, Asked, Group, Judge, Judged, Outcomes};
+use crate::report::{cell, row_sha256, Evaluated, Table};
 use crate::run::{extract_reply, run_stream, Job, Reply};
 use crate::scores::{Answer, Scores, TextScore};
-use crate::source::{load, Source};
+use crate::source::Source;
 use crate::templates::Templates;
 use crate::{EvalError, EvalOptions, Results};
 use cb_audit::{FileKind, Payload, Row};
@@ -24,6 +25,7 @@ use cb_step::choice::option_views;
 use minijinja::context;
 use rand::Rng;
 use serde_json::{json, Value};
+use std::path::Path;
 use std::sync::Arc;
 
 fn task_of(kind: FileKind) -> &'static str {
@@ -34,15 +36,10 @@ fn task_of(kind: FileKind) -> &'static str {
     }
 }
 
-/// What a job was for.
+/// What a job was for: what it asked and, for QA, the options in the order shown and the
+/// right one.
 struct Meta {
-    file: usize,
-    row: Arc<Row>,
-    /// The row's [`row_sha256`].
-    hash: Arc<str>,
-    setting: &'static str,
-    seed: u64,
-    /// QA: the options in the order shown and the right one.
+    asked: Asked,
     options: Vec<String>,
     gold: usize,
 }
@@ -257,12 +254,15 @@ impl Prompts {
             template_hash: prompt.hash.clone(),
             seed,
         };
-        let meta = Meta {
+        let asked = Asked {
             file: fi,
             row: row.clone(),
             hash: hash.clone(),
             setting,
             seed,
+        };
+        let meta = Meta {
+            asked,
             options,
             gold,
         };
@@ -270,53 +270,58 @@ impl Prompts {
     }
 }
 
-/// What the answers come to: each file's scores and the prediction lines.
-struct Outcomes {
-    scores: Vec<Scores>,
-    predictions: Predictions,
-}
+impl Judge for Meta {
+    const BENCHMARK: &'static str = "recall";
 
-impl Outcomes {
-    /// Scores job `m`'s reply `r` and writes its prediction line.
-    fn record(&mut self, files: &[Source], m: Meta, r: Reply) -> Result<(), EvalError> {
-        let f = &files[m.file];
-        let base = json!({
-            "benchmark": "recall",
-            "domain": f.domain,
-            "task": task_of(f.kind),
-            "setting": m.setting,
-            "seed": m.seed,
-            "item": m.row.id,
-            "prompt_key": r.key,
-            "raw": r.raw,
-        });
-        let mut line = base.as_object().cloned().unwrap_or_default();
-        let s = &mut self.scores[m.file];
-        if f.kind == FileKind::TextGeneration {
-            let t = tg(&m.row);
-            let score = text_score(t, &r.raw, m.setting == "edited", s.aligned);
+    fn reads(kind: FileKind) -> bool {
+        matches!(
+            kind,
+            FileKind::QaA | FileKind::QaNa | FileKind::TextGeneration
+        )
+    }
+
+    /// The domain the file's name says.
+    fn domain(path: &Path, _: &Row) -> String {
+        domain_of(path)
+    }
+
+    fn check(f: &Source, row: &Row) -> Result<(), EvalError> {
+        check(f.kind, row)
+    }
+
+    fn asked(&self) -> &Asked {
+        &self.asked
+    }
+
+    fn task(f: &Source) -> Option<&'static str> {
+        Some(task_of(f.kind))
+    }
+
+    /// Text generation: the target and the text's scores; QA: the choice, scored against the
+    /// right option. Every line goes to the one group (row order).
+    fn judge(&self, r: &Reply, to: Judged<'_>) -> Result<Group, EvalError> {
+        let (a, s, line) = (&self.asked, to.scores, to.line);
+        if to.file.kind == FileKind::TextGeneration {
+            let t = tg(&a.row);
+            let score = text_score(t, &r.raw, a.setting == "edited", s.aligned);
             line.insert("target".into(), json!(t.target));
             line.insert(
                 "sentence_bleu".into(),
                 json!(sentence_bleu(&r.raw, &t.target)),
             );
             line.insert("rouge_l".into(), json!(score.rouge));
-            s.push_text(m.setting, m.seed, score);
+            s.push_text(a.setting, a.seed, score);
         } else {
-            let x = extract_reply(&r, &m.options);
+            let (options, gold) = (&self.options, self.gold);
+            let x = extract_reply(r, options);
             line.insert("choice".into(), json!(x.choice.map(letter)));
-            line.insert("choice_text".into(), json!(x.choice.map(|i| &m.options[i])));
-            line.insert("expected".into(), json!(letter(m.gold)));
-            line.insert("correct".into(), json!(x.choice == Some(m.gold)));
+            line.insert("choice_text".into(), json!(x.choice.map(|i| &options[i])));
+            line.insert("expected".into(), json!(letter(gold)));
+            line.insert("correct".into(), json!(x.choice == Some(gold)));
             line.insert("how".into(), json!(x.how));
-            s.push_answer(m.setting, m.seed, Answer::new(x.choice, Some(m.gold), None));
+            s.push_answer(a.setting, a.seed, Answer::new(x.choice, Some(gold), None));
         }
-        if let Some(e) = &r.error {
-            line.insert("error".into(), json!(e));
-        }
-        line.insert("row_sha256".into(), json!(m.hash));
-        self.predictions
-            .push((String::new(), 0, 0), &Value::Object(line))
+        Ok((String::new(), 0, 0))
     }
 }
 
@@ -334,21 +339,8 @@ fn empty_scores(files: &[Source]) -> Result<Vec<Scores>, EvalError> {
 
 /// Runs the RECALL evaluation; returns the results and the prediction lines. The rows are
 /// read twice, one at a time: to check and count them, then to ask them.
-pub async fn evaluate(
-    llm: &Llm,
-    opts: &EvalOptions,
-    progress: &dyn Progress,
-) -> Result<(Results, Predictions), EvalError> {
-    let mut identity = Identity::default();
-    let files = load(
-        opts,
-        |k| matches!(k, FileKind::QaA | FileKind::QaNa | FileKind::TextGeneration),
-        |path, _| domain_of(path),
-        &mut |src, row| {
-            identity.add(&src.domain, row);
-            check(src.kind, row)
-        },
-    )?;
+pub async fn evaluate(llm: &Llm, opts: &EvalOptions, progress: &dyn Progress) -> Evaluated {
+    let (files, identity) = load_checked::<Meta>(opts)?;
     let wanted = settings(&opts.settings, &SETTINGS)?;
     let p = Prompts::load(&opts.prompts)?;
     let seeds = opts.seeds.as_slice();
@@ -356,10 +348,7 @@ pub async fn evaluate(
         .iter()
         .map(|f| f.len() * asked(f.kind, &wanted).len() * seeds.len())
         .sum();
-    let mut out = Outcomes {
-        scores: empty_scores(&files)?,
-        predictions: Predictions::default(),
-    };
+    let mut out = Outcomes::new(empty_scores(&files)?);
     let jobs = files.iter().enumerate().flat_map(|(fi, f)| {
         let settings = asked(f.kind, &wanted);
         let (p, settings) = (&p, settings);
@@ -386,7 +375,7 @@ pub async fn evaluate(
         "eval recall",
         total as u64,
         progress,
-        |m, r| out.record(&files, m, r),
+        |m, r| out.record(&files, &m, &r),
     )
     .await?;
     let figures = files
@@ -400,8 +389,7 @@ pub async fn evaluate(
     let data = identity.finish();
     let mut results = Results::new("recall", llm, opts, data, wanted, &prompts, figures);
     results.tables = tables(&results, &files);
-    out.predictions.flush()?;
-    Ok((results, out.predictions))
+    Ok((results, out.finish()?))
 }
 
 fn tables(r: &Results, files: &[Source]) -> Vec<Table> {

@@ -207,6 +207,10 @@ pub(crate) fn write_file(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), Eva
     cb_step::files::write_atomic(&path, bytes).map_err(|source| EvalError::Write { path, source })
 }
 
+/// What an evaluation (`kre::evaluate`, `recall::evaluate`) comes to: its results and its
+/// prediction lines.
+pub type Evaluated = Result<(Results, Predictions), EvalError>;
+
 /// The prediction lines of a run, spooled to temporary files as they are made (memory holds
 /// none of them), in groups written out in the order of their keys.
 #[derive(Debug, Default)]

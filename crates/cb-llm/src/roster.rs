@@ -19,17 +19,27 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
-/// What a layer answers for, in the run: the writer (the default model), the build's reader
-/// (`--reader-base-url`/`--reader-model`, or the writer's own model reading), or a named
-/// model of `--models` (a step's, a reader's or a panel's: one name, one limiter).
+/// Who answers a call, and what a layer answers for in the run: the writer (the default
+/// model), a named model of `--models` (a step's, a reader's or a panel's: one name, one
+/// limiter), or the build's reader (`--reader-base-url`/`--reader-model`). The roster makes
+/// a layer a role; a recipe's routes (`cb_step::Routes`) say which role answers each step.
+/// Ordered as manifests and the build line list the models: writer, named ones, reader.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Role {
     Writer,
-    Reader,
     Named(String),
+    Reader,
 }
 
 impl Role {
+    /// The model's name, for a named one.
+    pub fn name(&self) -> Option<&str> {
+        match self {
+            Role::Named(n) => Some(n),
+            Role::Writer | Role::Reader => None,
+        }
+    }
+
     /// How the role names a layer's files in the journal, after its job.
     fn key(&self) -> String {
         match self {

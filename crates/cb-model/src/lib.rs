@@ -6,6 +6,7 @@ pub mod axes;
 pub mod card;
 pub mod conflictbank;
 pub mod date;
+pub mod json;
 pub mod kre;
 pub mod lcs;
 pub mod manifest;

@@ -27,9 +27,8 @@
 
 use serde_json::{Map, Value};
 
-use crate::util::{
-    as_object, get, id_of, opt_str, req_str, str_items, type_name, Fault, LineFormat,
-};
+use crate::util::{as_object, get, id_of, opt_str, req_str, str_items, Fault, LineFormat};
+use cb_model::json::type_name;
 
 /// The `commonsenseqa` line format.
 #[derive(Debug, Clone, Copy, Default)]

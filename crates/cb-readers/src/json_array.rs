@@ -19,8 +19,9 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use serde::de::{self, DeserializeSeed, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
-use crate::util::{id_of, json_message, open_file, skip_bom, type_name, Fault};
+use crate::util::{id_of, json_message, open_file, skip_bom, Fault};
 use crate::{ReadError, Records, SourceRecord};
+use cb_model::json::type_name;
 use cb_model::Origin;
 
 /// How many elements the reading thread may run ahead of the consumer.

@@ -17,8 +17,9 @@
 
 use serde_json::{Map, Value};
 
-use crate::util::{id_of, type_name, Fault, LineFormat};
+use crate::util::{id_of, Fault, LineFormat};
 use crate::{ReadError, ReaderOptions};
+use cb_model::json::type_name;
 
 /// The `jsonl` line format with its options.
 #[derive(Debug, Clone)]

@@ -47,8 +47,9 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use serde_json::{Map, Value};
 
 use crate::json_array::{Converted, ElementFormat};
-use crate::util::{as_object, get, id_of, req_array, req_str, req_str_array, type_name, Fault};
+use crate::util::{as_object, get, id_of, req_array, req_str, req_str_array, Fault};
 use crate::{ReadError, ReaderOptions};
+use cb_model::json::type_name;
 
 /// The `mquake` array format with its options and the keys of the facts given so far.
 #[derive(Debug, Clone)]

@@ -39,9 +39,9 @@
 use serde_json::{Map, Value};
 
 use crate::util::{
-    as_object, get, id_of, req_array, req_bool, req_str, req_str_array, type_name, Fault,
-    LineFormat,
+    as_object, get, id_of, req_array, req_bool, req_str, req_str_array, Fault, LineFormat,
 };
+use cb_model::json::type_name;
 
 /// The `musique` line format.
 #[derive(Debug, Clone, Copy, Default)]

@@ -37,7 +37,8 @@ use serde_json::{Map, Value};
 
 use crate::json_array::{Converted, ElementFormat};
 use crate::pylit;
-use crate::util::{get, id_of, req_str, str_items, type_name, Fault};
+use crate::util::{get, id_of, req_str, str_items, Fault};
+use cb_model::json::type_name;
 
 /// The `popqa` array format.
 #[derive(Debug, Clone, Copy, Default)]

@@ -44,8 +44,9 @@ use std::sync::mpsc::{sync_channel, SyncSender};
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
-use crate::util::{as_object, get, json_message, open_file, req_str, skip_bom, type_name, Fault};
+use crate::util::{as_object, get, json_message, open_file, req_str, skip_bom, Fault};
 use crate::{ReadError, Records, SourceRecord};
+use cb_model::json::type_name;
 use cb_model::Origin;
 
 /// How many records the reading thread may run ahead of the consumer.

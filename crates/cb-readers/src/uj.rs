@@ -62,9 +62,10 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
+use crate::util::LineFormat;
 use crate::util::{id_of, json_lines, open_file, opt_str, req_str, req_str_array, Fault};
-use crate::util::{type_name, LineFormat};
 use crate::{ReadError, ReaderOptions, Records, SourceRecord};
+use cb_model::json::type_name;
 use cb_model::Origin;
 
 /// The options of the `uj` reader.

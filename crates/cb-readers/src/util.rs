@@ -1,5 +1,6 @@
 //! Shared pieces: the JSON-lines iterator, field extraction with clear faults, file opening.
 
+use cb_model::json::type_name;
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -29,18 +30,6 @@ impl Fault {
             code: "bad_value",
             message: message.into(),
         }
-    }
-}
-
-/// The JSON type of a value, for messages.
-pub(crate) fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

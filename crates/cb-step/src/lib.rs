@@ -40,7 +40,7 @@ pub use error::{StepError, StepFailure};
 pub use files::Files;
 pub use item::{CallRecord, Item};
 pub use prompt::Prompt;
-pub use routes::{Routes, Who};
+pub use routes::Routes;
 pub use spec::StepSpec;
 pub use step::{Constructor, Registry, Step, StepFields, StepFuture, StepKind};
 

@@ -3,34 +3,15 @@
 //! The steps, the reader check, the engine's accounting (build line, `runs.jsonl`, manifest,
 //! card) and the CLI's dry run and signal handler all ask it; none works routing out again.
 
-use cb_llm::{Llm, StatsSnapshot};
+use cb_llm::{Llm, Role, StatsSnapshot};
 use std::collections::BTreeMap;
-
-/// Who answers a call: the build's own model (the writer), a named model of `--models`, or
-/// a reader named by `--reader-base-url`/`--reader-model` (in this order in manifests).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Who {
-    Writer,
-    Named(String),
-    Reader,
-}
-
-impl Who {
-    /// The model's name, for a named one.
-    pub fn name(&self) -> Option<&str> {
-        match self {
-            Who::Named(n) => Some(n),
-            Who::Writer | Who::Reader => None,
-        }
-    }
-}
 
 /// The routes of one recipe (see the module documentation). Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Routes {
     writer: Llm,
-    /// The build's reader and who it is (`Who::Writer`: the writer reads its own rows).
-    reader: Option<(Who, Llm)>,
+    /// The build's reader and who it is (`Role::Writer`: the writer reads its own rows).
+    reader: Option<(Role, Llm)>,
     /// Steps that call a named model: step -> its name and layer.
     steps: BTreeMap<String, (String, Llm)>,
     /// Reader checks with a panel (`readers = [...]`): step -> names and layers, in order.
@@ -49,7 +30,7 @@ impl Routes {
     }
 
     /// The build's reader is `llm`, answering as `who`.
-    pub fn set_reader(&mut self, who: Who, llm: Llm) {
+    pub fn set_reader(&mut self, who: Role, llm: Llm) {
         self.reader = Some((who, llm));
     }
 
@@ -96,43 +77,46 @@ impl Routes {
     pub fn names_any(&self) -> bool {
         !self.steps.is_empty()
             || !self.panels.is_empty()
-            || matches!(self.reader, Some((Who::Named(_), _)))
+            || matches!(self.reader, Some((Role::Named(_), _)))
     }
 
     /// Who answers the calls of the step named `name` (several for a panel; none for a rule
     /// step or a reader check nobody reads): `reads` for a reader check, `calls_model` for a
     /// step with a prompt ([`crate::Step::reads`], [`crate::Step::prompts`]).
-    pub fn of_step(&self, name: &str, reads: bool, calls_model: bool) -> Vec<Who> {
+    pub fn of_step(&self, name: &str, reads: bool, calls_model: bool) -> Vec<Role> {
         if reads {
             if let Some(panel) = self.panels.get(name) {
-                return panel.iter().map(|(n, _)| Who::Named(n.clone())).collect();
+                return panel.iter().map(|(n, _)| Role::Named(n.clone())).collect();
             }
             return self.reader.iter().map(|(who, _)| who.clone()).collect();
         }
         match self.steps.get(name) {
-            Some((n, _)) => vec![Who::Named(n.clone())],
-            None if calls_model => vec![Who::Writer],
+            Some((n, _)) => vec![Role::Named(n.clone())],
+            None if calls_model => vec![Role::Writer],
             None => Vec::new(),
         }
     }
 
     /// Who answers an unnamed call of a step that reads (`reads`) or not.
-    pub fn unnamed(&self, reads: bool) -> Who {
+    pub fn unnamed(&self, reads: bool) -> Role {
         match &self.reader {
-            Some((Who::Reader, _)) if reads => Who::Reader,
-            _ => Who::Writer,
+            Some((Role::Reader, _)) if reads => Role::Reader,
+            _ => Role::Writer,
         }
     }
 
     /// Every layer of the recipe, once each, with who it answers as: the writer first.
-    pub fn layers(&self) -> Vec<(Who, &Llm)> {
-        let mut out: Vec<(Who, &Llm)> = vec![(Who::Writer, &self.writer)];
-        let steps = self.steps.values().map(|(n, l)| (Who::Named(n.clone()), l));
+    pub fn layers(&self) -> Vec<(Role, &Llm)> {
+        let mut out: Vec<(Role, &Llm)> = vec![(Role::Writer, &self.writer)];
+        let steps = self
+            .steps
+            .values()
+            .map(|(n, l)| (Role::Named(n.clone()), l));
         let panels = self
             .panels
             .values()
             .flatten()
-            .map(|(n, l)| (Who::Named(n.clone()), l));
+            .map(|(n, l)| (Role::Named(n.clone()), l));
         let reader = self.reader.iter().map(|(w, l)| (w.clone(), l));
         for (who, l) in steps.chain(panels).chain(reader) {
             if !out.iter().any(|(_, seen)| seen.same_layer(l)) {
@@ -143,7 +127,7 @@ impl Routes {
     }
 
     /// The layers that answer as `who` (a name may have several: a step's and a panel's).
-    pub fn layers_of(&self, who: &Who) -> Vec<&Llm> {
+    pub fn layers_of(&self, who: &Role) -> Vec<&Llm> {
         self.layers()
             .into_iter()
             .filter(|(w, _)| w == who)
@@ -152,8 +136,8 @@ impl Routes {
     }
 
     /// What each model's layers sent, found cached and spent in this run, by who they are.
-    pub fn figures(&self) -> BTreeMap<Who, StatsSnapshot> {
-        let mut out: BTreeMap<Who, StatsSnapshot> = BTreeMap::new();
+    pub fn figures(&self) -> BTreeMap<Role, StatsSnapshot> {
+        let mut out: BTreeMap<Role, StatsSnapshot> = BTreeMap::new();
         for (who, l) in self.layers() {
             *out.entry(who).or_default() += l.stats();
         }

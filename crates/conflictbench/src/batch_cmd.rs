@@ -2,7 +2,7 @@
 //! (`build`'s `--batch` and `--batch-dir` flags are in `llm_args`.)
 
 use crate::build_args::whole;
-use crate::exit::Stopped;
+use crate::exit::{Exit, Stopped};
 use crate::folder_lock;
 use crate::signals::Signals;
 use anyhow::Context;
@@ -135,7 +135,7 @@ async fn run_dir(a: RunDirArgs) -> anyhow::Result<()> {
 /// is sent, the file in progress is written with the answers in flight. A second one ends
 /// the process at once (the file in progress is then not written: its requests are sent
 /// again by the next run).
-async fn stop_on_signals(stop: Arc<cb_llm::Stop>, caught: Arc<OnceLock<(&'static str, u8)>>) {
+async fn stop_on_signals(stop: Arc<cb_llm::Stop>, caught: Arc<OnceLock<(&'static str, Exit)>>) {
     let mut signals = Signals::new();
     let first = signals.next().await;
     let _ = caught.set(first);
@@ -147,12 +147,12 @@ async fn stop_on_signals(stop: Arc<cb_llm::Stop>, caught: Arc<OnceLock<(&'static
     let (signal, code) = signals.next().await;
     tracing::warn!("{signal} again: stopped at once; the file in progress was not written");
     crate::stdout::flush_stderr();
-    std::process::exit(i32::from(code));
+    std::process::exit(i32::from(code.code()));
 }
 
 /// What a signal's stop says: the files answered before it, the file in progress, and those
 /// left for another run.
-fn stopped(a: &RunDirArgs, report: &cb_llm::RunReport, (signal, code): (&str, u8)) -> Stopped {
+fn stopped(a: &RunDirArgs, report: &cb_llm::RunReport, (signal, code): (&str, Exit)) -> Stopped {
     let left: Vec<String> = report
         .left
         .iter()

@@ -355,7 +355,7 @@ mod tests {
         let in_the_way = dir.path().join(FOLDER);
         std::fs::create_dir(&in_the_way).unwrap();
         let e = lock(dir.path(), FOLDER, "--out").unwrap_err();
-        assert_eq!(crate::exit::exit_code(&e), 2);
+        assert_eq!(crate::exit::exit_code(&e), crate::exit::Exit::Config);
         let e = e.to_string();
         assert!(
             e.contains(&format!("its lock file {}", in_the_way.display()))

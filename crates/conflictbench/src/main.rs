@@ -116,9 +116,9 @@ fn main() -> ExitCode {
         Err(e) => {
             let _ = e.print();
             return if e.use_stderr() {
-                ExitCode::from(2)
+                exit::Exit::Config.into()
             } else {
-                ExitCode::SUCCESS
+                exit::Exit::Done.into()
             };
         }
     };
@@ -138,11 +138,11 @@ fn main() -> ExitCode {
         Err(e) => {
             stdout::eprintln_err(&format!("error: cannot start the async runtime: {e}"));
             stdout::flush_stderr();
-            return ExitCode::from(1);
+            return exit::Exit::Failure.into();
         }
     };
     let code = match runtime.block_on(run(cli)) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) => exit::Exit::Done.into(),
         Err(e) => exit::report(&e),
     };
     stdout::flush_stderr();
@@ -310,7 +310,11 @@ mod tests {
                 for v in bad {
                     let e = parse(v).expect_err(&format!("{what} {v}: taken"));
                     let said = e.to_string();
-                    assert_eq!(e.exit_code(), 2, "{what} {v}: {said}");
+                    assert_eq!(
+                        e.exit_code(),
+                        i32::from(crate::exit::Exit::Config.code()),
+                        "{what} {v}: {said}"
+                    );
                     assert_eq!(
                         e.kind(),
                         clap::error::ErrorKind::ValueValidation,

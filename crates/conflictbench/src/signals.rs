@@ -1,6 +1,8 @@
 //! The signals that stop a command: SIGINT and SIGTERM (Ctrl-C off Unix), for a build and for
 //! `batches run-dir` (the line and exit code of a command they stopped: `crate::exit::Stopped`).
 
+use crate::exit::Exit;
+
 /// SIGINT and SIGTERM, caught from the moment a command starts its work until it ends (a
 /// build's recipes are built at once: a signal stops every one not yet finished; `batches
 /// run-dir` finishes the file in progress with the requests in flight). They are caught even
@@ -27,8 +29,8 @@ impl Signals {
         Self {}
     }
 
-    /// The next signal: its name and the exit code it gives (128 + its number).
-    pub(crate) async fn next(&mut self) -> (&'static str, u8) {
+    /// The next signal: its name and the exit code it gives.
+    pub(crate) async fn next(&mut self) -> (&'static str, Exit) {
         #[cfg(unix)]
         {
             async fn recv(s: &mut Option<tokio::signal::unix::Signal>) {
@@ -40,8 +42,8 @@ impl Signals {
                 std::future::pending::<()>().await;
             }
             tokio::select! {
-                () = recv(&mut self.int) => ("SIGINT", 130),
-                () = recv(&mut self.term) => ("SIGTERM", 143),
+                () = recv(&mut self.int) => ("SIGINT", Exit::Sigint),
+                () = recv(&mut self.term) => ("SIGTERM", Exit::Sigterm),
             }
         }
         #[cfg(not(unix))]
@@ -49,7 +51,7 @@ impl Signals {
             if tokio::signal::ctrl_c().await.is_err() {
                 std::future::pending::<()>().await;
             }
-            ("Ctrl-C", 130)
+            ("Ctrl-C", Exit::Sigint)
         }
     }
 }

@@ -3,8 +3,8 @@
 
 use serde_json::Value;
 
-use crate::util::type_name;
 use crate::{ReadError, ReaderOptions};
+use cb_model::json::type_name;
 
 /// The options of the `eventkg` reader.
 #[derive(Debug, Clone)]

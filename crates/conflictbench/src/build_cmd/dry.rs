@@ -1,7 +1,7 @@
 //! A dry run's lines: each recipe's estimate, and the totals over the recipes.
 
 use super::run::Built;
-use cb_engine::Who;
+use cb_llm::Role;
 
 /// A dry run's totals over its recipes: calls to make, estimated tokens, estimated cost.
 #[derive(Default)]
@@ -29,9 +29,9 @@ impl DryTotals {
                 s.calls, s.cache_hits, s.upstream_calls, s.estimated_tokens
             );
             parts.push(match who {
-                Who::Writer => format!("{said}{}", if batch { " at the batch price" } else { "" }),
-                Who::Reader => format!("; reader: {said}"),
-                Who::Named(n) => format!("; {n}: {said}"),
+                Role::Writer => format!("{said}{}", if batch { " at the batch price" } else { "" }),
+                Role::Reader => format!("; reader: {said}"),
+                Role::Named(n) => format!("; {n}: {said}"),
             });
         }
         format!("{}: {}", built.outcome.recipe, parts.concat())

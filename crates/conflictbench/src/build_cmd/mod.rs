@@ -145,7 +145,7 @@ pub async fn run(args: BuildArgs) -> anyhow::Result<()> {
     .await;
     if result
         .as_ref()
-        .is_err_and(|e| crate::exit::exit_code(e) == 2)
+        .is_err_and(|e| crate::exit::exit_code(e) == crate::exit::Exit::Config)
     {
         created.undo();
     }

@@ -4,13 +4,14 @@
 
 use super::dry::DryTotals;
 use super::waiting::waiting_for;
-use crate::exit::Stopped;
+use crate::exit::{Exit, Stopped};
 use crate::llm_config::LlmSetup;
 use crate::progress;
 use crate::signals::Signals;
 use crate::stdout::println_out;
+use cb_engine::Routes;
 use cb_engine::{build_recipes, BuildOptions, EngineError, Progress, RecipeJob};
-use cb_engine::{Routes, Who};
+use cb_llm::Role;
 
 /// The longest a stopped build waits for the calls its cancelled tasks left under way
 /// before it records its counts ([`cb_llm::Roster::settled`]).
@@ -215,7 +216,7 @@ impl BuildRun {
     fn stopped(
         &self,
         left: &[&Job<'_>],
-        (signal, code): (&str, u8),
+        (signal, code): (&str, Exit),
         roles: &[String],
     ) -> anyhow::Error {
         let why = format!("stopped by {signal}");
@@ -252,16 +253,16 @@ impl Built {
         let mut others = String::new();
         for (who, s) in &figures {
             let name = match who {
-                Who::Writer => continue,
-                Who::Reader => "reader",
-                Who::Named(n) => n.as_str(),
+                Role::Writer => continue,
+                Role::Reader => "reader",
+                Role::Named(n) => n.as_str(),
             };
             others.push_str(&format!(
                 "; {name}: {} upstream calls, {} cache hits, ${:.4}",
                 s.upstream_calls, s.cache_hits, s.spent_usd
             ));
         }
-        let stats = figures.get(&Who::Writer).copied().unwrap_or_default();
+        let stats = figures.get(&Role::Writer).copied().unwrap_or_default();
         let o = &self.outcome;
         format!(
             "{}: {} rows, {} rejected -> {} [{} upstream calls, {} cache hits, ${:.4}{others}]",

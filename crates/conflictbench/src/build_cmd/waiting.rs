@@ -1,11 +1,11 @@
 //! What a `--batch-dir` build whose requests wait in batch files says, and its exit code.
 
-use crate::exit::Stopped;
+use crate::exit::{Exit, Stopped};
 use anyhow::Context;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-/// A `--batch-dir` build with requests waiting in files: exit code 4, and what to run. The
+/// A `--batch-dir` build with requests waiting in files: [`Exit::Waiting`], and what to run. The
 /// files said are this build's (`files`: those its layers' calls waited on) still without
 /// an output file, whatever else the folder holds.
 pub(super) fn waiting_for(
@@ -45,7 +45,7 @@ pub(super) fn waiting_for(
         output = cb_llm::batch_files::output_path(&first).display(),
     ));
     Ok(Stopped {
-        code: 4,
+        code: Exit::Waiting,
         message: m,
     })
 }

@@ -6,7 +6,7 @@ use super::{LlmSetup, ModelSpec, ReaderSetting, TransportSetting};
 use crate::config_error::config_err;
 use crate::llm_args::Backend;
 use anyhow::Context;
-use cb_engine::{Recipe, Routes, Who};
+use cb_engine::{Recipe, Routes};
 use cb_llm::{pricing, BackendKind, FilesOptions, Limits, Llm, LlmConfig, Price, Role, Transport};
 use std::collections::BTreeMap;
 
@@ -180,7 +180,7 @@ impl LlmSetup {
         routes: &Routes,
         config: &LlmConfig,
         replayed: Option<&cb_model::Manifest>,
-    ) -> anyhow::Result<Option<(Who, Llm)>> {
+    ) -> anyhow::Result<Option<(Role, Llm)>> {
         let offline = config.backend == BackendKind::Offline;
         let mut setting = self.reader.clone();
         if let (ReaderSetting::Writer, BackendKind::Replay, Some(m)) =
@@ -204,7 +204,7 @@ impl LlmSetup {
                 let mut c = self.named_model_config(&name)?;
                 c.job.clone_from(&config.job);
                 let llm = self.roster.layer(&role, c)?;
-                return Ok(Some((Who::Named(name), llm)));
+                return Ok(Some((Role::Named(name), llm)));
             }
         };
         let (base_url, model) = match (base_url, model, offline) {
@@ -225,7 +225,7 @@ impl LlmSetup {
             }
         };
         if !offline && base_url == config.base_url && model == config.model {
-            return Ok(Some((Who::Writer, routes.writer().clone())));
+            return Ok(Some((Role::Writer, routes.writer().clone())));
         }
         // With batch files the reader's requests go into the files too (its model in their
         // lines): it sends nothing, and with no base URL named its answers are recorded as
@@ -252,7 +252,7 @@ impl LlmSetup {
         } else if config.backend == BackendKind::Replay {
             c.backend = BackendKind::Replay;
         }
-        Ok(Some((Who::Reader, self.roster.layer(&Role::Reader, c)?)))
+        Ok(Some((Role::Reader, self.roster.layer(&Role::Reader, c)?)))
     }
 }
 

@@ -2117,3 +2117,132 @@ async fn controls_on_golden_contexts_that_support_no_option_are_set_aside() {
         );
     }
 }
+
+/// The rows of `file` by sample (`source_id`).
+fn by_sample(file: &Path) -> BTreeMap<String, Vec<Value>> {
+    let mut all: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    for r in read_jsonl(file) {
+        all.entry(r["source_id"].as_str().unwrap().to_owned())
+            .or_default()
+            .push(r);
+    }
+    all
+}
+
+/// RECALL's non-answer edits are asked the plausibility question too (UJ, the stand-in
+/// reader): the editor calls the first sample's word-edited context implausible, and that
+/// sample is refused `reader_implausible`, naming the non-answer-edited context; it calls the
+/// second sample's inserted sentence (built by rule) implausible, and that sample keeps its
+/// QA-A and word rows, each noted `sentence_implausible` with the reader's pick, and loses
+/// only its sentence row; every other sample keeps its three rows, unnoted. The manifest
+/// counts both checks.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_implausible_non_answer_edit_refuses_the_sample_and_an_implausible_sentence_only_its_row(
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let raw = repo().join("raw");
+    let plain = dir.path().join("plain");
+    let args = [
+        "recall",
+        "--domains",
+        "uj",
+        "--raw",
+        raw.to_str().unwrap(),
+        "--out",
+        plain.to_str().unwrap(),
+    ];
+    let o = build(&args, &[]).await;
+    assert!(o.status.success(), "{}", text(&o));
+    let na = by_sample(&plain.join("recall/uj/qa_na.jsonl"));
+    assert!(na.len() > 3, "{na:?}");
+    let edited = |id: &str, edit: &str| -> String {
+        let r = na[id].iter().find(|r| r["edit"] == edit).unwrap();
+        r["edited_context"].as_str().unwrap().to_owned()
+    };
+    let ids: Vec<String> = na.keys().cloned().collect();
+    let (word_bad, sentence_bad) = (ids[0].clone(), ids[1].clone());
+    let flagged = [
+        format!("<<<\n{}\n>>>", edited(&word_bad, "word")),
+        format!("<<<\n{}\n>>>", edited(&sentence_bad, "sentence")),
+    ];
+    let server = MockServer::start(responder(move |req: &cb_mock::ChatRequest| {
+        let last = req.last_user();
+        if last.contains(PLAUSIBLE) && flagged.iter().any(|f| last.contains(f.as_str())) {
+            return Reply::Content(cb_mock::reader_script::judge(last, true).unwrap());
+        }
+        cb_mock::stand_in::answer(req)
+    }))
+    .await;
+    let read = dir.path().join("read");
+    let base = server.base_url();
+    let mut args = args.to_vec();
+    args[6] = read.to_str().unwrap();
+    args.extend(["--reader-base-url", &base, "--reader-model", "reader"]);
+    let o = build(&args, &[]).await;
+    assert!(o.status.success(), "{}", text(&o));
+    let read = read.join("recall/uj");
+    assert_counts_add_up(&read);
+    let qa_a = by_sample(&read.join("qa_a.jsonl"));
+    let qa_na = by_sample(&read.join("qa_na.jsonl"));
+    // Every other sample: its QA-A row and both QA-NA rows, with no note.
+    let others: BTreeSet<&String> = ids[2..].iter().collect();
+    assert_eq!(
+        qa_a.keys().filter(|k| others.contains(k)).count(),
+        others.len()
+    );
+    for id in &others {
+        let edits: Vec<&Value> = qa_na[*id].iter().map(|r| &r["edit"]).collect();
+        assert_eq!(edits, ["word", "sentence"], "{id}");
+        for r in qa_na[*id].iter().chain(&qa_a[*id]) {
+            assert_eq!(r["warnings"], serde_json::json!([]), "{r}");
+        }
+    }
+    // The word edit: the whole sample refused.
+    assert!(!qa_a.contains_key(&word_bad) && !qa_na.contains_key(&word_bad));
+    let rejects = read_jsonl(&read.join("rejects.jsonl"));
+    let refused: Vec<&Value> = rejects
+        .iter()
+        .filter(|r| r["reason"] == "reader_implausible")
+        .collect();
+    assert_eq!(refused.len(), 1, "{rejects:?}");
+    assert_eq!(refused[0]["id"], word_bad.as_str());
+    let detail = refused[0]["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("asked whether a careful reader could accept the non-answer-edited context as written, the reader picked")
+            && detail.contains("(implausible: a careful reader would reject it at once"),
+        "{detail}"
+    );
+    // The sentence: its row alone left out, the others noted.
+    assert!(rejects.iter().all(|r| r["id"] != sentence_bad.as_str()));
+    let kept: Vec<&Value> = qa_a[&sentence_bad]
+        .iter()
+        .chain(&qa_na[&sentence_bad])
+        .collect();
+    let edits: Vec<&Value> = kept.iter().map(|r| &r["edit"]).collect();
+    assert_eq!(edits, ["answer", "word"]);
+    for r in &kept {
+        let notes = r["warnings"].as_array().unwrap();
+        assert_eq!(notes.len(), 1, "{r}");
+        let note = notes[0].as_str().unwrap();
+        assert!(
+            note.starts_with("sentence_implausible: asked whether a careful reader could accept the sentence-edited context as written, the reader picked")
+                && note.contains("(implausible: a careful reader would reject it at once")
+                && note.contains("the sentence-edited QA-NA row is left out"),
+            "{note}"
+        );
+    }
+    // The tally: every sample read was asked both; one failed each.
+    let m = read_json(&read.join("manifest.json"));
+    let checks = &m["reader"]["checks"];
+    let (word, sentence) = (
+        &checks["plausible_qa_na"],
+        &checks["plausible_qa_na_sentence"],
+    );
+    assert_eq!(word["asked"], checks["control"]["asked"], "{checks}");
+    assert_eq!(sentence["asked"], checks["control"]["asked"], "{checks}");
+    let asked = word["asked"].as_u64().unwrap();
+    assert_eq!(word["passed"].as_u64(), Some(asked - 1), "{checks}");
+    assert_eq!(sentence["passed"].as_u64(), Some(asked - 1), "{checks}");
+    let card = std::fs::read_to_string(read.join("README.md")).unwrap();
+    assert!(card.contains("`plausible_qa_na_sentence`, told:"), "{card}");
+}

@@ -38,6 +38,7 @@ fn qa_a() -> QaRow {
         origin: "events.nq:1".into(),
         subject: "Joan of Arc".into(),
         donor_term: String::new(),
+        warnings: Vec::new(),
         task: "qa_a".into(),
         edit: "answer".into(),
         question: "Where was Joan of Arc born?".into(),

@@ -505,7 +505,9 @@ mod tests {
                 "plausible",
                 "qa_na",
                 "coherent",
+                "plausible_qa_na",
                 "qa_na_sentence",
+                "plausible_qa_na_sentence",
                 "control"
             ]
         );

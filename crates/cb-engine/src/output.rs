@@ -178,6 +178,7 @@ impl<'a> RecallBase<'a> {
             } else {
                 String::new()
             },
+            warnings: item.texts(fields::WARNINGS),
             reader: reader(item),
             lineage: self.lineage.clone(),
         })

@@ -68,6 +68,10 @@ pub struct QaRow {
     /// term, was inserted (`null` in the file for other rows).
     #[serde(default, with = "empty_as_null")]
     pub donor_term: String,
+    /// Notes on the sample, `code: detail` (an empty list when none): `sentence_implausible`
+    /// where the reader found the sentence-edited context implausible and left that row out.
+    #[serde(default)]
+    pub warnings: Vec<String>,
     /// What the reader picked for each check of the sample (model, endpoint, votes, and per
     /// check the intended option, each vote's pick, the majority); `null` when no reader
     /// verified the build.

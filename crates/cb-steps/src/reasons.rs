@@ -64,7 +64,7 @@
 //! | `reader_contradiction` | `reader_check` (`coherence_check`) | the reader judged that the edited context contradicts itself (RECALL: the non-answer-edited context; KRE: the negative context) |
 //! | `reader_golden_gap` | `reader_check` (KRE, `golden_check`) | the reader judged that the golden context does not itself state every fact needed to reach the golden answer (a broken multi-hop chain): the data cannot lead to its answer |
 //! | `reader_other_answer` | `reader_check` (KRE, `residual_check`) | the reader judged that the negative context, apart from the negative answer, still supports another option as an answer |
-//! | `reader_implausible` | `reader_check` (`plausible_check`) | the reader, asked as an editor, judged that a careful reader who does not know the answer would not accept the generated passage as written (KRE: the negative context; RECALL: the answer-edited context): absurd, a common word given a meaning it does not have |
+//! | `reader_implausible` | `reader_check` (`plausible_check`) | the reader, asked as an editor, judged that a careful reader who does not know the answer would not accept the generated passage as written (KRE: the negative context; RECALL: the answer-edited or the word-edited context; the sentence-edited one refuses nothing: `sentence_implausible` below): absurd, a common word given a meaning it does not have |
 //! | `reader_control_failed` | `reader_check` | the reader did not pick the golden answer from the golden context (with `none_option`: or found no answer in it, the golden context leading to none) |
 //! | `answer_set_reveals` | `reader_check` | the options give the answer away |
 //!
@@ -78,6 +78,7 @@
 //! | `negative_in_context` | `pick_negative` | the only wrong choices left already stand in the golden context; KRE's options are the dataset's, so the pick stands |
 //! | `negative_overlaps_answer` | `pick_negative` | the only wrong choices left hold the golden answer or are held by it ("the flowers withered" against "because there was no sunshine, the flowers withered") |
 //! | `golden_unrelated` | `pick_negative` | the golden context shares no content word with the question or the golden answer (CoS-E's "Rivers flow trough valleys."): its control measures what the reader knows |
+//! | `sentence_implausible` | `reader_check` (RECALL, `plausible_check`) | the reader found the sentence-edited context (UJ's rule-built insertion) not plausible: that context is left out, so the sample has no sentence-edited QA-NA row; its QA-A and word-edited rows carry the note with the reader's pick, and the manifest's `plausible_qa_na_sentence` tally counts it |
 //! | `random_pick` | `pick_negative` (`how = "believable"`) | no model judged which wrong option is most believable (an offline build): the negative answer is KRE's seeded pick |
 //!
 //! `pick_negative` passes over a wrong choice that stands in the golden context or overlaps

@@ -6,10 +6,11 @@
 //! negative answer, does the negative context still support another option? `grounded`
 //! (`golden_check`, KRE): does the golden context itself state every fact the golden answer
 //! needs, or does reaching it take outside knowledge or a guess (a broken multi-hop chain)?
-//! `plausible` (`plausible_check`, KRE's negative context, RECALL's answer-edited one): could
-//! a careful reader who does not know the answer accept the passage as written? Asked of
-//! every row read, like the control, so that each row carries the reader's verdict on the
-//! second axis of quality (DESIGN: misleading and plausible).
+//! `plausible` (`plausible_check`, KRE's negative context, RECALL's answer-edited one; RECALL
+//! also `plausible_qa_na`, the word-edited context, and `plausible_qa_na_sentence`, the
+//! sentence-edited one): could a careful reader who does not know the answer accept the
+//! passage as written? Asked of every row read, like the control, so that each row carries
+//! the reader's verdict on the second axis of quality (DESIGN: misleading and plausible).
 
 use super::{Mode, Planned};
 use crate::prelude::*;
@@ -133,13 +134,19 @@ pub(super) fn grounded(question: &str, context: &str, golden: &str) -> Planned {
 /// know the answer accept it as written? (Else `reader_implausible`: "theme-park workers call
 /// a long, winding line of guests a hair".) Asked of every row read, also after an earlier
 /// check failed, so that every row read carries a plausibility verdict to set beside
-/// people's ratings.
-pub(super) fn plausible(context: &str) -> Planned {
+/// people's ratings. `name` says which passage it asks about; `reject` is `None` for
+/// RECALL's sentence-edited context, whose failure leaves that context out instead
+/// (`sentence_implausible`).
+pub(super) fn plausible(
+    name: &'static str,
+    context: &str,
+    reject: Option<&'static str>,
+) -> Planned {
     Planned {
-        name: "plausible",
+        name,
         context: Some(context.to_owned()),
         expected: 0,
-        reject: Some("reader_implausible"),
+        reject,
         always: true,
         unrelated: false,
         ask: Some((

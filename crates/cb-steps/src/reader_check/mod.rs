@@ -33,7 +33,14 @@
 //!   non-answer edit leaves the original answer: else the sample is discarded, as the paper
 //!   does), with `coherence_check = true` `coherent` (does the non-answer-edited context
 //!   contradict itself? Else `reader_contradiction`: "the last phase of a compiler ... passes
-//!   the tokens to the parser"), `control` (the paragraph leads to the original answer).
+//!   the tokens to the parser"), with `plausible_check = true` `plausible_qa_na` after those
+//!   (the same question of the word-edited context; else `reader_implausible`) and
+//!   `plausible_qa_na_sentence` after `qa_na_sentence` (of the sentence-edited context, built
+//!   by rule and often implausible by construction: blind raters called 10 of 10 so; a
+//!   failure refuses nothing, it leaves that context out, so the sample loses its
+//!   sentence-edited QA-NA row alone, and its other rows carry the note
+//!   `sentence_implausible: ...` naming the reader's pick), `control` (the paragraph leads to
+//!   the original answer).
 //!
 //! With `none_option = true`, every question asked with a context (KRE: `negative`,
 //! `control`; RECALL: `qa_a`, `qa_na`, `qa_na_sentence`, `control`) shows one more option,
@@ -194,7 +201,7 @@ pub const PARAMS: &[Param] = &[
         key: "plausible_check",
         ty: ParamType::Bool,
         default: "false",
-        meaning: "Ask, as an editor, whether a careful reader who does not know the answer could accept the generated passage as written (KRE: the negative context; RECALL: the answer-edited context): nothing absurd, no common word given a meaning it does not have, nothing such a reader would reject at once; whether it is true is set aside. Else the reject `reader_implausible`. Asked of every row read, so each carries the verdict (`plausible` in its `reader` column). On in the bundled recipes.",
+        meaning: "Ask, as an editor, whether a careful reader who does not know the answer could accept the generated passage as written (KRE: the negative context; RECALL: the answer-edited and the word-edited contexts, and the sentence-edited one, whose failure leaves only that context out with the note `sentence_implausible` on the sample's other rows): nothing absurd, no common word given a meaning it does not have, nothing such a reader would reject at once; whether it is true is set aside. Else the reject `reader_implausible`. Asked of every row read, so each carries the verdict (`plausible` in its `reader` column). On in the bundled recipes.",
     },
     Param {
         key: "none_option",
@@ -456,7 +463,12 @@ impl ReaderCheck {
             fields::READER,
             serde_json::to_value(&record).expect("a reader record serialises"),
         );
-        self.judge(&readers, judged, &choices, &planned)
+        let sentence = self.sentence_note(&readers, &judged, &planned);
+        self.judge(&readers, judged, &choices, &planned)?;
+        if let Some(note) = sentence {
+            plan::leave_out_sentence(item, note);
+        }
+        Ok(())
     }
 
     /// The row's `reader` column: the first reader's verdicts, and with several readers each

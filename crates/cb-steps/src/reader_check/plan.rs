@@ -72,6 +72,12 @@ impl ReaderCheck {
             "qa_a" => "with the answer-edited context",
             "qa_na" => "with the non-answer-edited context",
             "qa_na_sentence" => "with the sentence-edited context",
+            "plausible_qa_na" => {
+                "asked whether a careful reader could accept the non-answer-edited context as written,"
+            }
+            "plausible_qa_na_sentence" => {
+                "asked whether a careful reader could accept the sentence-edited context as written,"
+            }
             "kind" => "asked whether the edited answer keeps the answer's kind,",
             "coherent" => match self.mode {
                 Mode::Kre => "asked whether the negative context contradicts itself,",
@@ -115,6 +121,7 @@ impl ReaderCheck {
         .filter(|i| *i != gold)
         .ok_or_else(|| self.missing("the negative answer is none of the wrong choices"))?;
         let disagrees = Some("reader_disagrees");
+        let implausible = Some("reader_implausible");
         let context = item.require(fields::NEGATIVE_CONTEXT)?;
         let mut checks = vec![Planned::new("negative", context, negative, disagrees)];
         if self.judged.coherence {
@@ -125,7 +132,7 @@ impl ReaderCheck {
             checks.push(judged::residual(question, context, &choices, negative));
         }
         if self.judged.plausible {
-            checks.push(judged::plausible(context));
+            checks.push(judged::plausible("plausible", context, implausible));
         }
         if self.judged.golden {
             let question = item.require(fields::QUESTION)?;
@@ -158,7 +165,10 @@ impl ReaderCheck {
 
     /// RECALL: the answer-edited context must lead to the edited answer (and, with
     /// `plausible_check`, read as believable), the non-answer edits (and the control, the
-    /// paragraph) to the original one.
+    /// paragraph) to the original one; with `plausible_check` the word-edited context must
+    /// read as believable too (else the sample is refused), and the sentence-edited one is
+    /// asked it without refusing anything: a failure leaves that context out
+    /// (`ReaderCheck::leave_out_sentence`).
     fn plan_recall(&self, item: &Item) -> Result<(Vec<String>, Vec<Planned>), StepFailure> {
         let options = item.require_texts(fields::OPTIONS)?;
         let original = letter_index(item.require(fields::ANSWER_OPTION)?)
@@ -173,6 +183,7 @@ impl ReaderCheck {
         // A non-answer edit that moves the reader off the original answer discards the
         // sample, as the paper does.
         let disagrees = Some("reader_disagrees");
+        let implausible = Some("reader_implausible");
         let question = item.require(fields::QUESTION)?;
         let qa_na = item.require(fields::QA_NA_CONTEXT)?;
         let qa_a = item.require(fields::QA_A_CONTEXT)?;
@@ -181,15 +192,23 @@ impl ReaderCheck {
             checks.push(judged::kind(question, &options[original], edited_answer));
         }
         if self.judged.plausible {
-            checks.push(judged::plausible(qa_a));
+            checks.push(judged::plausible("plausible", qa_a, implausible));
         }
         checks.push(Planned::new("qa_na", qa_na, original, disagrees));
         if self.judged.coherence {
             checks.push(judged::coherent(qa_na));
         }
+        if self.judged.plausible {
+            checks.push(judged::plausible("plausible_qa_na", qa_na, implausible));
+        }
         // Optional: only where the recipe inserts a sentence.
         if let Some(context) = item.get_text(fields::QA_NA_SENTENCE_CONTEXT) {
             checks.push(Planned::new("qa_na_sentence", context, original, disagrees));
+            if self.judged.plausible {
+                // Built by rule, often implausible by construction: a failure refuses
+                // nothing, it leaves this context out.
+                checks.push(judged::plausible(SENTENCE_PLAUSIBLE, context, None));
+            }
         }
         if self.control != Control::Off {
             checks.push(Planned::control(
@@ -201,6 +220,70 @@ impl ReaderCheck {
         Ok((options, checks))
     }
 }
+
+impl ReaderCheck {
+    /// Where the readers found RECALL's sentence-edited context implausible (by `agree`, as
+    /// for a row), the note that leaves it out (`sentence_implausible: ...`, naming the first
+    /// such reader's pick); `None` where it stands or was not asked.
+    pub(super) fn sentence_note(
+        &self,
+        readers: &[&cb_llm::Llm],
+        judged: &[super::Judged],
+        planned: &[Planned],
+    ) -> Option<String> {
+        let p = planned.iter().find(|p| p.name == SENTENCE_PLAUSIBLE)?;
+        let verdicts: Vec<Option<&super::Verdict>> = judged
+            .iter()
+            .map(|(vs, _)| vs.iter().find(|v| v.check == SENTENCE_PLAUSIBLE))
+            .collect();
+        let passed = verdicts.iter().flatten().filter(|v| v.passed).count();
+        let n = verdicts.iter().flatten().count();
+        let stands = match self.agree {
+            super::Agree::All => passed == n,
+            super::Agree::Majority => 2 * passed > n,
+        };
+        if stands {
+            return None;
+        }
+        let (i, v) = verdicts
+            .iter()
+            .enumerate()
+            .find_map(|(i, v)| v.filter(|v| !v.passed).map(|v| (i, v)))?;
+        let options = p.ask.as_ref().map_or(&[][..], |(_, o)| o.as_slice());
+        let panel = if readers.len() > 1 {
+            format!(
+                " (reader {}; {passed} of {n} readers passed it)",
+                readers[i].config().model
+            )
+        } else {
+            String::new()
+        };
+        Some(format!(
+            "sentence_implausible: {} the reader picked {}, not \"{}\"; the sentence-edited QA-NA row is left out{panel}",
+            self.asked_how(SENTENCE_PLAUSIBLE),
+            v.pick_named(options),
+            v.expected
+        ))
+    }
+}
+
+/// Leaves RECALL's sentence-edited context out of `item` (its QA-NA row is then not
+/// written) and notes why in the item's `warnings`.
+pub(super) fn leave_out_sentence(item: &mut Item, note: String) {
+    for key in [
+        fields::QA_NA_SENTENCE_CONTEXT,
+        fields::QA_NA_SENTENCE_EDITS,
+        fields::DONOR_TERM,
+    ] {
+        item.fields.remove(key);
+    }
+    let mut notes = item.texts(fields::WARNINGS);
+    notes.push(note);
+    item.set(fields::WARNINGS, notes);
+}
+
+/// The plausibility check of RECALL's sentence-edited context, which refuses nothing.
+pub(super) const SENTENCE_PLAUSIBLE: &str = "plausible_qa_na_sentence";
 
 /// Whether the row carries the note `golden_unrelated` (`pick_negative`: its golden context
 /// shares no content word with the question or the golden answer, so it supports no option

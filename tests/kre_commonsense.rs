@@ -546,7 +546,7 @@ async fn the_believable_pick_is_the_models_choice_or_the_row_is_refused() {
                 Some("Offices keep staplers for paperwork."),
             ),
             (
-                "Case none: what do you sit on at a desk?",
+                "Case decline: what do you sit on at a desk?",
                 ["chair", "cloud", "hair", "moon", "thunder"],
                 "A",
                 Some("A chair stands at a desk."),
@@ -568,7 +568,7 @@ async fn the_believable_pick_is_the_models_choice_or_the_row_is_refused() {
         let again = req.last_user().contains("could not be used: bad_choice");
         cb_mock::Reply::content(match case.as_str() {
             "pick" => r#"{"option": "C"}"#,
-            "none" => r#"{"option": "none"}"#,
+            "decline" => r#"{"option": "none"}"#,
             "again" if again => r#"{"option": "C"}"#,
             _ => r#"{"option": "Z"}"#,
         })

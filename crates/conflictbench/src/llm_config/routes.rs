@@ -220,10 +220,11 @@ impl LlmSetup {
         }
         // With batch files the reader's requests go into the files too (its model in their
         // lines): it sends nothing, and with no base URL named its answers are recorded as
-        // from `batch-files`, as the writer's are.
-        let files = matches!(config.transport, Transport::BatchFiles(_));
-        let sends = self.mode.sends() && !files;
-        if !(files && base_url == cb_llm::batch_files::ENDPOINT) {
+        // from `batch-files`, as the writer's are: no URL to check.
+        let transport = &self.default.transport;
+        let sends = self.mode.sends() && transport.sends();
+        if transport.sends() || transport.stand_in_endpoint().as_deref() != Some(base_url.as_str())
+        {
             check_endpoint("--reader-base-url", &base_url, sends)?;
         }
         let mut c = reader_config(config.clone(), base_url, model);

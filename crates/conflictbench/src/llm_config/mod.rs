@@ -1,7 +1,8 @@
 //! The run's LLM configuration, resolved once from its flags (as ripgrep goes from its
-//! low-level arguments to its high-level ones): [`LlmSetup`] holds the backend, the settings
-//! every layer shares (limits, retries, budget, cache, structured output), the default model
-//! with its transport (online, an endpoint pool, the Batch API, batch files) and the reader.
+//! low-level arguments to its high-level ones): [`LlmSetup`] holds the run's [`Mode`] (its
+//! backend, or a dry run of it), the settings every layer shares (limits, retries, budget,
+//! cache, structured output), the default model with its transport (`transport`: online, an
+//! endpoint pool, the Batch API, or a [`BatchFolder`]) and the reader.
 //! Every command takes its LLM layers from here: `build` a writer per recipe and its reader
 //! (every layer of the run comes from one roster, [`LlmSetup::roster`]: one budget, one cache
 //! writer, one limiter and one pool a model; each recipe's routes: [`LlmSetup::routes`]),

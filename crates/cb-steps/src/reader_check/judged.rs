@@ -243,13 +243,16 @@ const PLAUSIBLE_OPTIONS: [&str; 3] = [
 
 /// The fit question about RECALL's non-answer-edited passage: its facts are changed on
 /// purpose, so what is judged is whether every detail still fits the others, as far as a
-/// careful reader knows the people, places and things it names.
-const FIT_QUESTION: &str = "Set aside whether this passage is true: some of its facts may differ from what you know on purpose, and that alone is no fault. Read it as someone who does not know its subject, as a passage of an encyclopedia, a textbook or a news report, and check whether all its details still fit together: each date, name, place and number must suit what the rest of the passage says (the side a person is on, a person's role and lifetime, the period, the place, what the thing described does). Which describes it best?";
+/// careful reader knows the people, places and things it names, and whether a changed value
+/// is one such a reader knows by heart (blind raters called a Bitcoin cap of 42 million or a
+/// Coulomb constant of 7.42e9 only "somewhat" plausible where the fit question had passed
+/// them: QUALITY.md, issue 48 run 5).
+const FIT_QUESTION: &str = "Set aside whether this passage is true: some of its facts may differ from what you know on purpose, and that alone is no fault. Read it as a careful reader with a general education who does not know its subject well, as a passage of an encyclopedia, a textbook or a news report, and check whether all its details still fit together: each date, name, place and number must suit what the rest of the passage says (the side a person is on, a person's role and lifetime, the period, the place, what the thing described does), and none may be a figure such a reader knows by heart and would see at once as wrong (a famous constant, limit or count, a well-known date, a famous person's nationality or lifetime). Which describes it best?";
 
 /// The options of the fit question, on the raters' three levels: only the first passes.
 const FIT_OPTIONS: [&str; 3] = [
     "plausible: a careful reader who does not know the subject could take it as written, every detail fitting the rest",
-    "somewhat: it could be a real passage, but a detail does not fit the rest (a date outside the period the others give, a person on the wrong side, in a role or at a time they could not have had, a name or a number that still points to something else)",
+    "somewhat: it could be a real passage, but a detail does not fit the rest (a date outside the period the others give, a person on the wrong side, in a role or at a time they could not have had, a name or a number that still points to something else) or is a well-known figure given wrongly",
     "implausible: a careful reader would reject it at once (absurd, self-contradictory, or a common word given a meaning it does not have)",
 ];
 

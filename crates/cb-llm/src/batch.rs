@@ -17,6 +17,7 @@
 
 use crate::batch_api::{BatchApi, RemoteBatch};
 use crate::batch_store::{self, BatchRecord};
+use crate::budget::Reservation;
 use crate::cache::Cache;
 use crate::http::OpenAiHttp;
 use crate::layer_core::Core;
@@ -100,14 +101,16 @@ impl Core {
         let limits = (opts.max_requests_per_file, opts.max_bytes_per_file);
         let mut pending = chunks(&fresh, taken, limits);
         pending.reverse();
-        while let Some(chunk) = pending.pop() {
-            // A file the budget left cannot pay for whole is cut; the rest is refused at its
-            // turn (a budget stop) and waits for a later run.
-            let (head, rest) = chunk.split_at(self.affordable(&chunk, taken));
-            if !rest.is_empty() {
-                pending.push(rest.to_vec());
-            }
-            let (record, reservation) = self.submit((cache, &api, spool), head, taken).await?;
+        // Each file as the budget lets it go: cut where what is left ends.
+        while let Some(file) = self.next_file(&mut pending, taken)? {
+            let (record, reservation) = self
+                .submit(
+                    (cache, &api, spool),
+                    &file.calls,
+                    taken,
+                    (file.est_usd, file.held),
+                )
+                .await?;
             reservations.push(reservation);
             tracked.push(record);
         }
@@ -128,18 +131,18 @@ impl Core {
         Ok(errors)
     }
 
-    /// Uploads one input file (written from the spool), records it with its keys, and
-    /// creates its batch; a stopped layer ([`Core::stopped`]: a signal, the budget) does
-    /// neither.
-    async fn submit(
-        &self,
+    /// Uploads one input file (written from the spool) of the calls `chunk` the budget let
+    /// go (estimated at `est_usd`, held by `reservation`), records it with its keys, and
+    /// creates its batch; a layer stopped meanwhile ([`Core::stopped`]: a signal, the budget)
+    /// makes no batch.
+    async fn submit<'a>(
+        &'a self,
         (cache, api, spool): (&Cache, &BatchApi<'_>, &Spool),
         chunk: &[&str],
         taken: &RoundCalls,
-    ) -> Result<(BatchRecord, crate::layer_core::Reservation<'_>), LlmError> {
+        (est_usd, reservation): (f64, Reservation<'a>),
+    ) -> Result<(BatchRecord, Reservation<'a>), LlmError> {
         let inner = self;
-        self.go_on()?;
-        let (est_usd, reservation) = self.reserve_file(chunk, taken)?;
         let spooled: Vec<Spooled> = chunk.iter().map(|k| taken[*k].spooled).collect();
         let first = chunk[0];
         let path = spool.dir().join(format!(

@@ -5,12 +5,13 @@
 
 use crate::batch;
 use crate::batch_files;
+use crate::budget::Budget;
 use crate::cache::Cache;
 use crate::config::{BackendKind, LlmConfig, Transport};
 use crate::error::LlmError;
 use crate::form::{FormState, Structured};
 use crate::http;
-use crate::layer_core::{Budget, Core};
+use crate::layer_core::Core;
 use crate::limiter::Limiter;
 use crate::pool;
 use crate::request::{endpoint_identity, Call, Completion};

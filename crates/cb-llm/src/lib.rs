@@ -14,6 +14,7 @@ mod batch_api;
 pub mod batch_files;
 mod batch_run;
 mod batch_store;
+mod budget;
 mod cache;
 mod config;
 mod endpoint;
@@ -42,6 +43,7 @@ mod structured;
 pub use batch::cancel_batch;
 pub use batch_run::{run_dir, RunReport, Stop};
 pub use batch_store::BatchRecord;
+pub use budget::{Budget, BudgetFigures};
 pub use cache::{Cache, CachedResponse};
 pub use config::{
     ApiKey, BackendKind, BatchOptions, EndpointSpec, FilesOptions, LlmConfig, NamedBy, PoolConfig,

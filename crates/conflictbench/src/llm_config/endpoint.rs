@@ -1,7 +1,9 @@
 //! The configurations of one endpoint reached alone or as a reader: `batches`' endpoint,
 //! `audit`'s reader, the build's reader, and the run's API key.
 
-use cb_llm::{pricing, ApiKey, BackendKind, Llm, LlmConfig, NamedBy, Role, Roster, Transport};
+use cb_llm::{
+    pricing, ApiKey, BackendKind, Budget, Llm, LlmConfig, NamedBy, Role, Roster, Transport,
+};
 use std::path::Path;
 
 /// One endpoint reached alone, outside a build (`batches run-dir`, `batches --cancel`): the
@@ -28,7 +30,7 @@ pub fn audit_reader(
     c.cache_path = Some(cache.to_path_buf());
     c.concurrency = concurrency;
     let c = reader_config(c, base_url.to_owned(), model.to_owned());
-    Ok(Roster::new(None, None).layer(&Role::Reader, c)?)
+    Ok(Roster::new(Budget::default()).layer(&Role::Reader, c)?)
 }
 
 /// The API key of the run, from `OPENAI_API_KEY` (empty when unset); it lives only in memory.
@@ -36,7 +38,7 @@ pub fn api_key() -> ApiKey {
     ApiKey::new(std::env::var("OPENAI_API_KEY").unwrap_or_default())
 }
 
-/// `base` (limits, budget, cache, retries) turned to the reader `model` at `base_url`: an
+/// `base` (limits, cache, retries) turned to the reader `model` at `base_url`: an
 /// OpenAI-compatible endpoint, no pool, the model's built-in price, the key from
 /// `OPENAI_API_KEY`, named by `--reader-base-url` and `--reader-model`. The build's reader
 /// and the audit's are made by it.

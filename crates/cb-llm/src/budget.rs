@@ -3,7 +3,7 @@
 //!
 //! A [`crate::Roster`] is made with one and every layer it makes shares it; no layer's
 //! configuration carries a cap. [`Budget::admit`] alone decides whether a call, a
-//! structured-output probe or a round's next batch file may go; every upstream cost is
+//! structured-output probe, a dry run's call or a round's next batch file may go; every upstream cost is
 //! counted by [`Budget::spend`], in the run's totals and the layer's own counters (the
 //! figures the build line, the manifest and `runs.jsonl` report).
 
@@ -39,10 +39,10 @@ pub struct Budget {
 pub(crate) enum Ask<'a> {
     /// One call at its most (online, through a pool, a probe): held whole, or refused.
     Call(Cost),
-    /// A structured-output probe and the call it is sent for, together: refused when the
-    /// caps could not pay for both even with nothing spent (it would pay for the probe and
-    /// stop); nothing is held (the probe is then asked as a call).
-    Probe(Cost),
+    /// Whether the caps could pay for this at all, with nothing spent: a structured-output
+    /// probe and the call it is sent for together (it would pay for the probe and stop), or
+    /// a dry run's call (it says what the build would). Nothing is held.
+    Check(Cost),
     /// A round's next batch file, its calls in order: as many of the first ones as what is
     /// left pays for, at least one (a file larger is cut there and the rest waits for a
     /// later run, so a budget that pays for one call always gets on), held together.
@@ -113,7 +113,7 @@ impl Budget {
     pub(crate) fn admit(&self, ask: Ask<'_>) -> Result<Admitted<'_>, LlmError> {
         let (calls, hold) = match &ask {
             Ask::Call(c) => (std::slice::from_ref(c), true),
-            Ask::Probe(c) => (std::slice::from_ref(c), false),
+            Ask::Check(c) => (std::slice::from_ref(c), false),
             Ask::File(calls) => (*calls, true),
         };
         let n = match ask {
@@ -296,7 +296,7 @@ mod tests {
         let b = Budget::new(Some(0.0025), None);
         // Too dear even with nothing spent: a configuration error, whatever is asked.
         let dear = (3_000, 10);
-        for ask in [Ask::Call(dear), Ask::Probe(dear), Ask::File(&[dear, CALL])] {
+        for ask in [Ask::Call(dear), Ask::Check(dear), Ask::File(&[dear, CALL])] {
             assert!(matches!(b.admit(ask), Err(LlmError::Config(_))), "{ask:?}");
         }
         assert_eq!(b.figures().reserved_usd, 0.0, "a refusal holds nothing");
@@ -309,8 +309,8 @@ mod tests {
             Err(LlmError::Budget(_))
         ));
         assert!(matches!(b.admit(Ask::Call(CALL)), Err(LlmError::Budget(_))));
-        // A probe holds nothing and is refused only by what no budget left could pay.
-        assert_eq!(b.admit(Ask::Probe(CALL)).unwrap().calls, 1);
+        // A check holds nothing and is refused only by what no budget left could pay.
+        assert_eq!(b.admit(Ask::Check(CALL)).unwrap().calls, 1);
         drop((one, two));
         assert_eq!(b.figures().reserved_usd, 0.0, "given back when dropped");
         let file = b.admit(Ask::File(&[CALL, CALL, CALL])).unwrap();

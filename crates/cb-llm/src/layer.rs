@@ -217,7 +217,7 @@ impl Llm {
                     template: call.template.clone(),
                     item: call.item.clone(),
                 }),
-                Route::DryRun => Ok(inner.dry_run(call, key)),
+                Route::DryRun => inner.dry_run(call, key),
                 Route::Online(http) => inner.upstream(http, call, key, form).await,
                 Route::Pool(pool) => inner.via_pool(pool, call, key, form).await,
                 Route::BatchApi(r) => inner.via_rounds(r, call, key, form).await,

@@ -142,19 +142,23 @@ impl Core {
         self.budget.spend(&self.stats, (micro_usd, tokens));
     }
 
-    pub(crate) fn dry_run(&self, call: &Call, key: String) -> Completion {
+    /// Counts what would go upstream, answering with the call's offline answer; a call the
+    /// run's budget could not pay for even with nothing spent is refused as the build would
+    /// refuse it (a configuration error).
+    pub(crate) fn dry_run(&self, call: &Call, key: String) -> Result<Completion, LlmError> {
+        self.budget.admit(Ask::Check(self.most_of(&call.request)))?;
         let est = call.request.estimated_prompt_tokens() + request::estimate_tokens(&call.offline);
         let stats = &self.stats;
         stats.upstream_calls.fetch_add(1, Ordering::Relaxed);
         stats.estimated_tokens.fetch_add(est, Ordering::Relaxed);
-        Completion {
+        Ok(Completion {
             text: call.offline.clone(),
             finish_reason: "dry-run".into(),
             cache_key: key,
             prompt_tokens: 0,
             completion_tokens: 0,
             cached: false,
-        }
+        })
     }
 
     pub(crate) async fn upstream(

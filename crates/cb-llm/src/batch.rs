@@ -21,7 +21,9 @@ use crate::budget::Reservation;
 use crate::cache::Cache;
 use crate::http::OpenAiHttp;
 use crate::layer_core::Core;
-use crate::rounds::{answered_meanwhile, chunks, journal_estimate, Checked, Round, RoundCalls};
+use crate::rounds::{
+    answered_meanwhile, chunks, journal_estimate, Checked, NextFile, Round, RoundCalls,
+};
 use crate::spool::{Spool, Spooled};
 use crate::{BatchOptions, LlmConfig, LlmError};
 use std::collections::{HashMap, HashSet};
@@ -103,14 +105,7 @@ impl Core {
         pending.reverse();
         // Each file as the budget lets it go: cut where what is left ends.
         while let Some(file) = self.next_file(&mut pending, taken)? {
-            let (record, reservation) = self
-                .submit(
-                    (cache, &api, spool),
-                    &file.calls,
-                    taken,
-                    (file.est_usd, file.held),
-                )
-                .await?;
+            let (record, reservation) = self.submit((cache, &api, spool), file, taken).await?;
             reservations.push(reservation);
             tracked.push(record);
         }
@@ -131,18 +126,18 @@ impl Core {
         Ok(errors)
     }
 
-    /// Uploads one input file (written from the spool) of the calls `chunk` the budget let
-    /// go (estimated at `est_usd`, held by `reservation`), records it with its keys, and
-    /// creates its batch; a layer stopped meanwhile ([`Core::stopped`]: a signal, the budget)
-    /// makes no batch.
+    /// Uploads one input file (written from the spool) of the calls the budget let go
+    /// (`file`: its calls, their estimate and what they hold, given back with its record),
+    /// records it with its keys, and creates its batch; a layer stopped meanwhile
+    /// ([`Core::stopped`]: a signal, the budget) makes no batch.
     async fn submit<'a>(
         &'a self,
         (cache, api, spool): (&Cache, &BatchApi<'_>, &Spool),
-        chunk: &[&str],
+        file: NextFile<'_, 'a>,
         taken: &RoundCalls,
-        (est_usd, reservation): (f64, Reservation<'a>),
     ) -> Result<(BatchRecord, Reservation<'a>), LlmError> {
         let inner = self;
+        let (chunk, est_usd, reservation) = (&file.calls, file.est_usd, file.held);
         let spooled: Vec<Spooled> = chunk.iter().map(|k| taken[*k].spooled).collect();
         let first = chunk[0];
         let path = spool.dir().join(format!(

@@ -40,7 +40,9 @@
 //!   failure refuses nothing, it leaves that context out, so the sample loses its
 //!   sentence-edited QA-NA row alone, and its other rows carry the note
 //!   `sentence_implausible: ...` naming the reader's pick), `control` (the paragraph leads to
-//!   the original answer).
+//!   the original answer). With `qa_na_question = "fit"`, `plausible_qa_na` and
+//!   `plausible_qa_na_sentence` ask instead whether all the context's details still fit
+//!   together (a changed date or name beside details that still fit the old one fails).
 //!
 //! With `none_option = true`, every question asked with a context (KRE: `negative`,
 //! `control`; RECALL: `qa_a`, `qa_na`, `qa_na_sentence`, `control`) shows one more option,
@@ -202,6 +204,12 @@ pub const PARAMS: &[Param] = &[
         ty: ParamType::Bool,
         default: "false",
         meaning: "Ask, as an editor, whether a careful reader who does not know the answer could accept the generated passage as written (KRE: the negative context; RECALL: the answer-edited and the word-edited contexts, and the sentence-edited one, whose failure leaves only that context out with the note `sentence_implausible` on the sample's other rows): nothing absurd, no common word given a meaning it does not have, nothing such a reader would reject at once; whether it is true is set aside. Else the reject `reader_implausible`. Asked of every row read, so each carries the verdict (`plausible` in its `reader` column). On in the bundled recipes.",
+    },
+    Param {
+        key: "qa_na_question",
+        ty: ParamType::Text,
+        default: "\"plausible\"",
+        meaning: "RECALL with `plausible_check`: the question the non-answer-edited contexts (word- and sentence-edited) are asked. \"plausible\": the plausibility question of every other passage; \"fit\": whether all their details still fit together (each date, name, place and number suits what the rest says: the side, a person's role and lifetime, the period, the place), on the same three levels, only the first passing. A changed value beside details that still fit the old one passes the first and not the second.",
     },
     Param {
         key: "none_option",
@@ -789,6 +797,19 @@ mod instruction {
         let e =
             err("kind = \"reader_check\"\nmode = \"recall\"\njudge_prompt = \"reader/judge.md\"");
         assert!(e.contains("`judge_prompt` needs"), "{e}");
+        // The fit question is RECALL's, and a variant of the plausibility question.
+        let e = err("kind = \"reader_check\"\nplausible_check = true\nqa_na_question = \"fit\"");
+        assert!(e.contains("`qa_na_question` asks RECALL's"), "{e}");
+        let e = err("kind = \"reader_check\"\nmode = \"recall\"\nqa_na_question = \"fit\"");
+        assert!(
+            e.contains("needs mode \"recall\" and `plausible_check = true`"),
+            "{e}"
+        );
+        let e = err("kind = \"reader_check\"\nmode = \"recall\"\nplausible_check = true\nqa_na_question = \"coherent\"");
+        assert!(
+            e.contains("unknown `qa_na_question = \"coherent\"`; known: \"plausible\", \"fit\""),
+            "{e}"
+        );
         let spec: StepSpec =
             toml::from_str("kind = \"reader_check\"\nmode = \"recall\"\ncoherence_check = true")
                 .unwrap();
@@ -797,11 +818,11 @@ mod instruction {
         assert_eq!(names, ["reader/question.md", "reader/judge.md"]);
     }
 
-    /// The README quotes what the reader is told word for word, from the bundled prompt's
-    /// system part (what the card quotes from the manifest), and that part says how to use
-    /// the passage; and the none option's words.
+    /// The guide's chapter on the reader check (`docs/reader-check.md`) quotes what the reader
+    /// is told word for word, from the bundled prompt's system part (what the card quotes from
+    /// the manifest), and that part says how to use the passage; and the none option's words.
     #[test]
-    fn the_readme_quotes_the_readers_instruction_word_for_word() {
+    fn the_guide_quotes_the_readers_instruction_word_for_word() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
         let p = Prompt::load(&Files::Dir(root.join("prompts")), DEFAULT_PROMPT).unwrap();
         let said = p.system.trim();
@@ -810,16 +831,16 @@ mod instruction {
                 && said.contains("even where it differs from what you know"),
             "{said}"
         );
-        let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+        let guide = std::fs::read_to_string(root.join("docs/reader-check.md")).unwrap();
         assert!(
-            readme.contains(&format!("\n  \"{said}\"\n")),
-            "README does not quote the reader's instruction {said:?}"
+            guide.contains(&format!("\n  \"{said}\"\n")),
+            "docs/reader-check.md does not quote the reader's instruction {said:?}"
         );
         // The none option's words, as `none_option` shows them.
-        let flat = readme.split_whitespace().collect::<Vec<_>>().join(" ");
+        let flat = guide.split_whitespace().collect::<Vec<_>>().join(" ");
         assert!(
             flat.contains(&format!("\"{NONE_OPTION}\"")),
-            "README does not quote the none option {NONE_OPTION:?}"
+            "docs/reader-check.md does not quote the none option {NONE_OPTION:?}"
         );
     }
 }

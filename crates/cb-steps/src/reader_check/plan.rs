@@ -72,8 +72,14 @@ impl ReaderCheck {
             "qa_a" => "with the answer-edited context",
             "qa_na" => "with the non-answer-edited context",
             "qa_na_sentence" => "with the sentence-edited context",
+            "plausible_qa_na" if self.judged.qa_na_fit => {
+                "asked whether the details of the non-answer-edited context still fit together,"
+            }
             "plausible_qa_na" => {
                 "asked whether a careful reader could accept the non-answer-edited context as written,"
+            }
+            "plausible_qa_na_sentence" if self.judged.qa_na_fit => {
+                "asked whether the details of the sentence-edited context still fit together,"
             }
             "plausible_qa_na_sentence" => {
                 "asked whether a careful reader could accept the sentence-edited context as written,"
@@ -199,7 +205,13 @@ impl ReaderCheck {
             checks.push(judged::coherent(qa_na));
         }
         if self.judged.plausible {
-            checks.push(judged::plausible("plausible_qa_na", qa_na, implausible));
+            let fit = self.judged.qa_na_fit;
+            checks.push(judged::plausible_qa_na(
+                "plausible_qa_na",
+                qa_na,
+                implausible,
+                fit,
+            ));
         }
         // Optional: only where the recipe inserts a sentence.
         if let Some(context) = item.get_text(fields::QA_NA_SENTENCE_CONTEXT) {
@@ -207,7 +219,13 @@ impl ReaderCheck {
             if self.judged.plausible {
                 // Built by rule, often implausible by construction: a failure refuses
                 // nothing, it leaves this context out.
-                checks.push(judged::plausible(SENTENCE_PLAUSIBLE, context, None));
+                let fit = self.judged.qa_na_fit;
+                checks.push(judged::plausible_qa_na(
+                    SENTENCE_PLAUSIBLE,
+                    context,
+                    None,
+                    fit,
+                ));
             }
         }
         if self.control != Control::Off {

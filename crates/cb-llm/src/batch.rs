@@ -58,31 +58,20 @@ impl Round for ApiRounds {
         self.opts.quiet
     }
 
+    /// One round of `llm`'s calls: an answer (handed out as it is collected) or an error for
+    /// every key taken (missing keys are retried).
     async fn run(
         &self,
         llm: &Core,
         taken: &RoundCalls,
         spool: &Spool,
     ) -> Result<HashMap<String, LlmError>, LlmError> {
-        llm.api_round(self, taken, spool).await
-    }
-}
-
-impl Core {
-    /// One round: an answer (handed out as it is collected) or an error for every key taken
-    /// (missing keys are retried).
-    async fn api_round(
-        &self,
-        rounds: &ApiRounds,
-        taken: &RoundCalls,
-        spool: &Spool,
-    ) -> Result<HashMap<String, LlmError>, LlmError> {
-        let (inner, opts) = (self, &rounds.opts);
+        let (inner, opts) = (llm, &self.opts);
         let cache = inner
             .cache
             .as_ref()
             .ok_or_else(|| LlmError::Config("--batch needs a cache file".into()))?;
-        let api = BatchApi::new(&rounds.http, &inner.config);
+        let api = BatchApi::new(&self.http, &inner.config);
         let open = answered_meanwhile(cache, taken)?;
         let mut tracked = Vec::new();
         let mut held = HashSet::new();
@@ -104,14 +93,14 @@ impl Core {
         let mut pending = chunks(&fresh, taken, limits);
         pending.reverse();
         // Each file as the budget lets it go: cut where what is left ends.
-        while let Some(file) = self.next_file(&mut pending, taken)? {
-            let (record, reservation) = self.submit((cache, &api, spool), file, taken).await?;
+        while let Some(file) = llm.next_file(&mut pending, taken)? {
+            let (record, reservation) = self.submit(llm, (cache, &api, spool), file, taken).await?;
             reservations.push(reservation);
             tracked.push(record);
         }
         // The batches' answers go to their callers as they are collected; their errors stay.
         let mut errors = self
-            .await_batches((cache, &api), tracked, taken, opts)
+            .await_batches(llm, (cache, &api), tracked, taken)
             .await?;
         drop(reservations);
         for key in open {
@@ -125,18 +114,21 @@ impl Core {
         }
         Ok(errors)
     }
+}
 
-    /// Uploads one input file (written from the spool) of the calls the budget let go
+impl ApiRounds {
+    /// Uploads one input file (written from the spool) of `llm`'s calls the budget let go
     /// (`file`: its calls, their estimate and what they hold, given back with its record),
     /// records it with its keys, and creates its batch; a layer stopped meanwhile
     /// ([`Core::stopped`]: a signal, the budget) makes no batch.
     async fn submit<'a>(
-        &'a self,
+        &self,
+        llm: &'a Core,
         (cache, api, spool): (&Cache, &BatchApi<'_>, &Spool),
         file: NextFile<'_, 'a>,
         taken: &RoundCalls,
     ) -> Result<(BatchRecord, Reservation<'a>), LlmError> {
-        let inner = self;
+        let inner = llm;
         let (chunk, est_usd, reservation) = (&file.calls, file.est_usd, file.held);
         let spooled: Vec<Spooled> = chunk.iter().map(|k| taken[*k].spooled).collect();
         let first = chunk[0];
@@ -160,7 +152,7 @@ impl Core {
             )
             .await?;
         // Stopped meanwhile: the file is recorded, its batch made by the next run.
-        self.go_on()?;
+        llm.go_on()?;
         let remote = api.create(&file_id).await?;
         cache
             .update_batch(&key, &remote.id, &remote.status, 0, 0)
@@ -177,11 +169,12 @@ impl Core {
     /// callers in `taken`); returns the errors of the requests without one.
     async fn await_batches(
         &self,
+        llm: &Core,
         (cache, api): (&Cache, &BatchApi<'_>),
         tracked: Vec<BatchRecord>,
         taken: &RoundCalls,
-        opts: &BatchOptions,
     ) -> Result<HashMap<String, LlmError>, LlmError> {
+        let opts = &self.opts;
         let mut errors = HashMap::new();
         let mut pending = Vec::new();
         for record in tracked {
@@ -191,7 +184,7 @@ impl Core {
                 None => match api.find_by_input(&record.file_id).await? {
                     Some(b) => b.id,
                     None => {
-                        self.go_on()?;
+                        llm.go_on()?;
                         api.create(&record.file_id).await?.id
                     }
                 },
@@ -201,7 +194,7 @@ impl Core {
         let mut interval = opts.poll_initial;
         loop {
             // A stopped build polls no more; its batches are found again by the next run.
-            self.go_on()?;
+            llm.go_on()?;
             let mut still = Vec::new();
             for (file_id, batch_id) in pending {
                 let remote = api.retrieve(&batch_id).await?;
@@ -215,7 +208,9 @@ impl Core {
                     )
                     .await?;
                 if remote.is_terminal() {
-                    let e = self.collect((cache, api), &file_id, &remote, taken).await?;
+                    let e = self
+                        .collect(llm, (cache, api), &file_id, &remote, taken)
+                        .await?;
                     errors.extend(e);
                 } else {
                     tracing::debug!(batch = %batch_id, status = %remote.status, "batch not done yet");
@@ -235,6 +230,7 @@ impl Core {
     /// callers; returns the errors of its requests without an answer.
     async fn collect(
         &self,
+        llm: &Core,
         (cache, api): (&Cache, &BatchApi<'_>),
         file_id: &str,
         remote: &RemoteBatch,
@@ -248,7 +244,7 @@ impl Core {
         {
             let source = format!("batch {} file {id}", remote.id);
             let input = format!("batch {}", remote.id);
-            self.check_results(
+            llm.check_results(
                 &api.content(id).await?[..],
                 (&source, &input),
                 (&keys, journal_estimate(cache, file_id)),
@@ -270,7 +266,7 @@ impl Core {
                 .unwrap_or_else(|| format!("batch {} ended {}", remote.id, remote.status)),
         });
         let n = checked.answers.len();
-        self.commit_file(cache, file_id, checked.answers, taken)
+        llm.commit_file(cache, file_id, checked.answers, taken)
             .await?;
         tracing::info!(batch = %remote.id, status = %remote.status, answers = n, "batch collected");
         Ok(checked.errors)

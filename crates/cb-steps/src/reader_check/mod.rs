@@ -104,8 +104,9 @@
 mod ask;
 mod judged;
 mod plan;
+mod planned;
 
-use plan::Planned;
+use planned::Planned;
 
 pub use ask::{
     ask_check, environment, rate, Asker, Check, Env, Question, ReaderSpec, LEVELS, NONE_OPTION,

@@ -1,54 +1,11 @@
 //! The checks a row is asked, in the order they are asked: what each check shows the
 //! reader, which option it must pick and what a failure does (see the module above).
 
+use super::planned::Planned;
 use super::{judged, Control, Mode, ReaderCheck};
 use crate::prelude::*;
 use cb_model::{letter_index, negative_option};
 use cb_step::fields;
-
-/// One check of an item, with what a failure does: the reject reason, or `None` to record.
-pub(super) struct Planned {
-    pub(super) name: &'static str,
-    pub(super) context: Option<String>,
-    pub(super) expected: usize,
-    pub(super) reject: Option<&'static str>,
-    /// Asked even after an earlier check failed (the control: it measures the reader; the
-    /// plausibility check: every row read gets its verdict).
-    pub(super) always: bool,
-    /// The control of a row noted `golden_unrelated`: a failure is marked `unrelated` and set
-    /// aside from the reader's measure.
-    pub(super) unrelated: bool,
-    /// A judged check's own question and options (the judge prompt), instead of the row's.
-    pub(super) ask: Option<(String, Vec<String>)>,
-}
-
-impl Planned {
-    pub(super) fn new(
-        name: &'static str,
-        context: &str,
-        expected: usize,
-        reject: Option<&'static str>,
-    ) -> Self {
-        Planned {
-            name,
-            context: Some(context.to_owned()),
-            expected,
-            reject,
-            always: false,
-            unrelated: false,
-            ask: None,
-        }
-    }
-
-    /// The control: the golden context (the paragraph) must lead to the golden (original)
-    /// answer; asked of every row.
-    fn control(context: &str, expected: usize, reject: Option<&'static str>) -> Self {
-        Planned {
-            always: true,
-            ..Planned::new("control", context, expected, reject)
-        }
-    }
-}
 
 impl ReaderCheck {
     fn missing(&self, what: &str) -> StepFailure {

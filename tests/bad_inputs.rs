@@ -219,6 +219,81 @@ async fn a_budget_that_cannot_pay_one_call_says_so() {
     assert_eq!(mock.request_count(), 0);
 }
 
+/// A dry run reads the run's one budget: a budget that cannot pay for one call is the same
+/// configuration error (exit 2) as in the build, before anything is created, and the totals
+/// line says whether the estimate is within `--max-cost` and `--max-tokens`.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_dry_run_says_what_the_budget_would_do() {
+    let mock = MockServer::start(model()).await;
+    let raw = tempfile::tempdir().unwrap();
+    many_questions(raw.path(), 20);
+    let out = tempfile::tempdir().unwrap();
+    let o = out.path().join("new");
+    let (r, o) = (raw.path().to_str().unwrap(), o.to_str().unwrap());
+    let base = mock.base_url();
+    let dry = |budget: &[&str]| -> Vec<String> {
+        let mut args = openai_args("cose", &base, r, o);
+        args.extend(["--price-input", "1", "--price-output", "1", "--dry-run"]);
+        let mut args: Vec<String> = args.into_iter().map(str::to_owned).collect();
+        args.extend(budget.iter().map(|a| (*a).to_owned()));
+        args
+    };
+    let run = |args: Vec<String>| async move {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        build(&args, &[]).await
+    };
+    let tiny = run(dry(&["--max-tokens", "50"])).await;
+    let t = text(&tiny);
+    assert_eq!(tiny.status.code(), Some(2), "{t}");
+    assert!(t.contains("cannot pay for one call"), "{t}");
+    assert!(!Path::new(o).exists(), "a refused dry run created {o}");
+    let total = |o: &Output| -> String {
+        let t = text(o);
+        t.lines()
+            .find(|l| l.starts_with("total: "))
+            .unwrap_or_else(|| panic!("no totals line in {t}"))
+            .to_owned()
+    };
+    let free = run(dry(&[])).await;
+    assert_eq!(free.status.code(), Some(0), "{}", text(&free));
+    let line = total(&free);
+    assert!(
+        !line.contains("--max-"),
+        "no cap, nothing said of one: {line}"
+    );
+    // The estimate's tokens: `total: N calls to make, ~T tokens, ...`.
+    let tokens: u64 = line
+        .split('~')
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(tokens > 4_000, "20 questions estimate {tokens} tokens");
+    let half = (tokens / 2).to_string();
+    let over = run(dry(&[
+        "--max-tokens",
+        Box::leak(half.clone().into_boxed_str()),
+    ]))
+    .await;
+    assert_eq!(over.status.code(), Some(0), "{}", text(&over));
+    let line = total(&over);
+    assert!(
+        line.contains(&format!("over --max-tokens {half}")),
+        "{line}"
+    );
+    assert!(line.contains("exit code 3"), "{line}");
+    let within = run(dry(&["--max-cost", "100"])).await;
+    assert!(
+        total(&within).contains("within --max-cost 100"),
+        "{}",
+        text(&within)
+    );
+    assert_eq!(mock.request_count(), 0, "a dry run sends nothing");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_run_stopped_by_the_budget_records_its_spend() {
     let mock = MockServer::start(model()).await;

@@ -17,10 +17,13 @@
 
 use crate::batch_api::{BatchApi, RemoteBatch};
 use crate::batch_store::{self, BatchRecord};
+use crate::budget::Reservation;
 use crate::cache::Cache;
 use crate::http::OpenAiHttp;
 use crate::layer_core::Core;
-use crate::rounds::{answered_meanwhile, chunks, journal_estimate, Checked, Round, RoundCalls};
+use crate::rounds::{
+    answered_meanwhile, chunks, journal_estimate, Checked, NextFile, Round, RoundCalls,
+};
 use crate::spool::{Spool, Spooled};
 use crate::{BatchOptions, LlmConfig, LlmError};
 use std::collections::{HashMap, HashSet};
@@ -89,14 +92,9 @@ impl Round for ApiRounds {
         let limits = (opts.max_requests_per_file, opts.max_bytes_per_file);
         let mut pending = chunks(&fresh, taken, limits);
         pending.reverse();
-        while let Some(chunk) = pending.pop() {
-            // A file the budget left cannot pay for whole is cut; the rest is refused at its
-            // turn (a budget stop) and waits for a later run.
-            let (head, rest) = chunk.split_at(llm.affordable(&chunk, taken));
-            if !rest.is_empty() {
-                pending.push(rest.to_vec());
-            }
-            let (record, reservation) = self.submit(llm, (cache, &api, spool), head, taken).await?;
+        // Each file as the budget lets it go: cut where what is left ends.
+        while let Some(file) = llm.next_file(&mut pending, taken)? {
+            let (record, reservation) = self.submit(llm, (cache, &api, spool), file, taken).await?;
             reservations.push(reservation);
             tracked.push(record);
         }
@@ -119,19 +117,19 @@ impl Round for ApiRounds {
 }
 
 impl ApiRounds {
-    /// Uploads one input file (written from the spool), records it with its keys, and
-    /// creates its batch; a stopped layer ([`Core::stopped`]: a signal, the budget) does
-    /// neither.
+    /// Uploads one input file (written from the spool) of `llm`'s calls the budget let go
+    /// (`file`: its calls, their estimate and what they hold, given back with its record),
+    /// records it with its keys, and creates its batch; a layer stopped meanwhile
+    /// ([`Core::stopped`]: a signal, the budget) makes no batch.
     async fn submit<'a>(
         &self,
         llm: &'a Core,
         (cache, api, spool): (&Cache, &BatchApi<'_>, &Spool),
-        chunk: &[&str],
+        file: NextFile<'_, 'a>,
         taken: &RoundCalls,
-    ) -> Result<(BatchRecord, crate::layer_core::Reservation<'a>), LlmError> {
+    ) -> Result<(BatchRecord, Reservation<'a>), LlmError> {
         let inner = llm;
-        llm.go_on()?;
-        let (est_usd, reservation) = llm.reserve_file(chunk, taken)?;
+        let (chunk, est_usd, reservation) = (&file.calls, file.est_usd, file.held);
         let spooled: Vec<Spooled> = chunk.iter().map(|k| taken[*k].spooled).collect();
         let first = chunk[0];
         let path = spool.dir().join(format!(

@@ -37,7 +37,9 @@
 use crate::batch_store::{self, BatchRecord, FOLDER_FILES};
 use crate::cache::Cache;
 use crate::layer_core::Core;
-use crate::rounds::{answered_meanwhile, chunks, journal_estimate, Checked, Round, RoundCalls};
+use crate::rounds::{
+    answered_meanwhile, chunks, journal_estimate, Checked, NextFile, Round, RoundCalls,
+};
 use crate::spool::{Spool, Spooled};
 use crate::{FilesOptions, LlmError};
 use std::collections::{BTreeSet, HashMap};
@@ -269,14 +271,11 @@ impl Core {
         let limits = (opts.max_requests_per_file, opts.max_bytes_per_file);
         let mut pending = chunks(&fresh, taken, limits);
         pending.reverse();
-        while let Some(chunk) = pending.pop() {
-            // Cut where the budget left ends, as a Batch API file is.
-            let (head, rest) = chunk.split_at(self.affordable(&chunk, taken));
-            if !rest.is_empty() {
-                pending.push(rest.to_vec());
-            }
+        // Each file as the budget lets it go, as a Batch API file is: cut where what is
+        // left ends.
+        while let Some(file) = self.next_file(&mut pending, taken)? {
             let input = self
-                .write_file((cache, spool), head, taken, (opts, &prefix))
+                .write_file((cache, spool), file, taken, (opts, &prefix))
                 .await?;
             rounds.wait_on(input);
         }
@@ -299,7 +298,7 @@ impl Core {
         record: &BatchRecord,
         input: PathBuf,
     ) -> Result<PathBuf, LlmError> {
-        if self.config.max_cost_usd.is_none() && self.config.max_tokens.is_none() {
+        if !self.budget.is_capped() {
             return Ok(input);
         }
         let mut tokens = 0u64;
@@ -312,7 +311,7 @@ impl Core {
             tokens = tokens.saturating_add(self.most_of(&request).1);
         }
         let micro_usd = (record.estimated_usd.max(0.0) * 1e6).ceil() as u64;
-        self.hold_written(&record.key, (micro_usd, tokens));
+        self.budget.hold_written(&record.key, (micro_usd, tokens));
         Ok(input)
     }
 
@@ -329,21 +328,20 @@ impl Core {
         self.commit_file(cache, file_id, Vec::new(), taken).await
     }
 
-    /// Records a new input file in the journal as this layer's, then writes it from the
-    /// spool (whole, under its final name only once complete), unless the layer is stopped;
-    /// gives its path. The round holds the folder ([`FOLDERS`]), so no other round looks at
-    /// the journal between the record and the file.
+    /// Records a new input file of the calls the budget let go (`file`: its calls, their
+    /// estimate and what they hold) in the journal as this layer's, then writes it from
+    /// the spool (whole, under its final name only once complete); gives its path. The round
+    /// holds the folder ([`FOLDERS`]), so no other round looks at the journal between the
+    /// record and the file.
     async fn write_file(
         &self,
         (cache, spool): (&Cache, &Spool),
-        chunk: &[&str],
+        file: NextFile<'_, '_>,
         taken: &RoundCalls,
         (opts, prefix): (&FilesOptions, &str),
     ) -> Result<PathBuf, LlmError> {
         let inner = self;
-        self.go_on()?;
-        // Counted against --max-cost and --max-tokens as a Batch API file is.
-        let (est_usd, reservation) = self.reserve_file(chunk, taken)?;
+        let (chunk, est_usd, reservation) = (&file.calls, file.est_usd, file.held);
         let spooled: Vec<Spooled> = chunk.iter().map(|k| taken[*k].spooled).collect();
         let journal = cache.file_ids(prefix)?;
         let on_disk = std::fs::read_dir(&opts.dir)

@@ -1,5 +1,5 @@
 //! What a layer is configured with ([`LlmConfig`]): the backend, the endpoint and model,
-//! the limits and budget, and the transport with its options (a pool's endpoints, the Batch
+//! the limits and price (the budget is the run's: [`crate::Budget`]), and the transport with its options (a pool's endpoints, the Batch
 //! API's and batch files' rounds). Plain data: no module it names runs anything.
 
 use crate::error::LlmError;
@@ -81,8 +81,6 @@ pub struct LlmConfig {
     pub retry_after_max: Duration,
     pub request_timeout: Duration,
     pub price: Price,
-    pub max_cost_usd: Option<f64>,
-    pub max_tokens: Option<u64>,
     /// How response schemas are sent (`--structured`).
     pub structured: Structured,
     /// How a cache miss reaches the model (openai backend; the others send nothing).
@@ -201,8 +199,6 @@ impl LlmConfig {
             retry_after_max: Duration::from_secs(300),
             request_timeout: Duration::from_secs(120),
             price: Price::default(),
-            max_cost_usd: None,
-            max_tokens: None,
             structured: Structured::Auto,
             transport: Transport::Online,
             named_by: NamedBy::default(),

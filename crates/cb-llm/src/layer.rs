@@ -5,12 +5,13 @@
 
 use crate::batch;
 use crate::batch_files;
+use crate::budget::Budget;
 use crate::cache::Cache;
 use crate::config::{BackendKind, LlmConfig, Transport};
 use crate::error::LlmError;
 use crate::form::{FormState, Structured};
 use crate::http;
-use crate::layer_core::{Budget, Core};
+use crate::layer_core::Core;
 use crate::limiter::Limiter;
 use crate::pool;
 use crate::request::{endpoint_identity, Call, Completion};
@@ -216,7 +217,7 @@ impl Llm {
                     template: call.template.clone(),
                     item: call.item.clone(),
                 }),
-                Route::DryRun => Ok(inner.dry_run(call, key)),
+                Route::DryRun => inner.dry_run(call, key),
                 Route::Online(http) => inner.upstream(http, call, key, form).await,
                 Route::Pool(pool) => inner.via_pool(pool, call, key, form).await,
                 Route::BatchApi(r) => inner.via_rounds(r, call, key, form).await,

@@ -4,6 +4,7 @@
 //! the layer ([`crate::layer`]) owns one with the route that picks the transport, which no
 //! transport sees.
 
+use crate::budget::{Ask, Budget, Reservation};
 use crate::cache::{Cache, CachedResponse};
 use crate::config::LlmConfig;
 use crate::error::LlmError;
@@ -12,7 +13,7 @@ use crate::http::OpenAiHttp;
 use crate::limiter::Limiter;
 use crate::request::{self, cache_key_as, Call, ChatRequest, Completion};
 use crate::stats::Stats;
-use std::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{fence, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// What the transports of a layer work on.
@@ -84,22 +85,6 @@ impl Drop for Entered<'_> {
     }
 }
 
-/// What the layers of one run spend together, against `--max-cost` and `--max-tokens`.
-#[derive(Default)]
-pub(crate) struct Budget {
-    /// Cost of the upstream calls so far, in micro-dollars.
-    pub(crate) spent_micro_usd: AtomicU64,
-    /// Tokens of the upstream calls so far.
-    pub(crate) tokens: AtomicU64,
-    /// Estimated cost (micro-dollars) and tokens reserved by calls in flight.
-    pub(crate) reserved_micro_usd: AtomicU64,
-    pub(crate) reserved_tokens: AtomicU64,
-    /// The reservations (micro-dollars, tokens) of the batch files this run wrote, by file
-    /// id: part of `reserved_*` until the file is collected, as a file written may be
-    /// answered and billed in full whatever the rest of the run does.
-    pub(crate) files: std::sync::Mutex<std::collections::HashMap<String, (u64, u64)>>,
-}
-
 impl Core {
     /// The endpoint identity that goes into cache keys (no credentials, no query).
     pub(crate) fn endpoint(&self) -> &str {
@@ -152,32 +137,28 @@ impl Core {
     }
 
     /// Counts an upstream answer's cost and tokens in this layer's counters and the run's
-    /// budget.
+    /// budget ([`Budget::spend`]).
     pub(crate) fn spend(&self, micro_usd: u64, tokens: u64) {
-        let (stats, budget) = (&self.stats, &self.budget);
-        stats
-            .spent_micro_usd
-            .fetch_add(micro_usd, Ordering::Relaxed);
-        stats.upstream_tokens.fetch_add(tokens, Ordering::Relaxed);
-        budget
-            .spent_micro_usd
-            .fetch_add(micro_usd, Ordering::Relaxed);
-        budget.tokens.fetch_add(tokens, Ordering::Relaxed);
+        self.budget.spend(&self.stats, (micro_usd, tokens));
     }
 
-    pub(crate) fn dry_run(&self, call: &Call, key: String) -> Completion {
+    /// Counts what would go upstream, answering with the call's offline answer; a call the
+    /// run's budget could not pay for even with nothing spent is refused as the build would
+    /// refuse it (a configuration error).
+    pub(crate) fn dry_run(&self, call: &Call, key: String) -> Result<Completion, LlmError> {
+        self.budget.admit(Ask::Check(self.most_of(&call.request)))?;
         let est = call.request.estimated_prompt_tokens() + request::estimate_tokens(&call.offline);
         let stats = &self.stats;
         stats.upstream_calls.fetch_add(1, Ordering::Relaxed);
         stats.estimated_tokens.fetch_add(est, Ordering::Relaxed);
-        Completion {
+        Ok(Completion {
             text: call.offline.clone(),
             finish_reason: "dry-run".into(),
             cache_key: key,
             prompt_tokens: 0,
             completion_tokens: 0,
             cached: false,
-        }
+        })
     }
 
     pub(crate) async fn upstream(
@@ -196,31 +177,10 @@ impl Core {
         self.commit(call, key, parsed, None).await
     }
 
-    /// A budget that cannot pay for one call would stop every run before any progress: that
-    /// is a configuration error, said before anything is reserved or sent.
-    pub(crate) fn check_one_call(&self, micro_usd: u64, tokens: u64) -> Result<(), LlmError> {
-        if self
-            .config
-            .max_cost_usd
-            .is_some_and(|max| micro_usd as f64 / 1e6 > max)
-            || self.config.max_tokens.is_some_and(|max| tokens > max)
-        {
-            return Err(LlmError::Config(format!(
-                "the budget cannot pay for one call: the next call may use {tokens} tokens, about {:.6} USD (--max-tokens {}, --max-cost {}); raise the budget",
-                micro_usd as f64 / 1e6,
-                self.config.max_tokens.map_or("none".into(), |t| t.to_string()),
-                self.config.max_cost_usd.map_or("none".into(), |c| c.to_string()),
-            )));
-        }
-        Ok(())
-    }
-
-    /// Reserves the most one request may cost (its estimated prompt plus `max_tokens` of
-    /// answer) against the budget.
+    /// Holds the most one request may cost (its estimated prompt plus `max_tokens` of
+    /// answer) against the run's budget ([`Budget::admit`]).
     pub(crate) fn reserve_call(&self, request: &ChatRequest) -> Result<Reservation<'_>, LlmError> {
-        let (cost, tokens) = self.most_of(request);
-        self.check_one_call(cost, tokens)?;
-        self.reserve(cost, tokens)
+        Ok(self.budget.admit(Ask::Call(self.most_of(request)))?.held)
     }
 
     /// The most one call of `request` can cost, in micro-USD and tokens: the prompt's rough
@@ -231,109 +191,5 @@ impl Core {
             u64::from(request.max_tokens),
         );
         (self.config.price.micro_usd(prompt, answer), prompt + answer)
-    }
-
-    /// Reserves the estimate of one call against the budget, or says the budget is spent.
-    pub(crate) fn reserve(&self, micro_usd: u64, tokens: u64) -> Result<Reservation<'_>, LlmError> {
-        let inner = self;
-        let budget = &inner.budget;
-        let spent = budget.spent_micro_usd.load(Ordering::Relaxed);
-        let reserved = budget
-            .reserved_micro_usd
-            .fetch_add(micro_usd, Ordering::SeqCst);
-        let used_tokens = budget.tokens.load(Ordering::Relaxed);
-        let reserved_tok = budget.reserved_tokens.fetch_add(tokens, Ordering::SeqCst);
-        let r = Reservation {
-            llm: inner,
-            micro_usd,
-            tokens,
-        };
-        if let Some(max) = inner.config.max_cost_usd {
-            if (spent + reserved + micro_usd) as f64 / 1e6 > max {
-                return Err(LlmError::Budget(format!("--max-cost {max} USD reached")));
-            }
-        }
-        if let Some(max) = inner.config.max_tokens {
-            if used_tokens + reserved_tok + tokens > max {
-                return Err(LlmError::Budget(format!("--max-tokens {max} reached")));
-            }
-        }
-        Ok(r)
-    }
-}
-
-pub(crate) struct Reservation<'a> {
-    pub(crate) llm: &'a Core,
-    pub(crate) micro_usd: u64,
-    pub(crate) tokens: u64,
-}
-
-impl Reservation<'_> {
-    /// Keeps this reservation for the batch file `file_id` until [`Core::release_file`].
-    pub(crate) fn hold_for(self, file_id: &str) {
-        let held = (self.micro_usd, self.tokens);
-        let files = &self.llm.budget.files;
-        files
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(file_id.to_owned(), held);
-        std::mem::forget(self);
-    }
-}
-
-impl Core {
-    /// Holds `micro_usd` and `tokens` against the budget whatever is left, for a batch file
-    /// an earlier run wrote, which may be answered and billed whatever this run does (see
-    /// `batch_files`); gives nothing back until the file is collected.
-    pub(crate) fn hold_written(&self, file_id: &str, (micro_usd, tokens): (u64, u64)) {
-        let budget = &self.budget;
-        if budget
-            .files
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .contains_key(file_id)
-        {
-            return;
-        }
-        budget
-            .reserved_micro_usd
-            .fetch_add(micro_usd, Ordering::SeqCst);
-        budget.reserved_tokens.fetch_add(tokens, Ordering::SeqCst);
-        Reservation {
-            llm: self,
-            micro_usd,
-            tokens,
-        }
-        .hold_for(file_id);
-    }
-
-    /// Gives back the reservation a batch file of this run held ([`Reservation::hold_for`]),
-    /// once it is collected; nothing for a file of an earlier run.
-    pub(crate) fn release_file(&self, file_id: &str) {
-        let budget = &self.budget;
-        let held = budget
-            .files
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(file_id);
-        if let Some((micro_usd, tokens)) = held {
-            drop(Reservation {
-                llm: self,
-                micro_usd,
-                tokens,
-            });
-        }
-    }
-}
-
-impl Drop for Reservation<'_> {
-    fn drop(&mut self) {
-        let budget = &self.llm.budget;
-        budget
-            .reserved_micro_usd
-            .fetch_sub(self.micro_usd, Ordering::SeqCst);
-        budget
-            .reserved_tokens
-            .fetch_sub(self.tokens, Ordering::SeqCst);
     }
 }

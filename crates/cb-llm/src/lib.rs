@@ -21,7 +21,9 @@
 //! - storage and configuration: `cache`, `stored` (a cache file read back for people: a
 //!   stored call, usage per model, the latest answers; the viewer reads it), `config`
 //!   (`LlmConfig` and each transport's options: plain data); then `batch_store`, `endpoint`,
-//!   `http`, `limits`, `spool`;
+//!   `http`, `limits`, `spool`, `budget` ([`Budget`]: the run's caps, holds and spend;
+//!   `Budget::admit` alone decides whether a call, a probe, a dry run's call or a round's
+//!   next file may go);
 //! - the transports: `batch_api`; `layer_core` (what the transports work on: the
 //!   configuration, cache, limiter, counters, the run's budget, the form found out);
 //!   `structured`; `pool`, `rounds`, `send` (each extends `layer_core::Core`); `batch`,
@@ -38,6 +40,7 @@ mod batch_api;
 pub mod batch_files;
 mod batch_run;
 mod batch_store;
+mod budget;
 mod cache;
 mod config;
 mod endpoint;
@@ -66,6 +69,7 @@ mod structured;
 pub use batch::cancel_batch;
 pub use batch_run::{run_dir, RunReport, Stop};
 pub use batch_store::BatchRecord;
+pub use budget::{Budget, BudgetFigures};
 pub use cache::{Cache, CachedResponse};
 pub use config::{
     ApiKey, BackendKind, BatchOptions, EndpointSpec, FilesOptions, LlmConfig, NamedBy, PoolConfig,

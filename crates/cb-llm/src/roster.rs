@@ -1,17 +1,17 @@
 //! The run-wide roster of models: every layer of one command is made here.
 //!
 //! A [`Roster`] owns what the layers of a run share: the cache (one writer a file), the one
-//! budget of the whole command (`--max-cost`, `--max-tokens`, whatever the mix of models,
-//! recipes and transports) and each model's limiter and endpoint pool, keyed by a typed
+//! [`Budget`] of the whole command (`--max-cost`, `--max-tokens`, whatever the mix of models,
+//! recipes and transports: given once, when the roster is made) and each model's limiter and endpoint pool, keyed by a typed
 //! [`Role`]. It hands out layers ([`Roster::layer`]), each with counters of its own, and
 //! remembers every one it made, so that [`Roster::stop_all`] stops them all (a signal).
 
+use crate::budget::Budget;
 use crate::cache::Cache;
 use crate::config::{BackendKind, LlmConfig, Transport};
 use crate::error::LlmError;
 use crate::form::FormState;
 use crate::layer::{Llm, Route};
-use crate::layer_core::Budget;
 use crate::limiter::Limiter;
 use crate::limits::Limits;
 use crate::pool;
@@ -67,9 +67,7 @@ pub struct Roster {
 }
 
 struct Inner {
-    max_cost_usd: Option<f64>,
-    max_tokens: Option<u64>,
-    /// The one budget of the command.
+    /// The one budget of the command: its caps, what is held and what was spent.
     budget: Arc<Budget>,
     /// The caches opened, by file: one writer a file (a dry run's are read-only).
     caches: Mutex<HashMap<PathBuf, Option<Cache>>>,
@@ -98,13 +96,11 @@ impl std::fmt::Debug for Roster {
 }
 
 impl Roster {
-    /// A roster whose one budget is `max_cost_usd` and `max_tokens` (each `None`: no cap).
-    pub fn new(max_cost_usd: Option<f64>, max_tokens: Option<u64>) -> Self {
+    /// A roster whose layers all spend from `budget` ([`Budget::default`]: no cap).
+    pub fn new(budget: Budget) -> Self {
         Self {
             inner: Arc::new(Inner {
-                max_cost_usd,
-                max_tokens,
-                budget: Arc::default(),
+                budget: Arc::new(budget),
                 caches: Mutex::default(),
                 limiters: Mutex::default(),
                 pools: Mutex::default(),
@@ -117,12 +113,10 @@ impl Roster {
 
     /// A new layer for `role`, configured by `config` (its endpoint, model, price,
     /// transport; its cache file): its own counters; the roster's cache for that file, the
-    /// roster's budget (whatever `config` says of one), and the limiter (and pool) of
-    /// `role`, made with `config`'s limits by the role's first layer. Its batch files are
-    /// recorded as those of `config.job` and `role` (`kre-cose/writer`).
-    pub fn layer(&self, role: &Role, mut config: LlmConfig) -> Result<Llm, LlmError> {
-        config.max_cost_usd = self.inner.max_cost_usd;
-        config.max_tokens = self.inner.max_tokens;
+    /// roster's budget, and the limiter (and pool) of `role`, made with `config`'s limits by
+    /// the role's first layer. Its batch files are recorded as those of `config.job` and
+    /// `role` (`kre-cose/writer`).
+    pub fn layer(&self, role: &Role, config: LlmConfig) -> Result<Llm, LlmError> {
         let cache = self.cache(&config)?;
         if config.backend == BackendKind::Replay && cache.is_none() {
             return Err(LlmError::Config(
@@ -172,6 +166,11 @@ impl Roster {
             .expect("made lock")
             .push((role.clone(), llm.clone()));
         Ok(llm)
+    }
+
+    /// The run's one budget: its caps and what its layers spent and hold.
+    pub fn budget(&self) -> &Budget {
+        &self.inner.budget
     }
 
     /// Stops every layer the roster made (and any it makes later): each call not yet sent
@@ -236,9 +235,10 @@ impl Roster {
     }
 }
 impl Llm {
-    /// A layer of its own: a one-layer [`Roster`] (its cache, its budget, its limiter).
-    /// The layers of a run with several models come from one roster instead.
+    /// A layer of its own, with no budget cap: a one-layer [`Roster`] (its cache, its
+    /// limiter). A capped layer, and the layers of a run with several models, come from a
+    /// roster made with their [`Budget`].
     pub fn new(config: LlmConfig) -> Result<Self, LlmError> {
-        Roster::new(config.max_cost_usd, config.max_tokens).layer(&Role::Writer, config)
+        Roster::new(Budget::default()).layer(&Role::Writer, config)
     }
 }

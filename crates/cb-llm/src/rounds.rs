@@ -19,6 +19,7 @@
 //! their requests ([`Core::check_results`]), and the commit of a collected file.
 
 use crate::batch_api::{input_line, parse_results};
+use crate::budget::{Ask, Cost, Reservation};
 use crate::cache::{Cache, CachedResponse};
 use crate::form::Form;
 use crate::layer_core::Core;
@@ -99,6 +100,14 @@ impl std::ops::Index<&str> for RoundCalls {
     }
 }
 
+/// A round's next input file as the budget let it go ([`Core::next_file`]): its calls (keys),
+/// their estimate in USD and what they hold against the budget.
+pub(crate) struct NextFile<'k, 'b> {
+    pub(crate) calls: Vec<&'k str>,
+    pub(crate) est_usd: f64,
+    pub(crate) held: Reservation<'b>,
+}
+
 /// A call waiting for its round. Its request (the input line, `custom_id` = key, the exact
 /// online body, and its journal row) is in the spool, not here.
 pub(crate) struct Waiting {
@@ -106,7 +115,7 @@ pub(crate) struct Waiting {
     item: String,
     pub(crate) spooled: Spooled,
     /// The most it can cost, in micro-USD and tokens (its prompt and all of `max_tokens`).
-    cost: (u64, u64),
+    cost: Cost,
     waiters: Vec<oneshot::Sender<Answer>>,
     rounds: u32,
 }
@@ -429,51 +438,36 @@ impl Core {
             .max(rounds + 1)
     }
 
-    /// How many of `chunk`'s first calls the budget left can still reserve at their most (at
-    /// least 1: a file the budget cannot pay for at all is refused by
-    /// [`Core::reserve_file`], a budget stop). A round's file larger than what is left is cut
-    /// there and the rest waits for a later run, so a budget that pays for one call always
-    /// gets on, a file at a time.
-    pub(crate) fn affordable(&self, chunk: &[&str], taken: &RoundCalls) -> usize {
-        let b = &self.budget;
-        let used = |spent: &std::sync::atomic::AtomicU64,
-                    reserved: &std::sync::atomic::AtomicU64| {
-            spent.load(Ordering::Relaxed) + reserved.load(Ordering::SeqCst)
-        };
-        let left_usd = (self.config.max_cost_usd).map(|max| {
-            ((max * 1e6) as u64).saturating_sub(used(&b.spent_micro_usd, &b.reserved_micro_usd))
-        });
-        let left_tokens = (self.config.max_tokens)
-            .map(|max| max.saturating_sub(used(&b.tokens, &b.reserved_tokens)));
-        let (mut usd, mut tokens) = (0u64, 0u64);
-        let fits = chunk
-            .iter()
-            .take_while(|k| {
-                let (one, most) = taken[**k].cost;
-                (usd, tokens) = (usd + one, tokens + most);
-                left_usd.is_none_or(|l| usd <= l) && left_tokens.is_none_or(|l| tokens <= l)
-            })
-            .count();
-        fits.max(1)
-    }
-
-    /// Reserves the cost of one input file of `chunk` against `--max-cost` and
-    /// `--max-tokens` as a whole, before anything is sent or written; returns its estimate
-    /// in USD with the reservation.
-    pub(crate) fn reserve_file(
+    /// The next input file of a round, of the chunks `pending` (the last one first) its
+    /// transport would write, once the run's budget lets it go ([`Budget::admit`] asked
+    /// [`Ask::File`]): the first calls of the chunk what is left pays for (a file larger is
+    /// cut there, and the rest is refused at its turn, a budget stop, and waits for a later
+    /// run), their estimate in USD, and what they hold until it is dropped or kept for the
+    /// file ([`Reservation::hold_for`]). `None` once every chunk is written; `Err` for a
+    /// stopped layer ([`Core::stopped`]) or a budget that says no.
+    ///
+    /// [`Budget::admit`]: crate::budget::Budget::admit
+    pub(crate) fn next_file<'k>(
         &self,
-        chunk: &[&str],
+        pending: &mut Vec<Vec<&'k str>>,
         taken: &RoundCalls,
-    ) -> Result<(f64, crate::layer_core::Reservation<'_>), LlmError> {
-        let (mut micro, mut tokens) = (0u64, 0u64);
-        for key in chunk {
-            let (one, most) = taken[*key].cost;
-            self.check_one_call(one, most)?;
-            micro += one;
-            tokens += most;
+    ) -> Result<Option<NextFile<'k, '_>>, LlmError> {
+        let Some(mut chunk) = pending.pop() else {
+            return Ok(None);
+        };
+        self.go_on()?;
+        let costs: Vec<Cost> = chunk.iter().map(|k| taken[*k].cost).collect();
+        let file = self.budget.admit(Ask::File(&costs))?;
+        let rest = chunk.split_off(file.calls);
+        if !rest.is_empty() {
+            pending.push(rest);
         }
-        let reservation = self.reserve(micro, tokens)?;
-        Ok((micro as f64 / 1e6, reservation))
+        let micro: u64 = costs[..file.calls].iter().map(|c| c.0).sum();
+        Ok(Some(NextFile {
+            calls: chunk,
+            est_usd: micro as f64 / 1e6,
+            held: file.held,
+        }))
     }
 
     /// Checks the lines of one output or error file (`source` names it in messages) against
@@ -597,7 +591,7 @@ impl Core {
                 .micro_usd(r.prompt_tokens, r.completion_tokens);
             self.spend(cost, r.prompt_tokens + r.completion_tokens);
         }
-        self.release_file(file_id);
+        self.budget.release_file(file_id);
         for (key, answer) in &answers {
             taken.answer(key, answer);
         }

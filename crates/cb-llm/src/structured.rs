@@ -137,7 +137,8 @@ impl Core {
                 // A budget that cannot pay for the probe and the call it is sent for would
                 // pay for the probe and stop: refused before either is sent.
                 let (probe, call) = (self.most_of(&probe_request()), self.most_of(request));
-                self.check_one_call(probe.0 + call.0, probe.1 + call.1)?;
+                let both = (probe.0 + call.0, probe.1 + call.1);
+                self.budget.admit(crate::budget::Ask::Check(both))?;
                 let (f, how) = self.probe(http).await?;
                 tracing::info!(endpoint = %endpoint, model = %model, form = f.name(), how = %how, "structured output form found out");
                 if let Some(c) = &self.cache {

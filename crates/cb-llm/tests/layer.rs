@@ -1,6 +1,6 @@
 //! The LLM layer against the mock server: cache commits, the cost budget, replay misses.
 
-use cb_llm::{BackendKind, Call, Llm, LlmConfig, LlmError, Price, Role, Roster};
+use cb_llm::{BackendKind, Budget, Call, Llm, LlmConfig, LlmError, Price, Role, Roster};
 
 mod common;
 
@@ -35,8 +35,8 @@ async fn max_cost_refuses_the_call_that_could_overrun_it_and_cached_answers_stay
         input_per_million: 1.0,
         output_per_million: 1.0,
     };
-    c.max_cost_usd = Some(0.0025);
-    let llm = Llm::new(c.clone()).unwrap();
+    let capped = || Roster::new(Budget::new(Some(0.0025), None));
+    let llm = capped().layer(&Role::Writer, c.clone()).unwrap();
     for i in 0..2 {
         let got = llm.complete(&call(i)).await.unwrap();
         assert!(!got.cached);
@@ -47,7 +47,7 @@ async fn max_cost_refuses_the_call_that_could_overrun_it_and_cached_answers_stay
     }
     assert_eq!(mock.request_count(), 2);
     // A new run with the same budget: the two answers come from the cache and cost nothing.
-    let llm = Llm::new(c).unwrap();
+    let llm = capped().layer(&Role::Writer, c).unwrap();
     for i in 0..2 {
         assert!(llm.complete(&call(i)).await.unwrap().cached);
     }
@@ -75,14 +75,12 @@ async fn a_reader_on_another_endpoint_shares_the_cache_file_and_the_budget() {
         input_per_million: 1.0,
         output_per_million: 1.0,
     };
-    c.max_cost_usd = Some(0.0025);
-    let roster = Roster::new(c.max_cost_usd, c.max_tokens);
+    let roster = Roster::new(Budget::new(Some(0.0025), None));
     let writer = roster.layer(&Role::Writer, c.clone()).unwrap();
     let mut rc = config(&reader_mock.base_url(), &cache);
     rc.model = "reader".into();
     rc.price = c.price;
-    // The roster's budget is the run's, whatever the reader's configuration says.
-    rc.max_cost_usd = None;
+    // The roster's budget is the run's: no layer's configuration carries a cap of its own.
     let reader = roster.layer(&Role::Reader, rc).unwrap();
     // One writer call and one reader call spend $0.002 of the one budget: the third call
     // could overrun it, whichever layer makes it.
@@ -103,6 +101,10 @@ async fn a_reader_on_another_endpoint_shares_the_cache_file_and_the_budget() {
     );
     let spent = writer.stats().spent_usd + reader.stats().spent_usd;
     assert!((spent - 0.002).abs() < 1e-9, "{spent}");
+    // The budget's own figures are the layers' together, and nothing is left held.
+    let run = roster.budget().figures();
+    assert!((run.spent_usd - spent).abs() < 1e-12, "{run:?}");
+    assert_eq!((run.tokens, run.reserved_tokens), (2_000, 0), "{run:?}");
     assert_eq!(
         (writer_mock.request_count(), reader_mock.request_count()),
         (1, 1)
@@ -110,7 +112,7 @@ async fn a_reader_on_another_endpoint_shares_the_cache_file_and_the_budget() {
     // The reader's answer is in the writer's cache file, under the reader's endpoint and
     // model: a new run answers it from there.
     drop((writer, reader));
-    let roster = Roster::new(c.max_cost_usd, c.max_tokens);
+    let roster = Roster::new(Budget::new(Some(0.0025), None));
     let _writer = roster.layer(&Role::Writer, c).unwrap();
     let mut rc = config(&reader_mock.base_url(), &cache);
     rc.model = "reader".into();

@@ -1,7 +1,7 @@
 //! Named models of one run (issue 31): a layer the roster makes for another role reaches its own
 //! endpoint, keeps its own counters and shares the run's cache file and budget.
 
-use cb_llm::{BackendKind, Call, LlmConfig, LlmError, Price, Role, Roster};
+use cb_llm::{BackendKind, Budget, Call, LlmConfig, LlmError, Price, Role, Roster};
 
 mod common;
 
@@ -39,10 +39,9 @@ async fn another_role_reaches_its_own_endpoint_counts_apart_and_shares_the_budge
     );
     let dir = tempfile::tempdir().unwrap();
     let cache = dir.path().join("c.sqlite");
-    let mut c = config(&cheap.base_url(), "cheap-model", &cache);
+    let c = config(&cheap.base_url(), "cheap-model", &cache);
     // Three calls' worth: the fourth, on either model, could overrun it.
-    c.max_cost_usd = Some(0.0035);
-    let roster = Roster::new(c.max_cost_usd, c.max_tokens);
+    let roster = Roster::new(Budget::new(Some(0.0035), None));
     let writer = roster.layer(&Role::Writer, c).unwrap();
     let other = roster
         .layer(

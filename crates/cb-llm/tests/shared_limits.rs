@@ -3,7 +3,7 @@
 //! another roster, each have theirs; `stop_all` stops every layer the roster made.
 
 use cb_llm::{
-    BackendKind, Call, EndpointSpec, Llm, LlmConfig, PoolConfig, Role, Roster, Transport,
+    BackendKind, Budget, Call, EndpointSpec, Llm, LlmConfig, PoolConfig, Role, Roster, Transport,
 };
 use std::time::Duration;
 
@@ -71,7 +71,7 @@ async fn most_in_flight(pool: bool, make: impl Fn(LlmConfig) -> (Llm, Llm)) -> u
 
 #[tokio::test(flavor = "multi_thread")]
 async fn layers_under_one_name_share_one_concurrency() {
-    let roster = Roster::new(None, None);
+    let roster = Roster::new(Budget::default());
     let most = most_in_flight(false, |c| {
         let first = roster.layer(&Role::Writer, c.clone()).unwrap();
         let second = roster.layer(&Role::Writer, c).unwrap();
@@ -86,7 +86,7 @@ async fn layers_under_one_name_share_one_concurrency() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn layers_with_limiters_of_their_own_each_have_their_concurrency() {
-    let roster = Roster::new(None, None);
+    let roster = Roster::new(Budget::default());
     let most = most_in_flight(false, |c| {
         let first = roster.layer(&Role::Writer, c.clone()).unwrap();
         // Another name: a limiter of its own.
@@ -107,7 +107,7 @@ async fn layers_with_limiters_of_their_own_each_have_their_concurrency() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn layers_under_one_name_share_one_pool() {
-    let roster = Roster::new(None, None);
+    let roster = Roster::new(Budget::default());
     let most = most_in_flight(true, |c| {
         let first = roster.layer(&Role::Writer, c.clone()).unwrap();
         let second = roster.layer(&Role::Writer, c).unwrap();
@@ -138,7 +138,7 @@ async fn stop_all_stops_every_layer_of_every_role_and_those_made_after() {
     c.model = "m".into();
     c.cache_path = Some(dir.path().join("c.sqlite"));
     c.max_retries = 0;
-    let roster = Roster::new(None, None);
+    let roster = Roster::new(Budget::default());
     let roles = [Role::Writer, Role::Reader, Role::Named("x".into())];
     let layers: Vec<Llm> = roles
         .iter()
@@ -193,7 +193,7 @@ async fn a_stop_reaches_every_transport_before_it_sends_anything() {
         quiet,
         ..cb_llm::FilesOptions::new(folder.path().to_path_buf())
     };
-    let roster = Roster::new(None, None);
+    let roster = Roster::new(Budget::default());
     let transports = [
         Transport::Online,
         Transport::Pool(pool),
@@ -283,7 +283,7 @@ fn pool_layer(
 async fn a_pool_call_waiting_for_a_replica_at_the_stop_is_never_sent() {
     let mock = slow_mock(Duration::from_millis(300)).await;
     let dir = tempfile::tempdir().unwrap();
-    let roster = Roster::new(None, None);
+    let roster = Roster::new(Budget::default());
     let layer = pool_layer(&roster, &mock, 1, dir.path());
     let calls: Vec<_> = (0..2)
         .map(|i| {
@@ -327,7 +327,7 @@ async fn settled_waits_for_the_calls_under_way_after_a_stop() {
     c.model = "m".into();
     c.cache_path = Some(dir.path().join("c.sqlite"));
     c.max_retries = 0;
-    let roster = Roster::new(None, None);
+    let roster = Roster::new(Budget::default());
     let (writer, reader) = (
         roster.layer(&Role::Writer, c.clone()).unwrap(),
         roster.layer(&Role::Reader, c).unwrap(),
@@ -387,7 +387,7 @@ async fn cancelled(
 async fn a_pool_call_cancelled_in_its_slot_gives_the_slot_back() {
     let mock = slow_mock(Duration::from_secs(600)).await;
     let dir = tempfile::tempdir().unwrap();
-    let roster = Roster::new(None, None);
+    let roster = Roster::new(Budget::default());
     let layer = pool_layer(&roster, &mock, 2, dir.path());
     // Both slots taken by requests the mock holds, then both calls cancelled.
     let calls = spawned(&layer, 0..2);

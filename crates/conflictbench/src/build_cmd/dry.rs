@@ -1,7 +1,7 @@
 //! A dry run's lines: each recipe's estimate, and the totals over the recipes.
 
 use cb_engine::Routes;
-use cb_llm::Role;
+use cb_llm::{Budget, Role};
 
 /// A dry run's totals over its recipes: calls to make, estimated tokens, estimated cost.
 #[derive(Default)]
@@ -37,10 +37,53 @@ impl DryTotals {
         format!("{recipe}: {}", parts.concat())
     }
 
-    pub(super) fn line(&self) -> String {
+    /// The totals line, with what the run's budget (`--max-cost`, `--max-tokens`) says of
+    /// them when it has a cap.
+    pub(super) fn line(&self, budget: &Budget) -> String {
         format!(
-            "total: {} calls to make, ~{} tokens, ~${:.4} (estimate: 4 characters a token, answers as long as the offline ones)",
-            self.calls, self.tokens, self.usd
+            "total: {} calls to make, ~{} tokens, ~${:.4} (estimate: 4 characters a token, answers as long as the offline ones){}",
+            self.calls,
+            self.tokens,
+            self.usd,
+            self.against(budget)
+        )
+    }
+
+    /// `; within --max-cost X` or `; over --max-cost X: ...` (and `--max-tokens`), or
+    /// nothing without a cap.
+    fn against(&self, budget: &Budget) -> String {
+        let mut within = Vec::new();
+        let mut over = Vec::new();
+        if let Some(max) = budget.max_cost_usd() {
+            let cap = format!("--max-cost {max}");
+            if self.usd <= max {
+                &mut within
+            } else {
+                &mut over
+            }
+            .push(cap);
+        }
+        if let Some(max) = budget.max_tokens() {
+            let cap = format!("--max-tokens {max}");
+            if self.tokens <= max {
+                &mut within
+            } else {
+                &mut over
+            }
+            .push(cap);
+        }
+        if !over.is_empty() {
+            return format!(
+                "; over {}: the build would stop there (exit code 3), and the same command run again goes on",
+                over.join(" and ")
+            );
+        }
+        if within.is_empty() {
+            return String::new();
+        }
+        format!(
+            "; within {} by this estimate (a build holds each call's most, so it may stop sooner)",
+            within.join(" and ")
         )
     }
 }

@@ -120,7 +120,7 @@ impl BuildRun {
             }
         }
         if self.setup.mode().dry_run() {
-            println_out(&dry_totals.line());
+            println_out(&dry_totals.line(self.setup.roster().budget()));
         }
         Ok(())
     }

@@ -4,7 +4,9 @@
 
 use crate::config_error::config_err;
 use cb_llm::base_url::{check_base_url_of, HostKind};
-use cb_llm::{pricing, ApiKey, BackendKind, Llm, LlmConfig, NamedBy, Role, Roster, Transport};
+use cb_llm::{
+    pricing, ApiKey, BackendKind, Budget, Llm, LlmConfig, NamedBy, Role, Roster, Transport,
+};
 use std::path::Path;
 
 /// Checks the endpoint `url` before any work (exit 2 when it fails): a URL that is not an
@@ -49,7 +51,7 @@ pub fn audit_reader(
     c.cache_path = Some(cache.to_path_buf());
     c.concurrency = concurrency;
     let c = reader_config(c, base_url.to_owned(), model.to_owned());
-    Ok(Roster::new(None, None).layer(&Role::Reader, c)?)
+    Ok(Roster::new(Budget::default()).layer(&Role::Reader, c)?)
 }
 
 /// The API key of the run, from `OPENAI_API_KEY` (empty when unset); it lives only in memory.
@@ -57,7 +59,7 @@ pub fn api_key() -> ApiKey {
     ApiKey::new(std::env::var("OPENAI_API_KEY").unwrap_or_default())
 }
 
-/// `base` (limits, budget, cache, retries) turned to the reader `model` at `base_url`: an
+/// `base` (limits, cache, retries) turned to the reader `model` at `base_url`: an
 /// OpenAI-compatible endpoint, no pool, the model's built-in price, the key from
 /// `OPENAI_API_KEY`, named by `--reader-base-url` and `--reader-model`. The build's reader
 /// and the audit's are made by it.

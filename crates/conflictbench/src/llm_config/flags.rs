@@ -5,7 +5,7 @@
 use super::{LlmSetup, Mode, ModelSpec, ReaderSetting, TransportSetting};
 use crate::config_error::config_err;
 use crate::llm_args::{BatchFlags, LlmArgs, ModelFlags, PoolFlags, ReaderArgs};
-use cb_llm::{Limits, LlmConfig, NamedBy, Roster};
+use cb_llm::{Budget, Limits, LlmConfig, NamedBy, Roster};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
@@ -175,8 +175,6 @@ impl LlmSetup {
         shared.backoff_base = Duration::from_millis(llm.backoff_ms);
         shared.backoff_max = Duration::from_secs(llm.backoff_max_s);
         shared.request_timeout = Duration::from_secs(llm.timeout_s);
-        shared.max_cost_usd = llm.max_cost;
-        shared.max_tokens = llm.max_tokens;
         shared.structured = llm.structured.into();
         let names_endpoint = llm.base_url.is_some() || transport.names_endpoint();
         Self {
@@ -200,7 +198,7 @@ impl LlmSetup {
             named: BTreeMap::new(),
             model_for: BTreeMap::new(),
             reader_by: None,
-            roster: Roster::new(llm.max_cost, llm.max_tokens),
+            roster: Roster::new(Budget::new(llm.max_cost, llm.max_tokens)),
         }
     }
 }

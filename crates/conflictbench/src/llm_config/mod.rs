@@ -1,7 +1,7 @@
 //! The run's LLM configuration, resolved once from its flags (as ripgrep goes from its
 //! low-level arguments to its high-level ones): [`LlmSetup`] holds the run's [`Mode`] (its
-//! backend, or a dry run of it), the settings every layer shares (limits, retries, budget,
-//! cache, structured output), the default model with its transport (`transport`: online, an
+//! backend, or a dry run of it), the settings every layer shares (limits, retries, cache,
+//! structured output), the default model with its transport (`transport`: online, an
 //! endpoint pool, the Batch API, or a [`BatchFolder`]) and the reader.
 //! Every command takes its LLM layers from here: `build` a writer per recipe and its reader
 //! (every layer of the run comes from one roster, [`LlmSetup::roster`]: one budget, one cache
@@ -83,8 +83,8 @@ enum ReaderSetting {
 pub struct LlmSetup {
     /// Who answers, and whether the run only counts: decided once from the flags.
     mode: Mode,
-    /// What every layer of the run shares: limits, retries, timeouts, budget, structured
-    /// output (an offline configuration until a model is put in).
+    /// What every layer of the run shares: limits, retries, timeouts, structured output (an
+    /// offline configuration until a model is put in). The budget is the roster's.
     shared: LlmConfig,
     /// The cache file of every layer that has one.
     cache: PathBuf,
@@ -100,7 +100,8 @@ pub struct LlmSetup {
     /// The setting that names the reader, when one does (`--reader`, `--reader-base-url`,
     /// the pool file's reader keys), for the errors that refuse it beside a recipe's panel.
     reader_by: Option<String>,
-    /// Every layer of the run: one cache writer, one budget, one limiter a model.
+    /// Every layer of the run: one cache writer, one limiter a model, and the run's one
+    /// budget (`--max-cost`, `--max-tokens`: [`cb_llm::Budget`], given to it once).
     roster: Roster,
 }
 

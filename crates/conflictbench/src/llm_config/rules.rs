@@ -91,7 +91,7 @@ impl LlmSetup {
     /// would cost 0 whatever it spends, out of the budget's sight: refused, naming the model
     /// and how to price it. A replay calls nothing and is not checked.
     pub fn check_prices(&self, recipes: &[&Recipe]) -> anyhow::Result<()> {
-        let Some(max) = self.shared.max_cost_usd else {
+        let Some(max) = self.roster.budget().max_cost_usd() else {
             return Ok(());
         };
         if self.mode.replays() {

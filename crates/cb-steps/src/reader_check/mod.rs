@@ -101,7 +101,10 @@
 
 mod ask;
 mod judged;
+mod named;
 mod plan;
+
+pub use named::PARAMS as FIELDS_PARAMS;
 
 use plan::Planned;
 
@@ -135,7 +138,7 @@ pub const PARAMS: &[Param] = &[
         key: "mode",
         ty: ParamType::Text,
         default: "\"kre\"",
-        meaning: "Which rows it reads: \"kre\" or \"recall\".",
+        meaning: "Which rows it reads: \"kre\", \"recall\", or \"fields\" (the question, options, contexts and letters are the fields the entry names: `contexts`, `expect`, ...).",
     },
     Param {
         key: "prompt",
@@ -237,6 +240,9 @@ pub const PARAMS: &[Param] = &[
 
 /// The fields the reader check reads, by `mode`; it writes the rows' `reader` column.
 pub fn fields(spec: &StepSpec) -> cb_step::StepFields {
+    if let Some(f) = named::step_fields(spec) {
+        return f;
+    }
     let reads: &[&'static str] = match spec.str("mode").as_deref() {
         Some("recall") => &[
             fields::QUESTION,
@@ -266,11 +272,16 @@ pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepErro
     let mode = match spec.str("mode").as_deref() {
         None | Some("kre") => Mode::Kre,
         Some("recall") => Mode::Recall,
+        Some("fields") => Mode::Fields,
         Some(other) => {
             return Err(bad(format!(
-                "unknown mode {other:?}; known: \"kre\", \"recall\""
+                "unknown mode {other:?}; known: \"kre\", \"recall\", \"fields\""
             )))
         }
+    };
+    let named = match mode {
+        Mode::Fields => Some(named::FieldsSpec::of(spec).map_err(bad)?),
+        _ => None,
     };
     // In `VOTES`, as the recipe's check made sure.
     let votes = spec.int("votes").unwrap_or(1);
@@ -291,7 +302,7 @@ pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepErro
             "`max_answer_set_share` needs `answer_set = true`".into()
         ));
     }
-    if answer_set && mode == Mode::Recall {
+    if answer_set && mode != Mode::Kre {
         return Err(bad(
             "`answer_set` is a check of KRE's distractors (mode \"kre\")".into(),
         ));
@@ -310,6 +321,7 @@ pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepErro
         max_answer_set_share: max_share,
         judged,
         none_option: offers_none_option(spec),
+        fields: named,
         reader: ReaderSpec {
             prompt: Prompt::load(prompts, &prompt)?,
             answer_set: optional_prompt(
@@ -386,6 +398,8 @@ fn panel_of(spec: &StepSpec) -> Result<(Vec<String>, Agree), String> {
 enum Mode {
     Kre,
     Recall,
+    /// The fields the recipe names (`named::FieldsSpec`).
+    Fields,
 }
 
 /// Which rows stand when several readers judge them.
@@ -420,6 +434,8 @@ pub struct ReaderCheck {
     judged: judged::JudgedChecks,
     /// Offer [`NONE_OPTION`] last with every question asked with a context.
     none_option: bool,
+    /// Mode "fields": the fields it reads.
+    fields: Option<named::FieldsSpec>,
     reader: ReaderSpec,
 }
 
@@ -433,7 +449,7 @@ impl ReaderCheck {
             return Ok(());
         }
         let (choices, planned) = self.plan(item)?;
-        let question = item.require(fields::QUESTION)?.to_owned();
+        let question = item.require(self.question_field())?.to_owned();
         let q = Question {
             id: &item.id,
             question: &question,
@@ -589,7 +605,7 @@ impl ReaderCheck {
     /// puts (a judged check's own, else `q`).
     fn check_of<'a>(&self, p: &'a Planned, q: Question<'a>) -> (Check<'a>, Question<'a>) {
         let check = Check {
-            name: p.name,
+            name: &p.name,
             context: p.context.as_deref(),
             expected: p.expected,
             judged: p.ask.is_some(),
@@ -615,7 +631,7 @@ impl ReaderCheck {
     /// The reject of an item whose check `v` failed for `reason` (`choices`: the row's
     /// options, or a judged check's own).
     fn rejection(&self, reason: &str, v: &Verdict, choices: &[String]) -> StepFailure {
-        let what = self.asked_how(&v.check);
+        let what = &self.asked_how(&v.check);
         let expected = letter_index(&v.expected)
             .and_then(|i| choices.get(i))
             .map_or("", String::as_str);
@@ -688,6 +704,7 @@ fn placeholder_row(mode: Mode) -> Item {
             ),
             (fields::PARAGRAPH, "[the paragraph]".into()),
         ],
+        Mode::Fields => Vec::new(),
     };
     Item {
         index: 0,
@@ -728,7 +745,7 @@ impl Step for ReaderCheck {
     /// the checks planned for a row whose fields say what each row fills in (`[the row's
     /// question]`, `[the negative context]`, ...), its options in the row's order.
     fn reader_questions(&self) -> Vec<ReaderQuestion> {
-        let row = placeholder_row(self.mode);
+        let row = self.placeholder_row();
         let (choices, planned) = self
             .plan(&row)
             .expect("the placeholder row has every field a plan reads");
@@ -753,7 +770,7 @@ impl Step for ReaderCheck {
                         .map_or(String::new(), |m| m.content.trim().to_owned())
                 };
                 Some(ReaderQuestion {
-                    check: p.name.to_owned(),
+                    check: p.name.clone(),
                     told: part("system"),
                     asked: part("user"),
                 })

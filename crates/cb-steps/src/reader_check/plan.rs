@@ -8,7 +8,7 @@ use cb_step::fields;
 
 /// One check of an item, with what a failure does: the reject reason, or `None` to record.
 pub(super) struct Planned {
-    pub(super) name: &'static str,
+    pub(super) name: String,
     pub(super) context: Option<String>,
     pub(super) expected: usize,
     pub(super) reject: Option<&'static str>,
@@ -24,13 +24,13 @@ pub(super) struct Planned {
 
 impl Planned {
     pub(super) fn new(
-        name: &'static str,
+        name: impl Into<String>,
         context: &str,
         expected: usize,
         reject: Option<&'static str>,
     ) -> Self {
         Planned {
-            name,
+            name: name.into(),
             context: Some(context.to_owned()),
             expected,
             reject,
@@ -51,12 +51,12 @@ impl Planned {
 }
 
 impl ReaderCheck {
-    fn missing(&self, what: &str) -> StepFailure {
+    pub(super) fn missing(&self, what: &str) -> StepFailure {
         StepFailure::reject("bad_answer", format!("{}: {what}", self.name))
     }
 
     /// The reject reason of a failed control check, where it rejects.
-    fn control_reject(&self) -> Option<&'static str> {
+    pub(super) fn control_reject(&self) -> Option<&'static str> {
         match self.control {
             Control::Reject => Some("reader_control_failed"),
             _ => None,
@@ -65,8 +65,11 @@ impl ReaderCheck {
 
     /// How a reject's detail says where check `check` was asked ("with the negative
     /// context", "asked whether ...,").
-    pub(super) fn asked_how(&self, check: &str) -> &'static str {
-        match check {
+    pub(super) fn asked_how(&self, check: &str) -> String {
+        if self.mode == Mode::Fields {
+            return Self::asked_how_fields(check);
+        }
+        let how: &str = match check {
             "negative" => "with the negative context",
             "control" => "with the golden context (the control)",
             "qa_a" => "with the answer-edited context",
@@ -80,19 +83,20 @@ impl ReaderCheck {
             }
             "kind" => "asked whether the edited answer keeps the answer's kind,",
             "coherent" => match self.mode {
-                Mode::Kre => "asked whether the negative context contradicts itself,",
                 Mode::Recall => "asked whether the non-answer-edited context contradicts itself,",
+                _ => "asked whether the negative context contradicts itself,",
             },
             "residual" => "asked whether the negative context also supports another option,",
             "grounded" => "asked whether the golden context states every fact its answer needs,",
             "plausible" => match self.mode {
-                Mode::Kre => "asked whether a careful reader could accept the negative context as written,",
                 Mode::Recall => {
                     "asked whether a careful reader could accept the answer-edited context as written,"
                 }
+                _ => "asked whether a careful reader could accept the negative context as written,",
             },
             _ => "from the options alone",
-        }
+        };
+        how.to_owned()
     }
 
     /// The item's options and its checks, in the order they are asked.
@@ -100,6 +104,7 @@ impl ReaderCheck {
         match self.mode {
             Mode::Kre => self.plan_kre(item),
             Mode::Recall => self.plan_recall(item),
+            Mode::Fields => self.plan_fields(item),
         }
     }
 
@@ -151,7 +156,7 @@ impl ReaderCheck {
         }
         if self.reader.answer_set.is_some() {
             checks.push(Planned {
-                name: "answer_set",
+                name: "answer_set".into(),
                 context: None,
                 expected: gold,
                 reject: None,

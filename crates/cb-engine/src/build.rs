@@ -192,11 +192,13 @@ impl Runner {
     }
 
     /// Whether the reader check refused the item for its verdict on one of the two axes
-    /// people rate (`reader_disagrees`: not misleading; `reader_implausible`: not believable):
+    /// people rate (`reader_disagrees`: not misleading; `reader_implausible`: not believable;
+    /// `reader_no_conflict`: a conflicting evidence that contradicts nothing, which raters
+    /// judge too):
     /// its reject then carries the rows it would have written, for the rating sample.
     fn refused(&self, ended: &Ended) -> bool {
         matches!(ended, Err((i, StepFailure::Reject { reason, .. }))
-            if (reason == "reader_disagrees" || reason == "reader_implausible")
+            if (reason == "reader_disagrees" || reason == "reader_implausible" || reason == "reader_no_conflict")
                 && self.steps[*i].reads())
     }
 }

@@ -6,7 +6,8 @@
 //! written again; a server refusing the `json_schema` form (llama-cpp-python) steps the build
 //! down to `json_object` through the files, the executor not retrying the refusals; a small
 //! `--batch-window` writes the requests in rounds of that many items, in as many build runs,
-//! and ends with the same files.
+//! and ends with the same files; a configuration error said once the folders are locked
+//! leaves no file.
 
 #[path = "common/batch_dir.rs"]
 mod batch_dir;
@@ -489,6 +490,39 @@ async fn a_batch_window_of_0_or_without_batches_is_refused_before_any_file() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(text(&o).contains("calls to make"), "{}", text(&o));
     assert!(!dir.exists() && !out.path().join("kre").exists());
+}
+
+/// A configuration error said only once the build's folders are locked (a backend that
+/// cannot write batch files, no `--model` to name what the files ask for, the same without
+/// batch files) leaves nothing behind: not the batch folder, not the output folder, not the
+/// empty cache file its lock made.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_build_refused_once_its_folders_are_locked_leaves_no_file() {
+    let s = setup().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let (out, dir) = (tmp.path().join("out"), tmp.path().join("batches"));
+    let (o, d) = (out.to_str().unwrap(), dir.to_str().unwrap());
+    let common = ["kre", "--domains", "squad", "--raw", &s.raw, "--out", o];
+    let cases: [(&[&str], &str); 3] = [
+        (
+            &["--batch-dir", d, "--backend", "offline"],
+            "needs the openai backend",
+        ),
+        (&["--batch-dir", d], "needs --model"),
+        (&["--base-url", &s.base], "needs --model"),
+    ];
+    for (more, says) in cases {
+        let args: Vec<&str> = common.iter().chain(more).copied().collect();
+        let r = build(&args, &[]).await;
+        assert_eq!(r.status.code(), Some(2), "{more:?}: {}", text(&r));
+        assert!(text(&r).contains(says), "{more:?}: {}", text(&r));
+        let left: Vec<_> = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert!(left.is_empty(), "{more:?} left {left:?}");
+    }
+    assert_eq!(s.mock.request_count(), 0);
 }
 
 /// The binary under test: `CB_TEST_BIN` when set (to run these tests against another build of

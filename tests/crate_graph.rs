@@ -1056,6 +1056,68 @@ fn the_code_map_and_the_glossary_name_what_the_sources_have() {
     assert!(wrong.is_empty(), "ARCHITECTURE.md:\n{}", wrong.join("\n"));
 }
 
+/// The bullets of a piece of Markdown, at any depth (`- ` at a line's start, after spaces),
+/// each with the words of its text up to the next bullet, blank line or heading.
+fn bullets(md: &str) -> Vec<(String, usize)> {
+    let mut out: Vec<(String, usize)> = Vec::new();
+    let mut open = false;
+    for line in md.lines() {
+        let trimmed = line.trim_start();
+        if let Some(text) = trimmed.strip_prefix("- ") {
+            let head: String = text
+                .split_whitespace()
+                .take(6)
+                .collect::<Vec<_>>()
+                .join(" ");
+            out.push((head, text.split_whitespace().count()));
+            open = true;
+        } else if trimmed.is_empty() || trimmed.starts_with('#') {
+            open = false;
+        } else if open {
+            if let Some(last) = out.last_mut() {
+                last.1 += trimmed.split_whitespace().count();
+            }
+        }
+    }
+    out
+}
+
+/// A code map entry a newcomer can take in: every entry and sub-entry is at most about 120
+/// words (150 allowed); a longer one is split into sub-entries.
+#[test]
+fn every_code_map_entry_is_short() {
+    let text = std::fs::read_to_string(root().join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
+    let map = text
+        .split("\n## ")
+        .find(|s| s.starts_with("Code map"))
+        .expect("ARCHITECTURE.md has a '## Code map' section");
+    let entries = bullets(map);
+    assert!(entries.len() >= 13, "the code map's entries: {entries:?}");
+    let long: Vec<String> = entries
+        .iter()
+        .filter(|(_, n)| *n > 150)
+        .map(|(head, n)| format!("{head} ... ({n} words)"))
+        .collect();
+    assert!(
+        long.is_empty(),
+        "code map entries over 150 words (split them into sub-entries of about 120):\n{}",
+        long.join("\n")
+    );
+}
+
+#[test]
+fn the_bullet_counter_counts_each_entry_and_sub_entry_apart() {
+    let md = "intro line\n- **a**: one two\n  three\n  - *sub* four five\n\nafter words\n- b\n";
+    assert_eq!(
+        bullets(md),
+        [
+            ("**a**: one two".to_string(), 4),
+            ("*sub* four five".to_string(), 3),
+            ("b".to_string(), 1)
+        ]
+    );
+}
+
 #[test]
 fn names_in_backticks_are_paths_and_nothing_else() {
     assert_eq!(

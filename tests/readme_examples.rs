@@ -1,6 +1,11 @@
-//! Every `conflictbench` line of README.md runs, in order, and exits as the README says.
+//! Every `conflictbench` line of README.md and of every chapter of the guide (`docs/*.md`)
+//! runs, in order, and exits as the page says; every relative link of those pages leads to a
+//! file (and heading) that is there; the guide's index lists every chapter.
 //!
-//! Conventions (README authors: follow them and your example is tested with no change here):
+//! Conventions (authors of README.md and docs/*.md: follow them and your example is tested
+//! with no change here):
+//! - Every `.md` file of `docs/` is read (a new chapter is tested by being there); each file's
+//!   examples run in order in a fresh folder of their own, so a chapter makes what it uses.
 //! - Examples are the lines of fenced blocks tagged `sh`, `bash`, `shell` or `console`; a
 //!   trailing `\` joins the next line; `$ ` at the start is dropped. A line runs when it starts
 //!   with `conflictbench` or `cargo run ... -p conflictbench --` (the binary under test stands
@@ -13,7 +18,7 @@
 //!   example expected to succeed (an example expected to fail keeps its URL: it must fail
 //!   before any call); `../shared/data` becomes the shared samples (a failure under
 //!   `CI=true` when missing, the example skipped otherwise).
-//! - The examples run in a fresh temporary folder holding only `raw` (a link to the
+//! - A file's examples run in a fresh temporary folder holding only `raw` (a link to the
 //!   repository's `raw/`): relative paths land there, and the bundled recipes and prompts are
 //!   used. An example may write only into `generated/` (git ignores it); anything else it
 //!   leaves at the top of the folder fails the test.
@@ -24,15 +29,15 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// One thing the README asks to run.
+/// One thing a page asks to run.
 #[derive(Debug, Clone, PartialEq)]
 enum Line {
     Export(String, String),
     Run {
-        /// 1-based line of README.md where the example starts.
+        /// 1-based line of the page where the example starts.
         at: usize,
         text: String,
         args: Vec<String>,
@@ -76,7 +81,7 @@ fn words(line: &str) -> (Vec<String>, String) {
     (out, String::new())
 }
 
-/// The example lines of a README, in order.
+/// The example lines of a page, in order.
 fn parse(readme: &str) -> Vec<Line> {
     let mut out = Vec::new();
     let mut in_shell: Option<bool> = None;
@@ -216,48 +221,84 @@ fn fill_sheet(from: &Path, to: &Path, k: usize) {
     w.flush().unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn every_readme_example_runs_as_written() {
-    let repo = common::repo();
-    let readme = std::fs::read_to_string(repo.join("README.md")).unwrap();
-    let lines = parse(&readme);
-    let examples = lines
-        .iter()
-        .filter(|l| matches!(l, Line::Run { .. }))
-        .count();
-    assert!(
-        examples >= 10,
-        "only {examples} conflictbench lines found in README.md: is the parser broken?"
-    );
-    let shared = common::shared_data();
-    let mock = cb_mock::MockServer::start(common::model()).await;
-    let dir = tempfile::tempdir().unwrap();
-    let cwd = dir.path();
-    std::os::unix::fs::symlink(repo.join("raw"), cwd.join("raw")).unwrap();
-    let allowed: BTreeSet<String> = ["raw", "generated"].map(String::from).into();
-    let mut env: BTreeMap<String, String> = BTreeMap::new();
-    let mut last_sheet: Option<String> = None;
-    let mut failures = Vec::new();
-    let mut ran = 0;
-    for line in &lines {
-        let (at, text, args, expect) = match line {
-            Line::Export(k, v) => {
-                let v = if v == "..." { "sk-readme-example" } else { v };
-                env.insert(k.clone(), v.to_owned());
-                continue;
+/// The pages whose examples run: README.md, then every `.md` file of `docs/`, by name.
+fn pages(repo: &Path) -> Vec<PathBuf> {
+    let mut docs: Vec<PathBuf> = std::fs::read_dir(repo.join("docs"))
+        .expect("the guide's folder docs/")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    docs.sort();
+    std::iter::once(repo.join("README.md"))
+        .chain(docs)
+        .collect()
+}
+
+/// What the examples of every page share: the mock server, the shared data, the failures.
+struct Run {
+    mock: cb_mock::MockServer,
+    shared: Option<PathBuf>,
+    failures: Vec<String>,
+    ran: usize,
+}
+
+impl Run {
+    /// Runs the examples of one page, in order, in a fresh folder.
+    async fn page(&mut self, repo: &Path, name: &str, lines: &[Line]) {
+        let dir = tempfile::tempdir().unwrap();
+        let cwd = dir.path();
+        std::os::unix::fs::symlink(repo.join("raw"), cwd.join("raw")).unwrap();
+        let mut env: BTreeMap<String, String> = BTreeMap::new();
+        let mut last_sheet: Option<String> = None;
+        for line in lines {
+            match line {
+                Line::Export(k, v) => {
+                    let v = if v == "..." { "sk-readme-example" } else { v };
+                    env.insert(k.clone(), v.to_owned());
+                }
+                Line::Run {
+                    at,
+                    text,
+                    args,
+                    expect,
+                } => {
+                    let Some(args) = self.args_of(name, *at, text, args, *expect) else {
+                        continue;
+                    };
+                    fill_sheets(cwd, &args, &mut last_sheet);
+                    self.one(cwd, &env, &format!("{name}:{at}"), text, &args, *expect)
+                        .await;
+                }
             }
-            Line::Run {
-                at,
-                text,
-                args,
-                expect,
-            } => (at, text, args, *expect),
-        };
-        let mut args = args.clone();
+        }
+        let allowed: BTreeSet<String> = ["raw", "generated"].map(String::from).into();
+        let mut strays: Vec<String> = std::fs::read_dir(cwd)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| !allowed.contains(n))
+            .collect();
+        strays.sort();
+        if !strays.is_empty() {
+            self.failures.push(format!(
+                "the examples of {name} left {strays:?} at the top of the working folder: write into generated/"
+            ));
+        }
+    }
+
+    /// An example's arguments with its placeholders filled in, or `None` when it is skipped.
+    fn args_of(
+        &self,
+        name: &str,
+        at: usize,
+        text: &str,
+        args: &[String],
+        expect: i32,
+    ) -> Option<Vec<String>> {
+        let mut args = args.to_vec();
         if args.iter().any(|a| a.contains("../shared/data")) {
-            let Some(shared) = &shared else {
-                eprintln!("README.md:{at}: skipped (no ../shared/data): {text}");
-                continue;
+            let Some(shared) = &self.shared else {
+                eprintln!("{name}:{at}: skipped (no ../shared/data): {text}");
+                return None;
             };
             for a in &mut args {
                 *a = a.replace("../shared/data", &shared.display().to_string());
@@ -266,61 +307,225 @@ async fn every_readme_example_runs_as_written() {
         for i in 0..args.len() {
             for flag in ["--base-url", "--reader-base-url"] {
                 if expect == 0 && args[i] == flag && i + 1 < args.len() {
-                    args[i + 1] = mock.base_url();
+                    args[i + 1] = self.mock.base_url();
                 } else if expect == 0 && args[i].starts_with(&format!("{flag}=")) {
-                    args[i] = format!("{flag}={}", mock.base_url());
+                    args[i] = format!("{flag}={}", self.mock.base_url());
                 }
             }
         }
-        if args.first().is_some_and(|a| a == "agreement") {
-            let from = last_sheet
-                .clone()
-                .expect("an agreement example before any --sheet example");
-            let missing = args.iter().skip(1).filter(|a| a.ends_with(".csv"));
-            for (k, a) in missing.filter(|a| !cwd.join(a).exists()).enumerate() {
-                fill_sheet(&cwd.join(&from), &cwd.join(a), k);
-            }
-        }
-        if let Some(k) = args.iter().position(|a| a == "--sheet") {
-            last_sheet = args.get(k + 1).cloned();
-        }
+        Some(args)
+    }
+
+    /// Runs one example and records it when it exits otherwise than the page says.
+    async fn one(
+        &mut self,
+        cwd: &Path,
+        env: &BTreeMap<String, String>,
+        at: &str,
+        text: &str,
+        args: &[String],
+        expect: i32,
+    ) {
         let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_conflictbench"));
-        cmd.args(&args)
+        cmd.args(args)
             .current_dir(cwd)
             .env_remove("OPENAI_BASE_URL")
             .env_remove("OPENAI_API_KEY")
             .env_remove("RUST_LOG")
             .env_remove("CONFLICTBENCH_LOG")
-            .envs(&env)
+            .envs(env)
             .kill_on_drop(true);
         let out = tokio::time::timeout(Duration::from_secs(600), cmd.output())
             .await
-            .unwrap_or_else(|_| panic!("README.md:{at}: still running after 600 s: {text}"))
+            .unwrap_or_else(|_| panic!("{at}: still running after 600 s: {text}"))
             .unwrap();
-        ran += 1;
+        self.ran += 1;
         let code = out.status.code().unwrap_or(-1);
         if code != expect {
-            failures.push(format!(
-                "README.md:{at}: `{text}` exited {code}, the README says {expect}\n{}",
+            self.failures.push(format!(
+                "{at}: `{text}` exited {code}, the page says {expect}\n{}",
                 common::text(&out)
             ));
         }
     }
-    let mut strays: Vec<String> = std::fs::read_dir(cwd)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| !allowed.contains(n))
+}
+
+/// Before an `agreement` example, fills each sheet it names that is not there yet from the
+/// last `--sheet` an example wrote (the raters' work); remembers a `--sheet`.
+fn fill_sheets(cwd: &Path, args: &[String], last_sheet: &mut Option<String>) {
+    if args.first().is_some_and(|a| a == "agreement") {
+        let from = last_sheet
+            .clone()
+            .expect("an agreement example after a --sheet example on the same page");
+        let missing = args.iter().skip(1).filter(|a| a.ends_with(".csv"));
+        for (k, a) in missing.filter(|a| !cwd.join(a).exists()).enumerate() {
+            fill_sheet(&cwd.join(&from), &cwd.join(a), k);
+        }
+    }
+    if let Some(k) = args.iter().position(|a| a == "--sheet") {
+        *last_sheet = args.get(k + 1).cloned();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_example_of_the_readme_and_the_guide_runs_as_written() {
+    let repo = common::repo();
+    let pages: Vec<(String, Vec<Line>)> = pages(&repo)
+        .iter()
+        .map(|p| {
+            let name = p.strip_prefix(&repo).unwrap().display().to_string();
+            (name, parse(&std::fs::read_to_string(p).unwrap()))
+        })
         .collect();
-    strays.sort();
-    if !strays.is_empty() {
-        failures.push(format!(
-            "the examples left {strays:?} at the top of the working folder: write into generated/"
-        ));
+    let count = |name: &str| {
+        pages
+            .iter()
+            .filter(|(n, _)| name.is_empty() || n == name)
+            .flat_map(|(_, l)| l)
+            .filter(|l| matches!(l, Line::Run { .. }))
+            .count()
+    };
+    assert!(
+        count("README.md") >= 10 && count("") >= 60,
+        "only {} conflictbench lines found in README.md and {} in all: is the parser broken?",
+        count("README.md"),
+        count("")
+    );
+    let mut run = Run {
+        mock: cb_mock::MockServer::start(common::model()).await,
+        shared: common::shared_data(),
+        failures: Vec::new(),
+        ran: 0,
+    };
+    for (name, lines) in &pages {
+        run.page(&repo, name, lines).await;
     }
     assert!(
-        failures.is_empty(),
-        "{} of {ran} README examples went wrong:\n{}",
-        failures.len(),
-        failures.join("\n")
+        run.failures.is_empty(),
+        "{} of {} examples went wrong:\n{}",
+        run.failures.len(),
+        run.ran,
+        run.failures.join("\n")
+    );
+}
+
+/// A heading's anchor as GitHub makes it: lower case, spaces to `-`, punctuation dropped.
+fn anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The anchors of a Markdown file's headings (fenced blocks left out).
+fn anchors(md: &str) -> BTreeSet<String> {
+    let mut fenced = false;
+    let mut out = BTreeSet::new();
+    for line in md.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+        } else if !fenced && line.starts_with('#') {
+            out.insert(anchor(line.trim_start_matches('#')));
+        }
+    }
+    out
+}
+
+/// The targets of a Markdown file's inline links `[text](target)`, outside code.
+fn links(md: &str) -> Vec<String> {
+    let mut fenced = false;
+    let mut out = Vec::new();
+    for line in md.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced {
+            continue;
+        }
+        // Code spans hold no links.
+        let prose: String = line.split('`').step_by(2).collect::<Vec<_>>().join(" ");
+        for part in prose.split("](").skip(1) {
+            if let Some(end) = part.find(')') {
+                out.push(part[..end].to_owned());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_link_finder_reads_links_and_anchors() {
+    let md = "# A real model, without an `API` key\n[a](docs/x.md#y) `[b](not.md)` [c](../Q.md)\n\
+              ```sh\n[d](no.md)\n# not a heading\n```\n## Memory of a build (issue 29)\n";
+    assert_eq!(links(md), ["docs/x.md#y", "../Q.md"]);
+    assert_eq!(
+        anchors(md),
+        [
+            "a-real-model-without-an-api-key",
+            "memory-of-a-build-issue-29"
+        ]
+        .map(String::from)
+        .into()
+    );
+}
+
+/// Every relative link of README.md and of the guide leads to a file that is there, and a
+/// link with `#anchor` to a heading of that file.
+#[test]
+fn every_link_of_the_readme_and_the_guide_leads_somewhere() {
+    let repo = common::repo();
+    let mut broken = Vec::new();
+    for page in pages(&repo) {
+        let md = std::fs::read_to_string(&page).unwrap();
+        let name = page.strip_prefix(&repo).unwrap().display().to_string();
+        for target in links(&md) {
+            if target.starts_with("http://") || target.starts_with("https://") {
+                continue;
+            }
+            let (file, frag) = target.split_once('#').unwrap_or((&target, ""));
+            let path = if file.is_empty() {
+                page.clone()
+            } else {
+                page.parent().unwrap().join(file)
+            };
+            if !path.exists() {
+                broken.push(format!("{name}: ({target}): no file {}", path.display()));
+            } else if !frag.is_empty() {
+                let text = std::fs::read_to_string(&path).unwrap_or_default();
+                if !anchors(&text).contains(frag) {
+                    broken.push(format!("{name}: ({target}): no heading #{frag} there"));
+                }
+            }
+        }
+    }
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
+
+/// The guide's index (`docs/README.md`) links every chapter, so a chapter added to `docs/`
+/// is found by a reader as well as by the examples test.
+#[test]
+fn the_guide_index_lists_every_chapter() {
+    let repo = common::repo();
+    let index = std::fs::read_to_string(repo.join("docs/README.md")).expect("docs/README.md");
+    let listed: BTreeSet<String> = links(&index)
+        .into_iter()
+        .map(|l| l.split('#').next().unwrap_or_default().to_owned())
+        .collect();
+    let missing: Vec<String> = pages(&repo)
+        .iter()
+        .filter_map(|p| p.strip_prefix(repo.join("docs")).ok())
+        .map(|p| p.display().to_string())
+        .filter(|n| n != "README.md" && !listed.contains(n))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "docs/README.md does not link the chapters {missing:?}: add a line for each"
     );
 }

@@ -7,6 +7,30 @@
 //!
 //! This is the only crate that knows HTTP and async-openai. Steps describe a call with
 //! [`Call`] and get a [`Completion`] back; they never learn which backend answered.
+//!
+//! Modules, bottom up; each names only those before it, and each says what it holds in its
+//! own docs:
+//! - settings and rules: `rules` (the retried statuses, the `response_format` refusal, what
+//!   an executor counts as unanswered and its output line, read from
+//!   `scripts/executor-rules.json`, which `scripts/ray-batch.py` loads too), `base_url`,
+//!   `form`, `limiter`, `pricing`, `ranges` (the range of every number a layer is configured
+//!   with, to which flags, models and pool files and a recipe's sampling keys are held),
+//!   `stats`;
+//! - a call: `error`, `progress`, `request`, `lookup` (a call's lookups: one read
+//!   transaction kept open while they hit, a miss asked again outside it);
+//! - storage and configuration: `cache`, `stored` (a cache file read back for people: a
+//!   stored call, usage per model, the latest answers; the viewer reads it), `config`
+//!   (`LlmConfig` and each transport's options: plain data); then `batch_store`, `endpoint`,
+//!   `http`, `limits`, `spool`;
+//! - the transports: `batch_api`; `layer_core` (what the transports work on: the
+//!   configuration, cache, limiter, counters, the run's budget, the form found out);
+//!   `structured`; `pool`, `rounds`, `send` (each extends `layer_core::Core`); `batch`,
+//!   `batch_files`; `batch_run`;
+//! - the layer and the roster: `layer` ([`Llm`]: a core and the route a cache miss takes,
+//!   which no transport sees); `roster` ([`Roster`] makes every layer; `Llm::new` is a
+//!   one-layer roster).
+//!
+//! This root only declares the modules and re-exports.
 
 pub mod base_url;
 mod batch;

@@ -5,7 +5,7 @@
 //! that severity (or worse) fails; 2 for a bad argument or an input that cannot be read or
 //! parsed (one sentence naming the file).
 
-use crate::build_args::{range, whole};
+use crate::flag_values::{range, whole};
 use anyhow::Context;
 use cb_audit::sheet::{read_sheet, sheet_agreement, write_sheet};
 use cb_audit::{html, sample, AuditError, Severity};

@@ -5,8 +5,8 @@
 //! eval's letter extraction, and the none option where the recipe of the row's benchmark
 //! and domain offers it), as ordinary cached calls.
 
-use crate::build_args::{range, whole};
 use crate::config_error::config_err;
+use crate::flag_values::{range, whole};
 use cb_audit::{ItemKind, ReaderResult, Report};
 use cb_engine::{Files, Recipe};
 use cb_llm::Llm;
@@ -76,7 +76,7 @@ pub async fn read(
     let (Some(base_url), Some(model)) = (&args.reader_base_url, &args.reader_model) else {
         return Ok(None);
     };
-    crate::preflight::check_endpoint("--reader-base-url", base_url, true)?;
+    crate::llm_config::check_endpoint("--reader-base-url", base_url, true)?;
     let files = crate::assets::prompt_files(args.prompts.as_deref())?;
     let (_, recipes) = crate::assets::recipes(args.recipes.as_deref())?;
     // One command per cache: two audits never write one reader cache at once.

@@ -1,8 +1,8 @@
 //! The `batches` command: list the batch journal, cancel a batch, answer a batch folder.
 //! (`build`'s `--batch` and `--batch-dir` flags are in `llm_args`.)
 
-use crate::build_args::whole;
 use crate::exit::{Exit, Stopped};
+use crate::flag_values::whole;
 use crate::folder_lock;
 use crate::signals::Signals;
 use anyhow::Context;
@@ -70,7 +70,7 @@ fn check_run_dir(a: &RunDirArgs) -> anyhow::Result<()> {
             a.dir.display()
         )));
     }
-    crate::preflight::check_endpoint("--base-url", &a.base_url, true)
+    crate::llm_config::check_endpoint("--base-url", &a.base_url, true)
 }
 
 async fn run_dir(a: RunDirArgs) -> anyhow::Result<()> {

@@ -34,11 +34,14 @@ impl Created {
     /// run created when they are empty. Best effort: what cannot be removed stays.
     pub(crate) fn undo(self) {
         if let Some(cache) = &self.cache {
-            let unused = match cb_llm::Cache::open_read_only(cache) {
-                Ok(Some(c)) => c.is_empty().unwrap_or(false),
-                Ok(None) => true,
-                Err(_) => false,
-            };
+            // Empty: made by the cache's lock before any layer opened it (no table to read).
+            let empty = std::fs::metadata(cache).is_ok_and(|m| m.len() == 0);
+            let unused = empty
+                || match cb_llm::Cache::open_read_only(cache) {
+                    Ok(Some(c)) => c.is_empty().unwrap_or(false),
+                    Ok(None) => true,
+                    Err(_) => false,
+                };
             if !unused {
                 return;
             }

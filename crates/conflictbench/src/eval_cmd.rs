@@ -7,17 +7,17 @@
 //! The offline backend has no model to evaluate, so it is refused (exit code 2); `--dry-run`
 //! counts the calls and writes nothing; `--backend replay` re-scores from the cache only.
 
-use crate::build_args::{range, real32, whole};
 use crate::config_error::config_err;
 use crate::exit::Stopped;
-use crate::llm_args::{Backend, LlmArgs};
+use crate::flag_values::{range, real32, whole};
+use crate::llm_args::LlmArgs;
 use crate::llm_config::LlmSetup;
 use crate::progress;
 use crate::signals::Signals;
 use crate::stdout::println_out;
 use anyhow::Context;
 use cb_eval::{EvalOptions, Sampling};
-use cb_llm::ranges;
+use cb_llm::{ranges, BackendKind};
 use cb_llm::{Progress, Role};
 use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
@@ -207,7 +207,7 @@ async fn run_eval(args: RunArgs) -> anyhow::Result<()> {
             .join(file_safe(&model))
     });
     let setup = LlmSetup::for_eval(&args.llm, &out);
-    if setup.backend() == Backend::Offline {
+    if setup.mode().backend() == BackendKind::Offline {
         return Err(config_err(
             "eval needs a model under test: give --base-url and --model (or --backend replay); the offline backend has no answers of its own to evaluate",
         ));
@@ -228,7 +228,7 @@ async fn run_eval(args: RunArgs) -> anyhow::Result<()> {
     } else {
         args.data.clone()
     };
-    setup.preflight(&[])?;
+    setup.check_endpoints(&[])?;
     let config = setup.writer(|| None, &format!("the {bench} evaluation"))?;
     let created = crate::created::Created::before(config.cache_path.as_deref(), &[]);
     // One command per output folder, before the first file is made there.
@@ -236,7 +236,7 @@ async fn run_eval(args: RunArgs) -> anyhow::Result<()> {
     let held = crate::folder_lock::lock(&out, crate::folder_lock::FOLDER, "--out")?;
     // One writer a cache (a replay or a dry run only reads it).
     let cache_held = match &config.cache_path {
-        Some(c) if !args.llm.dry_run && setup.backend() != Backend::Replay => {
+        Some(c) if setup.mode().writes_cache() => {
             match crate::folder_lock::for_file(c, "--cache") {
                 Ok(h) => Some(h),
                 Err(e) => {
@@ -276,7 +276,7 @@ async fn until_stopped(
 ) -> anyhow::Result<()> {
     let mut signals = Signals::new();
     let counted = Counted {
-        bars: progress::Bars::new(!args.no_progress && !args.llm.dry_run),
+        bars: progress::Bars::new(!args.no_progress && !setup.mode().dry_run()),
         seen: Mutex::default(),
     };
     let stop = async {
@@ -304,7 +304,7 @@ async fn until_stopped(
     }
     let bench = args.benchmark.as_deref().unwrap_or_default();
     let s = seen.llm;
-    let message = if args.llm.dry_run {
+    let message = if setup.mode().dry_run() {
         format!(
             "stopped by {signal} during the dry run of the {bench} evaluation: nothing was written"
         )
@@ -409,7 +409,7 @@ async fn evaluate(
         cb_eval::kre::evaluate(&llm, &opts, bars).await?
     };
     let stats = llm.stats();
-    if args.llm.dry_run {
+    if setup.mode().dry_run() {
         let cost = config.price.usd(stats.estimated_tokens, 0);
         println_out(&format!(
             "{bench} eval: {} calls ({} cached, {} to make), ~{} prompt tokens, ~${cost:.4}; nothing written",

@@ -3,8 +3,8 @@
 //! conflictbank BUILD_DIR OUT_DIR`: a ConflictBank-style build as ConflictBank's evaluation
 //! input (`cb_eval::conflictbank_export`).
 
-use crate::build_args::{range, whole};
 use crate::config_error::config_err;
+use crate::flag_values::{range, whole};
 use crate::stdout::println_out;
 use anyhow::Context as _;
 use clap::{Args, Subcommand};

@@ -184,13 +184,13 @@ fn lock_note(dir: &Path, name: &str, flag: &str) -> anyhow::Result<Held> {
     }
 }
 
-/// The locks of a build: its `--out`, its `--batch-dir` (unless the same folder) and its
-/// cache, so that two builds never write one folder's files, nor two journals one batch
-/// folder's, nor two writers one cache. A refused lock leaves no folder the build made for
-/// the other (nor a cache file).
+/// The locks of a build: its `--out`, then the one `folder` takes (its `--batch-dir`'s,
+/// unless the same folder), then its cache, so that two builds never write one folder's
+/// files, nor two journals one batch folder's, nor two writers one cache. A refused lock
+/// leaves no folder the build made for the other (nor a cache file).
 pub fn for_build(
     out: &Path,
-    batch_dir: Option<&Path>,
+    folder: impl FnOnce() -> anyhow::Result<Option<Held>>,
     cache: Option<&Path>,
 ) -> anyhow::Result<Vec<Held>> {
     let made_out = !out.exists();
@@ -201,19 +201,11 @@ pub fn for_build(
         }
     };
     let mut held = vec![lock(out, FOLDER, "--out")?];
-    if let Some(dir) = batch_dir {
-        let same = match (std::fs::canonicalize(out), std::fs::canonicalize(dir)) {
-            (Ok(a), Ok(b)) => a == b,
-            _ => false,
-        };
-        if !same {
-            match lock(dir, FOLDER, "--batch-dir") {
-                Ok(h) => held.push(h),
-                Err(e) => {
-                    undo(held);
-                    return Err(e);
-                }
-            }
+    match folder() {
+        Ok(h) => held.extend(h),
+        Err(e) => {
+            undo(held);
+            return Err(e);
         }
     }
     if let Some(cache) = cache {

@@ -3,19 +3,38 @@
 //! `--batch-dir`, an endpoint pool) and reader flags. They say nothing until
 //! `llm_config::LlmSetup` resolves them into the run's one configuration.
 
-use crate::build_args::{real, whole};
-use cb_llm::ranges;
-use clap::{Args, ValueEnum};
+use crate::flag_values::{real, whole};
+use cb_llm::{ranges, BackendKind};
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+use clap::Args;
 use std::path::PathBuf;
 
-#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
-pub enum Backend {
-    /// Any OpenAI-compatible endpoint (OpenAI, vLLM, llama.cpp, Ollama).
-    Openai,
-    /// Deterministic rules, no network; labelled `offline` in every output.
-    Offline,
-    /// Answers only from the cache; a miss is an error.
-    Replay,
+/// The backends `--backend` takes, each with its help (a dry run is `--dry-run`).
+const BACKENDS: [(BackendKind, &str); 3] = [
+    (
+        BackendKind::Openai,
+        "Any OpenAI-compatible endpoint (OpenAI, vLLM, llama.cpp, Ollama)",
+    ),
+    (
+        BackendKind::Offline,
+        "Deterministic rules, no network; labelled `offline` in every output",
+    ),
+    (
+        BackendKind::Replay,
+        "Answers only from the cache; a miss is an error",
+    ),
+];
+
+/// The clap value parser of `--backend`: one of [`BACKENDS`] by its name.
+fn backend() -> impl TypedValueParser<Value = BackendKind> {
+    let names = BACKENDS.map(|(b, help)| PossibleValue::new(b.name()).help(help));
+    PossibleValuesParser::new(names).try_map(|name| {
+        BACKENDS
+            .iter()
+            .map(|(b, _)| *b)
+            .find(|b| b.name() == name)
+            .ok_or_else(|| format!("unknown backend {name}"))
+    })
 }
 
 #[derive(Args, Debug)]
@@ -24,8 +43,8 @@ pub struct LlmArgs {
     #[arg(long, default_value_t = 16, value_parser = whole::<usize>(ranges::CONCURRENCY))]
     pub concurrency: usize,
     /// Who answers: default `openai` when a base URL is set (flag or OPENAI_BASE_URL), else `offline`.
-    #[arg(long, value_enum)]
-    pub backend: Option<Backend>,
+    #[arg(long, value_parser = backend())]
+    pub backend: Option<BackendKind>,
     /// Base URL of the OpenAI-compatible API, e.g. http://127.0.0.1:8000/v1.
     #[arg(long, env = "OPENAI_BASE_URL")]
     pub base_url: Option<String>,

@@ -1,7 +1,7 @@
 //! `conflictbench view`: arguments, their checks (exit 2 before anything is bound or
 //! written), the binding and the address printed; the server is `cb-view`'s.
 
-use crate::build_args::{range, whole};
+use crate::flag_values::{range, whole};
 use anyhow::Context;
 use cb_view::index::SampleSpec;
 use cb_view::state::{AppState, Settings};

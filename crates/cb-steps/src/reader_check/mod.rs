@@ -814,11 +814,11 @@ mod instruction {
         assert_eq!(names, ["reader/question.md", "reader/judge.md"]);
     }
 
-    /// The README quotes what the reader is told word for word, from the bundled prompt's
-    /// system part (what the card quotes from the manifest), and that part says how to use
-    /// the passage; and the none option's words.
+    /// The guide's chapter on the reader check (`docs/reader-check.md`) quotes what the reader
+    /// is told word for word, from the bundled prompt's system part (what the card quotes from
+    /// the manifest), and that part says how to use the passage; and the none option's words.
     #[test]
-    fn the_readme_quotes_the_readers_instruction_word_for_word() {
+    fn the_guide_quotes_the_readers_instruction_word_for_word() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
         let p = Prompt::load(&Files::Dir(root.join("prompts")), DEFAULT_PROMPT).unwrap();
         let said = p.system.trim();
@@ -827,16 +827,16 @@ mod instruction {
                 && said.contains("even where it differs from what you know"),
             "{said}"
         );
-        let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+        let guide = std::fs::read_to_string(root.join("docs/reader-check.md")).unwrap();
         assert!(
-            readme.contains(&format!("\n  \"{said}\"\n")),
-            "README does not quote the reader's instruction {said:?}"
+            guide.contains(&format!("\n  \"{said}\"\n")),
+            "docs/reader-check.md does not quote the reader's instruction {said:?}"
         );
         // The none option's words, as `none_option` shows them.
-        let flat = readme.split_whitespace().collect::<Vec<_>>().join(" ");
+        let flat = guide.split_whitespace().collect::<Vec<_>>().join(" ");
         assert!(
             flat.contains(&format!("\"{NONE_OPTION}\"")),
-            "README does not quote the none option {NONE_OPTION:?}"
+            "docs/reader-check.md does not quote the none option {NONE_OPTION:?}"
         );
     }
 }

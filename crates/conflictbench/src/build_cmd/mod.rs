@@ -2,22 +2,21 @@
 //!
 //! The flags are resolved once ([`LlmSetup`]), every recipe and route is checked before the
 //! first file or cache is made, then the recipes are built overlapped (`run`: the
-//! orchestration and the lines it says), a signal stops them all (`signals`), a dry run sums
-//! its estimates (`dry`), and a `--batch-dir` build whose requests wait in files says what
-//! to run (`waiting`).
+//! orchestration and the lines it says), a signal stops them all (`signals`), and a dry run
+//! sums its estimates (`dry`).
 
 mod dry;
 mod run;
-mod waiting;
 
 use crate::config_error::config_err;
 use crate::llm_config::LlmSetup;
-use crate::{assets, build_args, llm_args, progress};
+use crate::{assets, flag_values, llm_args, progress};
 use cb_engine::recipe::select;
 use cb_engine::source::SourceOptions;
-use cb_engine::BuildOptions;
+use cb_engine::{BuildOptions, Recipe};
 use clap::Args;
 use run::BuildRun;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
@@ -43,15 +42,15 @@ pub struct BuildArgs {
     #[arg(long)]
     prompts: Option<PathBuf>,
     /// Seed of every random choice (written in the manifest; 0 to 18446744073709551615).
-    #[arg(long, default_value_t = cb_engine::build::DEFAULT_SEED, value_parser = build_args::whole::<u64>(build_args::range::SEED))]
+    #[arg(long, default_value_t = cb_engine::build::DEFAULT_SEED, value_parser = flag_values::whole::<u64>(flag_values::range::SEED))]
     seed: u64,
     /// Read at most N records of each source (1 to 18446744073709551615).
-    #[arg(long, value_parser = build_args::whole::<usize>(build_args::range::RECORDS))]
+    #[arg(long, value_parser = flag_values::whole::<usize>(flag_values::range::RECORDS))]
     limit: Option<usize>,
     /// Build from a seeded sample of N source records (drawn with `--seed`, kept in source
     /// order). Readers that select records themselves only (EventKG), so that memory grows
     /// with N, not with the dump (1 to 18446744073709551615).
-    #[arg(long, value_name = "N", value_parser = build_args::whole::<usize>(build_args::range::RECORDS))]
+    #[arg(long, value_name = "N", value_parser = flag_values::whole::<usize>(flag_values::range::RECORDS))]
     sample: Option<usize>,
     #[command(flatten)]
     llm: llm_args::LlmArgs,
@@ -93,8 +92,8 @@ pub async fn run(args: BuildArgs) -> anyhow::Result<()> {
     }
     setup.check_recipes(&built)?;
     setup.check_prices(&selected)?;
-    let inputs = build_args::inputs(&args.inputs, &selected)?;
-    setup.preflight(&selected)?;
+    let inputs = inputs(&args.inputs, &selected)?;
+    setup.check_endpoints(&selected)?;
     let run = BuildRun {
         opts: BuildOptions {
             sources: SourceOptions {
@@ -108,10 +107,10 @@ pub async fn run(args: BuildArgs) -> anyhow::Result<()> {
             out: args.out.clone(),
             prompts,
             seed: args.seed,
-            write: !setup.dry_run(),
+            write: !setup.mode().dry_run(),
             steps: cb_steps::STEPS,
         },
-        reporter: progress::Bars::new(!args.no_progress && !setup.dry_run()),
+        reporter: progress::Bars::new(!args.no_progress && !setup.mode().dry_run()),
         setup,
     };
     // A configuration error found once the layers are made (a budget that cannot pay for one
@@ -123,21 +122,14 @@ pub async fn run(args: BuildArgs) -> anyhow::Result<()> {
                 .iter()
                 .map(|r| out.join(&r.benchmark).join(&r.domain)),
         )
-        .chain(run.setup.batch_dir().map(std::path::Path::to_path_buf))
+        .chain(run.setup.batch_folder().map(|f| f.given().to_path_buf()))
         .collect();
     let folders: Vec<&std::path::Path> = folders.iter().map(PathBuf::as_path).collect();
     let created = crate::created::Created::before(Some(run.setup.cache()), &folders);
     let result = async {
-        // One build per folder (its --out, its --batch-dir) and per cache (a replay only
-        // reads it), taken before the first file is made; a dry run makes none. Released
-        // (its note removed) before anything is undone.
-        let _held = if run.setup.dry_run() {
-            Vec::new()
-        } else {
-            let replay = run.setup.backend() == crate::llm_args::Backend::Replay;
-            let cache = (!replay).then(|| run.setup.cache());
-            crate::folder_lock::for_build(&args.out, run.setup.batch_dir(), cache)?
-        };
+        // One build per folder (its --out, its --batch-dir) and per cache, taken before the
+        // first file is made. Released (its note removed) before anything is undone.
+        let _held = run.setup.lock_build(&args.out)?;
         let prepared = run.prepare(&selected)?;
         let outcomes = run.build_all(&prepared).await?;
         run.say(prepared, outcomes)
@@ -163,4 +155,32 @@ fn check_out(out: &std::path::Path) -> anyhow::Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(refused(e)),
     }
+}
+
+/// Parses the `--input SOURCE=PATH` overrides and checks that each names a source (primary
+/// or joined) of the selected recipes.
+fn inputs(specs: &[String], recipes: &[&Recipe]) -> anyhow::Result<BTreeMap<String, PathBuf>> {
+    let known: BTreeSet<&str> = recipes
+        .iter()
+        .flat_map(|r| {
+            std::iter::once(r.source.name.as_str())
+                .chain(r.join.iter().map(|j| j.source.name.as_str()))
+        })
+        .collect();
+    let mut out = BTreeMap::new();
+    for spec in specs {
+        let (k, v) = spec
+            .split_once('=')
+            .ok_or_else(|| config_err(format!("--input {spec}: expected SOURCE=PATH")))?;
+        if !known.contains(k) {
+            let names: Vec<String> = recipes.iter().map(|r| r.name()).collect();
+            return Err(config_err(format!(
+                "--input {spec}: no source `{k}` in the selected recipes ({}); their sources: {}",
+                names.join(", "),
+                known.iter().copied().collect::<Vec<_>>().join(", ")
+            )));
+        }
+        out.insert(k.to_owned(), PathBuf::from(v));
+    }
+    Ok(out)
 }

@@ -3,7 +3,6 @@
 //! selection's order.
 
 use super::dry::DryTotals;
-use super::waiting::waiting_for;
 use crate::exit::{Exit, Stopped};
 use crate::llm_config::LlmSetup;
 use crate::progress;
@@ -105,7 +104,7 @@ impl BuildRun {
                 }
             };
             let built = job.built(outcome);
-            if self.setup.dry_run() {
+            if self.setup.mode().dry_run() {
                 println_out(&dry_totals.add(&built, self.setup.batch_api()));
             } else {
                 println_out(&built.line());
@@ -114,12 +113,12 @@ impl BuildRun {
         if let Some(e) = failed {
             return Err(e.into());
         }
-        if let Some(dir) = self.setup.batch_dir() {
+        if let Some(folder) = self.setup.batch_folder() {
             if !waiting.is_empty() {
-                return Err(anyhow::Error::new(waiting_for(dir, &waiting, files)?));
+                return Err(anyhow::Error::new(folder.waiting(&waiting, files)?));
             }
         }
-        if self.setup.dry_run() {
+        if self.setup.mode().dry_run() {
             println_out(&dry_totals.line());
         }
         Ok(())
@@ -232,7 +231,7 @@ impl BuildRun {
         let (calls, hits, usd) = (sent.upstream_calls, sent.cache_hits, sent.spent_usd);
         let names: Vec<String> = left.iter().map(|j| j.recipe.name()).collect();
         let name = names.join(", ");
-        let message = if self.setup.dry_run() {
+        let message = if self.setup.mode().dry_run() {
             format!("{why} during the dry run of {name}: nothing was written")
         } else {
             format!(

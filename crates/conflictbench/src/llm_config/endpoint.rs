@@ -1,8 +1,29 @@
-//! The configurations of one endpoint reached alone or as a reader: `batches`' endpoint,
-//! `audit`'s reader, the build's reader, and the run's API key.
+//! One endpoint: its check before any work ([`check_endpoint`]), and its configuration
+//! reached alone or as a reader (`batches`' endpoint, `audit`'s reader, the build's reader),
+//! with the run's API key.
 
+use crate::config_error::config_err;
+use cb_llm::base_url::{check_base_url_of, HostKind};
 use cb_llm::{pricing, ApiKey, BackendKind, Llm, LlmConfig, NamedBy, Role, Roster, Transport};
 use std::path::Path;
+
+/// Checks the endpoint `url` before any work (exit 2 when it fails): a URL that is not an
+/// absolute http(s) URL, and a public host without `OPENAI_API_KEY`. A loopback or private
+/// host needs no key (local servers such as vLLM, llama.cpp or Ollama rarely ask for one);
+/// a dry run and a replay call nothing, so they need none either. `flag`: the setting that
+/// gives it (`--base-url`, `--reader-base-url`, ...), which the errors name;
+/// `calls_upstream`: whether this run sends it requests.
+pub fn check_endpoint(flag: &str, url: &str, calls_upstream: bool) -> anyhow::Result<()> {
+    let kind = check_base_url_of(flag, url).map_err(config_err)?;
+    let has_key = std::env::var("OPENAI_API_KEY").is_ok_and(|k| !k.trim().is_empty());
+    if calls_upstream && kind == HostKind::Public && !has_key {
+        return Err(config_err(format!(
+            "{url} is a public host and OPENAI_API_KEY is not set: export OPENAI_API_KEY=... \
+             (it is read from the environment only), or point {flag} at a local server"
+        )));
+    }
+    Ok(())
+}
 
 /// One endpoint reached alone, outside a build (`batches run-dir`, `batches --cancel`): the
 /// openai backend at `base_url` for `model` (`None`, `batches run-dir`: no model, each

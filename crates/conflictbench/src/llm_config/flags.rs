@@ -2,10 +2,10 @@
 //! [`LlmSetup`] (the transport, the default model, the reader, the named models and which
 //! step each answers).
 
-use super::{LlmSetup, ModelSpec, ReaderSetting, TransportSetting};
+use super::{LlmSetup, Mode, ModelSpec, ReaderSetting, TransportSetting};
 use crate::config_error::config_err;
-use crate::llm_args::{Backend, BatchFlags, LlmArgs, ModelFlags, PoolFlags, ReaderArgs};
-use cb_llm::{BatchOptions, Limits, LlmConfig, NamedBy, PoolConfig, Roster};
+use crate::llm_args::{BatchFlags, LlmArgs, ModelFlags, PoolFlags, ReaderArgs};
+use cb_llm::{Limits, LlmConfig, NamedBy, Roster};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
@@ -33,7 +33,7 @@ impl LlmSetup {
             Some((p, r)) => (Some(p), r),
             None => (None, Default::default()),
         };
-        let transport = transport_setting(batch, pool)?;
+        let transport = TransportSetting::resolve(batch, pool)?;
         let mut setup = Self::new(llm, transport, out);
         if let Some(path) = &models.models_file {
             let file = crate::models_file::read(path, limits, breaker).map_err(config_err)?;
@@ -178,20 +178,9 @@ impl LlmSetup {
         shared.max_cost_usd = llm.max_cost;
         shared.max_tokens = llm.max_tokens;
         shared.structured = llm.structured.into();
-        let sends_nothing = matches!(transport, TransportSetting::Files { .. });
-        let backend = match llm.backend {
-            Some(b) => b,
-            None if llm.base_url.is_some()
-                || matches!(transport, TransportSetting::Pool(_))
-                || sends_nothing =>
-            {
-                Backend::Openai
-            }
-            None => Backend::Offline,
-        };
+        let names_endpoint = llm.base_url.is_some() || transport.names_endpoint();
         Self {
-            backend,
-            dry_run: llm.dry_run,
+            mode: Mode::of(llm.backend, llm.dry_run, names_endpoint),
             shared,
             cache: llm
                 .cache
@@ -213,61 +202,5 @@ impl LlmSetup {
             reader_by: None,
             roster: Roster::new(llm.max_cost, llm.max_tokens),
         }
-    }
-}
-
-/// The transport the batch flags and the pool choose; a pool cannot be combined with
-/// `--batch` or `--batch-dir`, nor `--batch-dir` name a file.
-fn transport_setting(
-    batch: &BatchFlags,
-    pool: Option<PoolConfig>,
-) -> anyhow::Result<TransportSetting> {
-    let window = batch_window(batch)?;
-    if pool.is_some() && (batch.batch || batch.batch_dir.is_some()) {
-        return Err(config_err(
-            "--batch or --batch-dir and an endpoint pool cannot be combined",
-        ));
-    }
-    if let Some(dir) = &batch.batch_dir {
-        if dir.exists() && !dir.is_dir() {
-            return Err(config_err(format!(
-                "--batch-dir {} names a file, not a folder: give the folder where the batch files go",
-                dir.display()
-            )));
-        }
-        return Ok(TransportSetting::Files {
-            dir: dir.clone(),
-            max_lines: batch.batch_dir_max_lines,
-            max_bytes: batch.batch_max_mb * 1024 * 1024,
-            window,
-        });
-    }
-    if batch.batch {
-        return Ok(TransportSetting::BatchApi {
-            options: BatchOptions {
-                max_requests_per_file: batch.batch_max_requests,
-                max_bytes_per_file: batch.batch_max_mb * 1024 * 1024,
-                poll_initial: Duration::from_millis(batch.batch_poll_ms),
-                window,
-                ..BatchOptions::default()
-            },
-            price_factor: batch.batch_price_factor,
-        });
-    }
-    Ok(match pool {
-        Some(p) => TransportSetting::Pool(p),
-        None => TransportSetting::Online,
-    })
-}
-
-/// `--batch-window` (its range held by its parser) only where rounds are (`--batch`, `--batch-dir`);
-/// [`cb_llm::BATCH_WINDOW`] when not given.
-fn batch_window(batch: &BatchFlags) -> anyhow::Result<usize> {
-    match batch.batch_window {
-        None => Ok(cb_llm::BATCH_WINDOW),
-        Some(_) if !batch.batch && batch.batch_dir.is_none() => Err(config_err(
-            "--batch-window sets the items a batch round takes: give it with --batch or --batch-dir",
-        )),
-        Some(n) => Ok(n),
     }
 }

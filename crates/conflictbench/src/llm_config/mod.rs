@@ -1,7 +1,8 @@
 //! The run's LLM configuration, resolved once from its flags (as ripgrep goes from its
-//! low-level arguments to its high-level ones): [`LlmSetup`] holds the backend, the settings
-//! every layer shares (limits, retries, budget, cache, structured output), the default model
-//! with its transport (online, an endpoint pool, the Batch API, batch files) and the reader.
+//! low-level arguments to its high-level ones): [`LlmSetup`] holds the run's [`Mode`] (its
+//! backend, or a dry run of it), the settings every layer shares (limits, retries, budget,
+//! cache, structured output), the default model with its transport (`transport`: online, an
+//! endpoint pool, the Batch API, or a [`BatchFolder`]) and the reader.
 //! Every command takes its LLM layers from here: `build` a writer per recipe and its reader
 //! (every layer of the run comes from one roster, [`LlmSetup::roster`]: one budget, one cache
 //! writer, one limiter and one pool a model; each recipe's routes: [`LlmSetup::routes`]),
@@ -9,37 +10,22 @@
 //! ([`endpoint::reader_config`], [`endpoint::api_key`]).
 
 mod endpoint;
+mod endpoint_checks;
 mod flags;
-mod preflight;
+mod mode;
 mod routes;
 mod rules;
+mod transport;
 
-pub use endpoint::{audit_reader, endpoint_config};
+pub use endpoint::{audit_reader, check_endpoint, endpoint_config};
+pub use mode::Mode;
+pub use transport::BatchFolder;
 
-use crate::llm_args::Backend;
-use cb_llm::{BatchOptions, Limits, LlmConfig, NamedBy, PoolConfig, Roster, Structured};
+use transport::TransportSetting;
+
+use cb_llm::{Limits, LlmConfig, NamedBy, Roster, Structured};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-
-/// How the calls of a model that miss the cache travel, as the flags chose it.
-#[derive(Debug, Clone)]
-pub enum TransportSetting {
-    Online,
-    /// `--endpoint` / `--endpoints FILE`.
-    Pool(PoolConfig),
-    /// `--batch`, at `price_factor` of the online price.
-    BatchApi {
-        options: BatchOptions,
-        price_factor: f64,
-    },
-    /// `--batch-dir DIR` (made absolute when the folder is made).
-    Files {
-        dir: PathBuf,
-        max_lines: usize,
-        max_bytes: usize,
-        window: usize,
-    },
-}
 
 /// One model as the run's settings name it, before a layer is made of it.
 #[derive(Debug, Clone)]
@@ -95,8 +81,8 @@ enum ReaderSetting {
 /// The LLM configuration of one command, resolved from its flags.
 #[derive(Debug)]
 pub struct LlmSetup {
-    backend: Backend,
-    dry_run: bool,
+    /// Who answers, and whether the run only counts: decided once from the flags.
+    mode: Mode,
     /// What every layer of the run shares: limits, retries, timeouts, budget, structured
     /// output (an offline configuration until a model is put in).
     shared: LlmConfig,
@@ -124,30 +110,38 @@ impl LlmSetup {
         &self.roster
     }
 
-    pub fn backend(&self) -> Backend {
-        self.backend
+    /// Who answers, and whether the run only counts (`--dry-run`).
+    pub fn mode(&self) -> Mode {
+        self.mode
     }
 
-    /// `--dry-run`: count, call nothing, write nothing.
-    pub fn dry_run(&self) -> bool {
-        self.dry_run
-    }
-
-    /// The calls go through the Batch API (`--batch`): prices are the batch prices.
     pub fn cache(&self) -> &Path {
         &self.cache
     }
 
+    /// The calls go through the Batch API (`--batch`): prices are the batch prices.
     pub fn batch_api(&self) -> bool {
         matches!(self.default.transport, TransportSetting::BatchApi { .. })
     }
 
-    /// `--batch-dir`: the folder of batch files, as given.
-    pub fn batch_dir(&self) -> Option<&Path> {
-        match &self.default.transport {
-            TransportSetting::Files { dir, .. } => Some(dir),
-            _ => None,
+    /// `--batch-dir`: the folder where the requests wait.
+    pub fn batch_folder(&self) -> Option<&BatchFolder> {
+        self.default.transport.folder()
+    }
+
+    /// The locks of a build writing to `out`, each folder made as it is locked: none for a
+    /// dry run (it writes nothing); `out`, the batch folder (unless it is `out`) and the
+    /// cache (unless a replay, which only reads it).
+    pub fn lock_build(&self, out: &Path) -> anyhow::Result<Vec<crate::folder_lock::Held>> {
+        if self.mode.dry_run() {
+            return Ok(Vec::new());
         }
+        let cache = self.mode.writes_cache().then_some(self.cache.as_path());
+        let folder = || match self.batch_folder() {
+            Some(f) => f.lock(out),
+            None => Ok(None),
+        };
+        crate::folder_lock::for_build(out, folder, cache)
     }
 
     /// The names of the named models.

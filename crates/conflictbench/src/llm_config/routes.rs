@@ -1,13 +1,12 @@
 //! Building routes: each model's configuration in this run (price, backend, key, cache,
 //! limits, transport) and each recipe's routing table, every layer from the run's roster.
 
-use super::endpoint::{api_key, reader_config};
+use super::endpoint::{api_key, check_endpoint, reader_config};
 use super::{LlmSetup, ModelSpec, ReaderSetting, TransportSetting};
 use crate::config_error::config_err;
-use crate::llm_args::Backend;
 use anyhow::Context;
 use cb_engine::{Recipe, Routes};
-use cb_llm::{pricing, BackendKind, FilesOptions, Limits, Llm, LlmConfig, Price, Role, Transport};
+use cb_llm::{pricing, BackendKind, Limits, Llm, LlmConfig, Price, Role, Transport};
 use std::collections::BTreeMap;
 
 impl LlmSetup {
@@ -20,22 +19,20 @@ impl LlmSetup {
         what: &str,
     ) -> anyhow::Result<LlmConfig> {
         let mut c = self.shared.clone();
-        if self.backend == Backend::Offline {
-            apply_transport(&mut c, &self.default.transport)?;
+        if self.mode.backend() == BackendKind::Offline {
+            self.default.transport.apply(&mut c)?;
             return Ok(c);
         }
         let spec = &self.default;
         // A pool stands in for `--base-url` (its first endpoint names the run); batch files
         // name no server unless told: their answers are recorded as from `batch-files`.
-        let transport_url = match &spec.transport {
-            TransportSetting::Pool(p) => p.endpoints.first().map(|e| e.base_url.clone()),
-            TransportSetting::Files { .. } => Some(cb_llm::batch_files::ENDPOINT.to_owned()),
-            _ => None,
-        };
-        let given = spec.base_url.clone().or(transport_url);
-        let (base_url, model) = match (self.backend, &given, &spec.model) {
+        let given = spec
+            .base_url
+            .clone()
+            .or_else(|| spec.transport.stand_in_endpoint());
+        let (base_url, model) = match (self.mode.replays(), &given, &spec.model) {
             (_, Some(u), Some(m)) => (u.clone(), m.clone()),
-            (Backend::Replay, u, m) => {
+            (true, u, m) => {
                 let prev = previous();
                 let u = u.clone().or_else(|| prev.as_ref().map(|p| p.0.clone()));
                 let m = m.clone().or_else(|| prev.as_ref().map(|p| p.1.clone()));
@@ -66,13 +63,7 @@ impl LlmSetup {
     ) -> anyhow::Result<LlmConfig> {
         let mut c = self.shared.clone();
         c.price = price_of(spec.price, &model).unwrap_or_default();
-        c.backend = if self.dry_run {
-            BackendKind::DryRun
-        } else if self.backend == Backend::Replay {
-            BackendKind::Replay
-        } else {
-            BackendKind::Openai
-        };
+        c.backend = self.mode.model_backend();
         c.base_url = base_url;
         c.model = model;
         c.api_key = api_key();
@@ -84,7 +75,7 @@ impl LlmSetup {
         if let Some(s) = spec.structured {
             c.structured = s;
         }
-        apply_transport(&mut c, &spec.transport)?;
+        spec.transport.apply(&mut c)?;
         Ok(c)
     }
 
@@ -229,11 +220,12 @@ impl LlmSetup {
         }
         // With batch files the reader's requests go into the files too (its model in their
         // lines): it sends nothing, and with no base URL named its answers are recorded as
-        // from `batch-files`, as the writer's are.
-        let files = matches!(config.transport, Transport::BatchFiles(_));
-        let sends = !self.dry_run && config.backend != BackendKind::Replay && !files;
-        if !(files && base_url == cb_llm::batch_files::ENDPOINT) {
-            crate::preflight::check_endpoint("--reader-base-url", &base_url, sends)?;
+        // from `batch-files`, as the writer's are: no URL to check.
+        let transport = &self.default.transport;
+        let sends = self.mode.sends() && transport.sends();
+        if transport.sends() || transport.stand_in_endpoint().as_deref() != Some(base_url.as_str())
+        {
+            check_endpoint("--reader-base-url", &base_url, sends)?;
         }
         let mut c = reader_config(config.clone(), base_url, model);
         c.cache_path = Some(self.cache.clone());
@@ -247,11 +239,7 @@ impl LlmSetup {
             c.price.output_per_million *= price_factor;
         }
         Limits::of(&self.shared).apply(&mut c);
-        if self.dry_run {
-            c.backend = BackendKind::DryRun;
-        } else if config.backend == BackendKind::Replay {
-            c.backend = BackendKind::Replay;
-        }
+        c.backend = self.mode.model_backend();
         Ok(Some((Role::Reader, self.roster.layer(&Role::Reader, c)?)))
     }
 }
@@ -265,61 +253,4 @@ pub(super) fn price_of(given: (Option<f64>, Option<f64>), model: &str) -> Option
         input_per_million: given.0.or(builtin.map(|b| b.input_per_million))?,
         output_per_million: given.1.or(builtin.map(|b| b.output_per_million))?,
     })
-}
-
-/// Puts the transport into a configuration: a pool (not for the offline backend, which
-/// sends nothing) sums its endpoints' concurrency; the Batch API prices calls at its factor;
-/// batch files need their folder, made here.
-fn apply_transport(c: &mut LlmConfig, transport: &TransportSetting) -> anyhow::Result<()> {
-    let batch_backend = matches!(c.backend, BackendKind::Openai | BackendKind::DryRun);
-    match transport {
-        TransportSetting::Online => {}
-        TransportSetting::Pool(pool) => {
-            if c.backend != BackendKind::Offline {
-                c.concurrency = Limits::of_pool(pool).concurrency;
-                c.transport = Transport::Pool(pool.clone());
-            }
-        }
-        TransportSetting::Files { .. } if !batch_backend => {
-            return Err(config_err(
-                "--batch-dir needs the openai backend (--model names the model the files ask for)",
-            ))
-        }
-        TransportSetting::Files {
-            dir,
-            max_lines,
-            max_bytes,
-            window,
-        } => {
-            // Absolute: the journal names the files by their folder. A dry run writes
-            // nothing, so it does not make the folder either.
-            let made = if c.backend == BackendKind::DryRun {
-                std::path::absolute(dir)
-            } else {
-                std::fs::create_dir_all(dir).and_then(|()| dir.canonicalize())
-            };
-            let dir =
-                made.map_err(|e| config_err(format!("--batch-dir {}: {e}", dir.display())))?;
-            c.transport = Transport::BatchFiles(FilesOptions {
-                max_requests_per_file: *max_lines,
-                max_bytes_per_file: *max_bytes,
-                window: *window,
-                ..FilesOptions::new(dir)
-            });
-        }
-        TransportSetting::BatchApi { .. } if !batch_backend => {
-            return Err(config_err(
-                "--batch needs the openai backend (--base-url and --model)",
-            ))
-        }
-        TransportSetting::BatchApi {
-            options,
-            price_factor,
-        } => {
-            c.price.input_per_million *= price_factor;
-            c.price.output_per_million *= price_factor;
-            c.transport = Transport::BatchApi(options.clone());
-        }
-    }
-    Ok(())
 }

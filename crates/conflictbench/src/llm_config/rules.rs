@@ -4,8 +4,8 @@
 use super::routes::price_of;
 use super::{LlmSetup, ReaderSetting};
 use crate::config_error::config_err;
-use crate::llm_args::Backend;
 use cb_engine::Recipe;
+use cb_llm::BackendKind;
 
 impl LlmSetup {
     /// Checks the selected recipes against the flags and the named models in one pass,
@@ -68,7 +68,7 @@ impl LlmSetup {
                     step.name()
                 )));
             }
-            if self.backend == Backend::Offline {
+            if self.mode.backend() == BackendKind::Offline {
                 return Err(config_err(format!(
                     "{at}: model `{name}` would be dropped: this build runs offline (no --base-url); give --base-url (or --backend openai) to build with models, or remove the named model"
                 )));
@@ -94,7 +94,7 @@ impl LlmSetup {
         let Some(max) = self.shared.max_cost_usd else {
             return Ok(());
         };
-        if self.backend == Backend::Replay {
+        if self.mode.replays() {
             return Ok(());
         }
         let unpriced = |model: &str, by: &str, how: &str| {
@@ -103,7 +103,7 @@ impl LlmSetup {
             ))
         };
         let writer = self.default.model.as_deref();
-        if let (Some(m), false) = (writer, self.backend == Backend::Offline) {
+        if let (Some(m), false) = (writer, self.mode.backend() == BackendKind::Offline) {
             if price_of(self.default.price, m).is_none() {
                 return Err(unpriced(m, "--model", "--price-input and --price-output"));
             }

@@ -1,10 +1,9 @@
-//! Checks of `build` arguments that clap's types cannot express: every one fails with exit
-//! code 2 before any record is read and before any output is touched.
+//! The values numeric flags take, for every command: clap value parsers that hold a number
+//! to its stated range ([`whole`], [`real`]), and the ranges of the flags that are not an LLM
+//! layer's ([`range`]). A value outside is refused with exit code 2, naming the flag and the
+//! range, before the command runs.
 
-use cb_engine::Recipe;
 use cb_model::Range;
-use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
 
 /// The ranges of the flags whose numbers are not an LLM layer's (those are
 /// [`cb_llm::ranges`]): every numeric flag of every command is held to one of the two sets.
@@ -60,34 +59,6 @@ pub fn real32(
     range: Range,
 ) -> impl Fn(&str) -> Result<f32, String> + Clone + Send + Sync + 'static {
     move |s: &str| range.parse(s).map(|v| v as f32)
-}
-
-/// Parses the `--input SOURCE=PATH` overrides and checks that each names a source (primary
-/// or joined) of the selected recipes.
-pub fn inputs(specs: &[String], recipes: &[&Recipe]) -> anyhow::Result<BTreeMap<String, PathBuf>> {
-    let known: BTreeSet<&str> = recipes
-        .iter()
-        .flat_map(|r| {
-            std::iter::once(r.source.name.as_str())
-                .chain(r.join.iter().map(|j| j.source.name.as_str()))
-        })
-        .collect();
-    let mut out = BTreeMap::new();
-    for spec in specs {
-        let (k, v) = spec.split_once('=').ok_or_else(|| {
-            crate::config_error::config_err(format!("--input {spec}: expected SOURCE=PATH"))
-        })?;
-        if !known.contains(k) {
-            let names: Vec<String> = recipes.iter().map(|r| r.name()).collect();
-            return Err(crate::config_error::config_err(format!(
-                "--input {spec}: no source `{k}` in the selected recipes ({}); their sources: {}",
-                names.join(", "),
-                known.iter().copied().collect::<Vec<_>>().join(", ")
-            )));
-        }
-        out.insert(k.to_owned(), PathBuf::from(v));
-    }
-    Ok(out)
 }
 
 #[cfg(test)]

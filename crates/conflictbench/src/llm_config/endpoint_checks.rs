@@ -1,22 +1,22 @@
-//! The preflight: every endpoint the run will call (the writer's, a pool's, the readers',
-//! the named models') checked before any work.
+//! Every endpoint the run will call (the writer's, a pool's, the readers', the named
+//! models') checked before any work ([`LlmSetup::check_endpoints`]).
 
-use super::{LlmSetup, ModelSpec, ReaderSetting, TransportSetting};
-use crate::llm_args::Backend;
+use super::endpoint::check_endpoint;
+use super::{LlmSetup, ModelSpec, ReaderSetting};
 use cb_engine::Recipe;
+use cb_llm::BackendKind;
 
 impl LlmSetup {
     /// Checks every endpoint of the run before any work (`--base-url`, a pool's): a base URL
     /// that cannot be parsed, or a public host with no API key, is a configuration error.
-    pub fn preflight(&self, recipes: &[&Recipe]) -> anyhow::Result<()> {
-        self.preflight_readers(recipes)?;
-        if self.backend == Backend::Offline {
+    pub fn check_endpoints(&self, recipes: &[&Recipe]) -> anyhow::Result<()> {
+        self.check_readers(recipes)?;
+        if self.mode.backend() == BackendKind::Offline {
             return Ok(());
         }
-        let sends_nothing = matches!(self.default.transport, TransportSetting::Files { .. });
-        let calls = self.backend == Backend::Openai && !self.dry_run && !sends_nothing;
+        let calls = self.mode.sends() && self.default.transport.sends();
         for url in self.default.endpoints() {
-            crate::preflight::check_endpoint("--base-url", url, calls)?;
+            check_endpoint("--base-url", url, calls)?;
         }
         self.named
             .values()
@@ -26,20 +26,15 @@ impl LlmSetup {
     /// The endpoints of the build's readers (`--reader-base-url`, `--reader NAME`, the
     /// recipes' panels), checked whatever the writer's backend: an offline build's readers
     /// call their models too.
-    fn preflight_readers(&self, recipes: &[&Recipe]) -> anyhow::Result<()> {
+    fn check_readers(&self, recipes: &[&Recipe]) -> anyhow::Result<()> {
         // A model whose calls go into batch files sends nothing: it needs no key.
-        let calls = |transport: &TransportSetting| {
-            !self.dry_run
-                && self.backend != Backend::Replay
-                && !matches!(transport, TransportSetting::Files { .. })
-        };
+        let calls = |spec: &ModelSpec| self.mode.sends() && spec.transport.sends();
         let mut names: Vec<String> = match &self.reader {
             ReaderSetting::Nobody => return Ok(()),
             ReaderSetting::Named {
                 base_url: Some(u), ..
             } => {
-                let sends = calls(&self.default.transport);
-                crate::preflight::check_endpoint("--reader-base-url", u, sends)?;
+                check_endpoint("--reader-base-url", u, calls(&self.default))?;
                 Vec::new()
             }
             ReaderSetting::Model(n) => vec![n.clone()],
@@ -53,7 +48,7 @@ impl LlmSetup {
         );
         for name in names {
             if let Some(spec) = self.named.get(&name) {
-                check_model(spec, calls(&spec.transport))?;
+                check_model(spec, calls(spec))?;
             }
         }
         Ok(())
@@ -63,7 +58,7 @@ impl LlmSetup {
 /// Checks every endpoint of a named model (`calls`: whether this run sends it requests).
 fn check_model(spec: &ModelSpec, calls: bool) -> anyhow::Result<()> {
     for url in spec.endpoints() {
-        crate::preflight::check_endpoint(&spec.named_by.base_url, url, calls)?;
+        check_endpoint(&spec.named_by.base_url, url, calls)?;
     }
     Ok(())
 }

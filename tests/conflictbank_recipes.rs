@@ -136,6 +136,37 @@ fn an_init_folder_builds_the_conflictbank_recipes_offline_with_their_invariants(
         assert!(o.status.success(), "{}", text(&o));
         let lines = read_jsonl(&ex.join("popqa/misinformation.json"));
         assert_eq!(lines.len(), pop.len());
+        // `audit` checks every invariant of the rows: none fails on the build...
+        let bench = out.join("conflictbank");
+        let o = conflictbench(
+            &mine,
+            &["audit", bench.to_str().unwrap(), "--fail-on", "error"],
+        );
+        assert!(o.status.success(), "{}", text(&o));
+        assert!(
+            text(&o).contains("cb_conflict_names_true_object"),
+            "{}",
+            text(&o)
+        );
+        // ...and a planted true object in a conflicting evidence fails it.
+        let bad = d.path().join(format!("bad{k}"));
+        std::fs::create_dir_all(&bad).unwrap();
+        let mut first = pop[0].clone();
+        let object = first["fact"]["object"].as_str().unwrap().to_owned();
+        first["conflicts"][2]["text"] = format!("It was never {object}.").into();
+        std::fs::write(bad.join("conflictbank.jsonl"), format!("{first}\n")).unwrap();
+        let o = conflictbench(
+            &mine,
+            &["audit", bad.to_str().unwrap(), "--fail-on", "error"],
+        );
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+        assert!(
+            text(&o)
+                .lines()
+                .any(|l| l.starts_with("cb_conflict_names_true_object") && l.contains(" 1/1 ")),
+            "{}",
+            text(&o)
+        );
     }
 }
 

@@ -159,7 +159,7 @@ impl RowsSpec {
         }
         for (at, e) in rows.exprs() {
             rows.env.compile_expression(e).map_err(|err| {
-                format!("[output.row] column {at} = `{e}` does not compile: {err:#}")
+                format!("[output.row] column {at} = `{e}` does not compile: {err}")
             })?;
         }
         Ok(rows)

@@ -49,7 +49,7 @@ pub fn build(spec: &StepSpec, _: &Files) -> Result<Box<dyn Step>, StepError> {
     let mut env = cb_step::template::environment();
     env.add_template_owned(NAME, template).map_err(|e| {
         StepError::Config(format!(
-            "step {}: `template` does not compile: {e:#}",
+            "step {}: `template` does not compile: {e}",
             spec.name()
         ))
     })?;

@@ -25,12 +25,18 @@ pub mod write;
 use crate::prelude::*;
 use serde_json::Value;
 
-/// A field-name parameter the step needs; its absence is a configuration error naming it.
+/// A parameter the step needs; its absence is a configuration error naming it and saying
+/// what it is (a field name, unless the key says a template).
 pub(crate) fn required(spec: &StepSpec, key: &str) -> Result<String, StepError> {
+    let what = if key.contains("template") {
+        "a minijinja template over the item's fields"
+    } else {
+        "the name of an item field"
+    };
     match spec.str(key) {
         Some(v) if !v.trim().is_empty() => Ok(v),
         _ => Err(StepError::Config(format!(
-            "step {}: `{key}` is required (the name of an item field)",
+            "step {}: `{key}` is required ({what})",
             spec.name()
         ))),
     }

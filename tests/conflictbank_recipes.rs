@@ -6,6 +6,8 @@
 //! refusals by reason.
 
 mod common;
+#[path = "common/view.rs"]
+mod view_common;
 
 use cb_mock::{responder, ChatRequest, MockServer, Reply};
 use cb_model::conflictbank::CbRow;
@@ -300,6 +302,24 @@ async fn a_model_build_writes_its_rows_and_counts_each_reader_refusal_by_reason(
         );
     }
     assert_eq!(m["offline"], false);
+    // The viewer's rating sample draws the rows kept and those refused alike, and shows each
+    // with its correct and conflicting evidences.
+    let v = view_common::start_viewer(&[out_s, "--sample", "100"]);
+    let ids = view_common::sample_ids(v.port);
+    assert_eq!(ids.len(), 6, "{ids:?}");
+    let (_, page) = view_common::get(v.port, "/rate");
+    assert!(
+        page.contains("3 rows the reader refused and 3 rows it let stand"),
+        "{page}"
+    );
+    for k in 0..ids.len() {
+        let (status, page) = view_common::get(v.port, &format!("/rate?rater=probe&item={k}&distinguishable=yes"));
+        assert_eq!(status, 200, "{page}");
+        assert!(
+            page.contains("correct evidence") && page.contains("conflicting evidences"),
+            "{page}"
+        );
+    }
     assert!(m["reader"]["questions"]
         .as_array()
         .unwrap()

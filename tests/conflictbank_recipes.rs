@@ -288,7 +288,7 @@ async fn a_model_build_writes_its_rows_and_counts_each_reader_refusal_by_reason(
             .map(|c| c["check"].as_str().unwrap())
             .collect();
         for c in [
-            "misinformation_evidence",
+            "leads_misinformation_evidence",
             "conflict_temporal_evidence",
             "plausible_semantic_evidence",
             "control",
@@ -302,6 +302,16 @@ async fn a_model_build_writes_its_rows_and_counts_each_reader_refusal_by_reason(
         );
     }
     assert_eq!(m["offline"], false);
+    // The card measures both quality axes from the families of checks the recipe names.
+    let card = std::fs::read_to_string(dir.join("README.md")).unwrap();
+    assert!(
+        card.contains("misleading: the reader's `leads_*` check passed by `m` 11 of 12"),
+        "{card}"
+    );
+    assert!(
+        card.contains("plausible: the reader's `plausible_*` check passed by `m` 15 of 18; 1 rows refused `reader_implausible`"),
+        "{card}"
+    );
     // The viewer's rating sample draws the rows kept and those refused alike, and shows each
     // with its correct and conflicting evidences.
     let v = view_common::start_viewer(&[out_s, "--sample", "100"]);
@@ -313,7 +323,10 @@ async fn a_model_build_writes_its_rows_and_counts_each_reader_refusal_by_reason(
         "{page}"
     );
     for k in 0..ids.len() {
-        let (status, page) = view_common::get(v.port, &format!("/rate?rater=probe&item={k}&distinguishable=yes"));
+        let (status, page) = view_common::get(
+            v.port,
+            &format!("/rate?rater=probe&item={k}&distinguishable=yes"),
+        );
         assert_eq!(status, 200, "{page}");
         assert!(
             page.contains("correct evidence") && page.contains("conflicting evidences"),

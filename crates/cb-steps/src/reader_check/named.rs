@@ -12,8 +12,9 @@
 //! lead to the letter of `control_expect` (the correct evidence to the true object), asked of
 //! every row as in the other modes.
 //!
-//! Check names: each context's field name, `conflict_FIELD`, `plausible_FIELD`, and
-//! `control`.
+//! Check names: `leads_FIELD` (each context), `conflict_FIELD`, `plausible_FIELD`, and
+//! `control`; the quality axes count the `leads_` and `plausible_` families
+//! (`cb_model::axes::Axis::family`).
 
 use super::{judged, Control, Planned, ReaderCheck};
 use crate::prelude::*;
@@ -157,7 +158,7 @@ impl ReaderCheck {
             let context = item.require(field)?;
             let expected = letter_of(expect)?;
             checks.push(Planned::new(
-                field.clone(),
+                format!("leads_{field}"),
                 context,
                 expected,
                 Some("reader_disagrees"),
@@ -200,10 +201,10 @@ impl ReaderCheck {
             format!("asked whether the {f} contradicts the correct evidence,")
         } else if let Some(f) = check.strip_prefix("plausible_") {
             format!("asked whether a careful reader could accept the {f} as written,")
-        } else if check == "control" {
-            "with the control's context".to_owned()
+        } else if let Some(f) = check.strip_prefix("leads_") {
+            format!("with the {f} alone")
         } else {
-            format!("with the {check} alone")
+            "with the control's context".to_owned()
         }
     }
 }

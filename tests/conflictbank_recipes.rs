@@ -11,7 +11,7 @@ mod view_common;
 
 use cb_mock::{responder, ChatRequest, MockServer, Reply};
 use cb_model::conflictbank::CbRow;
-use cb_model::text::contains_phrase;
+use cb_model::text::{contains_phrase, names};
 use common::{read_json, read_jsonl, repo, text};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -45,7 +45,7 @@ fn checked_rows(dir: &Path) -> Vec<serde_json::Value> {
         );
         for c in &row.conflicts {
             assert!(
-                !contains_phrase(&c.evidence.text, &row.fact.object)
+                !names(&c.evidence.text, &row.fact.object)
                     || contains_phrase(&row.fact.subject, &row.fact.object),
                 "{}: {:?} names the true object {}",
                 row.id,

@@ -130,7 +130,7 @@ pub const CHECKS: &[CheckInfo] = &[
     check!("tg_target_present", "text_generation", Warning, "The target text is not empty."),
     check!("cb_row_shape", "conflictbank", Error, "The row's shape (`CbRow::problems`): misinformation, temporal and semantic conflicts in that order, no empty text, `true_label`, `replaced_label` and `uncertain_label` three different letters A-D, the true option the fact's object and the replaced option the replaced object, four different options, a replaced object other than the object."),
     check!("cb_option_is_true_object", "conflictbank", Error, "No option but the true one is the true object in another form (equal once normalised, or holding it or held by it as whole words)."),
-    check!("cb_conflict_names_true_object", "conflictbank", Error, "No conflicting evidence names the true object (whole words, normalised; the subject's own name set aside)."),
+    check!("cb_conflict_names_true_object", "conflictbank", Error, "No conflicting evidence names the true object (whole words, normalised; a code of at most three capitals such as \"US\" only in its capitals; the subject's own name set aside)."),
     check!("cb_conflict_names_replaced", "conflictbank", Warning, "Every conflicting evidence names the replaced object (whole words, normalised)."),
     check!("cb_correct_names_object", "conflictbank", Warning, "The correct evidence names the fact's object (whole words, normalised)."),
     check!("cb_cause_details", "conflictbank", Error, "The temporal conflict has its `time` and its text states it; the semantic conflict has its `description`."),

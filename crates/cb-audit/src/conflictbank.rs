@@ -47,7 +47,7 @@ pub fn check(r: &CbRow) -> Vec<Outcome> {
     // The subject's own name may hold the object ("Paris Hilton", "Paris"): set it aside.
     let names_object = |text: &str| {
         let rest = cb_model::text::replace_words(text, &r.fact.subject, " ").0;
-        contains_phrase(&rest, object)
+        cb_model::text::names(&rest, object)
     };
     let named: Vec<&str> = r
         .conflicts

@@ -102,7 +102,7 @@ impl Rules {
         for m in &self.mention {
             rest = text::replace_words(&rest, m, " ").0;
         }
-        if let Some(a) = self.avoid.iter().find(|a| text::contains_phrase(&rest, a)) {
+        if let Some(a) = self.avoid.iter().find(|a| text::names(&rest, a)) {
             return Err(format!(
                 "names_avoided: it names \"{a}\", which this text must not name"
             ));
@@ -215,5 +215,12 @@ mod tests {
             code("Paris Hilton, born in Lyon, grew up near the City of Light."),
             "names_avoided"
         );
+        // A short code is named only in its capitals.
+        let r = Rules {
+            avoid: vec!["IN".into()],
+            ..rules()
+        };
+        assert!(r.check("Paris Hilton was born in Lyon.").is_ok());
+        assert!(r.check("Paris Hilton was born in Lyon, IN.").is_err());
     }
 }

@@ -2,7 +2,7 @@
 //! parameters the recipe gives, so that a recipe can put together a construction the papers'
 //! steps do not make (ConflictBank's misinformation, temporal and semantic conflicts) without
 //! a change to the engine. Each declares the fields it reads and writes from its parameters
-//! ([`fields_of`]), so the recipe's chain check holds for them as for the papers' steps.
+//! (`fields_of`), so the recipe's chain check holds for them as for the papers' steps.
 //!
 //! - `draw_from_pool` ([`draw`]): another value of a field, drawn seeded from a pool of the
 //!   build's items that share a group field (another object of the same relation), never the
@@ -11,7 +11,7 @@
 //! - `pick_value` ([`draw`]): one of a list of values, drawn seeded (a style, a year).
 //! - `compose` ([`compose`]): a field written by a minijinja template over the item's fields
 //!   (a claim, a question), no model.
-//! - `write_text` ([`write`]): a text written by the model from a prompt file into a named
+//! - `write_text` ([`mod@write`]): a text written by the model from a prompt file into a named
 //!   field, with the checks the recipe names (fields it must mention, fields it must not),
 //!   and an offline rule-based template.
 //! - `make_options` ([`options`]): multiple-choice options from named fields in a seeded

@@ -9,22 +9,39 @@ SPEC, one or more (our rows are read first, so released rows can leave out our q
                                    against the negative answer) or RECALL `qa_a.jsonl` / `qa_na.jsonl` (the
                                    edited context; QA-A judged against the edited answer, QA-NA against the
                                    original answer, which its non-answer edits must leave standing). RECALL
-                                   rows are grouped as DOMAIN/qa_a and DOMAIN/qa_na. N: a seeded sample of N.
+                                   rows are grouped as DOMAIN/qa_a and DOMAIN/qa_na. ConflictBank-style rows
+                                   (`conflictbank.jsonl`, `CbRow`: `fact`, `conflicts`, `qa`) give one item per
+                                   conflicting evidence, judged against the replaced object (the "wrong answer"
+                                   it pushes toward) with the row's four-option question, grouped as
+                                   DOMAIN/<cause>; the key keeps each item's cause and style. N: a seeded sample
+                                   of N items.
   released:DOMAIN:FILE.json:N      N rows of a released KRE file (cose.json, ecare.json) drawn past its first
                                    150 (those are the shared sample), leaving out a question one of our rows asks.
+  anchor:FILE.json[:N][:EXCL.json,...]
+                                   MQuAKE-CF's own model-written conflicting paragraphs (`fact_new_uns` of
+                                   `requested_rewrite`, in the MQuAKE-CF file that carries them), the anchor of
+                                   the ConflictBank-style items: one rewrite from each of N cases drawn seeded
+                                   (N: a number, or `same` (the default) for as many as the ConflictBank-style
+                                   items), leaving out the cases (`case_id`) of every EXCL MQuAKE file (the
+                                   shared sample, the build's own records). Each item shows the rewrite's
+                                   question, four options as a ConflictBank row has them (the true object, the
+                                   new object, "Uncertain" and one other object of the relation from the file),
+                                   the new object as the answer and the paragraph as the context; origin and
+                                   domain `anchor`, cause `anchor` in key.json.
   rows:ORIGIN:DOMAIN:FILE.jsonl    any other rows, one object a line with question, options (list), answer
                                    (the option's text the context is judged against) and context.
 
 `make` writes OUT_DIR/sheet.md (both scales), sheet-misleading.md and sheet-plausible.md (the same items
 with one scale each, for raters who judge one scale only), ratings-template.json (what a rater fills in)
-and key.json (where each item came from; raters never see it). An item shows only the question, the
+and key.json (where each item came from, with cause and style where an item has them; raters never see it). An item shows only the question, the
 options, the answer the context is judged against and the context, in a seeded order.
 
 A ratings file maps each item id to {"misleading": "not|somewhat|highly", "plausible":
 "implausible|somewhat|plausible"}; a file may leave one scale out entirely (a rater of one scale), and a
 bare string is read as the misleading label (the sheets of issue 43). `score` prints, per scale, the
 majority counts per origin and domain (a majority is more than half the votes), Fleiss' kappa over all
-items and per origin, how often all raters agree, and the rows that have both majorities; it writes
+items and per origin, how often all raters agree, and the rows that have both majorities; where the sheet
+has ConflictBank-style or anchor items, also the majority counts per origin and cause; it writes
 OUT_DIR/scores.csv with every item's votes and majorities."""
 import csv, hashlib, json, os, random, string, sys
 
@@ -72,11 +89,44 @@ def _need(row, keys, where):
         sys.exit(f"{where}: missing {', '.join(missing)}: neither a KRE clean row nor a RECALL qa_a/qa_na row")
 
 
+UNCERTAIN = "Uncertain"
+
+
+def cb_items(domain, n, r, where):
+    """The items of one ConflictBank-style row (`CbRow`): one per conflicting evidence, judged against the
+    replaced object, with the row's question and four options."""
+    _need(r, ["id", "fact", "replaced_object", "conflicts", "qa"], where)
+    qa = r["qa"]
+    if not isinstance(qa, dict) or any(k not in qa for k in ("question", "options", "replaced_label")):
+        sys.exit(f"{where}: `qa` needs question, options and replaced_label")
+    letters = string.ascii_uppercase[:len(qa["options"])]
+    if qa["replaced_label"] not in letters:
+        sys.exit(f"{where}: replaced_label {qa['replaced_label']!r} is not one of the options' letters")
+    replaced = qa["options"][letters.index(qa["replaced_label"])]
+    reader = r.get("reader") if isinstance(r.get("reader"), dict) else None
+    for c in r["conflicts"]:
+        if not isinstance(c, dict) or any(k not in c for k in ("cause", "text")):
+            sys.exit(f"{where}: every conflict needs a cause and a text")
+        it = dict(domain=f"{domain}/{c['cause']}", source="ours", id=f"{r['id']}/{c['cause']}",
+                  question=qa["question"], options=qa["options"], answer=replaced, context=c["text"],
+                  cause=c["cause"], style=c.get("style"))
+        if reader is not None:
+            it["reader"] = reader
+        yield it
+
+
+def is_cb_row(r):
+    return isinstance(r, dict) and "conflicts" in r and "qa" in r and "fact" in r
+
+
 def load_ours(domain, path):
-    """Our built rows: a KRE clean JSONL row, or a RECALL qa_a / qa_na row."""
+    """Our built rows: a KRE clean JSONL row, a RECALL qa_a / qa_na row, or a ConflictBank-style row
+    (one item per conflicting evidence)."""
     for n, r in _read_jsonl(path):
         where = f"{path}:{n}"
-        if "task" in r and "edited_context" in r:
+        if is_cb_row(r):
+            yield from cb_items(domain, n, r, where)
+        elif "task" in r and "edited_context" in r:
             _need(r, ["id", "question", "options", "answer", "edited_answer", "task"], where)
             if r["task"] not in ("qa_a", "qa_na"):
                 sys.exit(f"{where}: task {r['task']!r} is neither qa_a nor qa_na")
@@ -101,6 +151,53 @@ def load_released(domain, path, n, rng, skip_questions):
                    options=r["choices"], answer=r["negative_answer"], context=r["negative_context"])
 
 
+def _case_ids(path):
+    cases = json.load(open(path, encoding="utf-8"))
+    if not isinstance(cases, list):
+        sys.exit(f"{path}: not a JSON array of MQuAKE cases")
+    return {str(c.get("case_id")) for c in cases if isinstance(c, dict)}
+
+
+def load_anchor(path, n, exclude, rng):
+    """N anchor items: MQuAKE-CF's own model-written conflicting paragraphs (`fact_new_uns`), one rewrite from
+    each of N cases drawn seeded, none from a case of the EXCLUDE files."""
+    cases = json.load(open(path, encoding="utf-8"))
+    if not isinstance(cases, list):
+        sys.exit(f"{path}: not a JSON array of MQuAKE cases")
+    skip = set()
+    for f in exclude:
+        skip |= _case_ids(f)
+    # The objects of each relation in the file: the fourth option's pool, as a ConflictBank row draws it.
+    pool = {}
+    for c in cases:
+        for rw in c.get("requested_rewrite", []):
+            for t in ("target_true", "target_new"):
+                s = rw[t]["str"]
+                if s not in pool.setdefault(rw["relation_id"], []):
+                    pool[rw["relation_id"]].append(s)
+    cand = []
+    for c in cases:
+        if str(c.get("case_id")) in skip:
+            continue
+        rws = [rw for rw in c.get("requested_rewrite", []) if (rw.get("fact_new_uns") or "").strip()]
+        if rws:
+            cand.append((c, rws))
+    if n > len(cand):
+        sys.exit(f"{path}: asked for {n} anchor items, only {len(cand)} cases with `fact_new_uns` are left")
+    for c, rws in sorted(rng.sample(cand, n), key=lambda x: cases.index(x[0])):
+        rw = rws[rng.randrange(len(rws))]
+        true, new = rw["target_true"]["str"], rw["target_new"]["str"]
+        others = [o for o in pool.get(rw["relation_id"], []) if o not in (true, new)]
+        if not others:
+            others = sorted({o for v in pool.values() for o in v} - {true, new})
+        options = [true, new, UNCERTAIN, rng.choice(others)]
+        rng.shuffle(options)
+        k = c["requested_rewrite"].index(rw)
+        yield dict(domain="anchor", source="anchor", id=f"mquake-cf/{c['case_id']}/{k}",
+                   question=rw["question"], options=options, answer=new, context=rw["fact_new_uns"],
+                   cause="anchor", style=None)
+
+
 def load_rows(origin, domain, path):
     for n, r in _read_jsonl(path):
         missing = [k for k in ("question", "options", "answer", "context") if k not in r]
@@ -115,8 +212,9 @@ def collect(seed, specs):
     parsed = []
     for s in specs:
         kind, *rest = s.split(":")
-        if kind not in ("ours", "released", "rows") or len(rest) < 2:
-            sys.exit(f"bad spec {s!r}: ours:DOMAIN:FILE[:N], released:DOMAIN:FILE:N or rows:ORIGIN:DOMAIN:FILE")
+        if kind not in ("ours", "released", "rows", "anchor") or len(rest) < (1 if kind == "anchor" else 2):
+            sys.exit(f"bad spec {s!r}: ours:DOMAIN:FILE[:N], released:DOMAIN:FILE:N, rows:ORIGIN:DOMAIN:FILE"
+                     " or anchor:FILE.json[:N][:EXCL.json,...]")
         parsed.append((kind, rest, s))
     items = []
     for kind, rest, s in parsed:
@@ -135,6 +233,19 @@ def collect(seed, specs):
             if len(rest) != 3:
                 sys.exit(f"bad spec {s!r}: released:DOMAIN:FILE.json:N")
             items += list(load_released(rest[0], rest[1], int(rest[2]), rng, ours_questions))
+    for kind, rest, s in parsed:
+        if kind == "anchor":
+            if len(rest) > 3:
+                sys.exit(f"bad spec {s!r}: anchor:FILE.json[:N][:EXCL.json,...]")
+            n = rest[1] if len(rest) > 1 and rest[1] else "same"
+            if n == "same":
+                n = sum(1 for it in items if it.get("cause") and it["source"] != "anchor")
+                if not n:
+                    sys.exit(f"{s}: `same` needs ConflictBank-style rows on the sheet (an ours: spec of conflictbank.jsonl)")
+            elif not n.isdigit():
+                sys.exit(f"bad spec {s!r}: N is a number or `same`")
+            excl = [f for f in rest[2].split(",") if f] if len(rest) > 2 else []
+            items += list(load_anchor(rest[0], int(n), excl, rng))
     rng.shuffle(items)
     return items
 
@@ -160,7 +271,8 @@ def make(out, seed, specs):
     write_sheet(os.path.join(out, "sheet.md"), numbered, list(SCALES))
     for s in SCALES:
         write_sheet(os.path.join(out, f"sheet-{s}.md"), numbered, [s])
-    key = {iid: {x: it[x] for x in ("domain", "source", "id", "answer")} for iid, it in numbered}
+    key = {iid: {x: it[x] for x in ("domain", "source", "id", "answer", "cause", "style", "reader") if x in it}
+           for iid, it in numbered}
     json.dump(key, open(os.path.join(out, "key.json"), "w", encoding="utf-8"), indent=1, ensure_ascii=False)
     template = {iid: {s: "" for s in SCALES} for iid, _ in numbered}
     json.dump(template, open(os.path.join(out, "ratings-template.json"), "w"), indent=1)
@@ -267,6 +379,20 @@ def score(out, files):
             n = sum(c.values())
             print(f"| {src} | {dom} | {n} | {c[target]}/{n} ({100 * c[target] / n:.0f} %) | "
                   + " | ".join(str(c[l]) for l in levels if l != target) + f" | {c['none']} |")
+        causes = {}
+        for i, k in key.items():
+            if k.get("cause"):
+                g = causes.setdefault((k["source"], k["cause"]), {l: 0 for l in levels + ["none"]})
+                g[r["majority"][i]] += 1
+        if causes:
+            print(f"\nper origin and cause (every domain together):\n")
+            print(f"| origin | cause | items | majority {target} | "
+                  + " | ".join(f"majority {l}" for l in levels if l != target) + " | no majority |")
+            print("|---|---|---:|---|" + "---:|" * (len(levels)))
+            for (src, cause), c in sorted(causes.items()):
+                n = sum(c.values())
+                print(f"| {src} | {cause} | {n} | {c[target]}/{n} ({100 * c[target] / n:.0f} %) | "
+                      + " | ".join(str(c[l]) for l in levels if l != target) + f" | {c['none']} |")
         print(f"\nFleiss' kappa ({s}): " + "; ".join(f"{src} {k:.3f}" for src, k in r["kappa"].items()))
         n = len(key)
         print("All raters agree on " + "; ".join(
@@ -281,12 +407,24 @@ def score(out, files):
             g[0] += res["misleading"]["majority"][i] == "highly" and res["plausible"]["majority"][i] == "plausible"
         for (src, dom), (hit, n) in sorted(both.items()):
             print(f"- {src} {dom}: {hit}/{n} ({100 * hit / n:.0f} %)")
+        by_cause = {}
+        for i, k in key.items():
+            if k.get("cause"):
+                g = by_cause.setdefault((k["source"], k["cause"]), [0, 0])
+                g[1] += 1
+                g[0] += res["misleading"]["majority"][i] == "highly" and res["plausible"]["majority"][i] == "plausible"
+        for (src, cause), (hit, n) in sorted(by_cause.items()):
+            print(f"- {src}, cause {cause} (every domain): {hit}/{n} ({100 * hit / n:.0f} %)")
     with open(os.path.join(out, "scores.csv"), "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
-        w.writerow(["item", "source", "domain", "id"] + [f"{s}_{x}" for s in res for x in ("votes", "majority")])
+        # ConflictBank-style and anchor items add their cause and style as the last two columns.
+        extra = ["cause", "style"] if any(k.get("cause") for k in key.values()) else []
+        w.writerow(["item", "source", "domain", "id"] + [f"{s}_{x}" for s in res for x in ("votes", "majority")]
+                   + extra)
         for i, k in key.items():
             w.writerow([i, k["source"], k["domain"], k["id"]]
-                       + [x for s in res for x in (" ".join(res[s]["votes"][i]), res[s]["majority"][i])])
+                       + [x for s in res for x in (" ".join(res[s]["votes"][i]), res[s]["majority"][i])]
+                       + [k.get(x) or "" for x in extra])
     print(f"\nper item: {out}/scores.csv")
 
 

@@ -8,10 +8,12 @@
 //!   cb-steps no cb-engine at all.
 //! - Only cb-llm and cb-mock depend on an HTTP or OpenAI client or server crate.
 //! - Only the CLI depends on clap, indicatif or tracing-subscriber.
-//! - Inside each crate, the modules, the root (lib.rs or main.rs) among them, do not import
-//!   each other in a circle (read from the `use` and `crate::` paths of the sources and the
-//!   root's `mod` declarations, tests left out): the root declares and re-exports, and a module
-//!   that names something the root defines itself makes a circle with it.
+//! - Inside each crate, the modules do not import each other in a circle, at any depth (read
+//!   from the `use`, `crate::`, `super::` and `self::` paths of the sources, and the root's
+//!   `mod` declarations, tests left out): no children of one module name each other's items
+//!   in a circle, directly or through their siblings. The root (lib.rs or main.rs) declares
+//!   and re-exports, so a module that names something the root defines itself makes a circle
+//!   with it; below the root, a child naming its parent's own items is nesting, not a circle.
 //! - Every library crate's root holds only module declarations, re-exports and docs.
 //! - No function runs over 80 lines; no source file over 600 lines of code (comments, blank
 //!   lines and tests aside; cb-eval's `compare.rs` 800).
@@ -304,28 +306,42 @@ fn code_of(text: &str) -> String {
 }
 
 /// The crate paths a piece of code names: `crate::a::b` and `use crate::{a::{b, c}, d}`
-/// expanded, each as its segments after `crate`; `super::` paths are resolved against
-/// `module`.
-fn named_paths(code: &str, module: &[String]) -> Vec<Vec<String>> {
+/// expanded, each as its segments after `crate`; `super::` and `self::` paths, and those that
+/// start at one of `module`'s `children` (`run::Built`), are resolved against `module`.
+fn named_paths(code: &str, module: &[String], children: &BTreeSet<String>) -> Vec<Vec<String>> {
     let mut out = Vec::new();
     let bytes: Vec<char> = code.chars().collect();
-    let text: String = bytes.iter().collect();
+    let starts = |k: usize, word: &str| {
+        let w: Vec<char> = word.chars().collect();
+        bytes[k..].starts_with(&w) && bytes[k + w.len()..].starts_with(&[':', ':'])
+    };
     let mut i = 0;
     while i < bytes.len() {
-        let rest: String = bytes[i..bytes.len().min(i + 7)].iter().collect();
-        let boundary = i == 0 || !(bytes[i - 1].is_alphanumeric() || bytes[i - 1] == '_');
-        let (prefix, skip): (Vec<String>, usize) = if boundary && rest.starts_with("crate::") {
+        let boundary = i == 0
+            || !(bytes[i - 1].is_alphanumeric() || bytes[i - 1] == '_' || bytes[i - 1] == ':');
+        let word: String = bytes[i..]
+            .iter()
+            .take_while(|c| c.is_alphanumeric() || **c == '_')
+            .collect();
+        let (prefix, skip): (Vec<String>, usize) = if !boundary || word.is_empty() {
+            i += 1;
+            continue;
+        } else if starts(i, "crate") {
             (Vec::new(), 7)
-        } else if boundary && rest.starts_with("super::") {
+        } else if starts(i, "super") {
             let mut base = module.to_vec();
             let mut k = i;
-            while text[k..].starts_with("super::") {
+            while starts(k, "super") {
                 base.pop();
                 k += 7;
             }
             (base, k - i)
+        } else if starts(i, "self") {
+            (module.to_vec(), 6)
+        } else if children.contains(&word) && starts(i, &word) {
+            (module.to_vec(), 0)
         } else {
-            i += 1;
+            i += word.len();
             continue;
         };
         let (tree, used) = path_tree(&bytes[i + skip..]);
@@ -342,22 +358,42 @@ fn named_paths(code: &str, module: &[String]) -> Vec<Vec<String>> {
 /// Reads a path tree (`a::b`, `a::{b, c::d}`, `{a, b}`) from the start of `s`: the
 /// expanded paths and the characters read.
 fn path_tree(s: &[char]) -> (Vec<Vec<String>>, usize) {
-    let mut i = 0;
-    let mut segs = Vec::new();
-    loop {
+    let (tree, used) = use_tree(s);
+    (tree.into_iter().map(|(p, _)| p).collect(), used)
+}
+
+/// A path of a `use` tree and the name it is renamed to (`a::{b as c}`), if any.
+type Aliased = (Vec<String>, Option<String>);
+
+/// [`path_tree`], each path with its new name, if any.
+fn use_tree(s: &[char]) -> (Vec<Aliased>, usize) {
+    let skip_space = |mut i: usize| {
         while i < s.len() && s[i].is_whitespace() {
             i += 1;
         }
+        i
+    };
+    let ident = |mut i: usize| {
+        let start = i;
+        while i < s.len() && (s[i].is_alphanumeric() || s[i] == '_') {
+            i += 1;
+        }
+        (s[start..i].iter().collect::<String>(), i)
+    };
+    let mut i = 0;
+    let mut segs = Vec::new();
+    loop {
+        i = skip_space(i);
         if i < s.len() && s[i] == '{' {
             i += 1;
             let mut all = Vec::new();
             loop {
-                let (sub, used) = path_tree(&s[i..]);
+                let (sub, used) = use_tree(&s[i..]);
                 i += used;
-                for p in sub {
+                for (p, alias) in sub {
                     let mut full = segs.clone();
                     full.extend(p);
-                    all.push(full);
+                    all.push((full, alias));
                 }
                 while i < s.len() && (s[i].is_whitespace() || s[i] == ',') {
                     i += 1;
@@ -365,60 +401,31 @@ fn path_tree(s: &[char]) -> (Vec<Vec<String>>, usize) {
                 if i >= s.len() || s[i] == '}' {
                     return (all, i + 1);
                 }
+                if used == 0 {
+                    // A glob or other token no path starts with.
+                    i += 1;
+                }
             }
         }
-        let start = i;
-        while i < s.len() && (s[i].is_alphanumeric() || s[i] == '_') {
-            i += 1;
+        let (seg, end) = ident(i);
+        if seg.is_empty() {
+            return (vec![(segs, None)], i);
         }
-        if i == start {
-            return (vec![segs], i);
-        }
-        segs.push(s[start..i].iter().collect());
+        segs.push(seg);
+        i = end;
         if s[i..].starts_with(&[':', ':']) {
             i += 2;
-        } else {
-            return (vec![segs], i);
-        }
-    }
-}
-
-/// Names the crate root re-exports from a module (`pub use a::b::{C, D};` -> C, D => a::b;
-/// `pub use a::E as F;` -> F => a), and from another crate (`pub use other::G;` -> G => the
-/// empty path: defined outside this crate, so naming it is no edge).
-fn root_reexports(
-    root_code: &str,
-    modules: &BTreeSet<Vec<String>>,
-) -> BTreeMap<String, Vec<String>> {
-    let mut map = BTreeMap::new();
-    for stmt in root_code.split(';') {
-        let Some(pos) = stmt.find("pub use ") else {
             continue;
-        };
-        let chars: Vec<char> = stmt[pos + 8..].chars().collect();
-        let (paths, used) = path_tree(&chars);
-        let alias = chars[used.min(chars.len())..]
-            .iter()
-            .collect::<String>()
-            .trim()
-            .strip_prefix("as ")
-            .map(|a| a.trim().to_string());
-        for path in paths {
-            let Some(name) = path.last() else { continue };
-            let foreign = path.len() > 1
-                && !["crate", "self", "super"].contains(&path[0].as_str())
-                && !modules.contains(&path[..1].to_vec());
-            let target = if foreign {
-                Some(Vec::new())
-            } else {
-                longest_module(&path[..path.len() - 1], modules).filter(|m| !m.is_empty())
-            };
-            if let Some(m) = target {
-                map.insert(alias.clone().unwrap_or_else(|| name.clone()), m);
+        }
+        let at = skip_space(i);
+        if at > i && s[at..].starts_with(&['a', 's']) {
+            let (alias, end) = ident(skip_space(at + 2));
+            if at + 2 < s.len() && s[at + 2].is_whitespace() && !alias.is_empty() {
+                return (vec![(segs, Some(alias))], end);
             }
         }
+        return (vec![(segs, None)], i);
     }
-    map
 }
 
 fn longest_module(path: &[String], modules: &BTreeSet<Vec<String>>) -> Option<Vec<String>> {
@@ -426,6 +433,103 @@ fn longest_module(path: &[String], modules: &BTreeSet<Vec<String>>) -> Option<Ve
         .rev()
         .map(|n| path[..n].to_vec())
         .find(|p| modules.contains(p))
+}
+
+/// What the `use` items of a module's own code (its lines at the left margin: not a
+/// function's, not an inline module's) bring into it: each name (its alias where renamed) and
+/// the full path it stands for, as segments after `crate`; `None` for a name from another
+/// crate. Paths start at `crate`, `self`, `super` or a child module of `module`.
+fn imports_of(
+    code: &str,
+    module: &[String],
+    modules: &BTreeSet<Vec<String>>,
+) -> BTreeMap<String, Option<Vec<String>>> {
+    let mut map = BTreeMap::new();
+    let mut offset = 0;
+    for line in code.split_inclusive('\n') {
+        let start = offset;
+        offset += line.len();
+        let mut item = line;
+        if let Some(r) = item.strip_prefix("pub") {
+            item = r.trim_start();
+            if item.starts_with('(') {
+                item = item.split_once(')').map_or("", |(_, r)| r.trim_start());
+            }
+        }
+        let Some(tree) = item.strip_prefix("use ") else {
+            continue;
+        };
+        let from = start + line.len() - tree.len();
+        let end = code[from..].find(';').map_or(code.len(), |e| from + e);
+        let chars: Vec<char> = code[from..end].chars().collect();
+        for (mut path, alias) in use_tree(&chars).0 {
+            if path.last().is_some_and(|s| s == "self") {
+                path.pop();
+            }
+            if let Some(name) = alias.or_else(|| path.last().cloned()) {
+                map.insert(name, absolute(&path, module, modules));
+            }
+        }
+    }
+    map
+}
+
+/// A `use` path of `module` as segments after `crate`, or `None` when it starts in another
+/// crate.
+fn absolute(
+    path: &[String],
+    module: &[String],
+    modules: &BTreeSet<Vec<String>>,
+) -> Option<Vec<String>> {
+    let mut base = module.to_vec();
+    let mut rest = path;
+    match rest.first().map(String::as_str) {
+        Some("crate") => {
+            base.clear();
+            rest = &rest[1..];
+        }
+        Some("self") => rest = &rest[1..],
+        Some("super") => {
+            while rest.first().is_some_and(|s| s == "super") {
+                base.pop();
+                rest = &rest[1..];
+            }
+        }
+        Some(first) => {
+            let mut child = module.to_vec();
+            child.push(first.to_string());
+            if !modules.contains(&child) {
+                return None;
+            }
+        }
+        None => return None,
+    }
+    base.extend(rest.iter().cloned());
+    Some(base)
+}
+
+/// The module a crate path names or defines its item in: the longest module the path runs
+/// through, following a name that module imports (a re-export, or a `use` its children may
+/// name through `super::`) to where it comes from; `None` for a name from another crate.
+fn home_of(
+    path: &[String],
+    modules: &BTreeSet<Vec<String>>,
+    imports: &BTreeMap<Vec<String>, BTreeMap<String, Option<Vec<String>>>>,
+    depth: usize,
+) -> Option<Vec<String>> {
+    let module = longest_module(path, modules).unwrap_or_default();
+    let Some(name) = path.get(module.len()) else {
+        return Some(module);
+    };
+    match imports.get(&module).and_then(|m| m.get(name)) {
+        Some(None) => None,
+        Some(Some(from)) if depth < 8 && from.as_slice() != &path[..=module.len()] => {
+            let mut next = from.clone();
+            next.extend(path[module.len() + 1..].iter().cloned());
+            home_of(&next, modules, imports, depth + 1)
+        }
+        _ => Some(module),
+    }
 }
 
 /// The node of the crate root in the module graph.
@@ -454,12 +558,32 @@ fn declared_modules(root_code: &str) -> Vec<String> {
         .collect()
 }
 
-/// The first circle among the top-level modules of the crate whose sources are in `src`, the
-/// root (lib.rs or main.rs, node `crate`) one of them, if any: an import edge runs from the
-/// module that names a path to the top-level module that path lies in (names the root
-/// re-exports count as their module's; any other name under `crate::` is the root's own), and
-/// from the root to each module it declares.
-fn module_circle(src: &Path) -> Option<Vec<String>> {
+/// Where module `m` stands in the graph of `parent`'s children: `parent`'s own node (the
+/// code of its own file: `crate` for the root), the node of the child whose subtree holds
+/// `m`, or `None` outside `parent`.
+fn node_in(parent: &[String], m: &[String]) -> Option<String> {
+    if !m.starts_with(parent) {
+        return None;
+    }
+    Some(match m.get(parent.len()) {
+        None if parent.is_empty() => ROOT.to_string(),
+        None => parent.join("::"),
+        Some(_) => m[..=parent.len()].join("::"),
+    })
+}
+
+/// Every circle among the modules of the crate whose sources are in `src`, at every depth.
+/// For each module with child modules (the root, node `crate`, first), a graph of its
+/// children: an import edge runs from the child whose subtree names a path to the child where
+/// that path's item lies. A name a module imports counts as the module it comes from (a
+/// re-export, or a `use` its children reach through `super::`); any other name is its own.
+///
+/// The root declares and re-exports only, so its own code is a node too, with an edge to each
+/// module it declares: a module naming something the root defines makes a circle with it.
+/// Below the root a parent's own file is where its children's shared pieces live, and it
+/// calls them: a child naming its parent's items is nesting, not a circle, so only circles
+/// among the children count there. One circle each parent at most, in module order.
+fn module_circles(src: &Path) -> Vec<Vec<String>> {
     let mut files = Vec::new();
     rust_files(src, &mut files);
     let codes: Vec<(Vec<String>, String)> = files
@@ -470,34 +594,55 @@ fn module_circle(src: &Path) -> Option<Vec<String>> {
         })
         .collect();
     let modules: BTreeSet<Vec<String>> = codes.iter().map(|(m, _)| m.clone()).collect();
-    let root_code = codes
+    let children = |parent: &[String]| -> BTreeSet<String> {
+        modules
+            .iter()
+            .filter(|m| m.len() == parent.len() + 1 && m.starts_with(parent))
+            .map(|m| m[parent.len()].clone())
+            .collect()
+    };
+    let imports: BTreeMap<Vec<String>, _> = codes
         .iter()
-        .find(|(m, _)| m.is_empty())
-        .map(|(_, c)| c.as_str())
-        .unwrap_or("");
-    let reexports = root_reexports(root_code, &modules);
-    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    graph
-        .entry(ROOT.to_string())
-        .or_default()
-        .extend(declared_modules(root_code));
+        .map(|(m, c)| (m.clone(), imports_of(c, m, &modules)))
+        .collect();
+    // Every edge between modules, once: (from, to).
+    let mut edges = BTreeSet::new();
     for (module, code) in &codes {
-        let from = module.first().map_or(ROOT, String::as_str);
-        for path in named_paths(code, module) {
-            let target = match longest_module(&path, &modules) {
-                Some(m) if !m.is_empty() => m[0].clone(),
-                _ => match path.first().and_then(|n| reexports.get(n)) {
-                    Some(m) if m.is_empty() => continue,
-                    Some(m) => m[0].clone(),
-                    None => ROOT.to_string(),
-                },
-            };
-            if target != from {
-                graph.entry(from.to_string()).or_default().insert(target);
+        for path in named_paths(code, module, &children(module)) {
+            if let Some(to) = home_of(&path, &modules, &imports, 0) {
+                edges.insert((module.clone(), to));
             }
         }
     }
-    find_cycle(&graph)
+    let parents: BTreeSet<Vec<String>> = modules
+        .iter()
+        .filter_map(|m| m.split_last().map(|(_, p)| p.to_vec()))
+        .collect();
+    let mut circles = Vec::new();
+    for parent in &parents {
+        let own = node_in(parent, parent).expect("a module is in itself");
+        let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        if parent.is_empty() {
+            let declared = children(parent).into_iter();
+            graph.entry(own.clone()).or_default().extend(declared);
+        }
+        for (from, to) in &edges {
+            if let (Some(a), Some(b)) = (node_in(parent, from), node_in(parent, to)) {
+                // Below the root, the parent's own file is no node (see above).
+                let nested = !parent.is_empty() && (a == own || b == own);
+                if a != b && !nested {
+                    graph.entry(a).or_default().insert(b);
+                }
+            }
+        }
+        circles.extend(find_cycle(&graph));
+    }
+    circles
+}
+
+/// The first circle [`module_circles`] finds, if any.
+fn module_circle(src: &Path) -> Option<Vec<String>> {
+    module_circles(src).into_iter().next()
 }
 
 fn find_cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
@@ -621,6 +766,62 @@ fn the_circle_finder_sees_a_circle_through_the_root() {
     )
     .expect("write");
     assert_eq!(module_circle(src), None);
+}
+
+#[test]
+fn the_circle_finder_looks_inside_every_module() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src = dir.path();
+    let write = |file: &str, text: &str| {
+        let path = src.join(file);
+        std::fs::create_dir_all(path.parent().expect("a folder")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    };
+    write("lib.rs", "mod p;\n");
+    write(
+        "p/mod.rs",
+        "mod x;\nmod y;\npub struct Shared;\npub fn go() {\n    x::f();\n}\n",
+    );
+    // Two children that import each other, below the root: build_cmd's run and dry.
+    write(
+        "p/x.rs",
+        "use super::y::g;\nuse super::Shared;\npub fn f() {\n    g();\n}\n",
+    );
+    write("p/y.rs", "use super::x::f;\npub fn g() {}\n");
+    assert_eq!(module_circles(src), [["p::x", "p::y", "p::x"]]);
+    // A child naming its parent's item while the parent calls it: nesting, no circle.
+    write("p/y.rs", "pub fn g() {}\n");
+    assert_eq!(module_circle(src), None);
+    // Both children naming the parent's items, the parent calling both: still nesting.
+    write("p/y.rs", "pub fn g(_: &super::Shared) {}\n");
+    assert_eq!(module_circle(src), None);
+    // A name the parent only imports is its module's: x names y's Thing through the parent.
+    write(
+        "p/mod.rs",
+        "mod x;\nmod y;\nuse y::Thing;\npub struct Shared;\n",
+    );
+    write("p/x.rs", "pub fn f(_: super::Thing) {}\n");
+    write(
+        "p/y.rs",
+        "pub struct Thing;\nfn g() {\n    super::x::f(Thing);\n}\n",
+    );
+    assert_eq!(
+        module_circle(src).expect("a circle"),
+        ["p::x", "p::y", "p::x"]
+    );
+    // Two levels down, by `crate::` paths; a test module's imports still do not count.
+    write("p/mod.rs", "mod q;\n");
+    write("p/q/mod.rs", "mod a;\nmod b;\n");
+    write("p/q/a.rs", "pub fn f() {\n    crate::p::q::b::g();\n}\n");
+    write(
+        "p/q/b.rs",
+        "pub fn g() {}\n#[cfg(test)]\nmod tests {\n    use crate::p::q::a::f;\n}\n",
+    );
+    std::fs::remove_file(src.join("p/x.rs")).expect("rm");
+    std::fs::remove_file(src.join("p/y.rs")).expect("rm");
+    assert_eq!(module_circle(src), None);
+    write("p/q/b.rs", "pub fn g() {\n    crate::p::q::a::f();\n}\n");
+    assert_eq!(module_circles(src), [["p::q::a", "p::q::b", "p::q::a"]]);
 }
 
 /// The functions of a source file longer than `max` lines, from `fn` to its closing brace

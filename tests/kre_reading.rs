@@ -816,3 +816,124 @@ async fn a_reading_recipe_can_pick_the_option_the_rewritten_passage_could_fit() 
         .iter()
         .any(|a| a.contains("Case none") && a.contains("Replacement answer")));
 }
+
+/// MuSiQue records, one per case name, each a two-hop question over two supporting
+/// paragraphs whose answer is "Alice Smith".
+fn write_musique(raw: &Path, cases: &[&str]) {
+    let lines: Vec<String> = cases
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            json!({
+                "id": format!("2hop__{i}"),
+                "question": format!("Case {c}: who founded the town where the Case{i} bridge stands?"),
+                "answer": "Alice Smith",
+                "answer_aliases": [],
+                "answerable": true,
+                "paragraphs": [
+                    {"idx": 0, "title": "Case bridge", "paragraph_text": format!("The Case{i} bridge stands in the town of Millford{i}."), "is_supporting": true},
+                    {"idx": 1, "title": "Millford", "paragraph_text": format!("The town of Millford{i} was founded by Alice Smith in 1820."), "is_supporting": true}
+                ],
+                "question_decomposition": [
+                    {"id": 1, "question": "where does the bridge stand?", "answer": "Millford", "paragraph_support_idx": 0},
+                    {"id": 2, "question": "who founded it?", "answer": "Alice Smith", "paragraph_support_idx": 1}
+                ]
+            })
+            .to_string()
+        })
+        .collect();
+    let dir = raw.join("musique");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("musique_ans_v1.0_dev.jsonl"),
+        lines.join("\n") + "\n",
+    )
+    .unwrap();
+}
+
+/// The MuSiQue template `kre-musique-believable` (issue 48, run 4: rewrites of facts a rater
+/// knows, "Gorbachev" as Russia's first president, were called only "somewhat" plausible):
+/// the believable pick is shown the supporting paragraphs and asked, in its own prompt, to
+/// answer "none" when the correct answer is a fact an educated reader knows by heart; such a
+/// row is refused `no_believable_negative` before any rewrite is asked, and a picked option
+/// becomes the negative answer the rewrite uses. `build kre` alone still builds MuSiQue with
+/// KRE's seeded pick (the alternate is not a default domain).
+#[tokio::test(flavor = "multi_thread")]
+async fn musique_can_refuse_a_question_whose_answer_an_educated_reader_knows() {
+    let raw = tempfile::tempdir().unwrap();
+    write_musique(raw.path(), &["obscure", "famous"]);
+    let recipes = tempfile::tempdir().unwrap();
+    for name in ["kre-musique.toml", "kre-musique-believable.toml"] {
+        std::fs::copy(repo().join("recipes").join(name), recipes.path().join(name)).unwrap();
+    }
+    let mock = MockServer::start(responder(|req| {
+        let all = all_text(req);
+        let case = between(&all, "Case ", ":").unwrap_or("").to_owned();
+        if all.contains("misleading options") {
+            return Reply::content(r#"{"options": ["Bob Jones", "Carol White", "Dan Brown"]}"#);
+        }
+        if all.contains("rewritten to say it in place of the correct answer") {
+            // A model that follows the prompt: the famous case's answer is "known by heart".
+            if case == "famous" && all.contains("a fact an educated reader knows by heart") {
+                return Reply::content(r#"{"option": "none"}"#);
+            }
+            let letter = req
+                .last_user()
+                .lines()
+                .find_map(|l| l.strip_suffix(". Carol White"))
+                .expect("the options are listed with their letters")
+                .to_owned();
+            return Reply::content(format!(r#"{{"option": "{letter}"}}"#));
+        }
+        rewritten(&all)
+    }))
+    .await;
+    let out = tempfile::tempdir().unwrap();
+    let base = mock.base_url();
+    let (r, o) = (raw.path().to_str().unwrap(), out.path().to_str().unwrap());
+    let args = openai_args("musique-believable", &base, r, o);
+    let built = build_with(recipes.path(), &args, &[]).await;
+    assert!(built.status.success(), "{}", text(&built));
+    let dir = out.path().join("kre/musique-believable");
+    assert_counts_add_up(&dir);
+    let rows = read_jsonl(&dir.join("musique-believable.jsonl"));
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert!(rows[0]["question"]
+        .as_str()
+        .unwrap()
+        .starts_with("Case obscure"));
+    assert_eq!(rows[0]["negative_answer"], "Carol White", "{}", rows[0]);
+    assert!(rows[0]["negative_context"]
+        .as_str()
+        .unwrap()
+        .contains("founded by Carol White"));
+    let rejects = read_jsonl(&dir.join("rejects.jsonl"));
+    assert_eq!(rejects.len(), 1, "{rejects:?}");
+    assert_eq!(rejects[0]["stage"], "pick_negative");
+    assert_eq!(rejects[0]["reason"], "no_believable_negative");
+    // The pick saw both supporting paragraphs; no rewrite was asked for the refused row.
+    let asked: Vec<String> = mock
+        .journal()
+        .into_iter()
+        .map(|e| all_text(&ChatRequest::new(e.body)))
+        .collect();
+    let picks: Vec<&String> = asked
+        .iter()
+        .filter(|a| a.contains("rewritten to say it in place of the correct answer"))
+        .collect();
+    assert_eq!(picks.len(), 2);
+    assert!(picks.iter().all(
+        |a| a.contains("bridge stands in the town") && a.contains("was founded by Alice Smith")
+    ));
+    assert!(!asked
+        .iter()
+        .any(|a| a.contains("Case famous") && a.contains("Replacement answer")));
+    // The regeneration recipe is the default MuSiQue domain and asks no pick.
+    let recipes = cb_engine::load_recipes(&cb_engine::Files::Dir(recipes.path().into())).unwrap();
+    let defaults: Vec<&str> = recipes
+        .iter()
+        .filter(|r| r.default)
+        .map(|r| r.domain.as_str())
+        .collect();
+    assert_eq!(defaults, ["musique"]);
+}

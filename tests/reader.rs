@@ -2129,8 +2129,14 @@ fn by_sample(file: &Path) -> BTreeMap<String, Vec<Value>> {
     all
 }
 
-/// RECALL's non-answer edits are asked the plausibility question too (UJ, the stand-in
-/// reader): the editor calls the first sample's word-edited context implausible, and that
+/// The question of fit (`qa_na_question = "fit"`, the bundled RECALL recipes): RECALL's
+/// non-answer-edited contexts are asked whether all their details still fit together, on the
+/// plausibility scale's three levels.
+const FIT: &str = "check whether all its details still fit together";
+
+/// RECALL's non-answer edits are asked the plausibility question too, as a question of fit
+/// (UJ, the stand-in reader; the answer-edited context keeps the shared question): the editor
+/// calls the first sample's word-edited context implausible, and that
 /// sample is refused `reader_implausible`, naming the non-answer-edited context; it calls the
 /// second sample's inserted sentence (built by rule) implausible, and that sample keeps its
 /// QA-A and word rows, each noted `sentence_implausible` with the reader's pick, and loses
@@ -2167,7 +2173,7 @@ async fn an_implausible_non_answer_edit_refuses_the_sample_and_an_implausible_se
     ];
     let server = MockServer::start(responder(move |req: &cb_mock::ChatRequest| {
         let last = req.last_user();
-        if last.contains(PLAUSIBLE) && flagged.iter().any(|f| last.contains(f.as_str())) {
+        if last.contains(FIT) && flagged.iter().any(|f| last.contains(f.as_str())) {
             return Reply::Content(cb_mock::reader_script::judge(last, true).unwrap());
         }
         cb_mock::stand_in::answer(req)
@@ -2208,7 +2214,7 @@ async fn an_implausible_non_answer_edit_refuses_the_sample_and_an_implausible_se
     assert_eq!(refused[0]["id"], word_bad.as_str());
     let detail = refused[0]["detail"].as_str().unwrap();
     assert!(
-        detail.contains("asked whether a careful reader could accept the non-answer-edited context as written, the reader picked")
+        detail.contains("asked whether the details of the non-answer-edited context still fit together, the reader picked")
             && detail.contains("(implausible: a careful reader would reject it at once"),
         "{detail}"
     );
@@ -2225,7 +2231,7 @@ async fn an_implausible_non_answer_edit_refuses_the_sample_and_an_implausible_se
         assert_eq!(notes.len(), 1, "{r}");
         let note = notes[0].as_str().unwrap();
         assert!(
-            note.starts_with("sentence_implausible: asked whether a careful reader could accept the sentence-edited context as written, the reader picked")
+            note.starts_with("sentence_implausible: asked whether the details of the sentence-edited context still fit together, the reader picked")
                 && note.contains("(implausible: a careful reader would reject it at once")
                 && note.contains("the sentence-edited QA-NA row is left out"),
             "{note}"
@@ -2245,4 +2251,18 @@ async fn an_implausible_non_answer_edit_refuses_the_sample_and_an_implausible_se
     assert_eq!(sentence["passed"].as_u64(), Some(asked - 1), "{checks}");
     let card = std::fs::read_to_string(read.join("README.md")).unwrap();
     assert!(card.contains("`plausible_qa_na_sentence`, told:"), "{card}");
+    // The answer-edited context keeps the shared question; the non-answer-edited ones are
+    // asked the question of fit, and not the shared one.
+    let asked = |check: &str| -> String {
+        let q = m["reader"]["questions"].as_array().unwrap();
+        let q = q.iter().find(|q| q["check"] == check).unwrap();
+        q["asked"].as_str().unwrap().to_owned()
+    };
+    assert!(asked("plausible").contains(PLAUSIBLE));
+    assert!(!asked("plausible").contains(FIT));
+    for check in ["plausible_qa_na", "plausible_qa_na_sentence"] {
+        let q = asked(check);
+        assert!(q.contains(FIT) && !q.contains(PLAUSIBLE), "{check}: {q}");
+        assert!(q.contains("a person on the wrong side"), "{check}: {q}");
+    }
 }

@@ -14,7 +14,7 @@
 
 use crate::{AuditError, FileSummary};
 use cb_model::axes::{self, AxisMeasure};
-use cb_model::manifest::{Agreement, CheckTally, ReaderInfo, StageCounts};
+use cb_model::manifest::{Agreement, CheckTally, ReaderInfo, StageCounts, Untrusted};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -74,7 +74,7 @@ impl ReaderFigures {
             controls_unrelated: r.trust.controls_unrelated,
             control_lower_bound: r.trust.lower_bound,
             trusted: r.trust.verified,
-            abstaining: r.trust.abstaining(),
+            abstaining: r.trust.untrusted() == Some(Untrusted::Abstaining),
         }
     }
 }

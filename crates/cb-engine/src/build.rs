@@ -467,11 +467,11 @@ impl Build<'_> {
         }
         // A dry run asked no reader anything: it warns of nothing they said.
         if let Some(r) = manifest.reader.as_ref().filter(|_| self.opts.write) {
-            if let Some(w) = r.warning() {
+            if let (Some(w), Some(why)) = (r.warning(), r.untrusted()) {
                 tracing::warn!(
                     recipe = %self.name,
                     "{w}; the card does not call the rows reader-verified: {}",
-                    r.advice()
+                    why.advice()
                 );
             } else if let Some(n) = r.no_answer_note() {
                 tracing::info!(recipe = %self.name, "{n}");

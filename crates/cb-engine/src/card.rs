@@ -5,7 +5,7 @@
 
 use crate::hub;
 use crate::recipe::Recipe;
-use cb_model::manifest::{ReaderQuestion, ReaderTrust};
+use cb_model::manifest::{ReaderQuestion, ReaderTrust, Untrusted};
 use cb_model::{Manifest, ReaderInfo};
 use minijinja::{context, Environment};
 use serde::Serialize;
@@ -38,8 +38,10 @@ struct ReaderView<'a> {
     backend: &'a str,
     /// `check passed of asked`, comma-separated.
     tallies: String,
-    /// Whether its controls show it reliable (`cb_model::manifest::ReaderTrust`'s rule).
+    /// Whether its controls show it reliable (`cb_model::manifest::ReaderTrust`'s rule), and
+    /// if not, why (with a panel: the panel's reason, [`ReaderInfo::untrusted`]).
     verified: bool,
+    untrusted: Option<Untrusted>,
     /// Control questions answered with an option (the measure's count) and passed.
     asked: u64,
     passed: u64,
@@ -52,12 +54,7 @@ struct ReaderView<'a> {
     unrelated: u64,
     /// The Wilson 95 % lower bound of its control pass rate, to two places (`none`: none asked).
     bound: String,
-    /// Untrusted only because it was asked too few controls to be measured (with a panel:
-    /// every untrusted reader).
-    too_few: bool,
-    /// Untrusted for answering "none of these" to most controls (with a panel: every
-    /// untrusted reader), and why in words.
-    abstaining: bool,
+    /// Why in words (`cb_model::manifest::ReaderTrust::why`).
     why: String,
     /// What the reader was told, word for word (the system part of its question).
     instruction: Option<&'a str>,
@@ -120,7 +117,8 @@ fn reader_view(r: &ReaderInfo) -> ReaderView<'_> {
             })
             .collect::<Vec<_>>()
             .join(", "),
-        verified: r.verified(),
+        verified: r.untrusted().is_none(),
+        untrusted: r.untrusted(),
         asked: r.trust.controls_asked,
         passed: r.trust.controls_passed,
         no_answer: r.trust.controls_no_answer,
@@ -130,8 +128,6 @@ fn reader_view(r: &ReaderInfo) -> ReaderView<'_> {
             .trust
             .lower_bound
             .map_or("none".to_owned(), |l| format!("{l:.2}")),
-        too_few: r.too_few(),
-        abstaining: r.abstaining(),
         why: r.trust.why(),
         instruction: r.instruction.as_deref(),
         questions: &r.questions,
@@ -269,16 +265,14 @@ fn reader_cell(r: &ReaderInfo) -> String {
             .collect::<Vec<_>>()
             .join(", ")
     };
-    let trusted = if r.verified() {
-        ""
-    } else if r.read_nothing() {
-        " (read no row: not reader-verified)"
-    } else if r.too_few() {
-        " (too few controls to measure it: not reader-verified)"
-    } else if r.abstaining() {
-        " (answered \"none of these\" to most controls: not reader-verified)"
-    } else {
-        " (unreliable: not reader-verified)"
+    let trusted = match r.untrusted() {
+        None => "",
+        Some(Untrusted::ReadNothing) => " (read no row: not reader-verified)",
+        Some(Untrusted::TooFew) => " (too few controls to measure it: not reader-verified)",
+        Some(Untrusted::Abstaining) => {
+            " (answered \"none of these\" to most controls: not reader-verified)"
+        }
+        Some(Untrusted::Unreliable) => " (unreliable: not reader-verified)",
     };
     format!("{who}{trusted}")
 }
@@ -371,6 +365,64 @@ mod tests {
         assert!(!none.contains("unreliable") && !verified.contains("none of these"));
         for card in [&unreliable, &too_few, &verified, &none, &abstains] {
             assert!(!card.contains("{{") && !card.contains("{%"));
+        }
+    }
+
+    /// Each reason a reader is not trusted (and trust itself) is decided once, and said in all
+    /// three places from it: the log's warning (the manifest's sentence), its advice, and the
+    /// card, in its notice and in its table's reader cell; no reason shows another's words.
+    #[test]
+    fn each_reason_a_reader_is_untrusted_is_said_in_the_log_the_advice_and_the_card() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../recipes");
+        let recipes = crate::load_recipes(&crate::Files::Dir(dir)).unwrap();
+        let r = &recipes[0];
+        use Untrusted::*;
+        // Per reason: the control tally (passed, asked, none); how the warning goes on after
+        // "the reader rm "; words of the advice; the card's notice after "> **"; the reader
+        // cell's note after "| reader | rm at http://r".
+        #[rustfmt::skip]
+        let cases = [
+            (None, (12, 12, 0), "", "", "Reader-verified** by", ""),
+            (Some(ReadNothing), (0, 0, 0), "read no row (every item was rejected before the reader check)", "see rejects.jsonl for what stopped every item before it", "Not reader-verified: no row reached the reader.**", " (read no row: not reader-verified)"),
+            (Some(TooFew), (3, 3, 0), "was asked only 3 control questions", "build more rows (a larger --limit or --sample)", "Not reader-verified: too few controls.**", " (too few controls to measure it: not reader-verified)"),
+            (Some(Abstaining), (10, 30, 20), "answered \"none of these\" to 20 of its 30 control questions", "the reader abstains rather than reads", "Not reader-verified: a reader that abstains.**", " (answered \"none of these\" to most controls: not reader-verified)"),
+            (Some(Unreliable), (1, 10, 0), "is unreliable: it passed only 1 of 10 control questions", "choose a stronger reader", "Not reader-verified: an unreliable reader.**", " (unreliable: not reader-verified)"),
+        ];
+        let shown = |notice: &str, cell: &str| {
+            let cell = format!("| reader | rm at http://r{cell} |");
+            (format!("> **{notice}"), cell)
+        };
+        for (reason, (passed, asked, none), warning, advice, notice, cell) in cases {
+            let m = with_none(r, passed, asked, none);
+            let reader = m.reader.as_ref().unwrap();
+            assert_eq!(reader.untrusted(), reason);
+            assert_eq!(reader.trust.untrusted(), reason);
+            let said = reader.warning().unwrap_or_default();
+            let expected = reason.map_or(String::new(), |_| format!("the reader rm {warning}"));
+            assert!(said.starts_with(&expected), "{reason:?}: {said}");
+            assert_eq!(said.is_empty(), reason.is_none(), "{reason:?}: {said}");
+            let told = reason.map_or("", Untrusted::advice);
+            assert!(told.contains(advice), "{reason:?}: {told}");
+            let card = render(r, &m);
+            let (notice, cell) = shown(notice, cell);
+            assert!(
+                card.contains(&notice),
+                "{reason:?}: {notice:?} not in\n{card}"
+            );
+            assert!(card.contains(&cell), "{reason:?}: {cell:?} not in\n{card}");
+            for (other, _, _, other_advice, other_notice, other_cell) in cases {
+                let (other_notice, other_cell) = shown(other_notice, other_cell);
+                let other_words = card.contains(&other_notice) || card.contains(&other_cell);
+                assert!(
+                    other == reason || !other_words,
+                    "{reason:?} shows {other:?}"
+                );
+                let advised = !other_advice.is_empty() && told.contains(other_advice);
+                assert!(
+                    other == reason || !advised,
+                    "{reason:?} advises as {other:?}"
+                );
+            }
         }
     }
 

@@ -55,31 +55,20 @@ impl Round for ApiRounds {
         self.opts.quiet
     }
 
+    /// One round of `llm`'s calls: an answer (handed out as it is collected) or an error for
+    /// every key taken (missing keys are retried).
     async fn run(
         &self,
         llm: &Core,
         taken: &RoundCalls,
         spool: &Spool,
     ) -> Result<HashMap<String, LlmError>, LlmError> {
-        llm.api_round(self, taken, spool).await
-    }
-}
-
-impl Core {
-    /// One round: an answer (handed out as it is collected) or an error for every key taken
-    /// (missing keys are retried).
-    async fn api_round(
-        &self,
-        rounds: &ApiRounds,
-        taken: &RoundCalls,
-        spool: &Spool,
-    ) -> Result<HashMap<String, LlmError>, LlmError> {
-        let (inner, opts) = (self, &rounds.opts);
+        let (inner, opts) = (llm, &self.opts);
         let cache = inner
             .cache
             .as_ref()
             .ok_or_else(|| LlmError::Config("--batch needs a cache file".into()))?;
-        let api = BatchApi::new(&rounds.http, &inner.config);
+        let api = BatchApi::new(&self.http, &inner.config);
         let open = answered_meanwhile(cache, taken)?;
         let mut tracked = Vec::new();
         let mut held = HashSet::new();
@@ -103,17 +92,17 @@ impl Core {
         while let Some(chunk) = pending.pop() {
             // A file the budget left cannot pay for whole is cut; the rest is refused at its
             // turn (a budget stop) and waits for a later run.
-            let (head, rest) = chunk.split_at(self.affordable(&chunk, taken));
+            let (head, rest) = chunk.split_at(llm.affordable(&chunk, taken));
             if !rest.is_empty() {
                 pending.push(rest.to_vec());
             }
-            let (record, reservation) = self.submit((cache, &api, spool), head, taken).await?;
+            let (record, reservation) = self.submit(llm, (cache, &api, spool), head, taken).await?;
             reservations.push(reservation);
             tracked.push(record);
         }
         // The batches' answers go to their callers as they are collected; their errors stay.
         let mut errors = self
-            .await_batches((cache, &api), tracked, taken, opts)
+            .await_batches(llm, (cache, &api), tracked, taken)
             .await?;
         drop(reservations);
         for key in open {
@@ -127,19 +116,22 @@ impl Core {
         }
         Ok(errors)
     }
+}
 
+impl ApiRounds {
     /// Uploads one input file (written from the spool), records it with its keys, and
     /// creates its batch; a stopped layer ([`Core::stopped`]: a signal, the budget) does
     /// neither.
-    async fn submit(
+    async fn submit<'a>(
         &self,
+        llm: &'a Core,
         (cache, api, spool): (&Cache, &BatchApi<'_>, &Spool),
         chunk: &[&str],
         taken: &RoundCalls,
-    ) -> Result<(BatchRecord, crate::layer_core::Reservation<'_>), LlmError> {
-        let inner = self;
-        self.go_on()?;
-        let (est_usd, reservation) = self.reserve_file(chunk, taken)?;
+    ) -> Result<(BatchRecord, crate::layer_core::Reservation<'a>), LlmError> {
+        let inner = llm;
+        llm.go_on()?;
+        let (est_usd, reservation) = llm.reserve_file(chunk, taken)?;
         let spooled: Vec<Spooled> = chunk.iter().map(|k| taken[*k].spooled).collect();
         let first = chunk[0];
         let path = spool.dir().join(format!(
@@ -162,7 +154,7 @@ impl Core {
             )
             .await?;
         // Stopped meanwhile: the file is recorded, its batch made by the next run.
-        self.go_on()?;
+        llm.go_on()?;
         let remote = api.create(&file_id).await?;
         cache
             .update_batch(&key, &remote.id, &remote.status, 0, 0)
@@ -179,11 +171,12 @@ impl Core {
     /// callers in `taken`); returns the errors of the requests without one.
     async fn await_batches(
         &self,
+        llm: &Core,
         (cache, api): (&Cache, &BatchApi<'_>),
         tracked: Vec<BatchRecord>,
         taken: &RoundCalls,
-        opts: &BatchOptions,
     ) -> Result<HashMap<String, LlmError>, LlmError> {
+        let opts = &self.opts;
         let mut errors = HashMap::new();
         let mut pending = Vec::new();
         for record in tracked {
@@ -193,7 +186,7 @@ impl Core {
                 None => match api.find_by_input(&record.file_id).await? {
                     Some(b) => b.id,
                     None => {
-                        self.go_on()?;
+                        llm.go_on()?;
                         api.create(&record.file_id).await?.id
                     }
                 },
@@ -203,7 +196,7 @@ impl Core {
         let mut interval = opts.poll_initial;
         loop {
             // A stopped build polls no more; its batches are found again by the next run.
-            self.go_on()?;
+            llm.go_on()?;
             let mut still = Vec::new();
             for (file_id, batch_id) in pending {
                 let remote = api.retrieve(&batch_id).await?;
@@ -217,7 +210,9 @@ impl Core {
                     )
                     .await?;
                 if remote.is_terminal() {
-                    let e = self.collect((cache, api), &file_id, &remote, taken).await?;
+                    let e = self
+                        .collect(llm, (cache, api), &file_id, &remote, taken)
+                        .await?;
                     errors.extend(e);
                 } else {
                     tracing::debug!(batch = %batch_id, status = %remote.status, "batch not done yet");
@@ -237,6 +232,7 @@ impl Core {
     /// callers; returns the errors of its requests without an answer.
     async fn collect(
         &self,
+        llm: &Core,
         (cache, api): (&Cache, &BatchApi<'_>),
         file_id: &str,
         remote: &RemoteBatch,
@@ -250,7 +246,7 @@ impl Core {
         {
             let source = format!("batch {} file {id}", remote.id);
             let input = format!("batch {}", remote.id);
-            self.check_results(
+            llm.check_results(
                 &api.content(id).await?[..],
                 (&source, &input),
                 (&keys, journal_estimate(cache, file_id)),
@@ -272,7 +268,7 @@ impl Core {
                 .unwrap_or_else(|| format!("batch {} ended {}", remote.id, remote.status)),
         });
         let n = checked.answers.len();
-        self.commit_file(cache, file_id, checked.answers, taken)
+        llm.commit_file(cache, file_id, checked.answers, taken)
             .await?;
         tracing::info!(batch = %remote.id, status = %remote.status, answers = n, "batch collected");
         Ok(checked.errors)

@@ -263,10 +263,11 @@ impl Cache {
         Ok(n > 0)
     }
 
-    /// Opens an existing cache file to read only (dry runs): `None` when there is no file.
-    /// Nothing is created, neither the file nor its folder.
+    /// Opens an existing cache file to read only (dry runs): `None` when there is no file, or
+    /// an empty one (the lock of a build that never wrote the cache, an offline build, leaves
+    /// one). Nothing is created, neither the file nor its folder.
     pub fn open_read_only(path: &Path) -> Result<Option<Self>, LlmError> {
-        if !path.is_file() {
+        if !path.metadata().is_ok_and(|m| m.is_file() && m.len() > 0) {
             return Ok(None);
         }
         // A read-only connection to a WAL database leaves `-wal` and `-shm` files behind
@@ -531,6 +532,10 @@ mod tests {
         let missing = dir.path().join("not here/c.sqlite");
         assert!(Cache::open_read_only(&missing).unwrap().is_none());
         assert!(!dir.path().join("not here").exists());
+        // An offline build's lock leaves an empty file: a dry run reads it as no cache.
+        let empty = dir.path().join("empty.sqlite");
+        std::fs::write(&empty, "").unwrap();
+        assert!(Cache::open_read_only(&empty).unwrap().is_none());
         let path = dir.path().join("a dir #1?/c.sqlite");
         let rw = Cache::open(&path).unwrap();
         rw.put_capability("e", "m", "json-object", "probe").unwrap();

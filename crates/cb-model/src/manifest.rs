@@ -152,6 +152,40 @@ impl Agreement {
     }
 }
 
+/// Why a reader's verdicts are not trusted: told apart once, by [`ReaderTrust::untrusted`]
+/// (one reader) and [`ReaderInfo::untrusted`] (a reader or its panel). The log's sentence
+/// ([`ReaderTrust::why`]), the advice ([`Untrusted::advice`]) and the card (its notice and its
+/// table's reader cell) each say every reason by matching on it. Written to the card's
+/// template by its snake-case name (`read_nothing`, `too_few`, ...); never to the manifest,
+/// which keeps the figures it is decided from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Untrusted {
+    /// No row reached the reader: every item was rejected before the reader check.
+    ReadNothing,
+    /// It answered fewer controls than [`ReaderTrust::MIN_CONTROLS`] and passed every one:
+    /// the count is the cause, not the reader (with a panel: every untrusted reader).
+    TooFew,
+    /// It answered "none of these" to more than [`ReaderTrust::MAX_NO_ANSWER_SHARE`] of its
+    /// controls ([`ReaderTrust::abstaining`]; with a panel: every untrusted reader).
+    Abstaining,
+    /// It failed controls, whatever their count (with a panel: the untrusted readers do not
+    /// share one other reason).
+    Unreliable,
+}
+
+impl Untrusted {
+    /// What to do about it, for the log.
+    pub fn advice(self) -> &'static str {
+        match self {
+            Untrusted::ReadNothing => "see rejects.jsonl for what stopped every item before it",
+            Untrusted::TooFew => "build more rows (a larger --limit or --sample) so that the reader is asked enough control questions to be measured (README: the reader check)",
+            Untrusted::Abstaining => "read some of the rows refused reader_control_failed in rejects.jsonl: where their golden context states the answer, the reader abstains rather than reads, so choose one that answers from the passage; where it does not, the source's golden contexts cannot lead to its answers (README: the reader check)",
+            Untrusted::Unreliable => "choose a stronger reader (README: the reader check)",
+        }
+    }
+}
+
 /// How many rows a reader check was asked for, and how many it passed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CheckTally {
@@ -199,17 +233,7 @@ impl ReaderInfo {
 
     /// Whether every reader (one, or each of a panel) is trusted.
     pub fn verified(&self) -> bool {
-        if self.panel.is_empty() {
-            self.trust.verified
-        } else {
-            self.panel.iter().all(|r| r.trust.verified)
-        }
-    }
-
-    /// Whether no row reached the reader (nor any reader of the panel): every item was
-    /// rejected before the reader check.
-    pub fn read_nothing(&self) -> bool {
-        self.trust.controls() == 0 && self.panel.iter().all(|r| r.trust.controls() == 0)
+        self.untrusted().is_none()
     }
 
     /// The readers: this one, or each of its panel.
@@ -221,38 +245,24 @@ impl ReaderInfo {
         }
     }
 
-    /// The readers that are not trusted.
-    fn untrusted(&self) -> Vec<&ReaderInfo> {
-        let mut all = self.readers();
-        all.retain(|r| !r.trust.verified);
-        all
-    }
-
-    /// Whether every reader that is not trusted (one, or each of a panel) was asked too few
-    /// controls to be measured: the cure is more rows, not another reader.
-    pub fn too_few(&self) -> bool {
-        let untrusted = self.untrusted();
-        !untrusted.is_empty() && untrusted.iter().all(|r| r.trust.too_few())
-    }
-
-    /// Whether every reader that is not trusted answered "none of these" to more than half
-    /// of its controls ([`ReaderTrust::abstaining`]).
-    pub fn abstaining(&self) -> bool {
-        let untrusted = self.untrusted();
-        !untrusted.is_empty() && untrusted.iter().all(|r| r.trust.abstaining())
-    }
-
-    /// What to do when the readers' verdicts are not trusted, by the cause.
-    pub fn advice(&self) -> &'static str {
-        if self.read_nothing() {
-            "see rejects.jsonl for what stopped every item before it"
-        } else if self.too_few() {
-            "build more rows (a larger --limit or --sample) so that the reader is asked enough control questions to be measured (README: the reader check)"
-        } else if self.abstaining() {
-            "read some of the rows refused reader_control_failed in rejects.jsonl: where their golden context states the answer, the reader abstains rather than reads, so choose one that answers from the passage; where it does not, the source's golden contexts cannot lead to its answers (README: the reader check)"
-        } else {
-            "choose a stronger reader (README: the reader check)"
-        }
+    /// Why the readers' verdicts are not trusted (`None`: every reader is trusted), decided
+    /// from each reader's own [`ReaderTrust::untrusted`]: with a panel, the reason every
+    /// untrusted reader shares (read nothing: every reader, the trusted ones included, none
+    /// being), else [`Untrusted::Unreliable`].
+    pub fn untrusted(&self) -> Option<Untrusted> {
+        let reasons: Vec<Option<Untrusted>> = self
+            .readers()
+            .into_iter()
+            .map(|r| r.trust.untrusted())
+            .collect();
+        let given: Vec<Untrusted> = reasons.iter().flatten().copied().collect();
+        let first = *given.first()?;
+        let shared = given.iter().all(|u| *u == first);
+        Some(match first {
+            Untrusted::ReadNothing if shared && given.len() == reasons.len() => first,
+            Untrusted::TooFew | Untrusted::Abstaining if shared => first,
+            _ => Untrusted::Unreliable,
+        })
     }
 
     /// With controls that the reader (each of a panel) answered "none of these" and that
@@ -533,15 +543,25 @@ impl ReaderTrust {
         self.controls_no_answer as f64 > Self::MAX_NO_ANSWER_SHARE * read as f64
     }
 
-    /// Whether the reader is untrusted only because it answered too few controls to be
-    /// measured: some, fewer than [`Self::MIN_CONTROLS`], and it passed every one (4 of 4, 7
-    /// of 7). A reader that failed some is unreliable, whatever the count; one that
-    /// answered "none" to most is abstaining.
-    pub fn too_few(&self) -> bool {
-        !self.verified
-            && !self.abstaining()
-            && (1..Self::MIN_CONTROLS).contains(&self.controls_asked)
+    /// Why the reader is not trusted (`None`: it is), the one place the reasons are told
+    /// apart: it read no row; it answered "none of these" to most controls
+    /// ([`Self::abstaining`]); it answered some controls, fewer than [`Self::MIN_CONTROLS`],
+    /// and passed every one (4 of 4, 7 of 7: the count is the cause, not the reader); else it
+    /// failed some, whatever the count.
+    pub fn untrusted(&self) -> Option<Untrusted> {
+        Some(if self.verified {
+            return None;
+        } else if self.controls() == 0 {
+            Untrusted::ReadNothing
+        } else if self.abstaining() {
+            Untrusted::Abstaining
+        } else if (1..Self::MIN_CONTROLS).contains(&self.controls_asked)
             && self.controls_passed == self.controls_asked
+        {
+            Untrusted::TooFew
+        } else {
+            Untrusted::Unreliable
+        })
     }
 
     /// With controls set aside (answered "none of these", failed on a golden context noted
@@ -580,11 +600,10 @@ impl ReaderTrust {
 
     /// Why a reader is or is not trusted, with its figures (follows the reader's name).
     pub fn why(&self) -> String {
-        let (p, n, k, u) = (
+        let (p, n, k) = (
             self.controls_passed,
             self.controls_asked,
             self.controls_no_answer,
-            self.controls_unrelated,
         );
         let bound = self.lower_bound.map_or(String::new(), |l| {
             format!(", Wilson 95 % lower bound {l:.2}")
@@ -592,57 +611,66 @@ impl ReaderTrust {
         let note = self
             .no_answer_note()
             .map_or(String::new(), |n| format!("; {n}"));
-        if self.verified {
-            format!(
+        match self.untrusted() {
+            None => format!(
                 "passed {p} of {n} control questions{bound}: reliable (the rule: {}){note}",
                 Self::rule()
-            )
-        } else if self.controls() == 0 {
-            "read no row (every item was rejected before the reader check), so it was never measured and verified nothing".to_string()
-        } else if self.abstaining() {
-            format!(
+            ),
+            Some(Untrusted::ReadNothing) => "read no row (every item was rejected before the reader check), so it was never measured and verified nothing".to_string(),
+            Some(Untrusted::Abstaining) => format!(
                 "answered \"none of these\" to {k} of its {} control questions (the golden context leading to the golden answer), more than {:.0} %: it may be abstaining rather than reading, so its verdicts are not trusted (of the {n} it answered with an option it passed {p}{bound}; the rule: {})",
                 n + k,
                 Self::MAX_NO_ANSWER_SHARE * 100.0,
                 Self::rule()
-            )
-        } else if self.too_few() {
-            let asked = match (k, u) {
-                (0, 0) => format!("was asked only {n} control questions"),
-                (_, 0) => format!(
-                    "answered only {n} of its {} control questions with an option",
-                    n + k
-                ),
-                _ => format!(
-                    "counted only {n} of its {} control questions, the others set aside",
-                    self.controls()
-                ),
-            };
-            format!(
-                "{asked} (the golden context leading to the golden answer) and passed {p}{bound}: too few to measure a reader (at least {} are needed), so its verdicts are not trusted; this says nothing yet of how it reads (the rule: {}){note}",
+            ),
+            Some(Untrusted::TooFew) => format!(
+                "{} (the golden context leading to the golden answer) and passed {p}{bound}: too few to measure a reader (at least {} are needed), so its verdicts are not trusted; this says nothing yet of how it reads (the rule: {}){note}",
+                self.counted_only(),
                 Self::MIN_CONTROLS,
                 Self::rule()
-            )
-        } else {
-            let few = if n < Self::MIN_CONTROLS {
-                let how = match (k, u) {
-                    (0, 0) => "asked",
-                    (_, 0) => "answered with an option",
-                    _ => "counted",
-                };
-                format!(
-                    ", and only {n} were {how} (at least {} are needed)",
-                    Self::MIN_CONTROLS
-                )
-            } else {
-                String::new()
-            };
-            format!(
-                "is unreliable: it passed only {p} of {n} control questions (the golden context leading to the golden answer){bound}, under {:.2}{few}, so its verdicts are not trusted (the rule: {}){note}",
+            ),
+            Some(Untrusted::Unreliable) => format!(
+                "is unreliable: it passed only {p} of {n} control questions (the golden context leading to the golden answer){bound}, under {:.2}{}, so its verdicts are not trusted (the rule: {}){note}",
                 Self::MIN_PASS_RATE,
+                self.fewer_than_needed(),
                 Self::rule()
-            )
+            ),
         }
+    }
+
+    /// How few controls a reader [too few](Untrusted::TooFew) to measure was counted on: asked,
+    /// answered with an option, or counted with others set aside.
+    fn counted_only(&self) -> String {
+        let (n, k) = (self.controls_asked, self.controls_no_answer);
+        match (k, self.controls_unrelated) {
+            (0, 0) => format!("was asked only {n} control questions"),
+            (_, 0) => format!(
+                "answered only {n} of its {} control questions with an option",
+                n + k
+            ),
+            _ => format!(
+                "counted only {n} of its {} control questions, the others set aside",
+                self.controls()
+            ),
+        }
+    }
+
+    /// Beside an unreliable reader's failures, a count under [`Self::MIN_CONTROLS`] (empty at
+    /// or over it).
+    fn fewer_than_needed(&self) -> String {
+        let n = self.controls_asked;
+        if n >= Self::MIN_CONTROLS {
+            return String::new();
+        }
+        let how = match (self.controls_no_answer, self.controls_unrelated) {
+            (0, 0) => "asked",
+            (_, 0) => "answered with an option",
+            _ => "counted",
+        };
+        format!(
+            ", and only {n} were {how} (at least {} are needed)",
+            Self::MIN_CONTROLS
+        )
     }
 }
 
@@ -757,7 +785,11 @@ mod tests {
             "{w}"
         );
         assert!(w.contains("lower bound 0.00"), "{w}");
-        assert!(!r.too_few(), "twelve controls measure a reader");
+        assert_eq!(
+            r.untrusted(),
+            Some(Untrusted::Unreliable),
+            "twelve controls measure a reader"
+        );
         let none = ReaderInfo::new("openai".into(), "m".into(), "e".into(), BTreeMap::new());
         assert_eq!(
             none.warning().unwrap(),
@@ -782,7 +814,8 @@ mod tests {
             "{w}"
         );
         assert!(!w.contains("unreliable"), "{w}");
-        assert!(few.too_few() && few.trust.too_few());
+        assert_eq!(few.untrusted(), Some(Untrusted::TooFew));
+        assert_eq!(few.trust.untrusted(), Some(Untrusted::TooFew));
         // Five of eight: failures say something already; the count is named beside them.
         let mixed = ReaderInfo::new(
             "openai".into(),
@@ -805,7 +838,7 @@ mod tests {
                 && w.contains(", and only 8 were asked (at least 10 are needed)"),
             "{w}"
         );
-        assert!(!mixed.too_few());
+        assert_eq!(mixed.untrusted(), Some(Untrusted::Unreliable));
         let mut good = BTreeMap::new();
         good.insert(
             "control".to_owned(),
@@ -818,7 +851,8 @@ mod tests {
         );
         let r = ReaderInfo::new("openai".into(), "m".into(), "e".into(), good);
         assert_eq!(r.warning(), None);
-        assert!(!r.too_few() && !none.too_few());
+        assert_eq!(r.untrusted(), None);
+        assert_eq!(none.untrusted(), Some(Untrusted::ReadNothing));
         assert!(r
             .trust
             .why()
@@ -871,7 +905,7 @@ mod tests {
         assert!(!read(10, 12, 0).verified());
         // Nine answered and passed, three "none": too few answered, said as such.
         let few = read(9, 12, 3);
-        assert!(few.too_few() && !few.abstaining());
+        assert_eq!(few.untrusted(), Some(Untrusted::TooFew));
         let w = few.warning().unwrap();
         assert!(
             w.starts_with("the reader m answered only 9 of its 12 control questions with an option (the golden context leading to the golden answer) and passed 9")
@@ -880,7 +914,11 @@ mod tests {
                 && !w.contains("unreliable"),
             "{w}"
         );
-        assert!(few.advice().starts_with("build more rows"));
+        assert!(few
+            .untrusted()
+            .unwrap()
+            .advice()
+            .starts_with("build more rows"));
         // A wrong pick among the answered ones is the reader's: unreliable, the note beside.
         let w = read(7, 12, 3).warning().unwrap();
         assert!(
@@ -902,7 +940,8 @@ mod tests {
             (10, 20)
         );
         assert_eq!(r.trust.lower_bound, Some(0.7225));
-        assert!(!r.verified() && r.trust.abstaining() && r.abstaining() && !r.too_few());
+        assert!(!r.verified() && r.trust.abstaining());
+        assert_eq!(r.untrusted(), Some(Untrusted::Abstaining));
         let w = r.warning().unwrap();
         assert!(
             w.starts_with("the reader m answered \"none of these\" to 20 of its 30 control questions (the golden context leading to the golden answer), more than 50 %: it may be abstaining rather than reading")
@@ -910,15 +949,19 @@ mod tests {
             "{w}"
         );
         assert!(!w.contains("unreliable") && !w.contains("too few"), "{w}");
-        assert!(r.advice().contains("the reader abstains rather than reads"));
+        assert!(r
+            .untrusted()
+            .unwrap()
+            .advice()
+            .contains("the reader abstains rather than reads"));
         // Every control "none": abstaining, not "read no row".
         let all = read(0, 5, 5);
-        assert!(all.abstaining() && !all.read_nothing() && !all.too_few());
+        assert_eq!(all.untrusted(), Some(Untrusted::Abstaining));
         // Its "none" answers say nothing of the data.
         assert_eq!(r.no_answer_note(), None);
         // Exactly half is not more than half: 6 of 12, 6 answered, too few.
         let half = read(6, 12, 6);
-        assert!(!half.abstaining() && half.too_few());
+        assert_eq!(half.untrusted(), Some(Untrusted::TooFew));
     }
 
     /// Issue 48's cose build: 16 controls, the two whose golden explanations support no option
@@ -978,7 +1021,7 @@ mod tests {
             none: 0,
             unrelated: 3,
         });
-        assert!(!only.verified && !only.too_few());
+        assert_eq!(only.untrusted(), Some(Untrusted::Unreliable));
         assert!(!only.why().starts_with("read no row"), "{}", only.why());
         let v = serde_json::to_value(ReaderTrust::of(tally(0, 0))).unwrap();
         assert!(v.get("controls_unrelated").is_none());
@@ -1111,6 +1154,51 @@ mod panel_tests {
         );
         assert_eq!(Agreement::kappa_of(0, 0, 0, 0), None);
         assert_eq!(Agreement::kappa_of(3, 0, 0, 2), Some(1.0));
+    }
+
+    /// A panel of readers with these control tallies (`passed`, `asked`, `none`).
+    fn panel(tallies: &[(u64, u64, u64)]) -> ReaderInfo {
+        let reader = |&(passed, asked, none): &(u64, u64, u64)| {
+            let control = CheckTally {
+                asked,
+                passed,
+                none,
+                unrelated: 0,
+            };
+            let checks = [("control".to_owned(), control)].into();
+            ReaderInfo::new("openai".into(), "m".into(), "e".into(), checks)
+        };
+        let members: Vec<ReaderInfo> = tallies.iter().map(reader).collect();
+        ReaderInfo {
+            panel: members.clone(),
+            ..members[0].clone()
+        }
+    }
+
+    /// A panel's reason is the one its untrusted readers share; read nothing only when no
+    /// reader read a row; readers untrusted for different reasons make it unreliable.
+    #[test]
+    fn a_panel_is_untrusted_for_the_reason_its_untrusted_readers_share() {
+        use Untrusted::*;
+        let (trusted, nothing, few, abstains, fails) =
+            ((12, 12, 0), (0, 0, 0), (3, 3, 0), (5, 30, 25), (1, 12, 0));
+        for (tallies, reason) in [
+            (vec![trusted, trusted], None),
+            (vec![nothing, nothing], Some(ReadNothing)),
+            (vec![trusted, nothing], Some(Unreliable)),
+            (vec![few, few], Some(TooFew)),
+            (vec![trusted, few], Some(TooFew)),
+            (vec![few, fails], Some(Unreliable)),
+            (vec![few, nothing], Some(Unreliable)),
+            (vec![abstains, trusted], Some(Abstaining)),
+            (vec![abstains, few], Some(Unreliable)),
+            (vec![fails, trusted], Some(Unreliable)),
+        ] {
+            let p = panel(&tallies);
+            assert_eq!(p.untrusted(), reason, "{tallies:?}");
+            assert_eq!(p.verified(), reason.is_none(), "{tallies:?}");
+            assert_eq!(p.warning().is_none(), reason.is_none(), "{tallies:?}");
+        }
     }
 
     #[test]

@@ -132,6 +132,11 @@ pub const WRITER_RULES: &[(&str, &str, &[&str])] = &[
         &["bad_json", "bad_choice", "no_believable_negative"],
     ),
     (
+        "kre/believable_negative_known.md",
+        "pick_negative",
+        &["bad_json", "bad_choice", "no_believable_negative"],
+    ),
+    (
         "kre/negative_explanation_choice.md",
         "negative_explanation",
         EXPLANATION,

@@ -40,7 +40,7 @@ pub struct AuditArgs {
     #[arg(long, value_enum, value_name = "SEVERITY")]
     pub fail_on: Option<FailOn>,
     #[command(flatten)]
-    pub reader: crate::audit_reader::AuditReaderArgs,
+    pub reader: crate::audit_reader_checks::AuditReaderArgs,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -94,7 +94,7 @@ fn out(s: &str) {
 
 pub async fn run_audit(args: AuditArgs) -> anyhow::Result<()> {
     let mut report = cb_audit::audit_paths(&args.paths).map_err(input_err)?;
-    let read = crate::audit_reader::read(&args.reader, args.seed, &mut report).await?;
+    let read = crate::audit_reader_checks::read(&args.reader, args.seed, &mut report).await?;
     out(&report.summary());
     if let Some(line) = read {
         out(&line);

@@ -10,7 +10,7 @@
 
 mod assets;
 mod audit_cmd;
-mod audit_reader;
+mod audit_reader_checks;
 mod batch_cmd;
 mod build_cmd;
 mod config_error;

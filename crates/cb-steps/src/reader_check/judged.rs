@@ -11,6 +11,9 @@
 //! sentence-edited one): could a careful reader who does not know the answer accept the
 //! passage as written? Asked of every row read, like the control, so that each row carries
 //! the reader's verdict on the second axis of quality (DESIGN: misleading and plausible).
+//! With `qa_na_question = "fit"` (RECALL), the two non-answer-edited contexts are asked the
+//! plausibility question as a question of fit instead: do all the details still fit
+//! together (a changed date or name beside details that still fit the old one is "somewhat")?
 
 use super::{Mode, Planned};
 use crate::prelude::*;
@@ -25,6 +28,9 @@ pub(super) struct JudgedChecks {
     pub plausible: bool,
     /// Mode "fields" with `contradicts`: the conflict confirmation.
     pub conflict: bool,
+    /// `qa_na_question = "fit"`: RECALL's non-answer-edited contexts are asked
+    /// [`FIT_QUESTION`] instead of [`PLAUSIBLE_QUESTION`].
+    pub qa_na_fit: bool,
 }
 
 /// The judged checks of a recipe's reader check, refused where they cannot run.
@@ -36,6 +42,15 @@ pub(super) fn checks(spec: &StepSpec, mode: Mode) -> Result<JudgedChecks, String
         golden: spec.bool("golden_check", false),
         plausible: spec.bool("plausible_check", false),
         conflict: spec.str("contradicts").is_some(),
+        qa_na_fit: match spec.str("qa_na_question").as_deref() {
+            None | Some("plausible") => false,
+            Some("fit") => true,
+            Some(other) => {
+                return Err(format!(
+                    "unknown `qa_na_question = {other:?}`; known: \"plausible\", \"fit\""
+                ))
+            }
+        },
     };
     if mode == Mode::Fields && (c.kind || c.coherence || c.residual || c.golden) {
         return Err(
@@ -44,6 +59,9 @@ pub(super) fn checks(spec: &StepSpec, mode: Mode) -> Result<JudgedChecks, String
     }
     if c.conflict && mode != Mode::Fields {
         return Err("`contradicts` is a check of mode \"fields\"".into());
+    }
+    if spec.str("qa_na_question").is_some() && (mode != Mode::Recall || !c.plausible) {
+        return Err("`qa_na_question` asks RECALL's non-answer-edited contexts the plausibility question: it needs mode \"recall\" and `plausible_check = true`".into());
     }
     if c.kind && mode == Mode::Kre {
         return Err("`kind_check` is a check of RECALL's answer edits (mode \"recall\")".into());
@@ -199,6 +217,27 @@ const CONFLICT_OPTIONS: [&str; 2] = [
     "no: they agree, or one of them does not answer it",
 ];
 
+/// The plausibility check of RECALL's non-answer-edited `context` (`name`: the word-edited
+/// or the sentence-edited one): with `fit`, asked as a question of fit ([`FIT_QUESTION`]),
+/// else the shared question ([`plausible`]). Blind raters called a changed date or name
+/// beside details that still fit the old one only "somewhat" plausible, where the shared
+/// question had passed it (EventKG 70 %, UJ 60 %: QUALITY.md, issue 48 run 4).
+pub(super) fn plausible_qa_na(
+    name: &'static str,
+    context: &str,
+    reject: Option<&'static str>,
+    fit: bool,
+) -> Planned {
+    let mut p = plausible(name, context, reject);
+    if fit {
+        p.ask = Some((
+            FIT_QUESTION.to_owned(),
+            FIT_OPTIONS.map(str::to_owned).to_vec(),
+        ));
+    }
+    p
+}
+
 /// A judged check: the editor's `question` with `options`, about `context` (none: the
 /// question alone); the first option passes.
 fn judged(
@@ -242,6 +281,21 @@ const PLAUSIBLE_QUESTION: &str = "Set aside whether this passage is true: it may
 const PLAUSIBLE_OPTIONS: [&str; 3] = [
     "plausible: a careful reader who does not know the answer could take it as written",
     "somewhat: it could be a real passage, but something in it is off (a stretched claim, a jump in the reasoning, a detail that does not fit the rest)",
+    "implausible: a careful reader would reject it at once (absurd, self-contradictory, or a common word given a meaning it does not have)",
+];
+
+/// The fit question about RECALL's non-answer-edited passage: its facts are changed on
+/// purpose, so what is judged is whether every detail still fits the others, as far as a
+/// careful reader knows the people, places and things it names, and whether a changed value
+/// is one such a reader knows by heart (blind raters called a Bitcoin cap of 42 million or a
+/// Coulomb constant of 7.42e9 only "somewhat" plausible where the fit question had passed
+/// them: QUALITY.md, issue 48 run 5).
+const FIT_QUESTION: &str = "Set aside whether this passage is true: some of its facts may differ from what you know on purpose, and that alone is no fault. Read it as a careful reader with a general education who does not know its subject well, as a passage of an encyclopedia, a textbook or a news report, and check whether all its details still fit together: each date, name, place and number must suit what the rest of the passage says (the side a person is on, a person's role and lifetime, the period, the place, what the thing described does), and none may be a figure such a reader knows by heart and would see at once as wrong (a famous constant, limit or count, a well-known date, a famous person's nationality or lifetime). Which describes it best?";
+
+/// The options of the fit question, on the raters' three levels: only the first passes.
+const FIT_OPTIONS: [&str; 3] = [
+    "plausible: a careful reader who does not know the subject could take it as written, every detail fitting the rest",
+    "somewhat: it could be a real passage, but a detail does not fit the rest (a date outside the period the others give, a person on the wrong side, in a role or at a time they could not have had, a name or a number that still points to something else) or is a well-known figure given wrongly",
     "implausible: a careful reader would reject it at once (absurd, self-contradictory, or a common word given a meaning it does not have)",
 ];
 

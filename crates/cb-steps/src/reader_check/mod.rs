@@ -40,7 +40,9 @@
 //!   failure refuses nothing, it leaves that context out, so the sample loses its
 //!   sentence-edited QA-NA row alone, and its other rows carry the note
 //!   `sentence_implausible: ...` naming the reader's pick), `control` (the paragraph leads to
-//!   the original answer).
+//!   the original answer). With `qa_na_question = "fit"`, `plausible_qa_na` and
+//!   `plausible_qa_na_sentence` ask instead whether all the context's details still fit
+//!   together (a changed date or name beside details that still fit the old one fails).
 //!
 //! With `none_option = true`, every question asked with a context (KRE: `negative`,
 //! `control`; RECALL: `qa_a`, `qa_na`, `qa_na_sentence`, `control`) shows one more option,
@@ -103,10 +105,11 @@ mod ask;
 mod judged;
 mod named;
 mod plan;
+mod planned;
 
-pub use named::PARAMS as FIELDS_PARAMS;
+pub use named::{fields, PARAMS as FIELDS_PARAMS};
 
-use plan::Planned;
+use planned::Planned;
 
 pub use ask::{
     ask_check, environment, rate, Asker, Check, Env, Question, ReaderSpec, LEVELS, NONE_OPTION,
@@ -207,6 +210,12 @@ pub const PARAMS: &[Param] = &[
         meaning: "Ask, as an editor, whether a careful reader who does not know the answer could accept the generated passage as written (KRE: the negative context; RECALL: the answer-edited and the word-edited contexts, and the sentence-edited one, whose failure leaves only that context out with the note `sentence_implausible` on the sample's other rows): nothing absurd, no common word given a meaning it does not have, nothing such a reader would reject at once; whether it is true is set aside. Else the reject `reader_implausible`. Asked of every row read, so each carries the verdict (`plausible` in its `reader` column). On in the bundled recipes.",
     },
     Param {
+        key: "qa_na_question",
+        ty: ParamType::Text,
+        default: "\"plausible\"",
+        meaning: "RECALL with `plausible_check`: the question the non-answer-edited contexts (word- and sentence-edited) are asked. \"plausible\": the plausibility question of every other passage; \"fit\": whether all their details still fit together (each date, name, place and number suits what the rest says: the side, a person's role and lifetime, the period, the place), on the same three levels, only the first passing. A changed value beside details that still fit the old one passes the first and not the second.",
+    },
+    Param {
         key: "none_option",
         ty: ParamType::Bool,
         default: "false",
@@ -237,34 +246,6 @@ pub const PARAMS: &[Param] = &[
         meaning: "With several readers, which rows stand: \"all\" (every reader lets it stand) or \"majority\" (more than half do).",
     },
 ];
-
-/// The fields the reader check reads, by `mode`; it writes the rows' `reader` column.
-pub fn fields(spec: &StepSpec) -> cb_step::StepFields {
-    if let Some(f) = named::step_fields(spec) {
-        return f;
-    }
-    let reads: &[&'static str] = match spec.str("mode").as_deref() {
-        Some("recall") => &[
-            fields::QUESTION,
-            fields::OPTIONS,
-            fields::ANSWER_OPTION,
-            fields::EDITED_ANSWER,
-            fields::QA_A_CONTEXT,
-            fields::QA_NA_CONTEXT,
-            fields::PARAGRAPH,
-        ],
-        _ => &[
-            fields::QUESTION,
-            fields::CHOICES,
-            fields::ANSWER,
-            fields::CANDIDATE,
-            fields::NEGATIVE_ANSWER,
-            fields::NEGATIVE_CONTEXT,
-            fields::GOLDEN_CONTEXT,
-        ],
-    };
-    cb_step::StepFields::new(reads, &[fields::READER])
-}
 
 /// The step table's constructor.
 pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepError> {
@@ -806,6 +787,19 @@ mod instruction {
         let e =
             err("kind = \"reader_check\"\nmode = \"recall\"\njudge_prompt = \"reader/judge.md\"");
         assert!(e.contains("`judge_prompt` needs"), "{e}");
+        // The fit question is RECALL's, and a variant of the plausibility question.
+        let e = err("kind = \"reader_check\"\nplausible_check = true\nqa_na_question = \"fit\"");
+        assert!(e.contains("`qa_na_question` asks RECALL's"), "{e}");
+        let e = err("kind = \"reader_check\"\nmode = \"recall\"\nqa_na_question = \"fit\"");
+        assert!(
+            e.contains("needs mode \"recall\" and `plausible_check = true`"),
+            "{e}"
+        );
+        let e = err("kind = \"reader_check\"\nmode = \"recall\"\nplausible_check = true\nqa_na_question = \"coherent\"");
+        assert!(
+            e.contains("unknown `qa_na_question = \"coherent\"`; known: \"plausible\", \"fit\""),
+            "{e}"
+        );
         let spec: StepSpec =
             toml::from_str("kind = \"reader_check\"\nmode = \"recall\"\ncoherence_check = true")
                 .unwrap();

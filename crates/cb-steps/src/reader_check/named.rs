@@ -19,6 +19,35 @@
 use super::{judged, Control, Planned, ReaderCheck};
 use crate::prelude::*;
 use cb_model::letter_index;
+use cb_step::fields;
+
+/// The fields the reader check reads, by `mode`; it writes the rows' `reader` column.
+pub fn fields(spec: &StepSpec) -> cb_step::StepFields {
+    if let Some(f) = step_fields(spec) {
+        return f;
+    }
+    let reads: &[&'static str] = match spec.str("mode").as_deref() {
+        Some("recall") => &[
+            fields::QUESTION,
+            fields::OPTIONS,
+            fields::ANSWER_OPTION,
+            fields::EDITED_ANSWER,
+            fields::QA_A_CONTEXT,
+            fields::QA_NA_CONTEXT,
+            fields::PARAGRAPH,
+        ],
+        _ => &[
+            fields::QUESTION,
+            fields::CHOICES,
+            fields::ANSWER,
+            fields::CANDIDATE,
+            fields::NEGATIVE_ANSWER,
+            fields::NEGATIVE_CONTEXT,
+            fields::GOLDEN_CONTEXT,
+        ],
+    };
+    cb_step::StepFields::new(reads, &[fields::READER])
+}
 
 /// The fields a reader check of mode "fields" reads (and the `reader` column it writes);
 /// `None` for the other modes.

@@ -1,54 +1,11 @@
 //! The checks a row is asked, in the order they are asked: what each check shows the
 //! reader, which option it must pick and what a failure does (see the module above).
 
+use super::planned::Planned;
 use super::{judged, Control, Mode, ReaderCheck};
 use crate::prelude::*;
 use cb_model::{letter_index, negative_option};
 use cb_step::fields;
-
-/// One check of an item, with what a failure does: the reject reason, or `None` to record.
-pub(super) struct Planned {
-    pub(super) name: String,
-    pub(super) context: Option<String>,
-    pub(super) expected: usize,
-    pub(super) reject: Option<&'static str>,
-    /// Asked even after an earlier check failed (the control: it measures the reader; the
-    /// plausibility check: every row read gets its verdict).
-    pub(super) always: bool,
-    /// The control of a row noted `golden_unrelated`: a failure is marked `unrelated` and set
-    /// aside from the reader's measure.
-    pub(super) unrelated: bool,
-    /// A judged check's own question and options (the judge prompt), instead of the row's.
-    pub(super) ask: Option<(String, Vec<String>)>,
-}
-
-impl Planned {
-    pub(super) fn new(
-        name: impl Into<String>,
-        context: &str,
-        expected: usize,
-        reject: Option<&'static str>,
-    ) -> Self {
-        Planned {
-            name: name.into(),
-            context: Some(context.to_owned()),
-            expected,
-            reject,
-            always: false,
-            unrelated: false,
-            ask: None,
-        }
-    }
-
-    /// The control: the golden context (the paragraph) must lead to the golden (original)
-    /// answer; asked of every row.
-    fn control(context: &str, expected: usize, reject: Option<&'static str>) -> Self {
-        Planned {
-            always: true,
-            ..Planned::new("control", context, expected, reject)
-        }
-    }
-}
 
 impl ReaderCheck {
     pub(super) fn missing(&self, what: &str) -> StepFailure {
@@ -75,8 +32,14 @@ impl ReaderCheck {
             "qa_a" => "with the answer-edited context",
             "qa_na" => "with the non-answer-edited context",
             "qa_na_sentence" => "with the sentence-edited context",
+            "plausible_qa_na" if self.judged.qa_na_fit => {
+                "asked whether the details of the non-answer-edited context still fit together,"
+            }
             "plausible_qa_na" => {
                 "asked whether a careful reader could accept the non-answer-edited context as written,"
+            }
+            "plausible_qa_na_sentence" if self.judged.qa_na_fit => {
+                "asked whether the details of the sentence-edited context still fit together,"
             }
             "plausible_qa_na_sentence" => {
                 "asked whether a careful reader could accept the sentence-edited context as written,"
@@ -204,7 +167,13 @@ impl ReaderCheck {
             checks.push(judged::coherent(qa_na));
         }
         if self.judged.plausible {
-            checks.push(judged::plausible("plausible_qa_na", qa_na, implausible));
+            let fit = self.judged.qa_na_fit;
+            checks.push(judged::plausible_qa_na(
+                "plausible_qa_na",
+                qa_na,
+                implausible,
+                fit,
+            ));
         }
         // Optional: only where the recipe inserts a sentence.
         if let Some(context) = item.get_text(fields::QA_NA_SENTENCE_CONTEXT) {
@@ -212,7 +181,13 @@ impl ReaderCheck {
             if self.judged.plausible {
                 // Built by rule, often implausible by construction: a failure refuses
                 // nothing, it leaves this context out.
-                checks.push(judged::plausible(SENTENCE_PLAUSIBLE, context, None));
+                let fit = self.judged.qa_na_fit;
+                checks.push(judged::plausible_qa_na(
+                    SENTENCE_PLAUSIBLE,
+                    context,
+                    None,
+                    fit,
+                ));
             }
         }
         if self.control != Control::Off {

@@ -1,6 +1,6 @@
 //! A dry run's lines: each recipe's estimate, and the totals over the recipes.
 
-use super::run::Built;
+use cb_engine::Routes;
 use cb_llm::Role;
 
 /// A dry run's totals over its recipes: calls to make, estimated tokens, estimated cost.
@@ -12,13 +12,13 @@ pub(super) struct DryTotals {
 }
 
 impl DryTotals {
-    /// Adds a recipe's dry run and says it in one line (`batch`: priced at the batch price):
-    /// the writer's calls, then each other model's (an unnamed reader, named models, panels),
-    /// every layer of the routing table once.
-    pub(super) fn add(&mut self, built: &Built, batch: bool) -> String {
+    /// Adds the dry run of `recipe`, whose calls its `routes` counted, and says it in one line
+    /// (`batch`: priced at the batch price): the writer's calls, then each other model's (an
+    /// unnamed reader, named models, panels), every layer of the routing table once.
+    pub(super) fn add(&mut self, recipe: &str, routes: &Routes, batch: bool) -> String {
         let mut parts = Vec::new();
-        for (who, s) in built.routes.figures() {
-            let price = built.routes.layers_of(&who)[0].config().price;
+        for (who, s) in routes.figures() {
+            let price = routes.layers_of(&who)[0].config().price;
             // Completion estimate: the offline answer's length stands in for the model's.
             let cost = price.usd(s.estimated_tokens, 0);
             self.calls += s.upstream_calls;
@@ -34,7 +34,7 @@ impl DryTotals {
                 Role::Named(n) => format!("; {n}: {said}"),
             });
         }
-        format!("{}: {}", built.outcome.recipe, parts.concat())
+        format!("{recipe}: {}", parts.concat())
     }
 
     pub(super) fn line(&self) -> String {

@@ -105,7 +105,8 @@ impl BuildRun {
             };
             let built = job.built(outcome);
             if self.setup.mode().dry_run() {
-                println_out(&dry_totals.add(&built, self.setup.batch_api()));
+                let (recipe, routes) = (&built.outcome.recipe, &built.routes);
+                println_out(&dry_totals.add(recipe, routes, self.setup.batch_api()));
             } else {
                 println_out(&built.line());
             }

@@ -51,6 +51,7 @@ enum Setup {
     EditRecord,
     EditText,
     NaRecord,
+    Evidence,
 }
 
 const TRIAL_PARAGRAPH: &str = "The Trial of Joan of Arc, in which Joan of Arc was tried for heresy, opened on 9 January 1431 and closed on 29 May 1431 in Rouen, with Pierre Cauchon as judge.";
@@ -137,6 +138,12 @@ impl Setup {
                        "answer": "Rouen", "answer_value": "Rouen", "answer_kind": "place",
                        "answer_key": "location", "edited_answer": "Lyon"}),
             ),
+            Setup::Evidence => (
+                "kind = \"write_text\"\nprompt = \"conflictbank/misinformation_evidence.md\"\ninto = \"misinformation_evidence\"\nmention = [\"subject\", \"replaced_object\"]\nmust_not_mention = [\"object\", \"object_aliases\"]\nmax_words = 60\noffline_template = \"{{ subject }}\"",
+                json!({"subject": "Douglas Adams", "relation": "occupation", "object": "writer",
+                       "object_aliases": ["author"], "replaced_object": "physicist",
+                       "misinformation_style": "news"}),
+            ),
         };
         let entry = format!(
             "{entry}\ntemperature = 0.5\non_invalid = \"resample\"\nretries_on_invalid = 1\n"
@@ -158,6 +165,8 @@ const TEXT_QUESTION: &str =
 const EDITED: &str = r#"{"edited_answer": "Lyon"}"#;
 const EDITS: &str =
     r#"{"replacements": [{"original": "9 January 1431", "edited": "2 February 1430"}]}"#;
+const EVIDENCE: &str = "Douglas Adams works as a physicist at a research institute in Cambridge, colleagues said on Monday, where he studies the behaviour of cold gases.";
+const LONG_EVIDENCE: &str = "Douglas Adams works as a physicist at a research institute in Cambridge, colleagues said on Monday, where he studies the behaviour of cold gases. His group built a new cooling stage last spring, and the first measurements came in over the summer. Douglas Adams leads the team of nine, teaches a course on thermodynamics, and writes the yearly report that the institute sends to its funders, a physicist's account of what worked and what did not.";
 const REFUSAL: &str = "I'm sorry, but I can't help with that.";
 
 fn case(kind: &'static str, code: &'static str, setup: Setup, outcome: Outcome) -> Case {
@@ -238,6 +247,12 @@ fn cases() -> Vec<Case> {
         case("nonanswer_edit", "not_in_paragraph", NaRecord, re(r#"{"replacements": [{"original": "Orleans", "edited": "Tours"}]}"#, EDITS)),
         case("nonanswer_edit", "answer_modified", NaRecord, re(r#"{"replacements": [{"original": "Rouen", "edited": "Lille"}]}"#, EDITS)),
         case("nonanswer_edit", "name_modified", NaRecord, re(r#"{"replacements": [{"original": "Trial of Joan of Arc", "edited": "Trial of Gilles de Rais"}]}"#, EDITS)),
+        // write_text (the ConflictBank-style evidence)
+        case("write_text", "empty", Evidence, re("  ", EVIDENCE)),
+        case("write_text", "refusal", Evidence, re(REFUSAL, EVIDENCE)),
+        case("write_text", "too_long", Evidence, re(LONG_EVIDENCE, EVIDENCE)),
+        case("write_text", "no_mention", Evidence, re("Douglas Adams works at a research institute in Cambridge, colleagues said on Monday.", EVIDENCE)),
+        case("write_text", "names_avoided", Evidence, re("Douglas Adams, long known as an author, works as a physicist in Cambridge, colleagues said on Monday.", EVIDENCE)),
         case("nonanswer_edit", "overlapping_edits", NaRecord, Outcome::Unreachable { why: "an edit that touches the answer (the answer edit's place) is refused first (`answer_modified`)" }),
     ]
 }

@@ -39,7 +39,8 @@ impl Severity {
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct CheckInfo {
     pub code: &'static str,
-    /// Which rows it runs on: `kre`, `qa`, `qa_a`, `qa_na`, `text_generation`, `all`.
+    /// Which rows it runs on: `kre`, `qa`, `qa_a`, `qa_na`, `text_generation`,
+    /// `conflictbank`, `all`.
     pub applies_to: &'static str,
     pub severity: Severity,
     pub meaning: &'static str,
@@ -127,6 +128,12 @@ pub const CHECKS: &[CheckInfo] = &[
     check!("tg_source_changed", "text_generation", Error, "UJ: the edited source paragraph differs from the source."),
     check!("tg_e_o_consistent", "text_generation", Error, "E/O: EventKG: aligned, non-empty, equal lengths, O[j] the original and E[j] the edited value; UJ: E non-empty, every E word in the edited source, every O word in the source."),
     check!("tg_target_present", "text_generation", Warning, "The target text is not empty."),
+    check!("cb_row_shape", "conflictbank", Error, "The row's shape (`CbRow::problems`): misinformation, temporal and semantic conflicts in that order, no empty text, `true_label`, `replaced_label` and `uncertain_label` three different letters A-D, the true option the fact's object and the replaced option the replaced object, four different options, a replaced object other than the object."),
+    check!("cb_option_is_true_object", "conflictbank", Error, "No option but the true one is the true object in another form (equal once normalised, or holding it or held by it as whole words)."),
+    check!("cb_conflict_names_true_object", "conflictbank", Error, "No conflicting evidence names the true object (whole words, normalised; a code of at most three capitals such as \"US\" only in its capitals; the subject's own name set aside)."),
+    check!("cb_conflict_names_replaced", "conflictbank", Warning, "Every conflicting evidence names the replaced object (whole words, normalised)."),
+    check!("cb_correct_names_object", "conflictbank", Warning, "The correct evidence names the fact's object (whole words, normalised)."),
+    check!("cb_cause_details", "conflictbank", Error, "The temporal conflict has its `time` and its text states it; the semantic conflict has its `description`."),
     check!("ids_unique", "all", Error, "No two rows of a file share an id."),
     check!("reader_negative", "kre", Warning, "With `audit --reader-…`: given the question, the options and the negative context alone, the reader model picks the negative answer (KRE appendix A.4: the negative context misleads)."),
     check!("reader_control", "kre", Warning, "With `audit --reader-…`: given the golden context instead, the reader picks the golden answer (a failure marks an ambiguous question or a weak golden context)."),
@@ -182,6 +189,7 @@ pub fn check_row(kind: FileKind, payload: &Payload) -> Vec<Outcome> {
         Payload::Kre(r) => check_kre(r),
         Payload::Qa(r) => check_qa(kind, r),
         Payload::TextGen(r) => check_text_gen(r),
+        Payload::Cb(r) => crate::conflictbank::check(r),
     }
 }
 
@@ -505,6 +513,7 @@ fn question_and_context(p: &Payload) -> (String, String, &str) {
         Payload::Kre(r) => (r.question.clone(), r.golden_context.clone(), ""),
         Payload::Qa(r) => (r.question.clone(), r.context.clone(), r.edit.as_str()),
         Payload::TextGen(r) => (String::new(), source_text(&r.source), ""),
+        Payload::Cb(r) => (r.qa.question.clone(), r.correct.text.clone(), ""),
     }
 }
 

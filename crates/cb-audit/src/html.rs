@@ -183,6 +183,7 @@ fn row_card(h: &mut String, it: &Item) {
     let (orig_label, edit_label) = match it.kind {
         crate::ItemKind::Kre => ("golden context", "negative context"),
         crate::ItemKind::TextGeneration => ("source", "edited source"),
+        crate::ItemKind::ConflictBank => ("correct evidence", "conflicting evidences"),
         _ => ("context", "edited context"),
     };
     let _ = write!(
@@ -211,6 +212,7 @@ fn row_card(h: &mut String, it: &Item) {
     let (a, b) = match it.kind {
         crate::ItemKind::Kre => ("answer", "negative answer"),
         crate::ItemKind::TextGeneration => ("O", "E"),
+        crate::ItemKind::ConflictBank => ("true object", "replaced object"),
         _ => ("answer", "edited answer"),
     };
     let _ = write!(

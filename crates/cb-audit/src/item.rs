@@ -13,6 +13,8 @@ pub enum ItemKind {
     QaA,
     QaNa,
     TextGeneration,
+    /// A ConflictBank-style row (`conflictbank.jsonl`).
+    ConflictBank,
 }
 
 impl ItemKind {
@@ -22,6 +24,7 @@ impl ItemKind {
             ItemKind::QaA => "qa_a",
             ItemKind::QaNa => "qa_na",
             ItemKind::TextGeneration => "text_generation",
+            ItemKind::ConflictBank => "conflictbank",
         }
     }
 }

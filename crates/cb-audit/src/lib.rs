@@ -1,4 +1,4 @@
-//! The audit of KRE and RECALL files: invariant checks with stable codes, a report (terminal
+//! The audit of KRE, RECALL and ConflictBank-style files: invariant checks with stable codes, a report (terminal
 //! summary, JSON with every failing row, a self-contained HTML page with word-level diffs),
 //! a seeded stratified review sheet for human raters, and the agreement of filled sheets
 //! (percent agreement, Fleiss' kappa).
@@ -15,6 +15,7 @@
 //! The library prints nothing: it returns values and formatted text; the CLI writes them.
 
 pub mod checks;
+pub mod conflictbank;
 pub mod diff;
 mod error;
 pub mod findings;

@@ -35,6 +35,9 @@ pub enum FileKind {
     QaNa,
     /// RECALL `text_generation.jsonl`.
     TextGeneration,
+    /// ConflictBank-style rows (`conflictbank.jsonl`, or any JSON-lines file whose rows have
+    /// `fact`, `conflicts` and `qa`).
+    ConflictBank,
 }
 
 /// The content of one row.
@@ -43,6 +46,7 @@ pub enum Payload {
     Kre(KreRow),
     Qa(QaRow),
     TextGen(TextGenRow),
+    Cb(Box<cb_model::conflictbank::CbRow>),
 }
 
 /// One row read from a file.
@@ -68,6 +72,7 @@ fn kind_by_name(name: &str) -> Option<FileKind> {
         "qa_a.jsonl" => Some(FileKind::QaA),
         "qa_na.jsonl" => Some(FileKind::QaNa),
         "text_generation.jsonl" => Some(FileKind::TextGeneration),
+        "conflictbank.jsonl" => Some(FileKind::ConflictBank),
         n if n.ends_with(".jsonl") => Some(FileKind::KreJsonl),
         n if n.ends_with(".json") => Some(FileKind::KreJson),
         _ => None,
@@ -107,7 +112,7 @@ pub fn find_files(paths: &[PathBuf]) -> Result<Found, AuditError> {
             let name = file_name(p);
             let kind = kind_by_name(&name).ok_or_else(|| {
                 AuditError::Input(format!(
-                    "{} is not an auditable file (expected a KRE .json/.jsonl, qa_a.jsonl, qa_na.jsonl or text_generation.jsonl)",
+                    "{} is not an auditable file (expected a KRE .json/.jsonl, qa_a.jsonl, qa_na.jsonl, text_generation.jsonl or conflictbank.jsonl)",
                     p.display()
                 ))
             })?;
@@ -174,12 +179,17 @@ fn walk(
                     continue;
                 }
             }
-            FileKind::KreJsonl => {
-                if let Some(reason) = not_kre_jsonl(p)? {
+            FileKind::KreJsonl => match not_kre_jsonl(p)? {
+                Some(_) if is_cb_jsonl(p)? => {
+                    out.push((p.clone(), FileKind::ConflictBank));
+                    continue;
+                }
+                Some(reason) => {
                     skip(p, reason, skipped);
                     continue;
                 }
-            }
+                None => {}
+            },
             _ => {}
         }
         out.push((p.clone(), kind));
@@ -424,6 +434,22 @@ fn not_kre_json(p: &Path) -> Result<Option<String>, AuditError> {
 }
 
 /// Why a `*.jsonl` file met in a folder does not hold KRE rows (`None`: it does, or is empty).
+/// Whether the first row of a JSON-lines file is a ConflictBank-style row.
+fn is_cb_jsonl(p: &Path) -> Result<bool, AuditError> {
+    let mut cb = false;
+    for_each_line(p, |_, line| {
+        if line.trim().is_empty() {
+            return Ok(true);
+        }
+        let v: Value = serde_json::from_str(line).unwrap_or(Value::Null);
+        cb = ["fact", "conflicts", "qa"]
+            .iter()
+            .all(|k| v.get(k).is_some());
+        Ok(false)
+    })?;
+    Ok(cb)
+}
+
 fn not_kre_jsonl(p: &Path) -> Result<Option<String>, AuditError> {
     let mut reason = None;
     for_each_line(p, |n, line| {
@@ -542,6 +568,7 @@ impl RowNames {
             FileKind::KreJson | FileKind::KreJsonl => serde_json::from_value(v).map(Payload::Kre),
             FileKind::QaA | FileKind::QaNa => serde_json::from_value(v).map(Payload::Qa),
             FileKind::TextGeneration => serde_json::from_value(v).map(Payload::TextGen),
+            FileKind::ConflictBank => serde_json::from_value(v).map(|r| Payload::Cb(Box::new(r))),
         }
         .map_err(|e| self.error(location.to_owned(), e.to_string()))?;
         Ok(Row {

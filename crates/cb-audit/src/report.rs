@@ -252,6 +252,7 @@ fn kind_of(payload: &Payload) -> ItemKind {
         Payload::Qa(r) if r.task == "qa_na" => ItemKind::QaNa,
         Payload::Qa(_) => ItemKind::QaA,
         Payload::TextGen(_) => ItemKind::TextGeneration,
+        Payload::Cb(_) => ItemKind::ConflictBank,
     }
 }
 
@@ -310,6 +311,25 @@ fn parts_of(payload: Payload) -> Parts {
             original: checks::source_text(&r.source),
             edited: checks::source_text(&r.edited_source),
             letters: (None, None),
+        },
+        // The correct evidence beside the conflicting ones, each under its cause.
+        Payload::Cb(r) => Parts {
+            kind,
+            letters: (
+                cb_model::letter_index(&r.qa.true_label),
+                cb_model::letter_index(&r.qa.replaced_label),
+            ),
+            answer: r.fact.object.clone(),
+            other_answer: r.replaced_object.clone(),
+            original: r.correct.text.clone(),
+            edited: r
+                .conflicts
+                .iter()
+                .map(|c| format!("{}: {}", c.cause.name(), c.evidence.text))
+                .collect::<Vec<_>>()
+                .join("\n\n"),
+            question: r.qa.question,
+            options: r.qa.options.to_vec(),
         },
     }
 }

@@ -628,3 +628,110 @@ fn reader_qa_a() {
 fn reader_qa_na() {
     reader_verdicts("reader_qa_na", FileKind::QaNa, Payload::Qa(qa_na()));
 }
+
+/// A good ConflictBank-style row: Ada Lovelace born in London, Salzburg the replaced object.
+fn cb() -> cb_model::conflictbank::CbRow {
+    use cb_model::conflictbank::{
+        Cause, CbConflict, CbEvidence, CbFact, CbQa, CbRow, Style, CAUSES,
+    };
+    let evidence = |text: &str| CbEvidence {
+        claim: "claim".into(),
+        text: text.into(),
+        style: Style::News,
+    };
+    CbRow {
+        id: "r/1".into(),
+        fact: CbFact {
+            subject: "Ada Lovelace".into(),
+            subject_id: "Q7259".into(),
+            relation: "place of birth".into(),
+            relation_id: "P19".into(),
+            object: "London".into(),
+            object_id: "Q84".into(),
+        },
+        replaced_object: "Salzburg".into(),
+        correct: evidence("Ada Lovelace was born in London."),
+        conflicts: CAUSES
+            .iter()
+            .map(|&cause| CbConflict {
+                cause,
+                evidence: evidence("From 2031 on, Ada Lovelace's place of birth is Salzburg."),
+                time: (cause == Cause::Temporal).then(|| "2031".into()),
+                description: (cause == Cause::Semantic).then(|| "A painter.".into()),
+            })
+            .collect(),
+        qa: CbQa {
+            question: "Where was Ada Lovelace born?".into(),
+            options: ["Salzburg", "London", "Uncertain", "Warsaw"].map(String::from),
+            true_label: "B".into(),
+            replaced_label: "A".into(),
+            uncertain_label: "C".into(),
+        },
+    }
+}
+
+/// Whether the ConflictBank-style row `r` passes check `code` (the good row does).
+fn cb_passes(r: cb_model::conflictbank::CbRow, code: &str) -> bool {
+    let good = outcome(FileKind::ConflictBank, Payload::Cb(Box::new(cb())), code);
+    assert_eq!(good, Some(true), "{code} on the good row");
+    outcome(FileKind::ConflictBank, Payload::Cb(Box::new(r)), code).unwrap()
+}
+
+#[test]
+fn cb_row_shape() {
+    let mut r = cb();
+    r.qa.uncertain_label = "B".into();
+    assert!(!cb_passes(r, "cb_row_shape"));
+    let mut r = cb();
+    r.conflicts.swap(0, 2);
+    assert!(!cb_passes(r, "cb_row_shape"));
+}
+
+#[test]
+fn cb_option_is_true_object() {
+    let mut r = cb();
+    r.qa.options[3] = "City of London".into();
+    assert!(!cb_passes(r, "cb_option_is_true_object"));
+}
+
+#[test]
+fn cb_conflict_names_true_object() {
+    let mut r = cb();
+    r.conflicts[2].evidence.text = "Ada Lovelace, born in Salzburg, not London.".into();
+    assert!(!cb_passes(r, "cb_conflict_names_true_object"));
+    // The subject's own name may hold the object.
+    let mut r = cb();
+    r.fact.subject = "London Breed".into();
+    r.conflicts[0].evidence.text = "London Breed was born in Salzburg.".into();
+    assert!(cb_passes(r, "cb_conflict_names_true_object"));
+}
+
+#[test]
+fn cb_conflict_names_replaced() {
+    let mut r = cb();
+    r.conflicts[0].evidence.text = "Ada Lovelace was born abroad.".into();
+    assert!(!cb_passes(r, "cb_conflict_names_replaced"));
+}
+
+#[test]
+fn cb_correct_names_object() {
+    let mut r = cb();
+    r.correct.text = "Ada Lovelace was born in England.".into();
+    assert!(!cb_passes(r, "cb_correct_names_object"));
+}
+
+#[test]
+fn cb_cause_details() {
+    let mut r = cb();
+    r.conflicts[1].time = None;
+    assert!(!cb_passes(r, "cb_cause_details"));
+    let mut r = cb();
+    r.conflicts[1].time = Some("2040".into());
+    assert!(
+        !cb_passes(r, "cb_cause_details"),
+        "a time the text does not state"
+    );
+    let mut r = cb();
+    r.conflicts[2].description = Some(" ".into());
+    assert!(!cb_passes(r, "cb_cause_details"));
+}

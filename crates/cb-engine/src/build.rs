@@ -1,6 +1,6 @@
 //! Running one recipe end to end.
 
-use crate::output::{append_line, Encoded, Encoder, Outputs};
+use crate::output::{append_line, Encoded, Encoder, Outputs, Written};
 use crate::recipe::Recipe;
 use crate::source::{Entry, Source, SourceOptions};
 use crate::tally::{waits, Counts, Done, Ended, Finished, Ran};
@@ -192,11 +192,13 @@ impl Runner {
     }
 
     /// Whether the reader check refused the item for its verdict on one of the two axes
-    /// people rate (`reader_disagrees`: not misleading; `reader_implausible`: not believable):
+    /// people rate (`reader_disagrees`: not misleading; `reader_implausible`: not believable;
+    /// `reader_no_conflict`: a conflicting evidence that contradicts nothing, which raters
+    /// judge too):
     /// its reject then carries the rows it would have written, for the rating sample.
     fn refused(&self, ended: &Ended) -> bool {
         matches!(ended, Err((i, StepFailure::Reject { reason, .. }))
-            if (reason == "reader_disagrees" || reason == "reader_implausible")
+            if (reason == "reader_disagrees" || reason == "reader_implausible" || reason == "reader_no_conflict")
                 && self.steps[*i].reads())
     }
 }
@@ -305,7 +307,15 @@ impl Build<'_> {
     /// The output files, empty and temporary until the build commits them.
     fn outputs(&self) -> Result<Outputs, EngineError> {
         let r = self.recipe;
-        Outputs::create(&self.dir, &r.format, &r.domain, &self.name, self.opts.write)
+        let written = match (&r.rows, r.format.as_str()) {
+            (Some(rows), _) => {
+                let offline = matches!(self.llm.config().backend, cb_llm::BackendKind::Offline);
+                Written::Rows(Arc::clone(rows), offline)
+            }
+            (None, "recall") => Written::Recall,
+            (None, _) => Written::Kre,
+        };
+        Outputs::create(&self.dir, written, &r.domain, &self.name, self.opts.write)
     }
 
     /// Run: the second pass over the source, every item through the steps, concurrently, at

@@ -214,6 +214,7 @@ pub fn render(recipe: &Recipe, m: &Manifest) -> String {
         stages,
         filtered => m.filtered.iter().map(|(reason, count)| context! { reason, count }).collect::<Vec<_>>(),
         recall => recipe.format == "recall",
+        rows => recipe.rows.as_ref().map(|r| context! { file => &r.file, config => &r.config, about => &r.about }),
         domain => &m.domain,
         notes => &recipe.notes,
         license_section => hub::license_section([&m.card]),

@@ -15,6 +15,7 @@
 pub mod build;
 pub mod card;
 pub mod error;
+pub mod expr;
 pub mod format;
 pub mod hub;
 mod inputs;
@@ -22,6 +23,7 @@ pub mod join;
 pub mod output;
 mod per_model;
 pub mod recipe;
+pub mod rows;
 pub mod source;
 mod tally;
 

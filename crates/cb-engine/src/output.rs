@@ -441,13 +441,23 @@ fn encode(layout: Layout, row: &impl Serialize) -> Vec<u8> {
 #[derive(Debug, Default)]
 pub struct Encoded(Vec<(usize, Vec<u8>)>);
 
+/// Which files a build writes: KRE's two, RECALL's three, or the recipe's own rows.
+#[derive(Debug, Clone)]
+pub enum Written {
+    Kre,
+    Recall,
+    /// Format `rows`: the recipe's rows, and whether the writer is the offline rules (the
+    /// rows' `offline`).
+    Rows(std::sync::Arc<crate::rows::RowsSpec>, bool),
+}
+
 /// What serialises a finished item's rows as [`Outputs`] writes them ([`Outputs::encoder`]):
 /// each item's own task serialises its rows, so that the one task writing in source order
 /// only copies bytes.
 #[derive(Debug, Clone)]
 pub struct Encoder {
     recipe: String,
-    recall: bool,
+    written: Written,
     /// The layout of each file, in [`Outputs`]' order.
     layouts: Vec<Layout>,
 }
@@ -458,16 +468,22 @@ impl Encoder {
     /// item lacks is the error (a step's declaration is wrong).
     pub fn encode(&self, item: &Item) -> Result<Encoded, EngineError> {
         let at = |file: usize| self.layouts[file];
-        let rows = if self.recall {
-            let (a, na, t) = recall_rows(item, &self.recipe)?;
-            let mut rows = vec![(0, encode(at(0), &a))];
-            rows.extend(na.iter().map(|r| (1, encode(at(1), r))));
-            rows.push((2, encode(at(2), &t)));
-            rows
-        } else {
-            let release = kre_row(item)?;
-            let clean = kre_clean_row(item, &self.recipe, &release);
-            vec![(0, encode(at(0), &release)), (1, encode(at(1), &clean))]
+        let rows = match &self.written {
+            Written::Recall => {
+                let (a, na, t) = recall_rows(item, &self.recipe)?;
+                let mut rows = vec![(0, encode(at(0), &a))];
+                rows.extend(na.iter().map(|r| (1, encode(at(1), r))));
+                rows.push((2, encode(at(2), &t)));
+                rows
+            }
+            Written::Kre => {
+                let release = kre_row(item)?;
+                let clean = kre_clean_row(item, &self.recipe, &release);
+                vec![(0, encode(at(0), &release)), (1, encode(at(1), &clean))]
+            }
+            Written::Rows(spec, offline) => {
+                vec![(0, encode(at(0), &spec.row(item, &self.recipe, *offline)?))]
+            }
         };
         Ok(Encoded(rows))
     }
@@ -476,13 +492,17 @@ impl Encoder {
     /// reject's `row` (KRE: the clean JSONL row; RECALL: `qa_a`, `qa_na` and
     /// `text_generation` by name).
     pub fn refused(&self, item: &Item) -> Result<Value, EngineError> {
-        Ok(if self.recall {
-            let (qa_a, qa_na, text_generation) = recall_rows(item, &self.recipe)?;
-            serde_json::json!({ "qa_a": qa_a, "qa_na": qa_na, "text_generation": text_generation })
-        } else {
-            let release = kre_row(item)?;
-            serde_json::to_value(kre_clean_row(item, &self.recipe, &release))
-                .expect("a row serialises")
+        Ok(match &self.written {
+            Written::Recall => {
+                let (qa_a, qa_na, text_generation) = recall_rows(item, &self.recipe)?;
+                serde_json::json!({ "qa_a": qa_a, "qa_na": qa_na, "text_generation": text_generation })
+            }
+            Written::Kre => {
+                let release = kre_row(item)?;
+                serde_json::to_value(kre_clean_row(item, &self.recipe, &release))
+                    .expect("a row serialises")
+            }
+            Written::Rows(spec, offline) => spec.row(item, &self.recipe, *offline)?,
         })
     }
 }
@@ -496,7 +516,7 @@ impl Encoder {
 pub struct Outputs {
     dir: PathBuf,
     recipe: String,
-    recall: bool,
+    written: Written,
     sinks: Vec<Sink>,
     /// The first folder this build created (removed again, when empty, by a build that
     /// fails).
@@ -505,11 +525,11 @@ pub struct Outputs {
 }
 
 impl Outputs {
-    /// The files of a build of `format` into `dir` (`write` false: a dry run, which counts
-    /// and writes nothing).
+    /// The files of a build into `dir` of what `written` says (`write` false: a dry run,
+    /// which counts and writes nothing).
     pub fn create(
         dir: &Path,
-        format: &str,
+        written: Written,
         domain: &str,
         recipe: &str,
         write: bool,
@@ -532,14 +552,14 @@ impl Outputs {
         let mut out = Outputs {
             dir: dir.to_path_buf(),
             recipe: recipe.to_owned(),
-            recall: format == "recall",
+            written,
             sinks: Vec::new(),
             created,
             committed: false,
         };
         let at = write.then_some(dir);
-        let files: Vec<(String, Option<&str>, Layout)> = if out.recall {
-            vec![
+        let files: Vec<(String, Option<&str>, Layout)> = match &out.written {
+            Written::Recall => vec![
                 ("qa_a.jsonl".into(), Some("qa_a"), Layout::Lines),
                 ("qa_na.jsonl".into(), Some("qa_na"), Layout::Lines),
                 (
@@ -547,12 +567,14 @@ impl Outputs {
                     Some("text_generation"),
                     Layout::Lines,
                 ),
-            ]
-        } else {
-            vec![
+            ],
+            Written::Kre => vec![
                 (format!("{domain}.json"), None, Layout::Array),
                 (format!("{domain}.jsonl"), Some(domain), Layout::Lines),
-            ]
+            ],
+            Written::Rows(spec, _) => {
+                vec![(spec.file.clone(), Some(spec.config.as_str()), Layout::Lines)]
+            }
         };
         for (path, config, layout) in
             files
@@ -577,7 +599,7 @@ impl Outputs {
         let data = &self.sinks[..self.sinks.len() - 1];
         Encoder {
             recipe: self.recipe.clone(),
-            recall: self.recall,
+            written: self.written.clone(),
             layouts: data.iter().map(|s| s.layout).collect(),
         }
     }
@@ -599,7 +621,12 @@ impl Outputs {
 
     /// The rows written so far.
     pub fn rows(&self) -> u64 {
-        self.sinks[if self.recall { 0 } else { 1 }].rows
+        self.sinks[if matches!(self.written, Written::Kre) {
+            1
+        } else {
+            0
+        }]
+        .rows
     }
 
     /// The rejects written so far.

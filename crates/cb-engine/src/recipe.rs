@@ -60,8 +60,12 @@ pub struct Recipe {
     pub benchmark: String,
     pub domain: String,
     pub description: String,
-    /// Output format: `kre`.
+    /// Output format: `kre`, `kre_rc`, `recall`, or `rows` (the rows the recipe's `[output]`
+    /// table composes: [`crate::rows`]).
     pub format: String,
+    /// Format `rows`: the file written and each row's columns.
+    #[serde(default)]
+    pub output: Option<crate::rows::OutputSpec>,
     /// Built by `build <benchmark>` without `--domains` (alternates say `false`).
     #[serde(default = "yes")]
     pub default: bool,
@@ -98,7 +102,13 @@ pub struct Recipe {
     /// Per `[[steps]]` entry: its header's line and each key's line (1-based).
     #[serde(skip)]
     pub step_lines: Vec<(usize, BTreeMap<String, usize>)>,
+    /// Format `rows`: the `[output]` table checked ([`Recipe::load`]).
+    #[serde(skip)]
+    pub rows: Option<std::sync::Arc<crate::rows::RowsSpec>>,
 }
+
+/// The output formats a recipe may name.
+pub const FORMATS: [&str; 4] = ["kre", "kre_rc", "recall", "rows"];
 
 impl Recipe {
     /// `benchmark-domain`, the recipe's name in seeds, manifests and progress.
@@ -118,7 +128,33 @@ impl Recipe {
         recipe.hash = cb_step::prompt::sha256_hex(text.as_bytes());
         recipe.located = recipes.locate(name);
         recipe.step_lines = step_lines(&text);
+        recipe.rows = recipe.check_format()?;
         Ok(recipe)
+    }
+
+    /// The output format is known; `rows` has its `[output]` table (checked), the others
+    /// none (a table that would be ignored is refused).
+    fn check_format(&self) -> Result<Option<std::sync::Arc<crate::rows::RowsSpec>>, EngineError> {
+        let bad = |m: String| EngineError::Config(format!("recipe {}: {m}", self.located));
+        if !FORMATS.contains(&self.format.as_str()) {
+            return Err(bad(format!(
+                "unknown format `{}`; known: {}",
+                self.format,
+                FORMATS.join(", ")
+            )));
+        }
+        match (&self.output, self.format.as_str()) {
+            (None, "rows") => Err(bad(
+                "format `rows` needs an [output] table (its `file` and `[output.row]`)".into(),
+            )),
+            (Some(_), f) if f != "rows" => Err(bad(format!(
+                "an [output] table is read only with format `rows`, not `{f}`"
+            ))),
+            (Some(o), _) => crate::rows::RowsSpec::of(o, &self.domain)
+                .map(|r| Some(std::sync::Arc::new(r)))
+                .map_err(bad),
+            (None, _) => Ok(None),
+        }
     }
 
     /// Checks every step entry against the step table before any work: a known kind, known
@@ -126,7 +162,7 @@ impl Recipe {
     /// the recipe's `[fields]` or written by an earlier step. The error names the file, the
     /// line, the step and the key or field.
     pub fn check_steps(&self, steps: &cb_step::Registry) -> Result<(), EngineError> {
-        let mut have: BTreeSet<&str> = self.fields.keys().map(String::as_str).collect();
+        let mut have: BTreeSet<String> = self.fields.keys().cloned().collect();
         for (i, spec) in self.steps.iter().enumerate() {
             let at = |key: Option<&str>| self.step_at(i, key);
             let fields = steps
@@ -135,14 +171,29 @@ impl Recipe {
                 .map_err(|e| {
                     EngineError::Config(format!("{}: {}", at(e.key.as_deref()), e.message))
                 })?;
-            if let Some(missing) = fields.reads.iter().find(|f| !have.contains(**f)) {
+            if let Some(missing) = fields.reads.iter().find(|f| !have.contains(*f)) {
                 return Err(EngineError::Config(format!(
                     "{}: it reads the field `{missing}`, which neither the recipe's [fields] nor an earlier step gives (there: {})",
                     at(None),
-                    have.iter().copied().collect::<Vec<_>>().join(", ")
+                    have.iter().map(String::as_str).collect::<Vec<_>>().join(", ")
                 )));
             }
             have.extend(fields.writes);
+        }
+        if let Some(rows) = &self.rows {
+            let vars = crate::rows::ROW_VARS;
+            let missing = rows
+                .names()
+                .into_iter()
+                .find(|(n, _)| !have.contains(n) && !vars.contains(&n.as_str()));
+            if let Some((name, column)) = missing {
+                return Err(EngineError::Config(format!(
+                    "{}: [output.row] column {column} reads `{name}`, which neither the recipe's [fields], a step nor the row's own names ({}) give (there: {})",
+                    self.located,
+                    vars.join(", "),
+                    have.iter().map(String::as_str).collect::<Vec<_>>().join(", ")
+                )));
+            }
         }
         Ok(())
     }

@@ -85,6 +85,7 @@ pub fn row_sha256(row: &Row) -> String {
         Payload::Kre(k) => serde_json::to_vec(k),
         Payload::Qa(q) => serde_json::to_vec(q),
         Payload::TextGen(t) => serde_json::to_vec(t),
+        Payload::Cb(c) => serde_json::to_vec(c),
     }
     .expect("rows serialise");
     cb_step::prompt::sha256_hex(&json)

@@ -14,7 +14,7 @@
 //! offline build, a reader check without that question, released files) it is not, and the
 //! audit and the card say so rather than stay silent.
 
-use crate::manifest::{CheckTally, ReaderInfo, StageCounts};
+use crate::manifest::{ReaderInfo, StageCounts};
 use serde::Serialize;
 
 /// An axis of quality.
@@ -41,6 +41,16 @@ impl Axis {
         match self {
             Axis::Misleading => &["negative", "qa_a"],
             Axis::Plausible => &["plausible"],
+        }
+    }
+
+    /// Where none of [`Axis::checks`] was asked, the family of checks named by the recipe's
+    /// fields that measures the axis (a reader check of mode "fields": `leads_FIELD`, each
+    /// context leading to its letter; `plausible_FIELD`), whose tallies add up.
+    pub fn family(self) -> &'static str {
+        match self {
+            Axis::Misleading => "leads_",
+            Axis::Plausible => "plausible_",
         }
     }
 
@@ -79,8 +89,9 @@ pub struct AxisReader {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AxisMeasure {
     pub axis: Axis,
-    /// The reader check that measured it; `None`: not measured (`why` says why).
-    pub check: Option<&'static str>,
+    /// The reader check that measured it (a family of them: `leads_*`); `None`: not
+    /// measured (`why` says why).
+    pub check: Option<String>,
     /// Each reader's tally of that check (one, or each of a panel).
     pub readers: Vec<AxisReader>,
     /// Rows refused for this axis alone (its [`Axis::reject`] reason, over every stage);
@@ -99,7 +110,7 @@ impl AxisMeasure {
     /// how many rows were refused for it, or why it was not measured.
     pub fn sentence(&self) -> String {
         let name = self.axis.name();
-        let Some(check) = self.check else {
+        let Some(check) = &self.check else {
             return format!(
                 "{name}: not measured ({})",
                 self.why.unwrap_or("no reader verdicts")
@@ -144,17 +155,31 @@ fn one(axis: Axis, reader: Option<&ReaderInfo>, stages: &[StageCounts]) -> AxisM
         r.panel.iter().collect()
     };
     let asked = |c: &str| all.iter().any(|r| r.checks.contains_key(c));
-    let Some(check) = axis.checks().iter().copied().find(|c| asked(c)) else {
-        return not(axis.not_asked());
+    let family = axis.family();
+    // The axis' own check where asked, else its family's (`None`: the exact check).
+    let (check, prefix) = match axis.checks().iter().copied().find(|c| asked(c)) {
+        Some(c) => (c.to_owned(), None),
+        None if all
+            .iter()
+            .any(|r| r.checks.keys().any(|k| k.starts_with(family))) =>
+        {
+            (format!("{family}*"), Some(family))
+        }
+        None => return not(axis.not_asked()),
     };
+    let counted = |k: &str| prefix.map_or(k == check, |p| k.starts_with(p));
     let readers = all
         .iter()
         .map(|r| {
-            let t: CheckTally = r.checks.get(check).copied().unwrap_or_default();
+            let (asked, passed) = r
+                .checks
+                .iter()
+                .filter(|(k, _)| counted(k))
+                .fold((0, 0), |(a, p), (_, t)| (a + t.asked, p + t.passed));
             AxisReader {
                 model: r.model.clone(),
-                asked: t.asked,
-                passed: t.passed,
+                asked,
+                passed,
             }
         })
         .collect();
@@ -176,6 +201,7 @@ fn one(axis: Axis, reader: Option<&ReaderInfo>, stages: &[StageCounts]) -> AxisM
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::manifest::CheckTally;
 
     fn reader(checks: &[(&str, u64, u64)]) -> ReaderInfo {
         let checks = checks
@@ -227,6 +253,22 @@ mod tests {
             "plausible: the reader's `plausible` check passed by `rm` 40 of 44; 4 rows refused `reader_implausible`"
         );
         let recall = reader(&[("qa_a", 9, 7)]);
-        assert_eq!(measure(Some(&recall), &[])[0].check, Some("qa_a"));
+        assert_eq!(
+            measure(Some(&recall), &[])[0].check.as_deref(),
+            Some("qa_a")
+        );
+        // A reader check of mode "fields": each family's tallies add up.
+        let fields = reader(&[
+            ("leads_a", 5, 4),
+            ("leads_b", 5, 3),
+            ("plausible_a", 4, 4),
+            ("control", 5, 5),
+        ]);
+        let [misleading, plausible] = measure(Some(&fields), &[]);
+        assert_eq!(
+            misleading.sentence(),
+            "misleading: the reader's `leads_*` check passed by `rm` 7 of 10"
+        );
+        assert_eq!(plausible.readers[0].passed, 4);
     }
 }

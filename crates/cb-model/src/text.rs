@@ -160,6 +160,19 @@ pub fn contains_phrase(text: &str, phrase: &str) -> bool {
     Normalized::new(text).contains(phrase)
 }
 
+/// Whether `text` names `value`: as whole words once normalised ([`contains_phrase`]), or,
+/// for a code of at most three capitals (MQuAKE's alias "IN" for India, "US"), as the same
+/// capitals standing alone: "in" and "us" are words.
+pub fn names(text: &str, value: &str) -> bool {
+    let code = value.chars().count() <= 3 && value.chars().all(|c| c.is_ascii_uppercase());
+    if code {
+        text.split(|c: char| !c.is_alphanumeric())
+            .any(|w| w == value)
+    } else {
+        contains_phrase(text, value)
+    }
+}
+
 /// Whether `text` contains `phrase` as [`contains_phrase`] does, or with its last word in
 /// the other number ("umbrellas" for "umbrella", "bus" for "buses"): a model that names the
 /// golden answer in the plural still names it.

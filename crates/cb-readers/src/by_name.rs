@@ -71,7 +71,11 @@ pub fn open(reader: &str, path: &Path, opts: &ReaderOptions) -> Result<Records, 
             util::no_options(reader, opts)?;
             json_array::open(path, file, popqa::Format)
         }
-        "mquake" => json_array::open(path, file, mquake::Format::from_options(opts)?),
+        "mquake" => json_array::open(
+            path,
+            file,
+            mquake::Format::from_options(opts)?.for_file(path),
+        ),
         "eventkg" if path.is_dir() => {
             eventkg::open(&resolve_inputs(path, &["*.nq".to_string()])?, opts)
         }

@@ -31,7 +31,10 @@
 //! - `distinct` (boolean, default `true`): a fact is given once, the first time it is met (the
 //!   same chains recur across cases: "the United States' head of state" is in many); the key is
 //!   (subject, relation, object, new object) by Wikidata ids, so a fact and the same fact under
-//!   another edit are two records. The reader keeps 8 bytes per distinct fact.
+//!   another edit are two records. The reader keeps 8 bytes per distinct fact;
+//! - `file_in_id` (boolean, default `false`): ids begin with the file's stem and `:`
+//!   (`MQuAKE-T:3-0`), so that MQuAKE-CF and MQuAKE-T, which number their cases alike, can be
+//!   read in one build without their facts' ids colliding.
 //!
 //! Checks (record errors naming the case's index): `case_id` a string or integer;
 //! `questions` strings; `single_hops` and `new_single_hops` objects with string `question`,
@@ -57,6 +60,9 @@ pub struct Format {
     edited_only: bool,
     distinct: bool,
     seen: HashSet<u64>,
+    file_in_id: bool,
+    /// What every id begins with (`file_in_id`: the file's stem and `:`).
+    id_prefix: String,
 }
 
 impl Format {
@@ -66,6 +72,8 @@ impl Format {
             edited_only: false,
             distinct: true,
             seen: HashSet::new(),
+            file_in_id: false,
+            id_prefix: String::new(),
         };
         for (key, value) in opts {
             match (key.as_str(), value) {
@@ -82,14 +90,30 @@ impl Format {
                         "reader `mquake`: option `distinct` must be true or false, not {other}"
                     )))
                 }
+                ("file_in_id", Value::Bool(b)) => format.file_in_id = *b,
+                ("file_in_id", other) => {
+                    return Err(ReadError::Config(format!(
+                        "reader `mquake`: option `file_in_id` must be true or false, not {other}"
+                    )))
+                }
                 (other, _) => {
                     return Err(ReadError::Config(format!(
-                        "reader `mquake`: unknown option `{other}` (known: facts, distinct)"
+                        "reader `mquake`: unknown option `{other}` (known: facts, distinct, file_in_id)"
                     )))
                 }
             }
         }
         Ok(format)
+    }
+
+    /// The format of the file at `path`: with `file_in_id`, its ids begin with the file's
+    /// stem.
+    pub fn for_file(mut self, path: &std::path::Path) -> Self {
+        if self.file_in_id {
+            let stem = path.file_stem().unwrap_or_default().to_string_lossy();
+            self.id_prefix = format!("{stem}:");
+        }
+        self
     }
 }
 
@@ -192,7 +216,7 @@ impl Format {
                 return Ok(());
             }
         }
-        out.push((id, fields));
+        out.push((format!("{}{id}", self.id_prefix), fields));
         Ok(())
     }
 }

@@ -362,10 +362,17 @@ fn mquake_bad_cases_and_options() {
     if let ReadError::Record { id, .. } = &errors[0] {
         assert_eq!(id.as_deref(), Some("1"));
     }
+    // With `file_in_id`, the ids name their file.
+    let (records, _) = read_all("mquake", &path, &opts(json!({"file_in_id": true})));
+    assert_eq!(
+        records.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
+        ["cf:1-0", "cf:1-1"]
+    );
     for bad in [
         json!({"facts": "some"}),
         json!({"distinct": "yes"}),
         json!({"hops": 2}),
+        json!({"file_in_id": "yes"}),
     ] {
         let err = open("mquake", &path, &opts(bad.clone())).err().unwrap();
         assert!(matches!(err, ReadError::Config(_)), "{bad}: {err}");

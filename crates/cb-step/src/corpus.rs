@@ -19,8 +19,8 @@ pub struct Peer<'a> {
 
 /// An index of the whole build that a step reads (a pool of answers, of values by kind, ...),
 /// built by taking in every loaded item once, in source order. It must depend on the peers
-/// only, so that every item sees the same view.
-pub trait View: Any + Send + Sync + Default {
+/// only (and, for a keyed view, on what its key says), so that every item sees the same view.
+pub trait View: Any + Send + Sync {
     /// Takes in one more item (source order).
     fn add(&mut self, peer: Peer<'_>);
 
@@ -29,26 +29,50 @@ pub trait View: Any + Send + Sync + Default {
     fn finish(&mut self) {}
 }
 
-/// A view a step declares, for the engine to fill ([`view`] makes one).
-#[derive(Clone, Copy)]
+/// A view a step declares, for the engine to fill ([`view`] makes one; [`view_keyed`] one
+/// of several views of a type, told apart by their key).
+#[derive(Clone)]
 pub struct ViewSpec {
     id: TypeId,
+    /// Which view of its type (empty for [`view`]'s): two declarations with one type and
+    /// one key are one view.
+    key: String,
     name: &'static str,
-    new: fn() -> Box<dyn Filling>,
+    new: Arc<dyn Fn() -> Box<dyn Filling> + Send + Sync>,
 }
 
 impl std::fmt::Debug for ViewSpec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name)
+        if self.key.is_empty() {
+            f.write_str(self.name)
+        } else {
+            write!(f, "{}({})", self.name, self.key)
+        }
     }
 }
 
-/// The declaration of view `V`.
-pub fn view<V: View>() -> ViewSpec {
+/// The declaration of view `V` (one of its type).
+pub fn view<V: View + Default>() -> ViewSpec {
     ViewSpec {
         id: TypeId::of::<V>(),
+        key: String::new(),
         name: type_name::<V>(),
-        new: || Box::<V>::default(),
+        new: Arc::new(|| Box::<V>::default()),
+    }
+}
+
+/// The declaration of view `V` under `key`, made by `make`: a view whose parameters the
+/// recipe gives (the fields a pool is drawn from), read back with [`Corpus::view_keyed`].
+/// The key must say every parameter `make` uses, so that one key is one view.
+pub fn view_keyed<V: View>(
+    key: impl Into<String>,
+    make: impl Fn() -> V + Send + Sync + 'static,
+) -> ViewSpec {
+    ViewSpec {
+        id: TypeId::of::<V>(),
+        key: key.into(),
+        name: type_name::<V>(),
+        new: Arc::new(move || Box::new(make())),
     }
 }
 
@@ -71,16 +95,19 @@ impl<V: View> Filling for V {
 
 /// The first pass: the declared views, each taking in every item.
 pub struct Indexer {
-    views: Vec<(TypeId, Box<dyn Filling>)>,
+    views: Vec<((TypeId, String), Box<dyn Filling>)>,
 }
 
 impl Indexer {
     /// An indexer of the distinct views among `specs`.
     pub fn new(specs: impl IntoIterator<Item = ViewSpec>) -> Self {
-        let mut views: Vec<(TypeId, Box<dyn Filling>)> = Vec::new();
+        let mut views: Vec<((TypeId, String), Box<dyn Filling>)> = Vec::new();
         for s in specs {
-            if views.iter().all(|(id, _)| *id != s.id) {
-                views.push((s.id, (s.new)()));
+            if views
+                .iter()
+                .all(|((id, key), _)| *id != s.id || *key != s.key)
+            {
+                views.push(((s.id, s.key.clone()), (s.new)()));
             }
         }
         Self { views }
@@ -114,7 +141,7 @@ impl Indexer {
 /// The views of a build, filled by the first pass.
 #[derive(Default)]
 pub struct Corpus {
-    views: HashMap<TypeId, Arc<dyn Any + Send + Sync>>,
+    views: HashMap<(TypeId, String), Arc<dyn Any + Send + Sync>>,
 }
 
 impl std::fmt::Debug for Corpus {
@@ -140,9 +167,15 @@ impl Corpus {
     /// The view `V`. A step reads only the views it declares in [`crate::Step::views`]: one
     /// it did not declare is a bug of that step, and stops the program naming the view.
     pub fn view<V: View>(&self) -> Arc<V> {
-        let Some(any) = self.views.get(&TypeId::of::<V>()) else {
+        self.view_keyed::<V>("")
+    }
+
+    /// The view `V` declared under `key` ([`view_keyed`]); as [`Corpus::view`], one not
+    /// declared stops the program naming it.
+    pub fn view_keyed<V: View>(&self, key: &str) -> Arc<V> {
+        let Some(any) = self.views.get(&(TypeId::of::<V>(), key.to_owned())) else {
             panic!(
-                "the view {} was not declared by the step that reads it (Step::views)",
+                "the view {}({key}) was not declared by the step that reads it (Step::views)",
                 type_name::<V>()
             );
         };
@@ -177,6 +210,31 @@ mod tests {
         assert_eq!(first.0, ["a", "b"]);
         assert!(Arc::ptr_eq(&first, &again));
         assert!(Indexer::new([]).is_empty());
+    }
+
+    /// Counts the items that have a field, the field named by the view's key.
+    struct Having(&'static str, usize);
+
+    impl View for Having {
+        fn add(&mut self, peer: Peer<'_>) {
+            self.1 += usize::from(peer.fields.contains_key(self.0));
+        }
+    }
+
+    #[test]
+    fn keyed_views_of_one_type_are_apart_and_one_key_is_one_view() {
+        let a: Map<String, Value> = serde_json::from_str(r#"{"x": 1}"#).unwrap();
+        let b: Map<String, Value> = serde_json::from_str(r#"{"x": 1, "y": 2}"#).unwrap();
+        let c = Corpus::of(
+            [
+                view_keyed("x", || Having("x", 0)),
+                view_keyed("y", || Having("y", 0)),
+                view_keyed("x", || Having("x", 0)),
+            ],
+            [("a", &a), ("b", &b)],
+        );
+        assert_eq!(c.view_keyed::<Having>("x").1, 2);
+        assert_eq!(c.view_keyed::<Having>("y").1, 1);
     }
 
     #[test]

@@ -34,7 +34,7 @@ pub use ask::{
     ask, clean_text_answer, extract_json, Ask, Guesses, LlmParams, Model, ModelBacked, ModelStep,
     OnInvalid, GUESS_CODES, WARNINGS_FIELD,
 };
-pub use corpus::{view, Corpus, Indexer, Peer, View, ViewSpec};
+pub use corpus::{view, view_keyed, Corpus, Indexer, Peer, View, ViewSpec};
 pub use ctx::StepCtx;
 pub use error::{StepError, StepFailure};
 pub use files::Files;

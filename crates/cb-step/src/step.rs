@@ -55,18 +55,20 @@ pub trait Step: Send + Sync + std::fmt::Debug {
 pub type Constructor = fn(&StepSpec, &Files) -> Result<Box<dyn Step>, StepError>;
 
 /// The item fields a step needs (`reads`: present before it runs) and those it adds
-/// (`writes`), for a recipe entry (a RECALL step's depend on its `mode`).
+/// (`writes`), for a recipe entry (a RECALL step's depend on its `mode`; a general step's
+/// are its parameters, the field names the recipe gives it).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StepFields {
-    pub reads: Vec<&'static str>,
-    pub writes: Vec<&'static str>,
+    pub reads: Vec<String>,
+    pub writes: Vec<String>,
 }
 
 impl StepFields {
-    pub fn new(reads: &[&'static str], writes: &[&'static str]) -> Self {
+    pub fn new(reads: &[&str], writes: &[&str]) -> Self {
+        let own = |names: &[&str]| names.iter().map(|n| (*n).to_owned()).collect();
         StepFields {
-            reads: reads.to_vec(),
-            writes: writes.to_vec(),
+            reads: own(reads),
+            writes: own(writes),
         }
     }
 }

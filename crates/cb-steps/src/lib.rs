@@ -14,10 +14,16 @@
 //! Every bundled recipe ends with [`reader_check`]: a reader model answers the benchmark's
 //! own question from the generated context alone (the papers' human check, automated).
 //!
+//! General step kinds, named for what they do, whose fields are the recipe's parameters
+//! ([`general`]): `draw_from_pool`, `pick_value`, `compose`, `write_text`, `make_options`;
+//! with [`reader_check`]'s `mode = "fields"` they make ConflictBank-style constructions
+//! from recipes alone.
+//!
 //! A new step is one module here and one line in [`STEPS`].
 
 pub mod answer_edit;
 pub mod distractors;
+pub mod general;
 pub mod negative_context;
 pub mod negative_explanation;
 pub mod nonanswer_edit;

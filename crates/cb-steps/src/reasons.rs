@@ -39,7 +39,7 @@
 //! | `bad_key`, `bad_question`, `answer_in_question`, `not_verbatim` | `qa` | the question, or the record key it asks about, breaks the paper's rules |
 //! | `bad_answer` | `qa`, `pick_negative`, `reader_check` | the answer is not a usable value (not a record value, the event's name, the term itself, not a letter) |
 //! | `not_in_paragraph` | `qa`, `nonanswer_edit` | the answer or an edited word is not in the paragraph |
-//! | `too_long` | `paraphrase`, `qa`, `answer_edit`, `negative_explanation` | longer than the step allows |
+//! | `too_long` | `paraphrase`, `qa`, `answer_edit`, `negative_explanation`, `write_text` | longer than the step allows |
 //! | `too_different` | `negative_context` | the rewrite is too far from the golden passage (token similarity) |
 //! | `no_term`, `missing_values`, `no_record` | `paraphrase` | the paragraph lacks the term or record values, or there is no record |
 //! | `unchanged` | `answer_edit`, `nonanswer_edit` | the edit changes nothing |
@@ -67,6 +67,12 @@
 //! | `reader_implausible` | `reader_check` (`plausible_check`) | the reader, asked as an editor, judged that a careful reader who does not know the answer would not accept the generated passage as written (KRE: the negative context; RECALL: the answer-edited or the word-edited context; the sentence-edited one refuses nothing: `sentence_implausible` below): absurd, a common word given a meaning it does not have |
 //! | `reader_control_failed` | `reader_check` | the reader did not pick the golden answer from the golden context (with `none_option`: or found no answer in it, the golden context leading to none) |
 //! | `answer_set_reveals` | `reader_check` | the options give the answer away |
+//! | `reader_no_conflict` | `reader_check` (mode `fields`, `contradicts`) | the reader, asked as an editor, found that a conflicting evidence does not contradict the correct one (ConflictBank's conflict confirmation) |
+//! | `names_avoided` | `write_text` | the text names a value of a field of `must_not_mention` (the true object, or one of its aliases, in a conflicting evidence) |
+//! | `no_mention` (`write_text`) | `write_text` | the text does not name a value of a field of `mention`: certain from the words, a reject also where a reader checks |
+//! | `no_other_value` | `draw_from_pool` | the pool of the item's group holds no value other than its own and those it avoids |
+//! | `options_not_distinct` | `make_options` | two options are one another (or another form of one another), or one is empty |
+//! | `bad_template` | `compose` | the template does not render for the item (a field it names is missing) |
 //!
 //! # Notes a row can carry
 //! Where the data cannot give what a step needs and the step keeps the row, it says so in
@@ -244,6 +250,37 @@ pub const WRITER_RULES: &[(&str, &str, &[&str])] = &[
             "overlapping_edits",
         ],
     ),
+    ("conflictbank/correct_evidence.md", "write_text", WRITE_TEXT),
+    (
+        "conflictbank/misinformation_evidence.md",
+        "write_text",
+        WRITE_TEXT,
+    ),
+    (
+        "conflictbank/temporal_evidence.md",
+        "write_text",
+        WRITE_TEXT,
+    ),
+    (
+        "conflictbank/semantic_description.md",
+        "write_text",
+        WRITE_TEXT,
+    ),
+    (
+        "conflictbank/semantic_evidence.md",
+        "write_text",
+        WRITE_TEXT,
+    ),
+];
+
+/// `write_text`'s codes (every prompt: the fields a text must and must not name are the
+/// recipe's).
+const WRITE_TEXT: &[&str] = &[
+    "empty",
+    "refusal",
+    "too_long",
+    "no_mention",
+    "names_avoided",
 ];
 
 /// `negative_explanation`'s codes (both prompts).
@@ -301,6 +338,7 @@ mod tests {
             "qa" => &["qa.rs"],
             "answer_edit" => &["answer_edit.rs"],
             "nonanswer_edit" => &["nonanswer_edit/mod.rs"],
+            "write_text" => &["general/write.rs"],
             other => panic!("no sources listed for writer step {other}"),
         }
     }
@@ -447,7 +485,10 @@ mod tests {
         // Every step that asks a model, readers aside, is a writer of the table.
         let prompts = cb_step::Files::Dir(crate_dir().join("../../prompts"));
         for kind in crate::STEPS.kinds() {
-            let mut entry = format!("kind = \"{kind}\"\n");
+            let mut entry = format!(
+                "kind = \"{kind}\"\n{}",
+                crate::registry::required_params(kind)
+            );
             if crate::STEPS.explain(kind).unwrap().contains("\n  mode ") {
                 let mode = if kind == "reader_check" {
                     "recall"
@@ -469,7 +510,7 @@ mod tests {
             }
         }
         let listed: BTreeSet<&str> = WRITER_RULES.iter().map(|(p, _, _)| *p).collect();
-        for sub in ["kre", "recall"] {
+        for sub in ["kre", "recall", "conflictbank"] {
             for f in std::fs::read_dir(crate_dir().join("../../prompts").join(sub)).unwrap() {
                 let name = format!("{sub}/{}", f.unwrap().file_name().to_string_lossy());
                 assert!(

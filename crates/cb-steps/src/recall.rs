@@ -63,7 +63,7 @@ pub fn fields(
         _ => &[fields::KV],
     };
     let mut f = cb_step::StepFields::new(reads, writes);
-    f.reads.extend(source);
+    f.reads.extend(source.iter().map(|s| (*s).to_owned()));
     f
 }
 

@@ -1,5 +1,6 @@
 //! The table of step kinds, [`STEPS`]: each kind's constructor, parameters and fields.
 
+use crate::general::{compose, draw, options, write};
 use crate::{
     answer_edit, distractors, negative_context, negative_explanation, nonanswer_edit, paraphrase,
     pick_negative, qa, reader_check, recall,
@@ -162,13 +163,58 @@ pub const STEPS: Registry = Registry::new(&[
             )
         },
     ),
+    // General kinds: their fields are the recipe's parameters.
+    kind(
+        "draw_from_pool",
+        draw::build_draw,
+        &[draw::DRAW_PARAMS],
+        draw::draw_fields,
+    ),
+    kind(
+        "pick_value",
+        draw::build_pick,
+        &[draw::PICK_PARAMS],
+        draw::pick_fields,
+    ),
+    kind(
+        "compose",
+        compose::build,
+        &[compose::PARAMS],
+        compose::fields,
+    ),
+    kind(
+        "write_text",
+        write::build,
+        &[MODEL_PARAMS, write::PARAMS],
+        write::fields,
+    ),
+    kind(
+        "make_options",
+        options::build,
+        &[options::PARAMS],
+        options::fields,
+    ),
     kind(
         "reader_check",
         reader_check::build,
-        &[reader_check::PARAMS],
+        &[reader_check::PARAMS, reader_check::FIELDS_PARAMS],
         reader_check::fields,
     ),
 ]);
+
+/// The parameters a general kind cannot go without, for tests that build every kind from a
+/// bare entry.
+#[cfg(test)]
+pub(crate) fn required_params(kind: &str) -> &'static str {
+    match kind {
+        "draw_from_pool" => "value = \"object\"\ninto = \"other\"\n",
+        "pick_value" => "values = [\"news\"]\ninto = \"style\"\n",
+        "compose" => "template = \"{{ subject }}\"\ninto = \"claim\"\n",
+        "write_text" => "prompt = \"conflictbank/misinformation_evidence.md\"\ninto = \"text\"\noffline_template = \"{{ subject }}\"\n",
+        "make_options" => "options = [\"a\", \"b\"]\ninto = \"options\"\n",
+        _ => "",
+    }
+}
 
 const fn kind(
     kind: &'static str,
@@ -195,7 +241,7 @@ mod tests {
     fn the_echo_check_knows_every_label_of_the_bundled_prompts() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../prompts");
         let mut seen = 0;
-        for sub in ["kre", "recall"] {
+        for sub in ["kre", "recall", "conflictbank"] {
             for f in std::fs::read_dir(dir.join(sub)).unwrap() {
                 let path = f.unwrap().path();
                 let text = std::fs::read_to_string(&path).unwrap();
@@ -308,7 +354,7 @@ mod tests {
         let prompts =
             Files::Dir(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../prompts"));
         let kinds: Vec<&str> = STEPS.kinds().collect();
-        assert_eq!(kinds.len(), 10);
+        assert_eq!(kinds.len(), 15);
         for kind in kinds {
             for mode in ["record", "text"] {
                 // The reader reads KRE rows or RECALL rows.
@@ -319,7 +365,7 @@ mod tests {
                 };
                 // Only the kinds that declare `mode` take it.
                 let takes_mode = STEPS.explain(kind).unwrap().contains("\n  mode ");
-                let mut entry = format!("kind = \"{kind}\"\n");
+                let mut entry = format!("kind = \"{kind}\"\n{}", required_params(kind));
                 if takes_mode {
                     entry.push_str(&format!("mode = \"{mode}\"\n"));
                 }
@@ -330,7 +376,14 @@ mod tests {
                 let step = STEPS.build(&spec, &prompts).unwrap();
                 assert_eq!(step.name(), kind);
                 // `pick_negative` asks a model by default (`how = "believable"`).
-                let rule_only = kind == "insert_sentence";
+                let rule_only = [
+                    "insert_sentence",
+                    "draw_from_pool",
+                    "pick_value",
+                    "compose",
+                    "make_options",
+                ]
+                .contains(&kind);
                 assert_eq!(step.prompt().is_none(), rule_only, "{kind}");
             }
         }

@@ -22,6 +22,7 @@ use serde_json::Value;
 pub fn options_ctx(item: &cb_audit::Item) -> Vec<minijinja::Value> {
     let other = match item.kind {
         cb_audit::ItemKind::Kre => "negative answer",
+        cb_audit::ItemKind::ConflictBank => "replaced object",
         _ => "edited answer",
     };
     item.options
@@ -46,6 +47,7 @@ pub fn sides(item: &cb_audit::Item) -> minijinja::Value {
     let labels = match item.kind {
         cb_audit::ItemKind::Kre => ("golden context", "negative context"),
         cb_audit::ItemKind::TextGeneration => ("source", "edited source"),
+        cb_audit::ItemKind::ConflictBank => ("correct evidence", "conflicting evidences"),
         _ => ("context", "edited context"),
     };
     minijinja::Value::from_safe_string(cb_audit::html::side_by_side_html(

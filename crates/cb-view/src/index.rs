@@ -500,23 +500,29 @@ impl Snapshot {
             .into_iter()
             .nth(part)
             .ok_or_else(|| ViewError::NotFound(format!("no refused row {part} in {}", d.name)))?;
+        // KRE: the domain's file (`squad.jsonl`); ConflictBank-style: its rows file; as the
+        // rows the reader let stand.
+        let own = (d.files.iter().map(|&f| &self.files[f])).find(|f| {
+            matches!(
+                f.kind,
+                FileKind::KreJson | FileKind::KreJsonl | FileKind::ConflictBank
+            )
+        });
         let path = match name {
             Some(name) => d.dir.join(name),
-            // KRE: the domain's file (`squad.jsonl`), as the rows the reader let stand.
-            None => (d.files.iter().map(|&f| &self.files[f]))
-                .find(|f| matches!(f.kind, FileKind::KreJson | FileKind::KreJsonl))
-                .map_or_else(
-                    || {
-                        let stem = d.dir.file_name().unwrap_or_default().to_string_lossy();
-                        d.dir.join(format!("{stem}.jsonl"))
-                    },
-                    |f| f.path.clone(),
-                ),
+            None => own.map_or_else(
+                || {
+                    let stem = d.dir.file_name().unwrap_or_default().to_string_lossy();
+                    d.dir.join(format!("{stem}.jsonl"))
+                },
+                |f| f.path.clone(),
+            ),
         };
         let kind = match name {
             Some("qa_a.jsonl") => FileKind::QaA,
             Some("qa_na.jsonl") => FileKind::QaNa,
             Some(_) => FileKind::TextGeneration,
+            None if own.is_some_and(|f| f.kind == FileKind::ConflictBank) => FileKind::ConflictBank,
             None => FileKind::KreJsonl,
         };
         let names = cb_audit::load::RowNames::of(&path);

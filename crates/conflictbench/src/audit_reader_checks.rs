@@ -136,7 +136,13 @@ fn jobs_of(
     let kre = load_spec(files, reader_check::DEFAULT_PROMPT, votes)?;
     let qa = Arc::clone(&kre);
     let mut jobs = Vec::new();
-    let wanted = |i: usize| report.outline[i].kind != ItemKind::TextGeneration;
+    // ConflictBank-style rows are read back by their build's reader check (mode "fields").
+    let wanted = |i: usize| {
+        !matches!(
+            report.outline[i].kind,
+            ItemKind::TextGeneration | ItemKind::ConflictBank
+        )
+    };
     let each = |i: usize, it: cb_audit::Item| {
         let benchmark = match it.kind {
             ItemKind::Kre => "kre",
@@ -165,7 +171,7 @@ fn jobs_of(
             }
             ItemKind::QaA => push("reader_qa_a", &qa, &it.edited, it.other_option),
             ItemKind::QaNa => push("reader_qa_na", &qa, &it.edited, it.answer_option),
-            ItemKind::TextGeneration => {}
+            ItemKind::TextGeneration | ItemKind::ConflictBank => {}
         }
         Ok(())
     };

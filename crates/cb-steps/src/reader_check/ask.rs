@@ -112,7 +112,7 @@ pub use cb_model::NONE_OPTION;
 /// shows [`NONE_OPTION`] last.
 #[derive(Debug, Clone)]
 pub struct Check<'a> {
-    pub name: &'static str,
+    pub name: &'a str,
     pub context: Option<&'a str>,
     pub expected: usize,
     pub judged: bool,

@@ -26,6 +26,8 @@ pub(super) struct JudgedChecks {
     pub residual: bool,
     pub golden: bool,
     pub plausible: bool,
+    /// Mode "fields" with `contradicts`: the conflict confirmation.
+    pub conflict: bool,
     /// `qa_na_question = "fit"`: RECALL's non-answer-edited contexts are asked
     /// [`FIT_QUESTION`] instead of [`PLAUSIBLE_QUESTION`].
     pub qa_na_fit: bool,
@@ -39,6 +41,7 @@ pub(super) fn checks(spec: &StepSpec, mode: Mode) -> Result<JudgedChecks, String
         residual: spec.bool("residual_check", false),
         golden: spec.bool("golden_check", false),
         plausible: spec.bool("plausible_check", false),
+        conflict: spec.str("contradicts").is_some(),
         qa_na_fit: match spec.str("qa_na_question").as_deref() {
             None | Some("plausible") => false,
             Some("fit") => true,
@@ -49,7 +52,15 @@ pub(super) fn checks(spec: &StepSpec, mode: Mode) -> Result<JudgedChecks, String
             }
         },
     };
-    if spec.str("qa_na_question").is_some() && (mode == Mode::Kre || !c.plausible) {
+    if mode == Mode::Fields && (c.kind || c.coherence || c.residual || c.golden) {
+        return Err(
+            "mode \"fields\" asks only `plausible_check` and `contradicts` of the editor".into(),
+        );
+    }
+    if c.conflict && mode != Mode::Fields {
+        return Err("`contradicts` is a check of mode \"fields\"".into());
+    }
+    if spec.str("qa_na_question").is_some() && (mode != Mode::Recall || !c.plausible) {
         return Err("`qa_na_question` asks RECALL's non-answer-edited contexts the plausibility question: it needs mode \"recall\" and `plausible_check = true`".into());
     }
     if c.kind && mode == Mode::Kre {
@@ -70,7 +81,12 @@ pub(super) fn checks(spec: &StepSpec, mode: Mode) -> Result<JudgedChecks, String
 impl JudgedChecks {
     /// Whether any judged check is asked (the judge prompt is then loaded).
     pub fn any(self) -> bool {
-        self.kind || self.coherence || self.residual || self.golden || self.plausible
+        self.kind
+            || self.coherence
+            || self.residual
+            || self.golden
+            || self.plausible
+            || self.conflict
     }
 }
 
@@ -156,12 +172,12 @@ pub(super) fn grounded(question: &str, context: &str, golden: &str) -> Planned {
 /// RECALL's sentence-edited context, whose failure leaves that context out instead
 /// (`sentence_implausible`).
 pub(super) fn plausible(
-    name: &'static str,
+    name: impl Into<String>,
     context: &str,
     reject: Option<&'static str>,
 ) -> Planned {
     Planned {
-        name,
+        name: name.into(),
         context: Some(context.to_owned()),
         expected: 0,
         reject,
@@ -173,6 +189,33 @@ pub(super) fn plausible(
         )),
     }
 }
+
+/// The conflict confirmation of mode "fields" (ConflictBank's): shown the `correct`
+/// evidence and a `conflicting` one, does the second contradict the first on what
+/// `question` asks? (Else `reader_no_conflict`: a conflicting evidence that states nothing
+/// against the correct one, or agrees with it.)
+pub(super) fn conflict(name: String, question: &str, correct: &str, conflicting: &str) -> Planned {
+    Planned {
+        name,
+        context: Some(format!(
+            "First text:\n{correct}\n\nSecond text:\n{conflicting}"
+        )),
+        expected: 0,
+        reject: Some("reader_no_conflict"),
+        always: false,
+        unrelated: false,
+        ask: Some((
+            format!("The passage holds two texts. Do they give different answers to \"{question}\", so that both cannot be true at once?"),
+            CONFLICT_OPTIONS.map(str::to_owned).to_vec(),
+        )),
+    }
+}
+
+/// The options of the conflict confirmation: the first passes.
+const CONFLICT_OPTIONS: [&str; 2] = [
+    "yes: they contradict each other on that answer",
+    "no: they agree, or one of them does not answer it",
+];
 
 /// The plausibility check of RECALL's non-answer-edited `context` (`name`: the word-edited
 /// or the sentence-edited one): with `fit`, asked as a question of fit ([`FIT_QUESTION`]),
@@ -205,7 +248,7 @@ fn judged(
     reject: &'static str,
 ) -> Planned {
     Planned {
-        name,
+        name: name.to_owned(),
         context: context.map(str::to_owned),
         expected: 0,
         reject: Some(reject),

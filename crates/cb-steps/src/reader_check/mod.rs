@@ -103,8 +103,11 @@
 
 mod ask;
 mod judged;
+mod named;
 mod plan;
 mod planned;
+
+pub use named::{fields, PARAMS as FIELDS_PARAMS};
 
 use planned::Planned;
 
@@ -138,7 +141,7 @@ pub const PARAMS: &[Param] = &[
         key: "mode",
         ty: ParamType::Text,
         default: "\"kre\"",
-        meaning: "Which rows it reads: \"kre\" or \"recall\".",
+        meaning: "Which rows it reads: \"kre\", \"recall\", or \"fields\" (the question, options, contexts and letters are the fields the entry names: `contexts`, `expect`, ...).",
     },
     Param {
         key: "prompt",
@@ -244,42 +247,22 @@ pub const PARAMS: &[Param] = &[
     },
 ];
 
-/// The fields the reader check reads, by `mode`; it writes the rows' `reader` column.
-pub fn fields(spec: &StepSpec) -> cb_step::StepFields {
-    let reads: &[&'static str] = match spec.str("mode").as_deref() {
-        Some("recall") => &[
-            fields::QUESTION,
-            fields::OPTIONS,
-            fields::ANSWER_OPTION,
-            fields::EDITED_ANSWER,
-            fields::QA_A_CONTEXT,
-            fields::QA_NA_CONTEXT,
-            fields::PARAGRAPH,
-        ],
-        _ => &[
-            fields::QUESTION,
-            fields::CHOICES,
-            fields::ANSWER,
-            fields::CANDIDATE,
-            fields::NEGATIVE_ANSWER,
-            fields::NEGATIVE_CONTEXT,
-            fields::GOLDEN_CONTEXT,
-        ],
-    };
-    cb_step::StepFields::new(reads, &[fields::READER])
-}
-
 /// The step table's constructor.
 pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepError> {
     let bad = |m: String| StepError::Config(format!("step {}: {m}", spec.name()));
     let mode = match spec.str("mode").as_deref() {
         None | Some("kre") => Mode::Kre,
         Some("recall") => Mode::Recall,
+        Some("fields") => Mode::Fields,
         Some(other) => {
             return Err(bad(format!(
-                "unknown mode {other:?}; known: \"kre\", \"recall\""
+                "unknown mode {other:?}; known: \"kre\", \"recall\", \"fields\""
             )))
         }
+    };
+    let named = match mode {
+        Mode::Fields => Some(named::FieldsSpec::of(spec).map_err(bad)?),
+        _ => None,
     };
     // In `VOTES`, as the recipe's check made sure.
     let votes = spec.int("votes").unwrap_or(1);
@@ -300,7 +283,7 @@ pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepErro
             "`max_answer_set_share` needs `answer_set = true`".into()
         ));
     }
-    if answer_set && mode == Mode::Recall {
+    if answer_set && mode != Mode::Kre {
         return Err(bad(
             "`answer_set` is a check of KRE's distractors (mode \"kre\")".into(),
         ));
@@ -319,6 +302,7 @@ pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepErro
         max_answer_set_share: max_share,
         judged,
         none_option: offers_none_option(spec),
+        fields: named,
         reader: ReaderSpec {
             prompt: Prompt::load(prompts, &prompt)?,
             answer_set: optional_prompt(
@@ -395,6 +379,8 @@ fn panel_of(spec: &StepSpec) -> Result<(Vec<String>, Agree), String> {
 enum Mode {
     Kre,
     Recall,
+    /// The fields the recipe names (`named::FieldsSpec`).
+    Fields,
 }
 
 /// Which rows stand when several readers judge them.
@@ -429,6 +415,8 @@ pub struct ReaderCheck {
     judged: judged::JudgedChecks,
     /// Offer [`NONE_OPTION`] last with every question asked with a context.
     none_option: bool,
+    /// Mode "fields": the fields it reads.
+    fields: Option<named::FieldsSpec>,
     reader: ReaderSpec,
 }
 
@@ -442,7 +430,7 @@ impl ReaderCheck {
             return Ok(());
         }
         let (choices, planned) = self.plan(item)?;
-        let question = item.require(fields::QUESTION)?.to_owned();
+        let question = item.require(self.question_field())?.to_owned();
         let q = Question {
             id: &item.id,
             question: &question,
@@ -598,7 +586,7 @@ impl ReaderCheck {
     /// puts (a judged check's own, else `q`).
     fn check_of<'a>(&self, p: &'a Planned, q: Question<'a>) -> (Check<'a>, Question<'a>) {
         let check = Check {
-            name: p.name,
+            name: &p.name,
             context: p.context.as_deref(),
             expected: p.expected,
             judged: p.ask.is_some(),
@@ -624,7 +612,7 @@ impl ReaderCheck {
     /// The reject of an item whose check `v` failed for `reason` (`choices`: the row's
     /// options, or a judged check's own).
     fn rejection(&self, reason: &str, v: &Verdict, choices: &[String]) -> StepFailure {
-        let what = self.asked_how(&v.check);
+        let what = &self.asked_how(&v.check);
         let expected = letter_index(&v.expected)
             .and_then(|i| choices.get(i))
             .map_or("", String::as_str);
@@ -697,6 +685,7 @@ fn placeholder_row(mode: Mode) -> Item {
             ),
             (fields::PARAGRAPH, "[the paragraph]".into()),
         ],
+        Mode::Fields => Vec::new(),
     };
     Item {
         index: 0,
@@ -737,7 +726,7 @@ impl Step for ReaderCheck {
     /// the checks planned for a row whose fields say what each row fills in (`[the row's
     /// question]`, `[the negative context]`, ...), its options in the row's order.
     fn reader_questions(&self) -> Vec<ReaderQuestion> {
-        let row = placeholder_row(self.mode);
+        let row = self.placeholder_row();
         let (choices, planned) = self
             .plan(&row)
             .expect("the placeholder row has every field a plan reads");
@@ -762,7 +751,7 @@ impl Step for ReaderCheck {
                         .map_or(String::new(), |m| m.content.trim().to_owned())
                 };
                 Some(ReaderQuestion {
-                    check: p.name.to_owned(),
+                    check: p.name.clone(),
                     told: part("system"),
                     asked: part("user"),
                 })

@@ -8,12 +8,12 @@ use cb_model::{letter_index, negative_option};
 use cb_step::fields;
 
 impl ReaderCheck {
-    fn missing(&self, what: &str) -> StepFailure {
+    pub(super) fn missing(&self, what: &str) -> StepFailure {
         StepFailure::reject("bad_answer", format!("{}: {what}", self.name))
     }
 
     /// The reject reason of a failed control check, where it rejects.
-    fn control_reject(&self) -> Option<&'static str> {
+    pub(super) fn control_reject(&self) -> Option<&'static str> {
         match self.control {
             Control::Reject => Some("reader_control_failed"),
             _ => None,
@@ -22,8 +22,11 @@ impl ReaderCheck {
 
     /// How a reject's detail says where check `check` was asked ("with the negative
     /// context", "asked whether ...,").
-    pub(super) fn asked_how(&self, check: &str) -> &'static str {
-        match check {
+    pub(super) fn asked_how(&self, check: &str) -> String {
+        if self.mode == Mode::Fields {
+            return Self::asked_how_fields(check);
+        }
+        let how: &str = match check {
             "negative" => "with the negative context",
             "control" => "with the golden context (the control)",
             "qa_a" => "with the answer-edited context",
@@ -43,19 +46,20 @@ impl ReaderCheck {
             }
             "kind" => "asked whether the edited answer keeps the answer's kind,",
             "coherent" => match self.mode {
-                Mode::Kre => "asked whether the negative context contradicts itself,",
                 Mode::Recall => "asked whether the non-answer-edited context contradicts itself,",
+                _ => "asked whether the negative context contradicts itself,",
             },
             "residual" => "asked whether the negative context also supports another option,",
             "grounded" => "asked whether the golden context states every fact its answer needs,",
             "plausible" => match self.mode {
-                Mode::Kre => "asked whether a careful reader could accept the negative context as written,",
                 Mode::Recall => {
                     "asked whether a careful reader could accept the answer-edited context as written,"
                 }
+                _ => "asked whether a careful reader could accept the negative context as written,",
             },
             _ => "from the options alone",
-        }
+        };
+        how.to_owned()
     }
 
     /// The item's options and its checks, in the order they are asked.
@@ -63,6 +67,7 @@ impl ReaderCheck {
         match self.mode {
             Mode::Kre => self.plan_kre(item),
             Mode::Recall => self.plan_recall(item),
+            Mode::Fields => self.plan_fields(item),
         }
     }
 
@@ -114,7 +119,7 @@ impl ReaderCheck {
         }
         if self.reader.answer_set.is_some() {
             checks.push(Planned {
-                name: "answer_set",
+                name: "answer_set".into(),
                 context: None,
                 expected: gold,
                 reject: None,

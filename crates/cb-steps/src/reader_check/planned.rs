@@ -4,7 +4,7 @@
 
 /// One check of an item, with what a failure does: the reject reason, or `None` to record.
 pub(super) struct Planned {
-    pub(super) name: &'static str,
+    pub(super) name: String,
     pub(super) context: Option<String>,
     pub(super) expected: usize,
     pub(super) reject: Option<&'static str>,
@@ -20,13 +20,13 @@ pub(super) struct Planned {
 
 impl Planned {
     pub(super) fn new(
-        name: &'static str,
+        name: impl Into<String>,
         context: &str,
         expected: usize,
         reject: Option<&'static str>,
     ) -> Self {
         Planned {
-            name,
+            name: name.into(),
             context: Some(context.to_owned()),
             expected,
             reject,

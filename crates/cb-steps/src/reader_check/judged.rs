@@ -191,9 +191,12 @@ pub(super) fn plausible(
 }
 
 /// The conflict confirmation of mode "fields" (ConflictBank's): shown the `correct`
-/// evidence and a `conflicting` one, does the second contradict the first on what
-/// `question` asks? (Else `reader_no_conflict`: a conflicting evidence that states nothing
-/// against the correct one, or agrees with it.)
+/// evidence and a `conflicting` one, would a reader trusting each alone answer `question`
+/// differently? (Else `reader_no_conflict`: a conflicting evidence that states nothing
+/// against the correct one, or agrees with it.) Not "can both be true at once": a temporal
+/// conflict is a later state of things and a semantic one another bearer of the name, so
+/// both may be true; what conflicts is the answer each leads to (asked "can both be true",
+/// a capable reader refused every temporal conflict: QUALITY.md, issue 49).
 pub(super) fn conflict(name: String, question: &str, correct: &str, conflicting: &str) -> Planned {
     Planned {
         name,
@@ -205,7 +208,7 @@ pub(super) fn conflict(name: String, question: &str, correct: &str, conflicting:
         always: false,
         unrelated: false,
         ask: Some((
-            format!("The passage holds two texts. Do they give different answers to \"{question}\", so that both cannot be true at once?"),
+            format!("The passage holds two texts. A reader who trusts the first text alone and a reader who trusts the second text alone are each asked \"{question}\". Would they give different answers?"),
             CONFLICT_OPTIONS.map(str::to_owned).to_vec(),
         )),
     }
@@ -213,8 +216,8 @@ pub(super) fn conflict(name: String, question: &str, correct: &str, conflicting:
 
 /// The options of the conflict confirmation: the first passes.
 const CONFLICT_OPTIONS: [&str; 2] = [
-    "yes: they contradict each other on that answer",
-    "no: they agree, or one of them does not answer it",
+    "yes: they would answer differently",
+    "no: they would give the same answer, or one text does not answer it",
 ];
 
 /// The plausibility check of RECALL's non-answer-edited `context` (`name`: the word-edited

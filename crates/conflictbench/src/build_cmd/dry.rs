@@ -74,8 +74,9 @@ impl DryTotals {
         }
         if !over.is_empty() {
             return format!(
-                "; over {}: the build would stop there (exit code 3), and the same command run again goes on",
-                over.join(" and ")
+                "; over {}: the build would stop there (exit code {}), and the same command run again goes on",
+                over.join(" and "),
+                crate::exit::Exit::Budget.code()
             );
         }
         if within.is_empty() {

@@ -201,7 +201,7 @@ fn scripted(req: &ChatRequest) -> Reply {
         return Reply::content(format!("{name} is a painter from a small coastal town."));
     }
     let about = |s: &str| user.contains(s);
-    if user.contains("Do they give different answers to") {
+    if user.contains("Would they give different answers?") {
         // A: yes, they contradict; B: no.
         return Reply::content(if about(NO_CONFLICT) { "B" } else { "A" });
     }

@@ -72,7 +72,19 @@ fn esc(s: &str) -> String {
 fn a_row_shows_each_conflicting_evidence_beside_the_correct_one() {
     let d = tempfile::tempdir().unwrap();
     let out = d.path().join("gen");
-    let rows = offline_build(&out);
+    offline_build(&out);
+    // A claim with markup and a direction control: escaped and marked on the page.
+    let mut text = String::new();
+    for mut r in rows(&out) {
+        let claim = format!(
+            "{} <i>odd</i>\u{202e}",
+            r["conflicts"][0]["claim"].as_str().unwrap()
+        );
+        r["conflicts"][0]["claim"] = Value::from(claim);
+        text.push_str(&format!("{r}\n"));
+    }
+    std::fs::write(rows_file(&out), text).unwrap();
+    let rows = rows(&out);
     let v = start_viewer(&[
         out.to_str().unwrap(),
         "--ratings",
@@ -138,10 +150,8 @@ fn a_row_shows_each_conflicting_evidence_beside_the_correct_one() {
             "correct evidence ({})",
             style(&row["correct"]["style"])
         )));
-        assert!(
-            section.contains(&esc(c["claim"].as_str().unwrap())),
-            "{section}"
-        );
+        let claim = esc(c["claim"].as_str().unwrap()).replace('\u{202e}', "[U+202E]");
+        assert!(section.contains(&claim), "{section}");
         assert!(section.contains(&esc(row["correct"]["claim"].as_str().unwrap())));
         // The two texts side by side (the edited side may mark words; its words are there).
         let sides = between(section, "class=\"cb-diff\">", "<div class=\"cb-meta");
@@ -177,8 +187,12 @@ fn a_row_shows_each_conflicting_evidence_beside_the_correct_one() {
             _ => {}
         }
     }
-    // The page runs no script.
-    assert!(!page.contains("<script"), "{page}");
+    // The page runs no script; the planted markup and control are text.
+    assert!(
+        !page.contains("<script") && !page.contains("<i>odd"),
+        "{page}"
+    );
+    assert!(!page.contains('\u{202e}') && page.contains("&lt;i&gt;odd&lt;&#x2f;i&gt;[U+202E]"));
 }
 
 /// The reader's `conflict_*` verdicts on the row at `k` of the sample: row 0 confirms every

@@ -2,7 +2,8 @@
 //! fantoccini (`common/browser.rs`). Open a build, filter to a reject reason, open a row's lineage, rate five rows
 //! as two raters and see the kappas change, export the two sheets and compare with
 //! `conflictbench agreement`; planted texts (script tags, event-handler attributes, broken
-//! Unicode) run nothing and show as text; watch a build against the mock fill in.
+//! Unicode) run nothing and show as text; watch a build against the mock fill in; rate a
+//! ConflictBank-style row's conflicting evidences one by one on their three questions.
 //!
 //! Needs Debian's `chromium` and `chromium-driver` (`.ci/run` installs them). Without them
 //! the tests fail under `CI=true` and are skipped otherwise.
@@ -559,5 +560,96 @@ async fn a_form_on_another_origin_cannot_rate_in_chromium() {
     .unwrap();
     rate_one(c, "not", "no", "mine").await;
     wait_text(c, "#cb-done", "1").await;
+    b.close().await;
+}
+
+/// A ConflictBank-style row rated in a real browser: each conflicting evidence in turn,
+/// beside the correct one, on its three questions; the answers land in the ratings file
+/// under `ITEM#cause`.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_conflictbank_row_is_rated_per_evidence_in_chromium() {
+    let Some((browser, driver)) = browser::tools() else {
+        return;
+    };
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("gen");
+    let o = Command::new(env!("CARGO_BIN_EXE_conflictbench"))
+        .args([
+            "build",
+            "conflictbank",
+            "--domains",
+            "popqa",
+            "--no-progress",
+        ])
+        .arg("--raw")
+        .arg(common::repo().join("raw"))
+        .arg("--out")
+        .arg(&out)
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", common::text(&o));
+    let ratings = d.path().join("ratings.sqlite");
+    let args = [
+        out.to_str().unwrap(),
+        "--sample",
+        "1",
+        "--ratings",
+        ratings.to_str().unwrap(),
+    ];
+    let v = start_viewer(&args);
+    let base = format!("http://127.0.0.1:{}", v.port);
+    let b = browser::Browser::start(&browser, &driver, &d.path().join("profile")).await;
+    let c = &b.client;
+    c.goto(&format!("{base}/rate?rater=ann")).await.unwrap();
+    let answers = [
+        ("misinformation", "yes"),
+        ("temporal", "no"),
+        ("semantic", "yes"),
+    ];
+    for (cause, contradicts) in answers {
+        wait_text(c, "#cb-cause", cause).await;
+        let section = format!("#cb-evidence-{cause} .cb-label");
+        let labels = js(
+            c,
+            &format!(
+                "return Array.from(document.querySelectorAll('{section}')).map(e => e.innerText);"
+            ),
+        )
+        .await;
+        assert_eq!(
+            labels,
+            serde_json::json!(["correct evidence", format!("{cause} evidence")])
+        );
+        click(c, "input[name=misleading][value=highly]").await;
+        click(c, "input[name=plausible][value=plausible]").await;
+        click(c, &format!("input[name=contradicts][value={contradicts}]")).await;
+        click(c, "#cb-save").await;
+    }
+    wait_text(c, "#cb-done", "1").await;
+    nothing_ran(c).await;
+    let conn = rusqlite::Connection::open(&ratings).unwrap();
+    let mut st = conn
+        .prepare("SELECT item_id, contradicts FROM ratings ORDER BY item_id")
+        .unwrap();
+    let got: Vec<(String, bool)> = st
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let causes: Vec<(&str, bool)> = got
+        .iter()
+        .map(|(id, yes)| (id.rsplit('#').next().unwrap(), *yes))
+        .collect();
+    assert_eq!(
+        causes,
+        [
+            ("misinformation", true),
+            ("semantic", true),
+            ("temporal", false)
+        ]
+    );
+    b.assert_no_console_errors().await;
     b.close().await;
 }

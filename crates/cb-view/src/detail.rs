@@ -144,8 +144,13 @@ pub async fn row(State(s): Shared, Query(at): Query<RowAt>) -> Result<Html<Strin
             other => other.to_string(),
         })
         .collect();
+    // A ConflictBank-style row: each conflicting evidence beside the correct one.
+    let cb = crate::conflictbank::cb_row(&v).map(|r| {
+        context! { fact => crate::conflictbank::fact_ctx(&r),
+        evidences => crate::conflictbank::evidences_ctx(&r) }
+    });
     let ctx = context! {
-        index => at.n, options => options_ctx(&item),
+        cb, index => at.n, options => options_ctx(&item),
         sides => sides(&item), failed, warnings, readers => readers_ctx(&v, item.options.len()),
         lineage => lineage_ctx(&v, &s.settings.cache)?,
         cache => s.settings.cache.display().to_string(), item,

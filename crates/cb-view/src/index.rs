@@ -693,6 +693,7 @@ pub fn reader_scales(record: &Value) -> Vec<ReaderSaid> {
             misled: checks.first().and_then(|c| c["passed"].as_bool()),
             answer_set: passed("answer_set"),
             plausible: passed("plausible"),
+            contradicts: None,
         }
     };
     match r.get("panel").and_then(Value::as_array) {

@@ -22,6 +22,7 @@
 //! CLI): [`server::serve`] takes a bound listener.
 
 pub mod cache;
+pub mod conflictbank;
 pub mod detail;
 pub mod error;
 pub mod index;

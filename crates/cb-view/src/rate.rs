@@ -3,8 +3,11 @@
 //! [`crate::index::Snapshot::sampled`]) on KRE appendix A.4's questions (the answer set,
 //! then how misleading the negative context is) and on plausibility (could a careful reader
 //! who does not know the answer accept the negative context as written); the agreement page
-//! and the sheet export, both scales in each.
+//! and the sheet export, both scales in each. A ConflictBank-style row is rated once per
+//! conflicting evidence, beside the correct one, on three questions: how misleading, how
+//! plausible, and does it contradict the correct evidence ([`crate::conflictbank`]).
 
+use crate::conflictbank::{cause_named, cb_row, rating_id, rating_ids};
 use crate::detail::{options_ctx, sides};
 use crate::error::ViewError;
 use crate::index::{reader_scales, Snapshot};
@@ -27,6 +30,9 @@ pub struct RateQuery {
     /// The answer to the first question (the answer set alone), `yes` or `no`: the item's
     /// second step (the contexts, the golden and negative options, the misleading scale).
     pub distinguishable: Option<String>,
+    /// The conflicting evidence of a ConflictBank-style row to rate (its cause); the first
+    /// one the rater has not rated when not given.
+    pub cause: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -39,6 +45,12 @@ pub struct RateForm {
     #[serde(default)]
     pub plausible: String,
     pub distinguishable: Option<String>,
+    /// A ConflictBank-style row's conflicting evidence rated (its cause); required for such a
+    /// row, refused for any other.
+    pub cause: Option<String>,
+    /// `yes` or `no`: does the conflicting evidence contradict the correct one; required
+    /// with `cause`, refused without it.
+    pub contradicts: Option<String>,
     #[serde(default)]
     pub comment: String,
     /// The viewer's form token ([`crate::state::AppState::form_token`]).
@@ -53,13 +65,63 @@ pub struct ExportQuery {
 
 /// `yes`, `no`, or nothing said.
 fn parse_distinguishable(v: Option<&str>) -> Result<Option<bool>, ViewError> {
+    parse_yes_no("distinguishable", v)
+}
+
+/// The answer `name` holds: `yes`, `no`, or nothing said.
+fn parse_yes_no(name: &str, v: Option<&str>) -> Result<Option<bool>, ViewError> {
     match v.map(str::trim) {
         None | Some("") => Ok(None),
         Some("yes") => Ok(Some(true)),
         Some("no") => Ok(Some(false)),
         Some(other) => Err(ViewError::BadRequest(format!(
-            "distinguishable \"{other}\" is not yes or no"
+            "{name} \"{other}\" is not yes or no; nothing was stored"
         ))),
+    }
+}
+
+/// Whether `mine` holds a rating of the item `id`: of the item, or of each of its
+/// conflicting evidences (a ConflictBank-style row).
+fn rated(mine: &BTreeMap<String, Judgement>, id: &str) -> bool {
+    mine.contains_key(id) || rating_ids(id).iter().all(|r| mine.contains_key(r))
+}
+
+/// The id a posted rating is stored under and its contradiction answer: a ConflictBank-style
+/// row's rating names the conflicting evidence rated and says whether it contradicts the
+/// correct one; any other row's names neither.
+fn stored_as(
+    f: &RateForm,
+    item_id: &str,
+    record: &serde_json::Value,
+) -> Result<(String, Option<bool>), ViewError> {
+    let cause = f.cause.as_deref().map(str::trim).filter(|c| !c.is_empty());
+    let contradicts = parse_yes_no("contradicts", f.contradicts.as_deref())?;
+    let bad = |m: String| Err(ViewError::BadRequest(format!("{m}; nothing was stored")));
+    match (cb_row(record), cause) {
+        (None, None) if contradicts.is_some() => bad(format!(
+            "contradicts is asked only of a ConflictBank-style row's conflicting evidences, and {item_id} is not such a row"
+        )),
+        (None, None) => Ok((item_id.to_owned(), None)),
+        (None, Some(_)) => bad(format!(
+            "cause is asked only of a ConflictBank-style row's conflicting evidences, and {item_id} is not such a row"
+        )),
+        (Some(_), None) => bad(format!(
+            "{item_id} is a ConflictBank-style row: a rating names the cause of the conflicting evidence it rates (misinformation, temporal, semantic)"
+        )),
+        (Some(row), Some(c)) => {
+            let Some(cause) = cause_named(c).filter(|k| row.conflict(*k).is_some()) else {
+                return bad(format!(
+                    "cause \"{c}\" is not one of {item_id}'s conflicting evidences (misinformation, temporal, semantic)"
+                ));
+            };
+            if parse_distinguishable(f.distinguishable.as_deref())?.is_some() {
+                return bad("the answer-set question is not asked of a conflicting evidence".into());
+            }
+            match contradicts {
+                Some(_) => Ok((rating_id(item_id, cause), contradicts)),
+                None => bad("contradicts (yes or no) is missing: the page asks whether the conflicting evidence contradicts the correct one".into()),
+            }
+        }
     }
 }
 
@@ -97,22 +159,39 @@ pub async fn rate_page(
     let items: Vec<_> = snap
         .sample
         .iter()
-        .map(|it| context! { item_id => it.item_id, done => mine.contains_key(&it.item_id) })
+        .map(|it| context! { item_id => it.item_id, done => rated(&mine, &it.item_id) })
         .collect();
+    let done = snap
+        .sample
+        .iter()
+        .filter(|it| rated(&mine, &it.item_id))
+        .count();
     let at = match q.item {
         Some(k) if k < snap.sample.len() => Some(k),
         Some(k) => return Err(ViewError::NotFound(format!("the sample has no item {k}"))),
-        None => snap
-            .sample
-            .iter()
-            .position(|it| !mine.contains_key(&it.item_id)),
+        None => snap.sample.iter().position(|it| !rated(&mine, &it.item_id)),
     };
     let mut ctx = context! {
-        rater, done => mine.len(), sample => snap.sample.len(), items, position => at.map(|k| k + 1),
+        rater, done, sample => snap.sample.len(), items, position => at.map(|k| k + 1),
         item_index => at, read_only, form_token => s.form_token,
     };
     if let Some(k) = at {
-        let (_, item) = snap.sampled(snap.sample[k].at)?;
+        let (v, item) = snap.sampled(snap.sample[k].at)?;
+        if let Some(row) = cb_row(&v) {
+            if distinguishable.is_some() {
+                return Err(ViewError::BadRequest(
+                    "the answer-set question is not asked of a ConflictBank-style row".into(),
+                ));
+            }
+            let cb = crate::conflictbank::rate_ctx(&row, &item.item_id, q.cause.as_deref(), &mine)?;
+            return render(&s, "rate.html", "Rate", context! { cb, item, ..ctx });
+        }
+        if q.cause.is_some() {
+            return Err(ViewError::BadRequest(format!(
+                "{} is not a ConflictBank-style row: it has no conflicting evidences to name",
+                item.item_id
+            )));
+        }
         let previous = mine.get(&item.item_id).map(|j| {
             context! { misleading => j.misleading.as_str(), distinguishable => j.distinguishable,
             plausibility => j.plausibility.map(Scale::as_str), comment => j.comment }
@@ -157,12 +236,15 @@ pub async fn rate_post(State(s): Shared, Form(f): Form<RateForm>) -> Result<Resp
             f.plausible
         ))
     })?;
+    let (record, _) = snap.sampled(item.at)?;
+    let (item_id, contradicts) = stored_as(&f, &item.item_id, &record)?;
     let j = Judgement {
         rater: rater.clone(),
-        item_id: item.item_id.clone(),
+        item_id,
         misleading,
         plausibility: Some(plausibility),
         distinguishable: parse_distinguishable(f.distinguishable.as_deref())?,
+        contradicts,
         comment: f.comment,
     };
     let s2 = s.clone();
@@ -170,17 +252,38 @@ pub async fn rate_post(State(s): Shared, Form(f): Form<RateForm>) -> Result<Resp
     Ok(Redirect::to(&link("/rate", [("rater", rater.as_str())])).into_response())
 }
 
-/// What the readers said of the sample's items.
-fn reader_says(snap: &Snapshot) -> Result<BTreeMap<String, ReaderSays>, ViewError> {
+/// What is rated of the sample: the ids ratings are stored under (an item's, or one per
+/// conflicting evidence of a ConflictBank-style row), what the readers said of each, and how
+/// many are conflicting evidences.
+type Rated = (Vec<String>, BTreeMap<String, ReaderSays>, usize);
+
+fn rated_units(snap: &Snapshot) -> Result<Rated, ViewError> {
+    let mut ids = Vec::new();
     let mut out = BTreeMap::new();
+    let mut evidences = 0;
     for it in &snap.sample {
         let (v, _) = snap.sampled(it.at)?;
-        let says = reader_scales(&v);
-        if !says.is_empty() {
-            out.insert(it.item_id.clone(), says);
+        let units: Vec<(String, ReaderSays)> = match cb_row(&v) {
+            Some(row) => {
+                evidences += row.conflicts.len();
+                row.conflicts
+                    .iter()
+                    .map(|c| {
+                        let says = crate::conflictbank::reader_says(&v, c.cause);
+                        (rating_id(&it.item_id, c.cause), says)
+                    })
+                    .collect()
+            }
+            None => vec![(it.item_id.clone(), reader_scales(&v))],
+        };
+        for (id, says) in units {
+            if !says.is_empty() {
+                out.insert(id.clone(), says);
+            }
+            ids.push(id);
         }
     }
-    Ok(out)
+    Ok((ids, out, evidences))
 }
 
 /// The raters a page counts: those named by `among=` in the query, every rater when none is.
@@ -215,7 +318,7 @@ pub fn current(
     chosen: Option<&BTreeSet<String>>,
 ) -> Result<(Figures, Raters), ViewError> {
     let snap = s.snapshot();
-    let ids: Vec<String> = snap.sample.iter().map(|i| i.item_id.clone()).collect();
+    let (ids, says, evidences) = rated_units(&snap)?;
     let (all, counted) = judgements(s, chosen)?;
     let mut raters: BTreeMap<String, usize> = BTreeMap::new();
     for j in all.iter().filter(|j| ids.contains(&j.item_id)) {
@@ -228,7 +331,11 @@ pub fn current(
             (r, n, on)
         })
         .collect();
-    Ok((figures(&ids, &counted, &reader_says(&snap)?), raters))
+    let mut f = figures(&ids, &counted, &says);
+    // The sample counts rows; a ConflictBank-style row's conflicting evidences are items.
+    f.evidences = evidences;
+    f.sample = snap.sample.len();
+    Ok((f, raters))
 }
 
 pub async fn agreement_page(
@@ -278,6 +385,11 @@ pub fn sheet(
     }
     let ids: Vec<String> = snap.sample.iter().map(|i| i.item_id.clone()).collect();
     let f = figures(&ids, &counted, &BTreeMap::new());
+    if !f.raters.iter().any(|(r, _)| r == rater) {
+        return Err(ViewError::NotFound(format!(
+            "no ratings by {rater} of the review sheet's rows (ratings of a ConflictBank-style row's conflicting evidences are not written to the sheet)"
+        )));
+    }
     let raters = f.raters.len();
     let mut items = Vec::new();
     for (it, fig) in snap.sample.iter().zip(&f.items) {

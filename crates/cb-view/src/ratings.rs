@@ -11,6 +11,8 @@
 //! file written before the plausibility scale has no `plausible` column: it is read as
 //! it is (its judgements have no plausibility), and the column is added to it, empty for
 //! the old rows, when the viewer opens it to write (a file it can only read stays as it is).
+//! The third question, asked of a ConflictBank-style conflicting evidence ("does it contradict
+//! the correct evidence?", `contradicts`), came later still and is migrated the same way.
 
 use crate::error::ViewError;
 use cb_audit::sheet::{Plausibility, Rating, Scale};
@@ -31,6 +33,9 @@ pub struct Judgement {
     pub plausibility: Option<Plausibility>,
     /// Whether the answer set alone tells the real answer (`None`: not said).
     pub distinguishable: Option<bool>,
+    /// Whether the conflicting evidence contradicts the correct one (ConflictBank-style
+    /// items; `None`: not asked, or stored before that question).
+    pub contradicts: Option<bool>,
     pub comment: String,
 }
 
@@ -42,15 +47,19 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS ratings (
     comment TEXT NOT NULL,
     updated_unix INTEGER NOT NULL,
     plausible TEXT,
+    contradicts INTEGER,
     PRIMARY KEY (rater, item_id)
 )";
 
-/// Whether the `ratings` table has the `plausible` column (files written before it
-/// do not).
-fn has_plausible(conn: &Connection) -> rusqlite::Result<bool> {
+/// The columns added after the first ratings files, each with its type: a file written
+/// before one lacks it.
+const ADDED: [(&str, &str); 2] = [("plausible", "TEXT"), ("contradicts", "INTEGER")];
+
+/// Whether the `ratings` table has the column `name` (files written before it do not).
+fn has_column(conn: &Connection, name: &str) -> rusqlite::Result<bool> {
     conn.query_row(
-        "SELECT count(*) FROM pragma_table_info('ratings') WHERE name = 'plausible'",
-        [],
+        "SELECT count(*) FROM pragma_table_info('ratings') WHERE name = ?1",
+        [name],
         |r| r.get::<_, i64>(0),
     )
     .map(|n| n > 0)
@@ -65,8 +74,8 @@ pub struct Ratings {
     pub read_only: Option<String>,
 }
 
-/// The columns a ratings file's `ratings` table must have (`plausible` may be missing:
-/// a file written before that scale).
+/// The columns a ratings file's `ratings` table must have (those of [`ADDED`] may be
+/// missing: a file written before them).
 const COLUMNS: [&str; 6] = [
     "rater",
     "item_id",
@@ -239,9 +248,11 @@ impl Ratings {
             conn.busy_timeout(std::time::Duration::from_secs(10))
                 .map_err(err)?;
             conn.execute_batch(SCHEMA).map_err(err)?;
-            if !has_plausible(&conn).map_err(err)? {
-                conn.execute_batch("ALTER TABLE ratings ADD COLUMN plausible TEXT")
-                    .map_err(err)?;
+            for (name, kind) in ADDED {
+                if !has_column(&conn, name).map_err(err)? {
+                    conn.execute_batch(&format!("ALTER TABLE ratings ADD COLUMN {name} {kind}"))
+                        .map_err(err)?;
+                }
             }
             *guard = Some(conn);
         }
@@ -263,11 +274,12 @@ impl Ratings {
             .map_or(0, |d| d.as_secs() as i64);
         self.with(true, |c| {
             c.execute(
-                "INSERT INTO ratings (rater, item_id, misleading, distinguishable, comment, updated_unix, plausible)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                "INSERT INTO ratings (rater, item_id, misleading, distinguishable, comment, updated_unix, plausible, contradicts)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
                  ON CONFLICT (rater, item_id) DO UPDATE SET misleading = excluded.misleading,
                    distinguishable = excluded.distinguishable, comment = excluded.comment,
-                   updated_unix = excluded.updated_unix, plausible = excluded.plausible",
+                   updated_unix = excluded.updated_unix, plausible = excluded.plausible,
+                   contradicts = excluded.contradicts",
                 params![
                     j.rater,
                     j.item_id,
@@ -276,6 +288,7 @@ impl Ratings {
                     j.comment,
                     now,
                     j.plausibility.map(Scale::as_str),
+                    j.contradicts,
                 ],
             )
         })?;
@@ -286,14 +299,14 @@ impl Ratings {
     pub fn all(&self) -> Result<Vec<Judgement>, ViewError> {
         let got = self.with(false, |c| {
             // A file opened read only keeps its columns as they were written.
-            let plausibility = if has_plausible(c)? {
-                "plausible"
-            } else {
-                "NULL"
-            };
+            let mut added = Vec::new();
+            for (name, _) in ADDED {
+                added.push(if has_column(c, name)? { name } else { "NULL" });
+            }
             let mut st = c.prepare(&format!(
-                "SELECT rater, item_id, misleading, distinguishable, comment, {plausibility}
-                 FROM ratings ORDER BY rater, item_id"
+                "SELECT rater, item_id, misleading, distinguishable, comment, {}
+                 FROM ratings ORDER BY rater, item_id",
+                added.join(", ")
             ))?;
             let rows = st.query_map([], |r| {
                 let m: String = r.get(2)?;
@@ -304,6 +317,7 @@ impl Ratings {
                     misleading: Rating::parse(&m).unwrap_or(Rating::Not),
                     plausibility: p.as_deref().and_then(Plausibility::parse),
                     distinguishable: r.get(3)?,
+                    contradicts: r.get(6)?,
                     comment: r.get(4)?,
                 })
             })?;
@@ -329,11 +343,13 @@ mod tests {
             misleading: Rating::Somewhat,
             plausibility: Some(Plausibility::Somewhat),
             distinguishable: Some(false),
+            contradicts: None,
             comment: "<b>".into(),
         };
         r.put(&j).unwrap();
         j.misleading = Rating::Highly;
         j.plausibility = Some(Plausibility::Implausible);
+        j.contradicts = Some(true);
         r.put(&j).unwrap();
         assert_eq!(r.all().unwrap(), vec![j]);
         assert!(check_rater(" ").is_err() && check_rater("a\u{7}").is_err());
@@ -362,6 +378,7 @@ mod tests {
             misleading: Rating::Highly,
             plausibility: None,
             distinguishable: Some(true),
+            contradicts: None,
             comment: "old".into(),
         };
         let r = Ratings::open(&path).unwrap();
@@ -375,6 +392,63 @@ mod tests {
         assert_eq!(r.all().unwrap(), vec![old.clone(), new.clone()]);
         // Opened again (as a viewer started later would), both read back.
         drop(r);
+        assert_eq!(Ratings::open(&path).unwrap().all().unwrap(), vec![old, new]);
+    }
+
+    /// A file written before the contradiction question (with the plausibility column, no
+    /// `contradicts`) reads as it is where it cannot be written, and gains the column, its
+    /// old ratings kept and unanswered, where it can.
+    #[test]
+    fn a_file_of_two_scales_reads_and_takes_the_contradiction_question() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("ratings.sqlite");
+        {
+            let c = Connection::open(&path).unwrap();
+            c.execute_batch(
+                "CREATE TABLE ratings (rater TEXT NOT NULL, item_id TEXT NOT NULL,
+                 misleading TEXT NOT NULL, distinguishable INTEGER, comment TEXT NOT NULL,
+                 updated_unix INTEGER NOT NULL, plausible TEXT, PRIMARY KEY (rater, item_id));
+                 INSERT INTO ratings VALUES ('ann', 'r#1', 'somewhat', NULL, '', 0, 'plausible');",
+            )
+            .unwrap();
+        }
+        let old = Judgement {
+            rater: "ann".into(),
+            item_id: "r#1".into(),
+            misleading: Rating::Somewhat,
+            plausibility: Some(Plausibility::Plausible),
+            distinguishable: None,
+            contradicts: None,
+            comment: String::new(),
+        };
+        let columns = |p: &Path| -> Vec<String> {
+            let c = Connection::open(p).unwrap();
+            let mut st = c
+                .prepare("SELECT name FROM pragma_table_info('ratings')")
+                .unwrap();
+            let names = st.query_map([], |r| r.get(0)).unwrap();
+            names.collect::<rusqlite::Result<_>>().unwrap()
+        };
+        // Read only: read as it is, the file left without the column.
+        let ro = Ratings {
+            read_only: Some("test".into()),
+            ..Ratings::new(&path)
+        };
+        assert_eq!(ro.all().unwrap(), vec![old.clone()]);
+        assert!(ro.put(&old).is_err());
+        drop(ro);
+        assert!(!columns(&path).contains(&"contradicts".to_owned()));
+        // Opened to write: the column is added and the new answer kept.
+        let r = Ratings::open(&path).unwrap();
+        let new = Judgement {
+            rater: "bob".into(),
+            contradicts: Some(false),
+            ..old.clone()
+        };
+        r.put(&new).unwrap();
+        assert_eq!(r.all().unwrap(), vec![old.clone(), new.clone()]);
+        drop(r);
+        assert!(columns(&path).contains(&"contradicts".to_owned()));
         assert_eq!(Ratings::open(&path).unwrap().all().unwrap(), vec![old, new]);
     }
 }

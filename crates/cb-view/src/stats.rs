@@ -1,5 +1,6 @@
 //! The figures of the rating page, on both scales (how misleading, KRE appendix A.4; how
-//! plausible): ratings done per rater, each item's counts and majority, Fleiss' kappa over
+//! plausible) and on the yes / no question asked of a ConflictBank-style conflicting evidence
+//! (does it contradict the correct evidence?): ratings done per rater, each item's counts and majority, Fleiss' kappa over
 //! the raters (`cb_audit::sheet::agreement`, on the items every rater rated on that scale:
 //! the figures `conflictbench agreement` prints for the exported sheets), and Cohen's kappa
 //! between the people's majority and each reader's verdict, with its interval.
@@ -20,6 +21,9 @@ pub struct ReaderSaid {
     /// Asked as an editor, it found the negative context plausible (the reader check's
     /// `plausible` question).
     pub plausible: Option<bool>,
+    /// Asked as an editor, it confirmed that the conflicting evidence contradicts the
+    /// correct one (a ConflictBank-style reader check's `conflict_*` question).
+    pub contradicts: Option<bool>,
 }
 
 /// What the readers said of one item.
@@ -39,6 +43,46 @@ pub struct ItemFigures {
     pub plausibility_majority: Option<&'static str>,
     /// Raters who found the answer set distinguishable, and who did not.
     pub distinguishable: [usize; 2],
+    /// Raters who found the conflicting evidence contradicts the correct one, and who did not.
+    pub contradicts: [usize; 2],
+}
+
+/// Fleiss' kappa of a yes / no question, over the items every rater counted answered.
+#[derive(Debug, Clone, Serialize)]
+pub struct YesNoAgreement {
+    /// Items every rater counted answered.
+    pub complete: usize,
+    /// Raters counted (two at least for a kappa).
+    pub raters: usize,
+    /// The mean share of agreeing rater pairs per item (`None` with no item or one rater).
+    pub percent_agreement: Option<f64>,
+    /// `None` with fewer than two raters, no item, or every answer the same.
+    pub kappa: Option<f64>,
+}
+
+/// Fleiss' kappa of items each answered yes / no by the same `raters` raters (`counts`: yes,
+/// no per item).
+pub fn fleiss_yes_no(counts: &[[usize; 2]], raters: usize) -> YesNoAgreement {
+    let mut out = YesNoAgreement {
+        complete: counts.len(),
+        raters,
+        percent_agreement: None,
+        kappa: None,
+    };
+    if raters < 2 || counts.is_empty() {
+        return out;
+    }
+    let (n, items) = (raters as f64, counts.len() as f64);
+    let p_bar = counts
+        .iter()
+        .map(|c| (c.iter().map(|&k| (k * k) as f64).sum::<f64>() - n) / (n * (n - 1.0)))
+        .sum::<f64>()
+        / items;
+    let yes = counts.iter().map(|c| c[0] as f64).sum::<f64>() / (items * n);
+    let p_e = yes * yes + (1.0 - yes) * (1.0 - yes);
+    out.percent_agreement = Some(p_bar);
+    out.kappa = (p_e < 1.0).then(|| (p_bar - p_e) / (1.0 - p_e));
+    out
 }
 
 /// Cohen's kappa of two binary judges over the items both judged.
@@ -65,6 +109,9 @@ pub struct ReaderAgreement {
     /// The people found the negative context plausible (plausible, a strict majority over
     /// implausible and somewhat) / the reader, asked as an editor, found it plausible.
     pub plausible: Cohen,
+    /// The people's strict majority / the reader confirmed that the conflicting evidence
+    /// contradicts the correct one (its `conflict_*` check).
+    pub contradicts: Cohen,
 }
 
 /// Fleiss' kappa on one scale, over the items every rater counted rated on it.
@@ -81,12 +128,16 @@ pub struct ScaleAgreement<L: Scale> {
 pub struct Figures {
     pub raters: Vec<(String, usize)>,
     pub sample: usize,
+    /// The conflicting evidences of the sample's ConflictBank-style rows, each an item.
+    pub evidences: usize,
     pub items: Vec<ItemFigures>,
     /// Items every rater rated (the misleading scale's Fleiss' kappa is over these).
     pub complete: usize,
     pub fleiss: Option<Agreement>,
     /// The plausibility scale (ratings stored before it was asked have none).
     pub plausibility: ScaleAgreement<Plausibility>,
+    /// Does the conflicting evidence contradict the correct one (ConflictBank-style items).
+    pub contradicts: YesNoAgreement,
     pub readers: Vec<ReaderAgreement>,
 }
 
@@ -135,6 +186,7 @@ struct Tally {
     misleading: [usize; 3],
     plausibility: [usize; 3],
     distinguishable: [usize; 2],
+    contradicts: [usize; 2],
     /// Raters who rated it, and who rated its plausibility.
     raters: usize,
     plausibility_raters: usize,
@@ -202,6 +254,11 @@ pub fn figures(
             Some(false) => t.distinguishable[1] += 1,
             None => {}
         }
+        match j.contradicts {
+            Some(true) => t.contradicts[0] += 1,
+            Some(false) => t.contradicts[1] += 1,
+            None => {}
+        }
         t.raters += 1;
     }
     let misleading = scale_agreement(&by_rater, &tally, |t| t.raters, |j| Some(j.misleading));
@@ -222,8 +279,14 @@ pub fn figures(
                 plausibility: t.plausibility,
                 plausibility_majority: majority::<Plausibility>(&t.plausibility),
                 distinguishable: t.distinguishable,
+                contradicts: t.contradicts,
             }
         })
+        .collect();
+    let answered: Vec<[usize; 2]> = tally
+        .values()
+        .map(|t| t.contradicts)
+        .filter(|c| c[0] + c[1] == by_rater.len())
         .collect();
     Figures {
         raters: by_rater
@@ -231,10 +294,12 @@ pub fn figures(
             .map(|(r, js)| ((*r).to_owned(), js.len()))
             .collect(),
         sample: items.len(),
+        evidences: 0,
         items: item_figures,
         complete: misleading.complete,
         fleiss: misleading.fleiss,
         plausibility,
+        contradicts: fleiss_yes_no(&answered, by_rater.len()),
         readers: reader_agreement(&tally, readers),
     }
 }
@@ -244,7 +309,7 @@ fn reader_agreement(
     readers: &BTreeMap<String, ReaderSays>,
 ) -> Vec<ReaderAgreement> {
     type Pairs = Vec<(bool, bool)>;
-    let mut pairs: BTreeMap<&str, [Pairs; 3]> = BTreeMap::new();
+    let mut pairs: BTreeMap<&str, [Pairs; 4]> = BTreeMap::new();
     for (id, says) in readers {
         let Some(t) = tally.get(id.as_str()) else {
             continue;
@@ -255,11 +320,12 @@ fn reader_agreement(
             strict(m[1] + m[2], m[0]),
             strict(t.distinguishable[0], t.distinguishable[1]),
             strict(p[2], p[0] + p[1]),
+            strict(t.contradicts[0], t.contradicts[1]),
         ];
         for r in says {
             let e = pairs.entry(&r.model).or_default();
-            let reader = [r.misled, r.answer_set, r.plausible];
-            for k in 0..3 {
+            let reader = [r.misled, r.answer_set, r.plausible, r.contradicts];
+            for k in 0..4 {
                 if let (Some(a), Some(b)) = (people[k], reader[k]) {
                     e[k].push((a, b));
                 }
@@ -268,11 +334,12 @@ fn reader_agreement(
     }
     pairs
         .into_iter()
-        .map(|(model, [m, d, p])| ReaderAgreement {
+        .map(|(model, [m, d, p, c])| ReaderAgreement {
             model: model.to_owned(),
             misleading: cohen(&m),
             distinguishable: cohen(&d),
             plausible: cohen(&p),
+            contradicts: cohen(&c),
         })
         .collect()
 }
@@ -305,6 +372,7 @@ mod tests {
             misleading: m,
             plausibility: None,
             distinguishable: None,
+            contradicts: None,
             comment: String::new(),
         };
         let items: Vec<String> = ["a", "b", "c"].map(String::from).to_vec();
@@ -349,6 +417,7 @@ mod tests {
             misleading: m,
             plausibility: p,
             distinguishable: None,
+            contradicts: None,
             comment: String::new(),
         };
         let items: Vec<String> = ["a", "b", "c", "d"].map(String::from).to_vec();
@@ -411,5 +480,67 @@ mod tests {
         assert!((r.plausible.kappa.unwrap() - 0.5).abs() < 1e-12);
         let (lo, hi) = r.plausible.interval.unwrap();
         assert!((lo - (0.5 - 1.96 * 0.1875f64.sqrt())).abs() < 1e-12 && hi == 1.0);
+    }
+
+    /// The contradiction question, by hand. Three raters, four items (a: yes yes yes; b: yes
+    /// no no; c: no no no; d: yes, yes and one not answered, so left out of Fleiss).
+    /// P_a = 1, P_b = 1/3, P_c = 1: P̄ = 7/9; yes share 4/9: P_e = 16/81 + 25/81 = 41/81;
+    /// kappa = (63/81 - 41/81) / (40/81) = 22/40 = 0.55. The reader's confirmations (a yes,
+    /// b yes, c no, d yes) against the people's strict majority (a yes, b no, c no, d yes):
+    /// p_o = 3/4; people yes 1/2, reader 3/4: p_e = 3/8 + 1/8 = 1/2; kappa = 1/2.
+    #[test]
+    fn the_contradiction_question_as_by_hand() {
+        let j = |r: &str, i: &str, c| Judgement {
+            rater: r.into(),
+            item_id: i.into(),
+            misleading: Rating::Highly,
+            plausibility: None,
+            distinguishable: None,
+            contradicts: c,
+            comment: String::new(),
+        };
+        let items: Vec<String> = ["a", "b", "c", "d"].map(String::from).to_vec();
+        let (y, n) = (Some(true), Some(false));
+        let js = vec![
+            j("x", "a", y),
+            j("y", "a", y),
+            j("z", "a", y),
+            j("x", "b", y),
+            j("y", "b", n),
+            j("z", "b", n),
+            j("x", "c", n),
+            j("y", "c", n),
+            j("z", "c", n),
+            j("x", "d", y),
+            j("y", "d", y),
+            j("z", "d", None),
+        ];
+        let said = |c: bool| {
+            ReaderSays::from([ReaderSaid {
+                model: "r".into(),
+                contradicts: Some(c),
+                ..ReaderSaid::default()
+            }])
+        };
+        let readers: BTreeMap<String, ReaderSays> = [
+            ("a", said(true)),
+            ("b", said(true)),
+            ("c", said(false)),
+            ("d", said(true)),
+        ]
+        .map(|(i, s)| (i.to_owned(), s))
+        .into();
+        let f = figures(&items, &js, &readers);
+        assert_eq!((f.contradicts.complete, f.contradicts.raters), (3, 3));
+        assert!((f.contradicts.kappa.unwrap() - 0.55).abs() < 1e-12);
+        assert!((f.contradicts.percent_agreement.unwrap() - 7.0 / 9.0).abs() < 1e-12);
+        assert_eq!(f.items[1].contradicts, [1, 2]);
+        assert_eq!(f.items[3].contradicts, [2, 0]);
+        let c = &f.readers[0].contradicts;
+        assert_eq!(c.items, 4);
+        assert!((c.agreement - 0.75).abs() < 1e-12 && (c.kappa.unwrap() - 0.5).abs() < 1e-12);
+        // One rater: no kappa; every answer the same: no kappa either.
+        assert_eq!(fleiss_yes_no(&[[1, 0]], 1).kappa, None);
+        assert_eq!(fleiss_yes_no(&[[2, 0], [2, 0]], 2).kappa, None);
     }
 }

@@ -15,6 +15,11 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("reject.html", include_str!("../templates/reject.html")),
     ("live.html", include_str!("../templates/live.html")),
     ("rate.html", include_str!("../templates/rate.html")),
+    ("rate_cb.html", include_str!("../templates/rate_cb.html")),
+    (
+        "cb_evidence.html",
+        include_str!("../templates/cb_evidence.html"),
+    ),
     (
         "agreement.html",
         include_str!("../templates/agreement.html"),
@@ -30,6 +35,7 @@ pre.cb-msg{white-space:pre-wrap;overflow-wrap:anywhere;background:#fafafa;border
 details.cb-call{border:1px solid #ddd;border-radius:4px;margin:.4em 0;padding:.3em .6em}
 .cb-gold,.cb-negative{font-weight:600}.cb-tag{font-size:.8em;font-weight:400;border:1px solid #999;border-radius:3px;padding:0 .3em}
 fieldset{margin:.5em 0}.cb-done{color:#055d20}
+section.cb-evidence{border-top:1px solid #ddd;margin-top:1em}
 ";
 
 /// A character a text must not slip into a page as is: a control character (a line break

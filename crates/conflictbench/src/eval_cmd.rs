@@ -463,7 +463,7 @@ async fn conflictbank(
     cb_eval::conflictbank_run::write_all(out, &e)?;
     println_out(&cb_eval::conflictbank_run::markdown(&e));
     println_out(&format!(
-        "{} prediction folders -> {} [{} upstream calls, {} cache hits, ${:.4}]",
+        "prediction folders ({}) -> {} [{} upstream calls, {} cache hits, ${:.4}]",
         e.runs.len(),
         out.display(),
         stats.upstream_calls,

@@ -318,7 +318,7 @@ async fn a_scripted_model_gives_hand_computed_figures_in_both_orders() {
 }
 
 #[tokio::test]
-async fn a_folder_without_conflictbank_rows_exits_2_before_any_file() {
+async fn a_folder_without_conflictbank_rows_or_a_kre_flag_exits_2_before_any_file() {
     let tmp = tempfile::tempdir().unwrap();
     let build = tmp.path().join("build");
     std::fs::create_dir_all(build.join("popqa")).unwrap();
@@ -330,6 +330,13 @@ async fn a_folder_without_conflictbank_rows_exits_2_before_any_file() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("conflictbank.jsonl"), "{}", text(&o));
     assert!(!out.exists(), "the output folder was made");
+    assert_eq!(snapshot(tmp.path()), before, "a file was made");
+    // A flag of `eval kre` is refused, not ignored, before any file too.
+    let good = write_rows(tmp.path());
+    let before = snapshot(tmp.path());
+    let o = run(&good, &out, &server.base_url(), &["--hint"]).await;
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("--hint"), "{}", text(&o));
     assert_eq!(snapshot(tmp.path()), before, "a file was made");
     assert_eq!(server.request_count(), 0);
 }

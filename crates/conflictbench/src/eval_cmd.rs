@@ -234,6 +234,7 @@ async fn run_eval(args: RunArgs) -> anyhow::Result<()> {
     };
     if bench == "conflictbank" {
         // Before the output folder or the cache is made.
+        kre_flags_refused(&args)?;
         cb_eval::conflictbank_export::find_rows_in(&data).map_err(|e| config_err(e.to_string()))?;
     }
     setup.check_endpoints(&[])?;
@@ -270,6 +271,22 @@ async fn run_eval(args: RunArgs) -> anyhow::Result<()> {
         created.undo();
     }
     result
+}
+
+/// KRE's own flags, refused for ConflictBank (its prompt has no instruction or examples).
+fn kre_flags_refused(args: &RunArgs) -> anyhow::Result<()> {
+    let given = [
+        (args.kre_instructions.is_some(), "--kre-instructions"),
+        (args.instruction != "1", "--instruction"),
+        (args.hint, "--hint"),
+        (args.kre_examples.is_some(), "--kre-examples"),
+    ];
+    match given.iter().find(|(g, _)| *g) {
+        Some((_, flag)) => Err(config_err(format!(
+            "{flag} is a flag of `eval kre`: ConflictBank's prompt (prompts/eval/conflictbank.md) has no instruction or examples to choose"
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// [`evaluate`], stopped by SIGINT or SIGTERM as a build is: the model under test sends

@@ -18,7 +18,7 @@
 //!
 //! Memory: the jobs in the window and, per row, where it lies (the rows are read again for
 //! each seed and setting, one pass writing one file); the prediction lines wait in a
-//! temporary folder until [`write_all`].
+//! temporary folder (the system's) until [`write_all`] moves them.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -379,11 +379,7 @@ pub fn write_all(out: &Path, e: &CbEvaluation) -> Result<(), EvalError> {
             let name = format!("{s}.json");
             let path = to.join(&name);
             if e.settings.iter().any(|w| w == s) {
-                let bytes = std::fs::read(from.join(&name)).map_err(|source| EvalError::Write {
-                    path: from.join(&name),
-                    source,
-                })?;
-                write_file(&to, &name, &bytes)?;
+                move_file(&from.join(&name), &to, &name)?;
             } else if path.is_file() {
                 std::fs::remove_file(&path).map_err(|source| EvalError::Write { path, source })?;
             }
@@ -393,6 +389,21 @@ pub fn write_all(out: &Path, e: &CbEvaluation) -> Result<(), EvalError> {
     json.push(b'\n');
     write_file(out, "results.json", &json)?;
     write_file(out, "results.md", markdown(e).as_bytes())
+}
+
+/// Moves a finished prediction file to `to/name`: renamed where both lie on one file system,
+/// else copied whole (a temporary file beside it, then renamed).
+fn move_file(from: &Path, to: &Path, name: &str) -> Result<(), EvalError> {
+    let err = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| EvalError::Write { path, source }
+    };
+    std::fs::create_dir_all(to).map_err(err(to))?;
+    if std::fs::rename(from, to.join(name)).is_ok() {
+        return Ok(());
+    }
+    let bytes = std::fs::read(from).map_err(err(from))?;
+    write_file(to, name, &bytes)
 }
 
 /// The figures as Markdown: a table per domain and seed ([`crate::conflictbank::markdown`]).

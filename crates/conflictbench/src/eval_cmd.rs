@@ -81,7 +81,8 @@ pub struct RunArgs {
     /// (`cose.json`, ...) are read as they are.
     #[arg(long = "data", value_name = "PATH")]
     pub data: Vec<PathBuf>,
-    /// Output folder for predictions.jsonl, results.json, results.md, results.html.
+    /// Output folder for predictions.jsonl, results.json, results.md, results.html
+    /// (ConflictBank: `<domain>/seed-<seed>/<setting>.json`, results.json, results.md).
     /// Default: `generated/eval/<benchmark>/<model>`.
     #[arg(long)]
     pub out: Option<PathBuf>,

@@ -125,12 +125,12 @@ fn check(f: &Source, row: &Row, run: &[&str]) -> Result<(), EvalError> {
             .into_iter()
             .flatten()
         {
-            if r.conflict(cause).is_none() {
-                problems.push(format!("no {} evidence", cause.name()));
+            let missing = format!("no {} evidence", cause.name());
+            if r.conflict(cause).is_none() && !problems.contains(&missing) {
+                problems.push(missing);
             }
         }
     }
-    problems.dedup();
     if problems.is_empty() {
         return Ok(());
     }

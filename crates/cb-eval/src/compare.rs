@@ -101,10 +101,11 @@ fn read_run(dir: &Path) -> Result<Run, EvalError> {
     let bytes =
         std::fs::read(&path).map_err(|e| config(format!("cannot read {}: {e}", path.display())))?;
     let info: Info = serde_json::from_slice(&bytes).map_err(|e| {
-        config(format!(
-            "{} is not the results.json of an evaluation: {e}",
-            path.display()
-        ))
+        let v: Option<Value> = serde_json::from_slice(&bytes).ok();
+        config(match v.is_some_and(|v| v["benchmark"] == "conflictbank") {
+            true => format!("{} is a ConflictBank evaluation: `eval compare` does not compare those yet (their figures are in each results.json)", path.display()),
+            false => format!("{} is not the results.json of an evaluation: {e}", path.display()),
+        })
     })?;
     let path = dir.join("predictions.jsonl");
     let unreadable = |e: std::io::Error| config(format!("cannot read {}: {e}", path.display()));

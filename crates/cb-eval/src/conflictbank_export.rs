@@ -98,6 +98,16 @@ pub fn find_rows(dir: &Path) -> Result<Vec<(String, PathBuf)>, EvalError> {
     )))
 }
 
+/// The domains' row files under each of `paths` ([`find_rows`]); an error names the first
+/// path that has none.
+pub fn find_rows_in(paths: &[PathBuf]) -> Result<Vec<(String, PathBuf)>, EvalError> {
+    let mut all = Vec::new();
+    for p in paths {
+        all.extend(find_rows(p)?);
+    }
+    Ok(all)
+}
+
 /// Writes every domain's setting files under `out`.
 pub fn export(
     build: &Path,
@@ -242,13 +252,33 @@ fn write_domain(
     Ok(count)
 }
 
-/// The prompt of one row in one setting.
+/// The prompt of one row in one setting: the user part of [`messages_of`], as
+/// `inference.py` reads it.
 pub(crate) fn prompt_of(
     row: &CbRow,
     evidence: &[Option<Cause>],
     templates: &Templates,
     prompt: &Prompt,
 ) -> Result<String, EvalError> {
+    let messages = messages_of(row, evidence, templates, prompt)?;
+    Ok(user_part(&messages))
+}
+
+/// The last message's text, its trailing white space cut (the prompt ends with `Answer:`).
+pub(crate) fn user_part(messages: &[cb_llm::Message]) -> String {
+    messages
+        .last()
+        .map(|m| m.content.trim_end().to_string())
+        .unwrap_or_default()
+}
+
+/// The conversation that asks one row in one setting (`evidence`, from [`setting_evidence`]).
+pub(crate) fn messages_of(
+    row: &CbRow,
+    evidence: &[Option<Cause>],
+    templates: &Templates,
+    prompt: &Prompt,
+) -> Result<Vec<cb_llm::Message>, EvalError> {
     let mut evidences = Vec::new();
     for which in evidence {
         let text = match which {
@@ -274,12 +304,7 @@ pub(crate) fn prompt_of(
         "question": row.qa.question,
         "options": options,
     }));
-    let messages = templates.render(prompt, ctx)?;
-    let user = messages
-        .last()
-        .map(|m| m.content.trim_end().to_string())
-        .unwrap_or_default();
-    Ok(user)
+    templates.render(prompt, ctx)
 }
 
 #[cfg(test)]

@@ -16,7 +16,9 @@
 //! `predictions.jsonl` through the same scores and formulas.
 //!
 //! ConflictBank's figures from prediction files in its own layout: [`conflictbank`]; a
-//! ConflictBank-style build written as its evaluation input: [`conflictbank_export`].
+//! ConflictBank-style build written as its evaluation input: [`conflictbank_export`]; a model
+//! asked it in ConflictBank's settings, its answers written in that layout and scored by the
+//! same code: [`conflictbank_run`].
 //!
 //! The offline backend has nothing to evaluate (it would only echo rules), so the CLI
 //! refuses it; the dry-run backend counts the calls and writes nothing.
@@ -25,6 +27,7 @@ pub mod charts;
 pub mod compare;
 pub mod conflictbank;
 pub mod conflictbank_export;
+pub mod conflictbank_run;
 pub mod error;
 pub mod export;
 mod figures;

@@ -1,5 +1,6 @@
-//! `conflictbench eval recall|kre`: evaluates a model on a built benchmark with the paper's
-//! metrics, through the same LLM layer (and flags) as `build`; `conflictbench eval compare
+//! `conflictbench eval recall|kre|conflictbank`: evaluates a model on a built benchmark with
+//! the paper's metrics, through the same LLM layer (and flags) as `build` (ConflictBank's:
+//! `cb_eval::conflictbank_run`); `conflictbench eval compare
 //! RUN_DIR RUN_DIR...`: the differences between evaluation runs, paired item by item
 //! (`cb_eval::compare`); `conflictbench eval conflictbank-predictions PRED_DIR`: ConflictBank's
 //! figures from its own prediction files (`cb_eval::conflictbank`).
@@ -71,7 +72,7 @@ pub struct CompareArgs {
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// Which benchmark: `recall` or `kre`.
+    /// Which benchmark: `recall`, `kre` or `conflictbank` (a ConflictBank-style build).
     // Required (the parser says so), unless `compare` is given: an `Option` only so that
     // `eval compare ...` leaves it out.
     #[arg(required = true)]
@@ -80,7 +81,8 @@ pub struct RunArgs {
     /// (`cose.json`, ...) are read as they are.
     #[arg(long = "data", value_name = "PATH")]
     pub data: Vec<PathBuf>,
-    /// Output folder for predictions.jsonl, results.json, results.md, results.html.
+    /// Output folder for predictions.jsonl, results.json, results.md, results.html
+    /// (ConflictBank: `<domain>/seed-<seed>/<setting>.json`, results.json, results.md).
     /// Default: `generated/eval/<benchmark>/<model>`.
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -89,6 +91,9 @@ pub struct RunArgs {
     pub domains: Vec<String>,
     /// Comma-separated settings. RECALL: original, edited, none. KRE: memory, zero_shot,
     /// all_positive, all_negative, mixed, role_dependent, role_intuitive (memory always runs).
+    /// ConflictBank: default, correct, misinformation, temporal, semantic,
+    /// correct_misinformation, ..., misinformation_correct, ... (default and correct always
+    /// run).
     #[arg(long, value_delimiter = ',')]
     pub settings: Vec<String>,
     /// Number of seeds (runs): seeds SEED, SEED+1, ... (1 to 1000).
@@ -195,9 +200,9 @@ fn compare(args: &CompareArgs) -> anyhow::Result<()> {
 
 async fn run_eval(args: RunArgs) -> anyhow::Result<()> {
     let bench = args.benchmark.as_deref().unwrap_or_default();
-    if bench != "recall" && bench != "kre" {
+    if !["recall", "kre", "conflictbank"].contains(&bench) {
         return Err(config_err(format!(
-            "unknown benchmark {bench:?}: expected recall or kre"
+            "unknown benchmark {bench:?}: expected recall, kre or conflictbank"
         )));
     }
     let model = args.llm.model.clone().unwrap_or_default();
@@ -228,6 +233,11 @@ async fn run_eval(args: RunArgs) -> anyhow::Result<()> {
     } else {
         args.data.clone()
     };
+    if bench == "conflictbank" {
+        // Before the output folder or the cache is made.
+        kre_flags_refused(&args)?;
+        cb_eval::conflictbank_export::find_rows_in(&data).map_err(|e| config_err(e.to_string()))?;
+    }
     setup.check_endpoints(&[])?;
     let config = setup.writer(|| None, &format!("the {bench} evaluation"))?;
     let created = crate::created::Created::before(config.cache_path.as_deref(), &[]);
@@ -262,6 +272,22 @@ async fn run_eval(args: RunArgs) -> anyhow::Result<()> {
         created.undo();
     }
     result
+}
+
+/// KRE's own flags, refused for ConflictBank (its prompt has no instruction or examples).
+fn kre_flags_refused(args: &RunArgs) -> anyhow::Result<()> {
+    let given = [
+        (args.kre_instructions.is_some(), "--kre-instructions"),
+        (args.instruction != "1", "--instruction"),
+        (args.hint, "--hint"),
+        (args.kre_examples.is_some(), "--kre-examples"),
+    ];
+    match given.iter().find(|(g, _)| *g) {
+        Some((_, flag)) => Err(config_err(format!(
+            "{flag} is a flag of `eval kre`: ConflictBank's prompt (prompts/eval/conflictbank.md) has no instruction or examples to choose"
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// [`evaluate`], stopped by SIGINT or SIGTERM as a build is: the model under test sends
@@ -403,6 +429,9 @@ async fn evaluate(
         hint: args.hint,
         kre_examples: args.kre_examples.clone(),
     };
+    if bench == "conflictbank" {
+        return conflictbank(&llm, &opts, bars, (setup, &config), out).await;
+    }
     let (results, predictions) = if bench == "recall" {
         cb_eval::recall::evaluate(&llm, &opts, bars).await?
     } else {
@@ -422,6 +451,38 @@ async fn evaluate(
     println_out(&format!(
         "{} predictions -> {} [{} upstream calls, {} cache hits, ${:.4}]",
         predictions.len(),
+        out.display(),
+        stats.upstream_calls,
+        stats.cache_hits,
+        stats.spent_usd
+    ));
+    Ok(())
+}
+
+/// `eval conflictbank`: the model asked in ConflictBank's settings, its prediction folders and
+/// figures written to `out` (nothing in a dry run).
+async fn conflictbank(
+    llm: &cb_llm::Llm,
+    opts: &EvalOptions,
+    bars: &Counted,
+    (setup, config): (&LlmSetup, &cb_llm::LlmConfig),
+    out: &Path,
+) -> anyhow::Result<()> {
+    let e = cb_eval::conflictbank_run::evaluate(llm, opts, bars).await?;
+    let stats = llm.stats();
+    if setup.mode().dry_run() {
+        let cost = config.price.usd(stats.estimated_tokens, 0);
+        println_out(&format!(
+            "conflictbank eval: {} calls ({} cached, {} to make), ~{} prompt tokens, ~${cost:.4}; nothing written",
+            stats.calls, stats.cache_hits, stats.upstream_calls, stats.estimated_tokens
+        ));
+        return Ok(());
+    }
+    cb_eval::conflictbank_run::write_all(out, &e)?;
+    println_out(&cb_eval::conflictbank_run::markdown(&e));
+    println_out(&format!(
+        "prediction folders ({}) -> {} [{} upstream calls, {} cache hits, ${:.4}]",
+        e.runs.len(),
         out.display(),
         stats.upstream_calls,
         stats.cache_hits,

@@ -1,0 +1,444 @@
+//! `conflictbench eval conflictbank`: a model under test asked every question of a
+//! ConflictBank-style build (`conflictbank.jsonl`, rows of [`CbRow`]) in ConflictBank's
+//! settings ([`SETTINGS`]: no evidence, the correct one, each conflict alone, and the correct
+//! one with each conflict in both orders), through the same LLM layer, window and flags as
+//! `eval kre` and `eval recall`.
+//!
+//! Each prompt is the one `export conflictbank` writes ([`conflictbank_export::messages_of`]);
+//! the letter is read from the reply ([`extract_reply`]: the options' texts count too, an
+//! answer with none is `null`). The answers go to prediction files in the layout
+//! ConflictBank's `inference.py` writes, `OUT/<domain>/seed-<seed>/<setting>.json`, and the
+//! figures are [`evaluate_predictions`] of each such folder (the one formula, and its filter:
+//! only the questions right with no evidence and with the correct evidence count), so
+//! `eval conflictbank-predictions` on a folder gives the same figures. `default` and
+//! `correct` always run: the filter needs them.
+//!
+//! The LLM layer asks for text, not for log-probabilities, so no line has `prob` and the
+//! average entropy is "not measured" ([`ENTROPY`]), never a number made up.
+//!
+//! Memory: the jobs in the window and, per row, where it lies (the rows are read again for
+//! each seed and setting, one pass writing one file); the prediction lines wait in a
+//! temporary folder (the system's) until [`write_all`] moves them.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use cb_audit::{FileKind, Payload, Row};
+use cb_llm::{BackendKind, Llm, Progress};
+use cb_model::conflictbank::CbRow;
+use serde::Serialize;
+use serde_json::json;
+
+use crate::conflictbank::{evaluate_predictions, CbResults, SETTINGS};
+use crate::conflictbank_export::{messages_of, setting_evidence, user_part};
+use crate::options::settings;
+use crate::report::{write_file, DataIdentity, Identity};
+use crate::run::{extract_reply, run_stream, Job, Reply};
+use crate::source::{load, Source};
+use crate::templates::Templates;
+use crate::{EvalError, EvalOptions};
+
+/// What the results say of the average entropy.
+pub const ENTROPY: &str = "not measured: the LLM layer asks the model for text, not for the log-probabilities of A to D, so no prediction line has `prob`";
+
+/// The figures of one domain and seed: those of its prediction folder.
+#[derive(Debug, Clone, Serialize)]
+pub struct CbRun {
+    pub domain: String,
+    pub seed: u64,
+    /// The prediction folder, relative to the output folder.
+    pub folder: String,
+    /// `None` when no figure exists (see `note`).
+    pub figures: Option<CbResults>,
+    pub note: Option<String>,
+}
+
+/// Everything a ConflictBank evaluation found (`results.json`).
+#[derive(Debug, Serialize)]
+pub struct CbEvaluation {
+    pub benchmark: &'static str,
+    pub backend: String,
+    pub endpoint: String,
+    pub model: String,
+    pub seeds: Vec<u64>,
+    pub settings: Vec<String>,
+    /// The prompt template: name and SHA-256.
+    pub prompts: Vec<(String, String)>,
+    pub data: DataIdentity,
+    pub entropy: &'static str,
+    pub runs: Vec<CbRun>,
+    /// The prediction files made, until written out; `None` in a dry run.
+    #[serde(skip)]
+    staged: Option<tempfile::TempDir>,
+}
+
+/// What a job asked, for its prediction line.
+struct Meta {
+    pass: usize,
+    id: String,
+    prompt: String,
+    labels: [String; 3],
+    options: Vec<String>,
+}
+
+/// One pass over a file's rows: a seed and a setting.
+#[derive(Clone, Copy)]
+struct Pass {
+    file: usize,
+    seed: u64,
+    setting: &'static str,
+}
+
+fn cb(row: &Row) -> &CbRow {
+    match &row.payload {
+        Payload::Cb(c) => c,
+        _ => unreachable!("loaded as ConflictBank-style rows"),
+    }
+}
+
+/// The domain of a rows file: its folder's name.
+fn domain_of(path: &Path, _: &Row) -> String {
+    path.parent()
+        .and_then(Path::file_name)
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "conflictbank".to_string())
+}
+
+/// The settings run: those asked for (all by default), with `default` and `correct` always.
+fn wanted(asked: &[String]) -> Result<Vec<&'static str>, EvalError> {
+    let chosen = settings(asked, SETTINGS)?;
+    Ok(SETTINGS
+        .iter()
+        .copied()
+        .filter(|s| ["default", "correct"].contains(s) || chosen.iter().any(|c| c == s))
+        .collect())
+}
+
+/// A data error unless `row` can be asked in every setting of `run`.
+fn check(f: &Source, row: &Row, run: &[&str]) -> Result<(), EvalError> {
+    let r = cb(row);
+    let mut problems = r.problems();
+    for s in run {
+        for cause in setting_evidence(s)
+            .unwrap_or_default()
+            .into_iter()
+            .flatten()
+        {
+            let missing = format!("no {} evidence", cause.name());
+            if r.conflict(cause).is_none() && !problems.contains(&missing) {
+                problems.push(missing);
+            }
+        }
+    }
+    if problems.is_empty() {
+        return Ok(());
+    }
+    Err(EvalError::Config(format!(
+        "{} row {}: {}",
+        f.path.display(),
+        r.id,
+        problems.join("; ")
+    )))
+}
+
+/// The files to evaluate, checked, and the data's identity; two files of one domain are
+/// refused (their prediction folders would be one).
+fn load_rows(opts: &EvalOptions, run: &[&str]) -> Result<(Vec<Source>, DataIdentity), EvalError> {
+    let mut identity = Identity::default();
+    let files = load(
+        opts,
+        |k| k == FileKind::ConflictBank,
+        domain_of,
+        &mut |src, row| {
+            identity.add(&src.domain, row);
+            check(src, row, run)
+        },
+    )?;
+    for (i, f) in files.iter().enumerate() {
+        if let Some(g) = files[..i].iter().find(|g| g.domain == f.domain) {
+            return Err(EvalError::Config(format!(
+                "{} and {} are both domain {:?}: their predictions would go to one folder; evaluate them apart (--data, --domains)",
+                g.path.display(),
+                f.path.display(),
+                f.domain
+            )));
+        }
+    }
+    Ok((files, identity.finish()))
+}
+
+/// The folder of a domain and seed, relative to the output folder.
+fn folder(domain: &str, seed: u64) -> PathBuf {
+    Path::new(domain).join(format!("seed-{seed}"))
+}
+
+/// The job that asks `row` in pass `p` (number `pass`).
+fn job(
+    (templates, prompt): (&Templates, &cb_step::Prompt),
+    f: &Source,
+    (pass, p): (usize, Pass),
+    row: &Row,
+) -> Result<(Job, Meta), EvalError> {
+    let r = cb(row);
+    let evidence = setting_evidence(p.setting).unwrap_or_default();
+    let mut messages = messages_of(r, &evidence, templates, prompt)?;
+    let text = user_part(&messages);
+    if let Some(last) = messages.last_mut() {
+        last.content = text.clone();
+    }
+    let job = Job {
+        label: format!("{}/{}/{}/{}", f.domain, p.setting, p.seed, r.id),
+        messages,
+        template: format!("eval/{}", prompt.name),
+        template_hash: prompt.hash.clone(),
+        seed: p.seed,
+    };
+    let meta = Meta {
+        pass,
+        id: r.id.clone(),
+        prompt: text,
+        labels: [
+            r.qa.true_label.clone(),
+            r.qa.replaced_label.clone(),
+            r.qa.uncertain_label.clone(),
+        ],
+        options: r.qa.options.to_vec(),
+    };
+    Ok((job, meta))
+}
+
+/// The prediction lines of the passes, each pass one file under `staged`, opened when its
+/// first line comes (the lines come in job order, pass after pass).
+struct Lines<'a> {
+    staged: &'a Path,
+    passes: &'a [Pass],
+    files: &'a [Source],
+    open: Option<(usize, PathBuf, BufWriter<File>)>,
+}
+
+impl Lines<'_> {
+    fn write(&mut self, m: Meta, r: &Reply) -> Result<(), EvalError> {
+        if self.open.as_ref().is_none_or(|(p, _, _)| *p != m.pass) {
+            self.close()?;
+            let p = self.passes[m.pass];
+            let dir = self.staged.join(folder(&self.files[p.file].domain, p.seed));
+            let path = dir.join(format!("{}.json", p.setting));
+            let err = |source| EvalError::Write {
+                path: path.clone(),
+                source,
+            };
+            std::fs::create_dir_all(&dir).map_err(err)?;
+            let w = BufWriter::new(File::create(&path).map_err(err)?);
+            self.open = Some((m.pass, path, w));
+        }
+        let x = extract_reply(r, &m.options);
+        let letter = x.choice.map(cb_model::letter);
+        let mut line = json!({
+            "id": m.id,
+            "prompt": m.prompt,
+            "true_label": m.labels[0],
+            "replaced_label": m.labels[1],
+            "uncertain_label": m.labels[2],
+            "prediction": letter,
+            "raw": r.raw,
+            "how": x.how,
+            "prompt_key": r.key,
+        });
+        if let Some(e) = &r.error {
+            line["error"] = json!(e);
+        }
+        let (_, path, w) = self.open.as_mut().expect("opened above");
+        writeln!(w, "{line}").map_err(|source| EvalError::Write {
+            path: path.clone(),
+            source,
+        })
+    }
+
+    fn close(&mut self) -> Result<(), EvalError> {
+        if let Some((_, path, mut w)) = self.open.take() {
+            w.flush()
+                .map_err(|source| EvalError::Write { path, source })?;
+        }
+        Ok(())
+    }
+}
+
+/// Runs the evaluation: every row of every file, per seed and setting; the figures of each
+/// domain and seed from its prediction folder. Writes nothing but temporary files.
+pub async fn evaluate(
+    llm: &Llm,
+    opts: &EvalOptions,
+    progress: &dyn Progress,
+) -> Result<CbEvaluation, EvalError> {
+    let run = wanted(&opts.settings)?;
+    let prompt = Templates::load(&opts.prompts, "conflictbank.md")?;
+    let templates = Templates::new();
+    let (files, data) = load_rows(opts, &run)?;
+    let passes: Vec<Pass> = (0..files.len())
+        .flat_map(|file| {
+            let run = &run;
+            opts.seeds.iter().flat_map(move |&seed| {
+                run.iter().map(move |&setting| Pass {
+                    file,
+                    seed,
+                    setting,
+                })
+            })
+        })
+        .collect();
+    let total: usize = passes.iter().map(|p| files[p.file].len()).sum();
+    let staged = tempfile::Builder::new()
+        .prefix("conflictbench-conflictbank-")
+        .tempdir()
+        .map_err(|source| EvalError::Write {
+            path: std::env::temp_dir(),
+            source,
+        })?;
+    let mut lines = Lines {
+        staged: staged.path(),
+        passes: &passes,
+        files: &files,
+        open: None,
+    };
+    let tp = (&templates, &prompt);
+    let jobs = passes.iter().enumerate().flat_map(|(i, p)| {
+        let f = &files[p.file];
+        f.rows()
+            .map(move |r| r.and_then(|(_, row)| job(tp, f, (i, *p), &row)))
+    });
+    let (sampling, conc) = (opts.sampling, opts.concurrency);
+    let name = "eval conflictbank";
+    run_stream(
+        llm,
+        jobs,
+        sampling,
+        conc,
+        name,
+        total as u64,
+        progress,
+        |m, r| lines.write(m, &r),
+    )
+    .await?;
+    lines.close()?;
+    let dry = llm.config().backend == BackendKind::DryRun;
+    let mut runs = Vec::new();
+    if !dry {
+        for f in &files {
+            for &seed in &opts.seeds {
+                runs.push(figures_of(staged.path(), &f.domain, seed)?);
+            }
+        }
+    }
+    Ok(CbEvaluation {
+        benchmark: "conflictbank",
+        backend: llm.config().backend.name().into(),
+        endpoint: llm.endpoint().into(),
+        model: llm.config().model.clone(),
+        seeds: opts.seeds.clone(),
+        settings: run.iter().map(|s| (*s).to_owned()).collect(),
+        prompts: vec![(format!("eval/{}", prompt.name), prompt.hash.clone())],
+        data,
+        entropy: ENTROPY,
+        runs,
+        staged: (!dry).then_some(staged),
+    })
+}
+
+/// The figures of one prediction folder; where none exists (no question scored), why.
+fn figures_of(staged: &Path, domain: &str, seed: u64) -> Result<CbRun, EvalError> {
+    let rel = folder(domain, seed);
+    let (figures, note) = match evaluate_predictions(&staged.join(&rel)) {
+        Ok(r) => (Some(r), None),
+        Err(EvalError::Config(m)) => {
+            let m = m.replace(&staged.display().to_string(), "");
+            (None, Some(m.trim_start_matches('/').to_owned()))
+        }
+        Err(e) => return Err(e),
+    };
+    Ok(CbRun {
+        domain: domain.to_owned(),
+        seed,
+        folder: rel.to_string_lossy().into_owned(),
+        figures,
+        note,
+    })
+}
+
+/// Writes the prediction folders (each file whole; a setting file of an earlier run that
+/// this one did not run is removed, so the folder scores as this run did), `results.json`
+/// and `results.md` into `out`.
+pub fn write_all(out: &Path, e: &CbEvaluation) -> Result<(), EvalError> {
+    let Some(staged) = &e.staged else {
+        return Ok(());
+    };
+    for run in &e.runs {
+        let from = staged.path().join(&run.folder);
+        let to = out.join(&run.folder);
+        for s in SETTINGS {
+            let name = format!("{s}.json");
+            let path = to.join(&name);
+            if e.settings.iter().any(|w| w == s) {
+                move_file(&from.join(&name), &to, &name)?;
+            } else if path.is_file() {
+                std::fs::remove_file(&path).map_err(|source| EvalError::Write { path, source })?;
+            }
+        }
+    }
+    let mut json = serde_json::to_vec_pretty(e).expect("json");
+    json.push(b'\n');
+    write_file(out, "results.json", &json)?;
+    write_file(out, "results.md", markdown(e).as_bytes())
+}
+
+/// Moves a finished prediction file to `to/name`: renamed where both lie on one file system,
+/// else copied whole (a temporary file beside it, then renamed).
+fn move_file(from: &Path, to: &Path, name: &str) -> Result<(), EvalError> {
+    let err = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| EvalError::Write { path, source }
+    };
+    std::fs::create_dir_all(to).map_err(err(to))?;
+    if std::fs::rename(from, to.join(name)).is_ok() {
+        return Ok(());
+    }
+    let bytes = std::fs::read(from).map_err(err(from))?;
+    write_file(to, name, &bytes)
+}
+
+/// The figures as Markdown: a table per domain and seed ([`crate::conflictbank::markdown`]).
+pub fn markdown(e: &CbEvaluation) -> String {
+    let mut out = format!(
+        "# ConflictBank evaluation of `{}` ({} backend, {})\n\nAverage entropy: {ENTROPY}.\n",
+        e.model, e.backend, e.endpoint
+    );
+    for run in &e.runs {
+        out.push_str(&format!(
+            "\n## {}, seed {} (predictions: {}/)\n\n",
+            run.domain, run.seed, run.folder
+        ));
+        match (&run.figures, &run.note) {
+            (Some(f), _) => out.push_str(&crate::conflictbank::markdown(f)),
+            (None, note) => {
+                out.push_str(&format!("No figure: {}\n", note.as_deref().unwrap_or("")));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wanted;
+
+    #[test]
+    fn default_and_correct_always_run_in_settings_order() {
+        let s = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        assert_eq!(
+            wanted(&s(&["semantic_correct", "temporal"])).unwrap(),
+            ["default", "correct", "temporal", "semantic_correct"]
+        );
+        assert_eq!(wanted(&[]).unwrap().len(), 11);
+        assert!(wanted(&s(&["nonsense"])).is_err());
+    }
+}

@@ -323,10 +323,7 @@ async fn a_model_build_writes_its_rows_and_counts_each_reader_refusal_by_reason(
         "{page}"
     );
     for k in 0..ids.len() {
-        let (status, page) = view_common::get(
-            v.port,
-            &format!("/rate?rater=probe&item={k}&distinguishable=yes"),
-        );
+        let (status, page) = view_common::get(v.port, &format!("/rate?rater=probe&item={k}"));
         assert_eq!(status, 200, "{page}");
         assert!(
             page.contains("correct evidence") && page.contains("conflicting evidences"),

@@ -433,7 +433,7 @@ fn measure(
 ) -> Run {
     let base = mock.base_url();
     let (requests, submissions) = (mock.request_count(), mock.batch_submissions().len());
-    let (_tmp, work) = workdir("SCALE_KEEP", &format!("{}-{items}-{mode}", recipe.name()));
+    let (_tmp, work) = workdir("SCALE_KEEP", &format!("{}-{items}-{mode}", recipe.label()));
     let out = work.join("out");
     let mut f = Figures::default();
     let start = Instant::now();
@@ -706,7 +706,7 @@ fn main() {
     let mut runs = Vec::new();
     for (recipe, items) in &plan {
         for &n in items {
-            let (_tmp, raw) = workdir("SCALE_KEEP", &format!("{}-{n}-raw", recipe.name()));
+            let (_tmp, raw) = workdir("SCALE_KEEP", &format!("{}-{n}-raw", recipe.label()));
             let t = Instant::now();
             recipe.write_source(&raw, n, seed);
             eprintln!(

@@ -37,7 +37,7 @@
 //! `SCALE_CONCURRENCY` (the build's `--concurrency`, default 16); `SCALE_SEED` (default 7);
 //! `SCALE_KEEP=DIR` keeps the sources and outputs under `DIR` (a folder per source and per
 //! run) instead of temporary folders; `BENCH_QUICK=1` for sizes `200,800`, `400,1600` and
-//! `200,800`;
+//! `200,800`; `SCALE_CB_DOMAINS` (default `popqa,mquake`) the ConflictBank recipes measured;
 //! `SCALE_BATCH_WINDOW=N` gives `batch` and `files` builds `--batch-window N`; `SCALE_BIN=PATH`
 //! measures another conflictbench binary (an earlier version, to compare with).
 //! Under `cargo test --all-targets` the binary only prints that it was skipped.
@@ -688,6 +688,14 @@ fn main() {
             sizes("SCALE_CB", "10000,100000", "200,800"),
         ),
     ];
+    // `SCALE_CB_DOMAINS`: which of the ConflictBank recipes (default `popqa,mquake`).
+    let cb = std::env::var("SCALE_CB_DOMAINS").unwrap_or_else(|_| "popqa,mquake".to_owned());
+    let plan: Vec<_> = plan
+        .into_iter()
+        .filter(|(r, _)| {
+            r.name() != "conflictbank" || cb.split(',').any(|d| d.trim() == r.domain())
+        })
+        .collect();
     let modes: Vec<String> = std::env::var("SCALE_MODES")
         .unwrap_or_else(|_| "offline,online,batch,files".to_owned())
         .split(',')

@@ -1,6 +1,7 @@
 //! The promise matrix (issue 44): every way a call travels (online, an endpoint pool, the Batch
-//! API, batch files answered by `batches run-dir`) x {one recipe, every KRE recipe together} x
-//! {uninterrupted, SIGINT, SIGKILL at a random seeded point, budget stop}. Each cell runs its
+//! API, batch files answered by `batches run-dir`) x {one recipe, every KRE recipe together,
+//! the two ConflictBank-style recipes together} x {uninterrupted, SIGINT, SIGKILL at a random
+//! seeded point, budget stop}. Each cell runs its
 //! build (and, with batch files, the executor between the build's runs) again until it ends, and
 //! checks the build's four promises:
 //!
@@ -17,6 +18,9 @@
 //!    kept unreported; the last run counts every call of the recipe, sent or found cached, once.
 //! 4. **Files.** The build folder is the one an uninterrupted online build writes (the
 //!    endpoint's name and the cache keys made from it aside, which differ for a pool).
+//! 5. **The same requests.** The distinct requests the mock received (the structured-output
+//!    probes aside) are those of the uninterrupted online build, body for body: batch files and
+//!    batches carry the online requests.
 //!
 //! A new transport or mode joins by a row of the table at the end (`row!`), not a test of its
 //! own. The random point of a signal is printed with its seed (`CB_KILL_SEED` repeats it).
@@ -60,6 +64,31 @@ enum Recipes {
     One,
     /// `build kre`: every default KRE recipe at once.
     Kre,
+    /// `build conflictbank`: `conflictbank-popqa` and `conflictbank-mquake` at once (five
+    /// writer steps, a reader check of ten questions), on the whole bundled samples: six
+    /// PopQA facts, nine MQuAKE facts of which one has another object of its relation there
+    /// (the others are refused `no_other_value` before any model step).
+    Cb,
+}
+
+impl Recipes {
+    /// The benchmark's folder under `--out` (its recipes are `BENCHMARK/DOMAIN`).
+    fn benchmark(self) -> &'static str {
+        match self {
+            Recipes::One | Recipes::Kre => "kre",
+            Recipes::Cb => "conflictbank",
+        }
+    }
+
+    /// The longest chain of requests a row makes one after another. With batch files a build
+    /// run moves each row one link on (a request's answer comes from the executor between
+    /// runs), so an uninterrupted build ends in its `chain() + 1`th run.
+    fn chain(self) -> usize {
+        match self {
+            Recipes::One | Recipes::Kre => CHAIN,
+            Recipes::Cb => CB_CHAIN,
+        }
+    }
 }
 
 /// What happens to the first run.
@@ -76,7 +105,8 @@ enum Stop {
     Budget,
 }
 
-/// Records read per recipe: the cell's size (every recipe's steps and reader check run).
+/// Records read per recipe: the cell's size (every recipe's steps and reader check run; the
+/// ConflictBank recipes read their samples whole).
 const LIMIT: &str = "4";
 /// Calls in flight at once.
 const CONCURRENCY: &str = "3";
@@ -86,6 +116,10 @@ const CONCURRENCY: &str = "3";
 /// With batch files a build run moves each row one link on (a request's answer comes from
 /// the executor between runs), so an uninterrupted build ends in its `CHAIN + 1`th run.
 const CHAIN: usize = 9;
+/// The same for the ConflictBank-style recipes, as their batch-files build takes it: their
+/// writer steps one after another (the semantic evidence after its description), then the
+/// reader check's questions.
+const CB_CHAIN: usize = 12;
 
 /// A run's answer from the model stand-ins: CoS-E, ECQA and e-CARE explanations by
 /// [`model_reply`], everything else (SQuAD and MuSiQue steps, the reader check, the
@@ -155,15 +189,19 @@ struct Reference {
     usd: f64,
     /// The requests it made.
     requests: u64,
+    /// Its distinct requests (canonical JSON), the structured-output probes aside.
+    bodies: BTreeSet<String>,
 }
 
 static ONE: tokio::sync::OnceCell<Reference> = tokio::sync::OnceCell::const_new();
 static KRE: tokio::sync::OnceCell<Reference> = tokio::sync::OnceCell::const_new();
+static CB: tokio::sync::OnceCell<Reference> = tokio::sync::OnceCell::const_new();
 
 async fn reference(set: Recipes) -> &'static Reference {
     let cell = match set {
         Recipes::One => &ONE,
         Recipes::Kre => &KRE,
+        Recipes::Cb => &CB,
     };
     cell.get_or_init(|| async move {
         let w = World::start(Way::Online, set).await;
@@ -178,11 +216,19 @@ async fn reference(set: Recipes) -> &'static Reference {
                 (r, Reported::of(&lines[0]))
             })
             .collect();
+        for r in w.recipes() {
+            let m = read_json(&w.out.path().join(&r).join("manifest.json"));
+            assert!(
+                m["rows"].as_u64() > Some(0),
+                "{r}: the reference wrote no row"
+            );
+        }
         Reference {
             files: w.files(),
             lines,
             usd: w.billed_usd(),
             requests: w.received(),
+            bodies: w.bodies(),
         }
     })
     .await
@@ -229,15 +275,21 @@ impl World {
     fn build(&self, budget: Option<&str>) -> tokio::process::Command {
         let raw = repo().join("raw").display().to_string();
         let out = self.out.path().display().to_string();
-        let mut a: Vec<String> = ["kre", "--raw", &raw, "--out", &out, "--model", "m"]
+        let bench = self.set.benchmark();
+        let mut a: Vec<String> = [bench, "--raw", &raw, "--out", &out, "--model", "m"]
             .map(String::from)
             .to_vec();
         if self.set == Recipes::One {
             a.extend(["--domains".into(), "squad".into()]);
         }
         let base = self.mocks[0].base_url();
+        // The ConflictBank recipes read the bundled samples whole: under a limit their pools
+        // (drawn from the items read) are too small for MQuAKE's first facts, and no fact of
+        // it would reach a model step.
+        if self.set != Recipes::Cb {
+            a.extend(["--limit".into(), LIMIT.into()]);
+        }
         for (k, v) in [
-            ("--limit", LIMIT),
             ("--concurrency", CONCURRENCY),
             ("--price-input", "1"),
             ("--price-output", "1"),
@@ -318,15 +370,16 @@ impl World {
         cmd
     }
 
-    /// The recipes' folders (`kre/DOMAIN`) built so far.
+    /// The recipes' folders (`BENCHMARK/DOMAIN`) built so far.
     fn recipes(&self) -> Vec<String> {
-        let Ok(entries) = std::fs::read_dir(self.out.path().join("kre")) else {
+        let bench = self.set.benchmark();
+        let Ok(entries) = std::fs::read_dir(self.out.path().join(bench)) else {
             return Vec::new();
         };
         let mut names: Vec<String> = entries
             .map(|e| e.unwrap())
             .filter(|e| e.path().is_dir())
-            .map(|e| format!("kre/{}", e.file_name().to_string_lossy()))
+            .map(|e| format!("{bench}/{}", e.file_name().to_string_lossy()))
             .collect();
         names.sort();
         names
@@ -349,7 +402,7 @@ impl World {
     }
 
     fn files(&self) -> BTreeMap<String, Vec<u8>> {
-        let mut files = snapshot(&self.out.path().join("kre"));
+        let mut files = snapshot(&self.out.path().join(self.set.benchmark()));
         // The temporary files a killed build leaves (`.NAME.tmp-PID`): the next build removes them.
         files.retain(|name, _| !name.rsplit('/').next().unwrap_or(name).starts_with('.'));
         files
@@ -381,6 +434,13 @@ impl World {
             .iter()
             .map(|m| m.journal().iter().filter(|e| probe(e)).count());
         each.sum::<usize>() as u64
+    }
+
+    /// The distinct requests received (canonical JSON), the structured-output probes aside.
+    fn bodies(&self) -> BTreeSet<String> {
+        let probe = r#""required":["ok"]"#;
+        let asked = self.asked().into_keys();
+        asked.filter(|body| !body.contains(probe)).collect()
     }
 
     /// Every request received (canonical JSON), with how many times it came.
@@ -554,7 +614,13 @@ async fn cell(way: Way, set: Recipes, stop: Stop) {
     // The KRE cell's batch rounds are small beside its whole cost (its first round costs 39 %
     // of it): a third of the cost stops a batch-files run, and fails on a round whose files
     // together cost more than the budget (each file's reservation given back once written).
-    let share = if set == Recipes::Kre { 3.0 } else { 2.0 };
+    // The ConflictBank cell's rounds are smaller still (twelve with batch files, the largest
+    // under a third of its cost): a quarter.
+    let share = match set {
+        Recipes::One => 2.0,
+        Recipes::Kre => 3.0,
+        Recipes::Cb => 4.0,
+    };
     let budget = (stop == Stop::Budget).then(|| format!("{:.9}", want.usd / share));
     let limit: f64 = budget
         .as_deref()
@@ -594,7 +660,7 @@ async fn cell(way: Way, set: Recipes, stop: Stop) {
         // The chain's links, the run that ends and one more (a writer step resampled), and
         // one for each stopped run.
         assert!(
-            runs.len() < CHAIN + 2 + stopped,
+            runs.len() < set.chain() + 2 + stopped,
             "{name}: no end after the exits {:?}; the last run said: {last_said}",
             runs.iter().map(|r| r.code).collect::<Vec<_>>()
         );
@@ -749,6 +815,17 @@ async fn cell(way: Way, set: Recipes, stop: Stop) {
 
     // 4. The files of an uninterrupted online build.
     assert_same(&w.files(), &want.files);
+
+    // 5. The requests of an uninterrupted online build, body for body, whatever the way.
+    let bodies = w.bodies();
+    let missing: Vec<&String> = want.bodies.difference(&bodies).take(3).collect();
+    let extra: Vec<&String> = bodies.difference(&want.bodies).take(3).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "{name}: {} distinct requests, the online build's {}; not sent (first 3): {missing:?}; not the online build's (first 3): {extra:?}",
+        bodies.len(),
+        want.bodies.len()
+    );
 }
 
 /// With batch files, after a build run that wrote `now`'s new input files (`before`: the
@@ -830,6 +907,22 @@ macro_rules! row {
             #[tokio::test(flavor = "multi_thread")]
             async fn every_kre_recipe_budget() {
                 cell($way, Recipes::Kre, Stop::Budget).await;
+            }
+            #[tokio::test(flavor = "multi_thread")]
+            async fn conflictbank_uninterrupted() {
+                cell($way, Recipes::Cb, Stop::Uninterrupted).await;
+            }
+            #[tokio::test(flavor = "multi_thread")]
+            async fn conflictbank_sigint() {
+                cell($way, Recipes::Cb, Stop::Sigint).await;
+            }
+            #[tokio::test(flavor = "multi_thread")]
+            async fn conflictbank_sigkill() {
+                cell($way, Recipes::Cb, Stop::Sigkill).await;
+            }
+            #[tokio::test(flavor = "multi_thread")]
+            async fn conflictbank_budget() {
+                cell($way, Recipes::Cb, Stop::Budget).await;
             }
         }
     };

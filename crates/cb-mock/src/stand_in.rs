@@ -1,5 +1,6 @@
-//! A stand-in for the model of the bundled `kre` SQuAD recipe (`recipes/kre-squad.toml`) and
-//! `recall` EventKG recipe (`recipes/recall-eventkg.toml`), for benchmarks and tests that
+//! A stand-in for the model of the bundled `kre` SQuAD recipe (`recipes/kre-squad.toml`), the
+//! `recall` EventKG recipe (`recipes/recall-eventkg.toml`) and the ConflictBank-style recipes
+//! (`recipes/conflictbank-popqa.toml`, `recipes/conflictbank-mquake.toml`), for benchmarks and tests that
 //! need items to go through every step, the reader check included. Each answer follows from
 //! the prompt alone (no state, no randomness), so a build against it is deterministic.
 //!
@@ -19,6 +20,12 @@
 //! - RECALL `nonanswer_edit` (`recall/edit_nonanswer_record.md`): the first other value of the
 //!   paragraph replaced by a fixed one of its key's sort (`2 February 1960`, `Xanadu`,
 //!   `Grace Hopper`);
+//! - ConflictBank's evidences (`conflictbank/*_evidence.md`): the claim or fact the prompt
+//!   asks to support, as a sentence, and one sentence more that names nothing
+//!   ([`evidence`]); the semantic description (`conflictbank/semantic_description.md`): the
+//!   name, then a fixed description;
+//! - the reader check's conflict confirmation (mode `fields`, "Do they give different
+//!   answers"): `A` (they contradict);
 //! - the reader check's questions (`reader/question.md`): the option the context names
 //!   ([`crate::reader_script::follow_context`]); the answer-set test
 //!   (`reader/answer_set.md`): `A`; the judged checks (`reader/judge.md`): the option that
@@ -48,7 +55,9 @@ pub fn answer(req: &ChatRequest) -> Reply {
             parse(last).map_or_else(|| "None".to_owned(), |q| follow_context(&q)),
         );
     }
-    if last.contains("The question itself is not shown") {
+    if last.contains("The question itself is not shown")
+        || last.contains("Do they give different answers to")
+    {
         return Reply::Content("A".to_owned());
     }
     if let Some(pick) = crate::reader_script::judge(last, false) {
@@ -59,7 +68,9 @@ pub fn answer(req: &ChatRequest) -> Reply {
         return Reply::Content(r#"{"ok": true}"#.to_owned());
     }
     let all = req.request_text();
-    let content = if all.contains("misleading options") {
+    let content = if let Some(text) = evidence(last) {
+        text
+    } else if all.contains("misleading options") {
         distractors(&all)
     } else if all.contains("Replacement answer: \"") {
         rewrite(&all)
@@ -78,6 +89,29 @@ pub fn answer(req: &ChatRequest) -> Reply {
         )
     };
     Reply::Content(content)
+}
+
+/// A ConflictBank evidence: the claim (or fact) the prompt asks to support, first letter
+/// capitalised, and a sentence that names nothing; a semantic description: `NAME is a
+/// lesser-known namesake, recorded in a regional register.`
+fn evidence(user: &str) -> Option<String> {
+    if let Some((_, rest)) = user.split_once("another entity named \"") {
+        let name = rest.split('"').next().unwrap_or_default();
+        return Some(format!(
+            "{name} is a lesser-known namesake, recorded in a regional register."
+        ));
+    }
+    let (_, rest) = user
+        .split_once("supports this claim: ")
+        .or_else(|| user.split_once("supports this fact: "))?;
+    let claim = first_line(rest).trim();
+    let mut chars = claim.chars();
+    let first = chars.next()?;
+    Some(format!(
+        "{}{} The records of the archive say so plainly.",
+        first.to_uppercase(),
+        chars.as_str()
+    ))
 }
 
 fn first_line(s: &str) -> &str {
@@ -343,6 +377,19 @@ mod tests {
             r,
             "The town of Varo was founded by Bob Jones in 1820. Bob Jones built it."
         );
+    }
+
+    #[test]
+    fn conflictbank_evidences_state_their_claim() {
+        let e = ask("Write a news report of three to six sentences that supports this claim: from 2031 on, the occupation of Ann Rovo is lawyer.\n\nName \"Ann Rovo\"");
+        assert_eq!(
+            e,
+            "From 2031 on, the occupation of Ann Rovo is lawyer. The records of the archive say so plainly."
+        );
+        let d = ask("Describe, in one sentence, another entity named \"Ann Rovo\" than the one people usually mean");
+        assert!(d.starts_with("Ann Rovo is "), "{d}");
+        let c = ask("The passage holds two texts. Do they give different answers to \"What is Ann Rovo's occupation?\", so that both cannot be true at once?\nA: yes: they contradict each other on that answer\nB: no: they agree, or one of them does not answer it\nReply with the letter of one option (one of A, B).");
+        assert_eq!(c, "A");
     }
 
     #[test]

@@ -1,5 +1,7 @@
-//! Paper scale: the bundled `kre` SQuAD recipe on a synthetic SQuAD v2.0 source and the
-//! `recall` EventKG recipe on a synthetic EventKG dump, each built by the real binary against
+//! Paper scale: the bundled `kre` SQuAD recipe on a synthetic SQuAD v2.0 source, the
+//! `recall` EventKG recipe on a synthetic EventKG dump and the ConflictBank-style recipes
+//! (`conflictbank-popqa`, `conflictbank-mquake`) on the shared PopQA and MQuAKE samples
+//! repeated and perturbed to any number of facts (`common/cb_facts.rs`), each built by the real binary against
 //! an in-process mock model ([`cb_mock::stand_in`], every step and the reader check answered),
 //! online, through the Batch API and through batch files, and offline (the rules, no model),
 //! at two sizes or more.
@@ -29,17 +31,20 @@
 //! recipe and mode, the growth from each size to the next: items, calls, time, time per call,
 //! peak memory, and the memory added per row kept.
 //!
-//! Settings (environment): `SCALE_KRE` and `SCALE_RECALL`, comma-separated sizes in answerable
-//! questions and in events (default `2500,10000` and `12500,50000`, a quarter and the issue's
-//! paper scale; empty skips the recipe); `SCALE_MODES` (default `offline,online,batch,files`);
+//! Settings (environment): `SCALE_KRE`, `SCALE_RECALL` and `SCALE_CB`, comma-separated sizes in
+//! answerable questions, in events and in facts of each ConflictBank-style recipe (default
+//! `2500,10000`, `12500,50000` and `10000,100000`; empty skips the recipe); `SCALE_MODES` (default `offline,online,batch,files`);
 //! `SCALE_CONCURRENCY` (the build's `--concurrency`, default 16); `SCALE_SEED` (default 7);
 //! `SCALE_KEEP=DIR` keeps the sources and outputs under `DIR` (a folder per source and per
-//! run) instead of temporary folders; `BENCH_QUICK=1` for sizes `200,800` and `400,1600`;
+//! run) instead of temporary folders; `BENCH_QUICK=1` for sizes `200,800`, `400,1600` and
+//! `200,800`; `SCALE_CB_DOMAINS` (default `popqa,mquake`) the ConflictBank recipes measured;
 //! `SCALE_BATCH_WINDOW=N` gives `batch` and `files` builds `--batch-window N`; `SCALE_BIN=PATH`
 //! measures another conflictbench binary (an earlier version, to compare with).
 //! Under `cargo test --all-targets` the binary only prints that it was skipped.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+#[path = "common/cb_facts.rs"]
+mod cb_facts;
 mod common;
 
 use cb_mock::MockServer;
@@ -294,6 +299,8 @@ fn write_eventkg(raw: &Path, events: usize, seed: u64) {
 enum Recipe {
     Kre,
     Recall,
+    CbPopqa,
+    CbMquake,
 }
 
 impl Recipe {
@@ -301,6 +308,7 @@ impl Recipe {
         match self {
             Recipe::Kre => "kre",
             Recipe::Recall => "recall",
+            Recipe::CbPopqa | Recipe::CbMquake => "conflictbank",
         }
     }
 
@@ -308,6 +316,18 @@ impl Recipe {
         match self {
             Recipe::Kre => "squad",
             Recipe::Recall => "eventkg",
+            Recipe::CbPopqa => "popqa",
+            Recipe::CbMquake => "mquake",
+        }
+    }
+
+    /// The recipe's name in the tables.
+    fn label(self) -> &'static str {
+        match self {
+            Recipe::Kre => "kre",
+            Recipe::Recall => "recall",
+            Recipe::CbPopqa => "conflictbank-popqa",
+            Recipe::CbMquake => "conflictbank-mquake",
         }
     }
 
@@ -315,6 +335,8 @@ impl Recipe {
         match self {
             Recipe::Kre => write_squad(raw, items, seed),
             Recipe::Recall => write_eventkg(raw, items, seed),
+            Recipe::CbPopqa => cb_facts::write_popqa(&common::repo(), raw, items),
+            Recipe::CbMquake => cb_facts::write_mquake(&common::repo(), raw, items),
         }
     }
 }
@@ -411,7 +433,7 @@ fn measure(
 ) -> Run {
     let base = mock.base_url();
     let (requests, submissions) = (mock.request_count(), mock.batch_submissions().len());
-    let (_tmp, work) = workdir("SCALE_KEEP", &format!("{}-{items}-{mode}", recipe.name()));
+    let (_tmp, work) = workdir("SCALE_KEEP", &format!("{}-{items}-{mode}", recipe.label()));
     let out = work.join("out");
     let mut f = Figures::default();
     let start = Instant::now();
@@ -458,7 +480,7 @@ fn measure(
         if !differ.is_empty() {
             eprintln!(
                 "scale: {} {items} {mode}: not the online build's: {differ:?}",
-                recipe.name()
+                recipe.label()
             );
         }
     }
@@ -528,11 +550,33 @@ fn files_rounds(
             Some(WAITING) if f.rounds < MAX_ROUNDS => {}
             _ => panic!("files build round {} exited {code:?}: {stderr}", f.rounds),
         }
+        let (files, lines) = input_files(&dir);
+        eprintln!(
+            "scale: {} files round {}: {files} input files in all, the longest {lines} lines",
+            recipe.label(),
+            f.rounds
+        );
         let mut exec = binary();
         exec.args(["batches", "run-dir", dir_arg, "--base-url", base]);
         let (code, stderr, _) = run_sampled(exec);
         assert_eq!(code, Some(0), "batches run-dir failed: {stderr}");
     }
+}
+
+/// The input files of a batch folder (`requests-NNNNN.jsonl`) and the most lines one holds.
+fn input_files(dir: &Path) -> (usize, usize) {
+    let mut longest = 0;
+    let mut n = 0;
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        if name.starts_with("requests-") && !name.ends_with(".output.jsonl") {
+            n += 1;
+            let text = std::fs::read_to_string(&p).unwrap();
+            longest = longest.max(text.lines().count());
+        }
+    }
+    (n, longest)
 }
 
 fn sizes(var: &str, default: &str, quick: &str) -> Vec<usize> {
@@ -564,7 +608,7 @@ fn row(r: &Run) -> String {
     };
     format!(
         "| {} | {} | {} | {:.1} | {} | {} | {} | {} | {:.0} | {} | {} | {:.1} | {} | {same} |",
-        r.recipe.name(),
+        r.recipe.label(),
         r.mode,
         r.items,
         f.wall_s,
@@ -605,7 +649,7 @@ fn growth(a: &Run, b: &Run) -> String {
     };
     format!(
         "| {} | {} | {} -> {} | x{:.2} | x{:.2} | x{:.2} | {:.3} -> {:.3} | {:.0} -> {:.0} | {} | {runs} | {} | {:.1} -> {:.1} KB |",
-        a.recipe.name(),
+        a.recipe.label(),
         a.mode,
         a.items,
         b.items,
@@ -635,7 +679,23 @@ fn main() {
             Recipe::Recall,
             sizes("SCALE_RECALL", "12500,50000", "400,1600"),
         ),
+        (
+            Recipe::CbPopqa,
+            sizes("SCALE_CB", "10000,100000", "200,800"),
+        ),
+        (
+            Recipe::CbMquake,
+            sizes("SCALE_CB", "10000,100000", "200,800"),
+        ),
     ];
+    // `SCALE_CB_DOMAINS`: which of the ConflictBank recipes (default `popqa,mquake`).
+    let cb = std::env::var("SCALE_CB_DOMAINS").unwrap_or_else(|_| "popqa,mquake".to_owned());
+    let plan: Vec<_> = plan
+        .into_iter()
+        .filter(|(r, _)| {
+            r.name() != "conflictbank" || cb.split(',').any(|d| d.trim() == r.domain())
+        })
+        .collect();
     let modes: Vec<String> = std::env::var("SCALE_MODES")
         .unwrap_or_else(|_| "offline,online,batch,files".to_owned())
         .split(',')
@@ -654,12 +714,12 @@ fn main() {
     let mut runs = Vec::new();
     for (recipe, items) in &plan {
         for &n in items {
-            let (_tmp, raw) = workdir("SCALE_KEEP", &format!("{}-{n}-raw", recipe.name()));
+            let (_tmp, raw) = workdir("SCALE_KEEP", &format!("{}-{n}-raw", recipe.label()));
             let t = Instant::now();
             recipe.write_source(&raw, n, seed);
             eprintln!(
                 "scale: {} source of {n} items written in {:.1} s",
-                recipe.name(),
+                recipe.label(),
                 t.elapsed().as_secs_f64()
             );
             let mut online = None;

@@ -24,8 +24,8 @@
 //!   asks to support, as a sentence, and one sentence more that names nothing
 //!   ([`evidence`]); the semantic description (`conflictbank/semantic_description.md`): the
 //!   name, then a fixed description;
-//! - the reader check's conflict confirmation (mode `fields`, "Do they give different
-//!   answers"): `A` (they contradict);
+//! - the reader check's conflict confirmation (mode `fields`, "Would they give different
+//!   answers?"): `A` (they would);
 //! - the reader check's questions (`reader/question.md`): the option the context names
 //!   ([`crate::reader_script::follow_context`]); the answer-set test
 //!   (`reader/answer_set.md`): `A`; the judged checks (`reader/judge.md`): the option that
@@ -56,7 +56,7 @@ pub fn answer(req: &ChatRequest) -> Reply {
         );
     }
     if last.contains("The question itself is not shown")
-        || last.contains("Do they give different answers to")
+        || last.contains("Would they give different answers?")
     {
         return Reply::Content("A".to_owned());
     }
@@ -388,7 +388,7 @@ mod tests {
         );
         let d = ask("Describe, in one sentence, another entity named \"Ann Rovo\" than the one people usually mean");
         assert!(d.starts_with("Ann Rovo is "), "{d}");
-        let c = ask("The passage holds two texts. Do they give different answers to \"What is Ann Rovo's occupation?\", so that both cannot be true at once?\nA: yes: they contradict each other on that answer\nB: no: they agree, or one of them does not answer it\nReply with the letter of one option (one of A, B).");
+        let c = ask("The passage holds two texts. A reader who trusts the first text alone and a reader who trusts the second text alone are each asked \"What is Ann Rovo's occupation?\". Would they give different answers?\nA: yes: they would answer differently\nB: no: they would give the same answer, or one text does not answer it\nReply with the letter of one option (one of A, B).");
         assert_eq!(c, "A");
     }
 

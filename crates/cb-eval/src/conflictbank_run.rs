@@ -4,7 +4,7 @@
 //! one with each conflict in both orders), through the same LLM layer, window and flags as
 //! `eval kre` and `eval recall`.
 //!
-//! Each prompt is the one `export conflictbank` writes ([`conflictbank_export::messages_of`]);
+//! Each prompt is the one `export conflictbank` writes (`conflictbank_export::messages_of`);
 //! the letter is read from the reply ([`extract_reply`]: the options' texts count too, an
 //! answer with none is `null`). The answers go to prediction files in the layout
 //! ConflictBank's `inference.py` writes, `OUT/<domain>/seed-<seed>/<setting>.json`, and the

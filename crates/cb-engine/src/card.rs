@@ -214,7 +214,7 @@ pub fn render(recipe: &Recipe, m: &Manifest) -> String {
         stages,
         filtered => m.filtered.iter().map(|(reason, count)| context! { reason, count }).collect::<Vec<_>>(),
         recall => recipe.format == "recall",
-        rows => recipe.rows.as_ref().map(|r| context! { file => &r.file, config => &r.config, about => &r.about }),
+        rows_output => recipe.rows.as_ref().map(|r| context! { file => &r.file, config => &r.config, about => &r.about }),
         domain => &m.domain,
         notes => &recipe.notes,
         license_section => hub::license_section([&m.card]),
@@ -341,6 +341,8 @@ mod tests {
             (&unreliable, "> **Not reader-verified: an unreliable reader.** `rm` at `http://r` (openai) read the rows back, told: \"Answer from the passage.\", but it passed only 1 of 10 control questions (the golden context leading to the golden answer; Wilson 95 % lower bound 0.02), and the card calls rows reader-verified only with at least 10 controls asked and the lower bound of the Wilson 95 % interval of their pass rate at least 0.70."),
             (&unreliable, "Checks passed: control 1 of 10. Rebuild with a stronger reader."),
             (&unreliable, "| reader | rm at http://r (unreliable: not reader-verified) |"),
+            // The manifest's row count, never another value of the same name.
+            (&unreliable, "| rows | 0 |"),
             (&too_few, "> **Not reader-verified: too few controls.** `rm` at `http://r` (openai) read the rows back, told: \"Answer from the passage.\". It was asked only 3 control questions (the golden context leading to the golden answer) and passed 3: too few to measure a reader, which says nothing yet of how it reads;"),
             (&too_few, "Build more rows (a larger `--limit` or `--sample`) to measure it."),
             (&too_few, "| reader | rm at http://r (too few controls to measure it: not reader-verified) |"),

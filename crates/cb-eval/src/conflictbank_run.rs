@@ -13,8 +13,14 @@
 //! `eval conflictbank-predictions` on a folder gives the same figures. `default` and
 //! `correct` always run: the filter needs them.
 //!
-//! The LLM layer asks for text, not for log-probabilities, so no line has `prob` and the
-//! average entropy is "not measured" ([`ENTROPY`]), never a number made up.
+//! Each request asks for the top `--logprobs N` log-probabilities of the answer's first
+//! token (20 unless told; 0 asks for none). Where the endpoint sends them, the line's `prob`
+//! is the four letters' probabilities as ConflictBank's `inference.py` makes them
+//! ([`option_probabilities`]) and the figures include the average entropy; where it sends
+//! none (an endpoint that ignores the request), the line has no `prob` and the entropy of a
+//! setting whose scored questions lack one is "not measured", with the reason in
+//! `results.json` ([`entropy_note`]), never a number made up. The letter itself is still the
+//! one the answer's text gives.
 //!
 //! Memory: the jobs in the window and, per row, where it lies (the rows are read again for
 //! each seed and setting, one pass writing one file); the prediction lines wait in a
@@ -32,6 +38,7 @@ use serde_json::json;
 
 use crate::conflictbank::{evaluate_predictions, CbResults, SETTINGS};
 use crate::conflictbank_export::{messages_of, setting_evidence, user_part};
+use crate::conflictbank_prob::option_probabilities;
 use crate::options::settings;
 use crate::report::{write_file, DataIdentity, Identity};
 use crate::run::{extract_reply, run_stream, Job, Reply};
@@ -39,8 +46,22 @@ use crate::source::{load, Source};
 use crate::templates::Templates;
 use crate::{EvalError, EvalOptions};
 
-/// What the results say of the average entropy.
-pub const ENTROPY: &str = "not measured: the LLM layer asks the model for text, not for the log-probabilities of A to D, so no prediction line has `prob`";
+/// What the results say of the average entropy, given the top log-probabilities asked for
+/// (`None`: not asked) and how many of the `lines` written have `prob`.
+pub fn entropy_note(asked: Option<u8>, with_prob: usize, lines: usize) -> String {
+    match asked {
+        None => "not measured: --logprobs 0 asks the model for no log-probabilities, so no prediction line has `prob`".into(),
+        Some(n) if with_prob == lines && lines > 0 => format!(
+            "measured: every prediction line's `prob` comes from the top {n} log-probabilities the endpoint returned for the answer's first token, as ConflictBank's inference.py makes it"
+        ),
+        Some(n) if with_prob == 0 => format!(
+            "not measured: the endpoint returned no log-probabilities of A to D among the top {n} for any answer (it ignores `logprobs`, or the answers were not letters), so no prediction line has `prob`"
+        ),
+        Some(n) => format!(
+            "partly measured: {with_prob} of {lines} prediction lines have `prob` (the endpoint returned no log-probabilities of A to D among the top {n} for the others); a setting whose scored questions lack one has no average entropy"
+        ),
+    }
+}
 
 /// The figures of one domain and seed: those of its prediction folder.
 #[derive(Debug, Clone, Serialize)]
@@ -66,7 +87,9 @@ pub struct CbEvaluation {
     /// The prompt template: name and SHA-256.
     pub prompts: Vec<(String, String)>,
     pub data: DataIdentity,
-    pub entropy: &'static str,
+    /// The top log-probabilities asked for (`None`: not asked).
+    pub logprobs: Option<u8>,
+    pub entropy: String,
     pub runs: Vec<CbRun>,
     /// The prediction files made, until written out; `None` in a dry run.
     #[serde(skip)]
@@ -175,7 +198,7 @@ fn folder(domain: &str, seed: u64) -> PathBuf {
 
 /// The job that asks `row` in pass `p` (number `pass`).
 fn job(
-    (templates, prompt): (&Templates, &cb_step::Prompt),
+    (templates, prompt, logprobs): (&Templates, &cb_step::Prompt, Option<u8>),
     f: &Source,
     (pass, p): (usize, Pass),
     row: &Row,
@@ -193,6 +216,7 @@ fn job(
         template: format!("eval/{}", prompt.name),
         template_hash: prompt.hash.clone(),
         seed: p.seed,
+        top_logprobs: logprobs,
     };
     let meta = Meta {
         pass,
@@ -215,6 +239,9 @@ struct Lines<'a> {
     passes: &'a [Pass],
     files: &'a [Source],
     open: Option<(usize, PathBuf, BufWriter<File>)>,
+    /// Lines written, and those with `prob`.
+    lines: usize,
+    with_prob: usize,
 }
 
 impl Lines<'_> {
@@ -248,6 +275,11 @@ impl Lines<'_> {
         if let Some(e) = &r.error {
             line["error"] = json!(e);
         }
+        if let Some(p) = r.top_logprobs.as_deref().and_then(option_probabilities) {
+            line["prob"] = json!({"A": p[0], "B": p[1], "C": p[2], "D": p[3]});
+            self.with_prob += 1;
+        }
+        self.lines += 1;
         let (_, path, w) = self.open.as_mut().expect("opened above");
         writeln!(w, "{line}").map_err(|source| EvalError::Write {
             path: path.clone(),
@@ -264,6 +296,21 @@ impl Lines<'_> {
     }
 }
 
+/// The passes over `files` files: each file, per seed, per setting of `run`.
+fn passes_of(files: usize, seeds: &[u64], run: &[&'static str]) -> Vec<Pass> {
+    (0..files)
+        .flat_map(|file| {
+            seeds.iter().flat_map(move |&seed| {
+                run.iter().map(move |&setting| Pass {
+                    file,
+                    seed,
+                    setting,
+                })
+            })
+        })
+        .collect()
+}
+
 /// Runs the evaluation: every row of every file, per seed and setting; the figures of each
 /// domain and seed from its prediction folder. Writes nothing but temporary files.
 pub async fn evaluate(
@@ -275,18 +322,7 @@ pub async fn evaluate(
     let prompt = Templates::load(&opts.prompts, "conflictbank.md")?;
     let templates = Templates::new();
     let (files, data) = load_rows(opts, &run)?;
-    let passes: Vec<Pass> = (0..files.len())
-        .flat_map(|file| {
-            let run = &run;
-            opts.seeds.iter().flat_map(move |&seed| {
-                run.iter().map(move |&setting| Pass {
-                    file,
-                    seed,
-                    setting,
-                })
-            })
-        })
-        .collect();
+    let passes = passes_of(files.len(), &opts.seeds, &run);
     let total: usize = passes.iter().map(|p| files[p.file].len()).sum();
     let staged = tempfile::Builder::new()
         .prefix("conflictbench-conflictbank-")
@@ -300,8 +336,11 @@ pub async fn evaluate(
         passes: &passes,
         files: &files,
         open: None,
+        lines: 0,
+        with_prob: 0,
     };
-    let tp = (&templates, &prompt);
+    let logprobs = opts.logprobs.filter(|n| *n > 0);
+    let tp = (&templates, &prompt, logprobs);
     let jobs = passes.iter().enumerate().flat_map(|(i, p)| {
         let f = &files[p.file];
         f.rows()
@@ -339,7 +378,12 @@ pub async fn evaluate(
         settings: run.iter().map(|s| (*s).to_owned()).collect(),
         prompts: vec![(format!("eval/{}", prompt.name), prompt.hash.clone())],
         data,
-        entropy: ENTROPY,
+        logprobs,
+        entropy: if dry {
+            "not measured: a dry run sends nothing".into()
+        } else {
+            entropy_note(logprobs, lines.with_prob, lines.lines)
+        },
         runs,
         staged: (!dry).then_some(staged),
     })
@@ -409,8 +453,8 @@ fn move_file(from: &Path, to: &Path, name: &str) -> Result<(), EvalError> {
 /// The figures as Markdown: a table per domain and seed ([`crate::conflictbank::markdown`]).
 pub fn markdown(e: &CbEvaluation) -> String {
     let mut out = format!(
-        "# ConflictBank evaluation of `{}` ({} backend, {})\n\nAverage entropy: {ENTROPY}.\n",
-        e.model, e.backend, e.endpoint
+        "# ConflictBank evaluation of `{}` ({} backend, {})\n\nAverage entropy: {}.\n",
+        e.model, e.backend, e.endpoint, e.entropy
     );
     for run in &e.runs {
         out.push_str(&format!(

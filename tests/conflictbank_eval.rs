@@ -518,6 +518,25 @@ async fn an_endpoint_that_sends_no_log_probabilities_leaves_entropy_not_measured
     assert!(read_jsonl(&out.join("popqa/seed-42/correct.json"))
         .iter()
         .all(|l| l.get("prob").is_none()));
+    // An endpoint that refuses the field (HTTP 400) is named, with the way out.
+    let refusing = MockServer::start(responder(|req| {
+        if req.body.get("logprobs").is_some() {
+            Reply::bad_request("logprobs is not supported for this model")
+        } else {
+            Reply::Content("A".into())
+        }
+    }))
+    .await;
+    let out = tmp.path().join("refused");
+    let o = run(&build, &out, &refusing.base_url(), &[]).await;
+    assert!(o.status.success(), "{}", text(&o));
+    let note = read_json(&out.join("results.json"))["entropy"].clone();
+    let note = note.as_str().unwrap();
+    assert!(
+        note.starts_with("not measured: 66 of 66 requests were refused with HTTP 400")
+            && note.contains("--logprobs 0"),
+        "{note}"
+    );
     // `--logprobs` is ConflictBank's alone, and held to 0..20: refused, not ignored.
     for (bench, n) in [("recall", "5"), ("conflictbank", "21")] {
         let o = eval(&[

@@ -46,19 +46,44 @@ use crate::source::{load, Source};
 use crate::templates::Templates;
 use crate::{EvalError, EvalOptions};
 
+/// The prediction lines written, by what they hold.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LineCounts {
+    pub lines: usize,
+    /// Lines with `prob`.
+    pub with_prob: usize,
+    /// Lines of calls that failed for good (`error`), and those refused with HTTP 400.
+    pub failed: usize,
+    pub refused: usize,
+}
+
 /// What the results say of the average entropy, given the top log-probabilities asked for
-/// (`None`: not asked) and how many of the `lines` written have `prob`.
-pub fn entropy_note(asked: Option<u8>, with_prob: usize, lines: usize) -> String {
+/// (`None`: not asked) and the lines written.
+pub fn entropy_note(asked: Option<u8>, counts: LineCounts) -> String {
+    let LineCounts {
+        lines,
+        with_prob,
+        failed,
+        refused,
+    } = counts;
+    let failures = if failed > 0 {
+        format!(" ({failed} of {lines} calls failed and have no answer)")
+    } else {
+        String::new()
+    };
     match asked {
         None => "not measured: --logprobs 0 asks the model for no log-probabilities, so no prediction line has `prob`".into(),
+        Some(_) if with_prob == 0 && refused > 0 => format!(
+            "not measured: {refused} of {lines} requests were refused with HTTP 400 and no line has `prob`; an endpoint that does not take `logprobs` refuses them: run again with --logprobs 0"
+        ),
         Some(n) if with_prob == lines && lines > 0 => format!(
             "measured: every prediction line's `prob` comes from the top {n} log-probabilities the endpoint returned for the answer's first token, as ConflictBank's inference.py makes it"
         ),
         Some(n) if with_prob == 0 => format!(
-            "not measured: the endpoint returned no log-probabilities of A to D among the top {n} for any answer (it ignores `logprobs`, or the answers were not letters), so no prediction line has `prob`"
+            "not measured: the endpoint returned no log-probabilities of A to D among the top {n} for any answer (it ignores `logprobs`, or the answers were not letters), so no prediction line has `prob`{failures}"
         ),
         Some(n) => format!(
-            "partly measured: {with_prob} of {lines} prediction lines have `prob` (the endpoint returned no log-probabilities of A to D among the top {n} for the others); a setting whose scored questions lack one has no average entropy"
+            "partly measured: {with_prob} of {lines} prediction lines have `prob` (for the others the endpoint returned no log-probabilities of A to D among the top {n}){failures}; a setting whose scored questions lack one has no average entropy"
         ),
     }
 }
@@ -239,9 +264,7 @@ struct Lines<'a> {
     passes: &'a [Pass],
     files: &'a [Source],
     open: Option<(usize, PathBuf, BufWriter<File>)>,
-    /// Lines written, and those with `prob`.
-    lines: usize,
-    with_prob: usize,
+    counts: LineCounts,
 }
 
 impl Lines<'_> {
@@ -274,12 +297,14 @@ impl Lines<'_> {
         });
         if let Some(e) = &r.error {
             line["error"] = json!(e);
+            self.counts.failed += 1;
+            self.counts.refused += usize::from(e == "http_400");
         }
         if let Some(p) = r.top_logprobs.as_deref().and_then(option_probabilities) {
             line["prob"] = json!({"A": p[0], "B": p[1], "C": p[2], "D": p[3]});
-            self.with_prob += 1;
+            self.counts.with_prob += 1;
         }
-        self.lines += 1;
+        self.counts.lines += 1;
         let (_, path, w) = self.open.as_mut().expect("opened above");
         writeln!(w, "{line}").map_err(|source| EvalError::Write {
             path: path.clone(),
@@ -336,8 +361,7 @@ pub async fn evaluate(
         passes: &passes,
         files: &files,
         open: None,
-        lines: 0,
-        with_prob: 0,
+        counts: LineCounts::default(),
     };
     let logprobs = opts.logprobs.filter(|n| *n > 0);
     let tp = (&templates, &prompt, logprobs);
@@ -382,7 +406,7 @@ pub async fn evaluate(
         entropy: if dry {
             "not measured: a dry run sends nothing".into()
         } else {
-            entropy_note(logprobs, lines.with_prob, lines.lines)
+            entropy_note(logprobs, lines.counts)
         },
         runs,
         staged: (!dry).then_some(staged),
@@ -473,7 +497,35 @@ pub fn markdown(e: &CbEvaluation) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::wanted;
+    use super::{entropy_note, wanted, LineCounts};
+
+    #[test]
+    fn the_entropy_note_says_what_came_back_and_why_not() {
+        let counts = |lines, with_prob, failed, refused| LineCounts {
+            lines,
+            with_prob,
+            failed,
+            refused,
+        };
+        let note = |asked, c| entropy_note(asked, c);
+        assert!(note(None, counts(4, 0, 0, 0)).starts_with("not measured: --logprobs 0"));
+        assert!(note(Some(20), counts(4, 4, 0, 0)).starts_with("measured: "));
+        let refused = note(Some(20), counts(4, 0, 4, 4));
+        assert!(
+            refused.starts_with("not measured: 4 of 4 requests were refused with HTTP 400")
+                && refused.ends_with("run again with --logprobs 0"),
+            "{refused}"
+        );
+        let ignored = note(Some(5), counts(4, 0, 1, 0));
+        assert!(
+            ignored.starts_with("not measured: the endpoint returned no log-probabilities")
+                && ignored.contains("among the top 5")
+                && ignored.contains("1 of 4 calls failed"),
+            "{ignored}"
+        );
+        let partly = note(Some(20), counts(4, 3, 1, 1));
+        assert!(partly.starts_with("partly measured: 3 of 4"), "{partly}");
+    }
 
     #[test]
     fn default_and_correct_always_run_in_settings_order() {

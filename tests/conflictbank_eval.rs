@@ -1,7 +1,9 @@
 //! `conflictbench eval conflictbank` against a scripted model (cb-mock) whose answers give
 //! figures computed here by hand: ConflictBank's filter (right with no evidence and with the
 //! correct evidence), both orders of the inter-context settings, the prediction folders in the
-//! layout `eval conflictbank-predictions` reads, a cached second run, and a bad build folder.
+//! layout `eval conflictbank-predictions` reads, a cached second run, and a bad build folder;
+//! and the average entropy from the log-probabilities a scripted model sends (hand-computed,
+//! the same from the cache), "not measured" where none come.
 
 mod common;
 
@@ -76,8 +78,41 @@ fn script(i: usize, last: &str) -> char {
 
 /// The scripted model: it reads the fact from the question and follows the evidence shown
 /// last; it answers with the letter for even facts and with the option's text for odd ones.
+/// It sends no log-probabilities (an endpoint that ignores the request).
 fn model() -> cb_mock::Responder {
-    responder(|req| {
+    model_with(false)
+}
+
+/// The option probabilities the scripted model gives when the evidence shown last is `last`,
+/// the letter it answers first: their entropy in bits is 1.75 (no evidence, the correct one),
+/// -(0.7 log2 0.7 + 3 x 0.1 log2 0.1) = 1.3568 (temporal), 2 (the other conflicts).
+fn distribution(last: &str) -> [f64; 4] {
+    match last {
+        "none" | "correct" => [0.5, 0.25, 0.125, 0.125],
+        "temporal" => [0.7, 0.1, 0.1, 0.1],
+        _ => [0.25; 4],
+    }
+}
+
+/// The first answer token's top log-probabilities of fact `i` answering `letter` after
+/// `last`: the letters as `" A"` for even facts and `"A"` for odd ones, and a token that is
+/// no letter, which does not count.
+fn logprobs(i: usize, letter: &str, last: &str) -> Vec<(String, f64)> {
+    let mut letters = vec![letter];
+    letters.extend(["A", "B", "C", "D"].into_iter().filter(|l| *l != letter));
+    let space = if i.is_multiple_of(2) { " " } else { "" };
+    let mut top: Vec<(String, f64)> = letters
+        .iter()
+        .zip(distribution(last))
+        .map(|(l, p)| (format!("{space}{l}"), p.ln()))
+        .collect();
+    top.insert(1, ("The".to_string(), 0.001f64.ln()));
+    top
+}
+
+/// [`model`], sending the top log-probabilities of [`logprobs`] where `with_logprobs`.
+fn model_with(with_logprobs: bool) -> cb_mock::Responder {
+    responder(move |req| {
         let prompt = req.last_user();
         let i: usize = common::between(prompt, "What is Subject ", "'s")
             .and_then(|s| s.parse().ok())
@@ -95,12 +130,27 @@ fn model() -> cb_mock::Responder {
             'T' => format!("Object {i}"),
             'R' => format!("Replaced {i}"),
             'U' => "Uncertain".to_string(),
+            _ if with_logprobs => {
+                return Reply::WithLogprobs {
+                    content: "I don't know.".into(),
+                    top_logprobs: logprobs(i, "A", last),
+                }
+            }
             _ => return Reply::Content("I don't know.".into()),
         };
-        if i.is_multiple_of(2) {
-            Reply::Content(letter_of(i, &text).to_string())
+        let letter = letter_of(i, &text);
+        let content = if i.is_multiple_of(2) {
+            letter.to_string()
         } else {
-            Reply::Content(text)
+            text
+        };
+        if with_logprobs {
+            Reply::WithLogprobs {
+                content,
+                top_logprobs: logprobs(i, letter, last),
+            }
+        } else {
+            Reply::Content(content)
         }
     })
 }
@@ -339,4 +389,167 @@ async fn a_folder_without_conflictbank_rows_or_a_kre_flag_exits_2_before_any_fil
     assert!(text(&o).contains("--hint"), "{}", text(&o));
     assert_eq!(snapshot(tmp.path()), before, "a file was made");
     assert_eq!(server.request_count(), 0);
+}
+
+/// The average entropy of each setting in `results.json`.
+fn entropies(results: &Value) -> Vec<(String, Value)> {
+    let settings = results["runs"][0]["figures"]["settings"]
+        .as_object()
+        .unwrap();
+    settings
+        .iter()
+        .map(|(k, f)| (k.clone(), f["average_entropy"].clone()))
+        .collect()
+}
+
+#[tokio::test]
+async fn log_probabilities_sent_give_a_hand_computed_entropy_again_from_the_cache() {
+    let tmp = tempfile::tempdir().unwrap();
+    let build = write_rows(tmp.path());
+    let server = MockServer::start(model_with(true)).await;
+    let base = server.base_url();
+    let cache = tmp.path().join("cache.sqlite");
+    let out = tmp.path().join("eval");
+    let with_cache = ["--cache", cache.to_str().unwrap()];
+    let o = run(&build, &out, &base, &with_cache).await;
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(server.request_count(), ROWS * 11);
+    for entry in server.journal() {
+        assert_eq!(
+            (&entry.body["logprobs"], &entry.body["top_logprobs"]),
+            (&json!(true), &json!(20)),
+            "the default asks for the top 20"
+        );
+    }
+    let r = read_json(&out.join("results.json"));
+    assert_eq!(
+        r["entropy"].as_str().unwrap().split(':').next(),
+        Some("measured"),
+        "{r}"
+    );
+    assert_eq!(r["logprobs"], json!(20));
+    // Over the scored facts 0, 1, 2, all answering after the same evidence.
+    let (settled, temporal, flat) = (json!(1.75), json!(1.36), json!(2.0));
+    for (setting, h) in entropies(&r) {
+        let last = setting.rsplit('_').next().unwrap();
+        let want = match last {
+            "default" | "correct" => &settled,
+            "temporal" => &temporal,
+            _ => &flat,
+        };
+        assert_eq!(&h, want, "{setting}");
+    }
+    assert!(text(&o).contains("1.36"), "{}", text(&o));
+    // The line's `prob`: the letter answered at 0.5, the rest as scripted, A to D in order.
+    let pred = out.join("popqa/seed-42");
+    let default = read_jsonl(&pred.join("default.json"));
+    let prob = default[1]["prob"].as_object().unwrap();
+    assert_eq!(prob.keys().collect::<Vec<_>>(), ["A", "B", "C", "D"]);
+    let answered = letter_of(1, "Object 1");
+    assert!(
+        (prob[answered].as_f64().unwrap() - 0.5).abs() < 1e-6,
+        "{prob:?}"
+    );
+    let sum: f64 = prob.values().map(|p| p.as_f64().unwrap()).sum();
+    assert!((sum - 1.0).abs() < 1e-6, "{prob:?}");
+
+    // The same answers from the cache, with nothing asked: the same lines and figures.
+    let again = tmp.path().join("again");
+    let mut replay = with_cache.to_vec();
+    replay.extend(["--backend", "replay"]);
+    let o = run(&build, &again, &base, &replay).await;
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(
+        server.request_count(),
+        ROWS * 11,
+        "the replay made a request"
+    );
+    let a = read_json(&again.join("results.json"));
+    assert_eq!(a["runs"], r["runs"]);
+    assert_eq!(a["entropy"], r["entropy"]);
+    for setting in cb_eval::conflictbank::SETTINGS {
+        let name = format!("popqa/seed-42/{setting}.json");
+        assert_eq!(
+            std::fs::read(again.join(&name)).unwrap(),
+            std::fs::read(out.join(&name)).unwrap(),
+            "{name}"
+        );
+    }
+
+    // `--logprobs 0` asks for none (other cache keys: asked again), and says so.
+    let none = tmp.path().join("none");
+    let o = run(&build, &none, &base, &["--logprobs", "0"]).await;
+    assert!(o.status.success(), "{}", text(&o));
+    let journal = server.journal();
+    assert_eq!(journal.len(), ROWS * 22);
+    assert!(journal[ROWS * 11..]
+        .iter()
+        .all(|e| e.body.get("logprobs").is_none() && e.body.get("top_logprobs").is_none()));
+    let n = read_json(&none.join("results.json"));
+    assert!(n["entropy"]
+        .as_str()
+        .unwrap()
+        .starts_with("not measured: --logprobs 0"));
+    assert!(entropies(&n).iter().all(|(_, h)| h.is_null()));
+    assert!(read_jsonl(&none.join("popqa/seed-42/default.json"))
+        .iter()
+        .all(|l| l.get("prob").is_none()));
+}
+
+#[tokio::test]
+async fn an_endpoint_that_sends_no_log_probabilities_leaves_entropy_not_measured() {
+    let tmp = tempfile::tempdir().unwrap();
+    let build = write_rows(tmp.path());
+    let server = MockServer::start(model()).await;
+    let out = tmp.path().join("eval");
+    let o = run(&build, &out, &server.base_url(), &["--logprobs", "5"]).await;
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(server
+        .journal()
+        .iter()
+        .all(|e| e.body["top_logprobs"] == json!(5)));
+    let r = read_json(&out.join("results.json"));
+    let note = r["entropy"].as_str().unwrap();
+    assert!(
+        note.starts_with("not measured: the endpoint returned no log-probabilities"),
+        "{note}"
+    );
+    assert!(entropies(&r).iter().all(|(_, h)| h.is_null()));
+    assert!(read_jsonl(&out.join("popqa/seed-42/correct.json"))
+        .iter()
+        .all(|l| l.get("prob").is_none()));
+    // An endpoint that refuses the field (HTTP 400) is named, with the way out.
+    let refusing = MockServer::start(responder(|req| {
+        if req.body.get("logprobs").is_some() {
+            Reply::bad_request("logprobs is not supported for this model")
+        } else {
+            Reply::Content("A".into())
+        }
+    }))
+    .await;
+    let out = tmp.path().join("refused");
+    let o = run(&build, &out, &refusing.base_url(), &[]).await;
+    assert!(o.status.success(), "{}", text(&o));
+    let note = read_json(&out.join("results.json"))["entropy"].clone();
+    let note = note.as_str().unwrap();
+    assert!(
+        note.starts_with("not measured: 66 of 66 requests were refused with HTTP 400")
+            && note.contains("--logprobs 0"),
+        "{note}"
+    );
+    // `--logprobs` is ConflictBank's alone, and held to 0..20: refused, not ignored.
+    for (bench, n) in [("recall", "5"), ("conflictbank", "21")] {
+        let o = eval(&[
+            bench,
+            "--base-url",
+            &server.base_url(),
+            "--model",
+            "m",
+            "--logprobs",
+            n,
+        ])
+        .await;
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+        assert!(text(&o).contains("--logprobs"), "{}", text(&o));
+    }
 }

@@ -13,8 +13,14 @@
 //! `eval conflictbank-predictions` on a folder gives the same figures. `default` and
 //! `correct` always run: the filter needs them.
 //!
-//! The LLM layer asks for text, not for log-probabilities, so no line has `prob` and the
-//! average entropy is "not measured" ([`ENTROPY`]), never a number made up.
+//! Each request asks for the top `--logprobs N` log-probabilities of the answer's first
+//! token (20 unless told; 0 asks for none). Where the endpoint sends them, the line's `prob`
+//! is the four letters' probabilities as ConflictBank's `inference.py` makes them
+//! ([`option_probabilities`]) and the figures include the average entropy; where it sends
+//! none (an endpoint that ignores the request), the line has no `prob` and the entropy of a
+//! setting whose scored questions lack one is "not measured", with the reason in
+//! `results.json` ([`entropy_note`]), never a number made up. The letter itself is still the
+//! one the answer's text gives.
 //!
 //! Memory: the jobs in the window and, per row, where it lies (the rows are read again for
 //! each seed and setting, one pass writing one file); the prediction lines wait in a
@@ -32,6 +38,7 @@ use serde_json::json;
 
 use crate::conflictbank::{evaluate_predictions, CbResults, SETTINGS};
 use crate::conflictbank_export::{messages_of, setting_evidence, user_part};
+use crate::conflictbank_prob::option_probabilities;
 use crate::options::settings;
 use crate::report::{write_file, DataIdentity, Identity};
 use crate::run::{extract_reply, run_stream, Job, Reply};
@@ -39,8 +46,47 @@ use crate::source::{load, Source};
 use crate::templates::Templates;
 use crate::{EvalError, EvalOptions};
 
-/// What the results say of the average entropy.
-pub const ENTROPY: &str = "not measured: the LLM layer asks the model for text, not for the log-probabilities of A to D, so no prediction line has `prob`";
+/// The prediction lines written, by what they hold.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LineCounts {
+    pub lines: usize,
+    /// Lines with `prob`.
+    pub with_prob: usize,
+    /// Lines of calls that failed for good (`error`), and those refused with HTTP 400.
+    pub failed: usize,
+    pub refused: usize,
+}
+
+/// What the results say of the average entropy, given the top log-probabilities asked for
+/// (`None`: not asked) and the lines written.
+pub fn entropy_note(asked: Option<u8>, counts: LineCounts) -> String {
+    let LineCounts {
+        lines,
+        with_prob,
+        failed,
+        refused,
+    } = counts;
+    let failures = if failed > 0 {
+        format!(" ({failed} of {lines} calls failed and have no answer)")
+    } else {
+        String::new()
+    };
+    match asked {
+        None => "not measured: --logprobs 0 asks the model for no log-probabilities, so no prediction line has `prob`".into(),
+        Some(_) if with_prob == 0 && refused > 0 => format!(
+            "not measured: {refused} of {lines} requests were refused with HTTP 400 and no line has `prob`; an endpoint that does not take `logprobs` refuses them: run again with --logprobs 0"
+        ),
+        Some(n) if with_prob == lines && lines > 0 => format!(
+            "measured: every prediction line's `prob` comes from the top {n} log-probabilities the endpoint returned for the answer's first token, as ConflictBank's inference.py makes it"
+        ),
+        Some(n) if with_prob == 0 => format!(
+            "not measured: the endpoint returned no log-probabilities of A to D among the top {n} for any answer (it ignores `logprobs`, or the answers were not letters), so no prediction line has `prob`{failures}"
+        ),
+        Some(n) => format!(
+            "partly measured: {with_prob} of {lines} prediction lines have `prob` (for the others the endpoint returned no log-probabilities of A to D among the top {n}){failures}; a setting whose scored questions lack one has no average entropy"
+        ),
+    }
+}
 
 /// The figures of one domain and seed: those of its prediction folder.
 #[derive(Debug, Clone, Serialize)]
@@ -66,7 +112,9 @@ pub struct CbEvaluation {
     /// The prompt template: name and SHA-256.
     pub prompts: Vec<(String, String)>,
     pub data: DataIdentity,
-    pub entropy: &'static str,
+    /// The top log-probabilities asked for (`None`: not asked).
+    pub logprobs: Option<u8>,
+    pub entropy: String,
     pub runs: Vec<CbRun>,
     /// The prediction files made, until written out; `None` in a dry run.
     #[serde(skip)]
@@ -175,7 +223,7 @@ fn folder(domain: &str, seed: u64) -> PathBuf {
 
 /// The job that asks `row` in pass `p` (number `pass`).
 fn job(
-    (templates, prompt): (&Templates, &cb_step::Prompt),
+    (templates, prompt, logprobs): (&Templates, &cb_step::Prompt, Option<u8>),
     f: &Source,
     (pass, p): (usize, Pass),
     row: &Row,
@@ -193,6 +241,7 @@ fn job(
         template: format!("eval/{}", prompt.name),
         template_hash: prompt.hash.clone(),
         seed: p.seed,
+        top_logprobs: logprobs,
     };
     let meta = Meta {
         pass,
@@ -215,6 +264,7 @@ struct Lines<'a> {
     passes: &'a [Pass],
     files: &'a [Source],
     open: Option<(usize, PathBuf, BufWriter<File>)>,
+    counts: LineCounts,
 }
 
 impl Lines<'_> {
@@ -247,7 +297,14 @@ impl Lines<'_> {
         });
         if let Some(e) = &r.error {
             line["error"] = json!(e);
+            self.counts.failed += 1;
+            self.counts.refused += usize::from(e == "http_400");
         }
+        if let Some(p) = r.top_logprobs.as_deref().and_then(option_probabilities) {
+            line["prob"] = json!({"A": p[0], "B": p[1], "C": p[2], "D": p[3]});
+            self.counts.with_prob += 1;
+        }
+        self.counts.lines += 1;
         let (_, path, w) = self.open.as_mut().expect("opened above");
         writeln!(w, "{line}").map_err(|source| EvalError::Write {
             path: path.clone(),
@@ -264,6 +321,21 @@ impl Lines<'_> {
     }
 }
 
+/// The passes over `files` files: each file, per seed, per setting of `run`.
+fn passes_of(files: usize, seeds: &[u64], run: &[&'static str]) -> Vec<Pass> {
+    (0..files)
+        .flat_map(|file| {
+            seeds.iter().flat_map(move |&seed| {
+                run.iter().map(move |&setting| Pass {
+                    file,
+                    seed,
+                    setting,
+                })
+            })
+        })
+        .collect()
+}
+
 /// Runs the evaluation: every row of every file, per seed and setting; the figures of each
 /// domain and seed from its prediction folder. Writes nothing but temporary files.
 pub async fn evaluate(
@@ -275,18 +347,7 @@ pub async fn evaluate(
     let prompt = Templates::load(&opts.prompts, "conflictbank.md")?;
     let templates = Templates::new();
     let (files, data) = load_rows(opts, &run)?;
-    let passes: Vec<Pass> = (0..files.len())
-        .flat_map(|file| {
-            let run = &run;
-            opts.seeds.iter().flat_map(move |&seed| {
-                run.iter().map(move |&setting| Pass {
-                    file,
-                    seed,
-                    setting,
-                })
-            })
-        })
-        .collect();
+    let passes = passes_of(files.len(), &opts.seeds, &run);
     let total: usize = passes.iter().map(|p| files[p.file].len()).sum();
     let staged = tempfile::Builder::new()
         .prefix("conflictbench-conflictbank-")
@@ -300,8 +361,10 @@ pub async fn evaluate(
         passes: &passes,
         files: &files,
         open: None,
+        counts: LineCounts::default(),
     };
-    let tp = (&templates, &prompt);
+    let logprobs = opts.logprobs.filter(|n| *n > 0);
+    let tp = (&templates, &prompt, logprobs);
     let jobs = passes.iter().enumerate().flat_map(|(i, p)| {
         let f = &files[p.file];
         f.rows()
@@ -339,7 +402,12 @@ pub async fn evaluate(
         settings: run.iter().map(|s| (*s).to_owned()).collect(),
         prompts: vec![(format!("eval/{}", prompt.name), prompt.hash.clone())],
         data,
-        entropy: ENTROPY,
+        logprobs,
+        entropy: if dry {
+            "not measured: a dry run sends nothing".into()
+        } else {
+            entropy_note(logprobs, lines.counts)
+        },
         runs,
         staged: (!dry).then_some(staged),
     })
@@ -409,8 +477,8 @@ fn move_file(from: &Path, to: &Path, name: &str) -> Result<(), EvalError> {
 /// The figures as Markdown: a table per domain and seed ([`crate::conflictbank::markdown`]).
 pub fn markdown(e: &CbEvaluation) -> String {
     let mut out = format!(
-        "# ConflictBank evaluation of `{}` ({} backend, {})\n\nAverage entropy: {ENTROPY}.\n",
-        e.model, e.backend, e.endpoint
+        "# ConflictBank evaluation of `{}` ({} backend, {})\n\nAverage entropy: {}.\n",
+        e.model, e.backend, e.endpoint, e.entropy
     );
     for run in &e.runs {
         out.push_str(&format!(
@@ -429,7 +497,35 @@ pub fn markdown(e: &CbEvaluation) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::wanted;
+    use super::{entropy_note, wanted, LineCounts};
+
+    #[test]
+    fn the_entropy_note_says_what_came_back_and_why_not() {
+        let counts = |lines, with_prob, failed, refused| LineCounts {
+            lines,
+            with_prob,
+            failed,
+            refused,
+        };
+        let note = |asked, c| entropy_note(asked, c);
+        assert!(note(None, counts(4, 0, 0, 0)).starts_with("not measured: --logprobs 0"));
+        assert!(note(Some(20), counts(4, 4, 0, 0)).starts_with("measured: "));
+        let refused = note(Some(20), counts(4, 0, 4, 4));
+        assert!(
+            refused.starts_with("not measured: 4 of 4 requests were refused with HTTP 400")
+                && refused.ends_with("run again with --logprobs 0"),
+            "{refused}"
+        );
+        let ignored = note(Some(5), counts(4, 0, 1, 0));
+        assert!(
+            ignored.starts_with("not measured: the endpoint returned no log-probabilities")
+                && ignored.contains("among the top 5")
+                && ignored.contains("1 of 4 calls failed"),
+            "{ignored}"
+        );
+        let partly = note(Some(20), counts(4, 3, 1, 1));
+        assert!(partly.starts_with("partly measured: 3 of 4"), "{partly}");
+    }
 
     #[test]
     fn default_and_correct_always_run_in_settings_order() {

@@ -310,6 +310,7 @@ impl<'a> Asker<'a> {
             template: format!("eval/{}", p.main.name),
             template_hash: p.main.hash.clone(),
             seed,
+            top_logprobs: None,
         };
         Ok((job, order))
     }

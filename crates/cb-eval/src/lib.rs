@@ -27,6 +27,7 @@ pub mod charts;
 pub mod compare;
 pub mod conflictbank;
 pub mod conflictbank_export;
+pub mod conflictbank_prob;
 pub mod conflictbank_run;
 pub mod error;
 pub mod export;

@@ -31,6 +31,9 @@ pub struct EvalOptions {
     /// KRE only: KRE's few-shot examples (`prompt_examples/`), used instead of examples drawn
     /// from the benchmark's other rows.
     pub kre_examples: Option<PathBuf>,
+    /// ConflictBank only: ask for the top N log-probabilities of the answer's first token,
+    /// from which the option probabilities and their entropy come (`None` or 0: not asked).
+    pub logprobs: Option<u8>,
 }
 
 /// The settings to run: `wanted` (checked against `known`) or all of `known`.

@@ -253,6 +253,7 @@ impl Prompts {
             template: format!("eval/{}", prompt.name),
             template_hash: prompt.hash.clone(),
             seed,
+            top_logprobs: None,
         };
         let asked = Asked {
             file: fi,

@@ -17,6 +17,8 @@ pub struct Job {
     pub template: String,
     pub template_hash: String,
     pub seed: u64,
+    /// Ask for the first answer token's top N log-probabilities (`None`: not asked).
+    pub top_logprobs: Option<u8>,
 }
 
 /// The model's answer to one job.
@@ -27,6 +29,8 @@ pub struct Reply {
     pub key: String,
     /// The reason code when the call failed for good (the answer then counts as invalid).
     pub error: Option<String>,
+    /// The first answer token's top log-probabilities, when asked for and sent.
+    pub top_logprobs: Option<Vec<cb_llm::TopLogprob>>,
 }
 
 /// Sampling settings of the model under test.
@@ -34,14 +38,16 @@ pub use cb_step::choice::Sampling;
 
 fn call(job: &Job, sampling: Sampling) -> Call {
     // No offline answer: the dry-run backend "answers" nothing, so a dry run only counts calls.
-    cb_step::choice::call(
+    let mut call = cb_step::choice::call(
         job.messages.clone(),
         (&job.template, &job.template_hash),
         &job.label,
         Some(job.seed),
         sampling,
         String::new(),
-    )
+    );
+    call.request.top_logprobs = job.top_logprobs;
+    call
 }
 
 /// Extracts the choice of a model reply; a call that failed for good is invalid (`error`).
@@ -144,6 +150,7 @@ fn reply(
             raw: c.text,
             key: c.cache_key,
             error: None,
+            top_logprobs: c.top_logprobs,
         }),
         Err(e) if e.is_fatal() => Err(e.into()),
         Err(e) => {
@@ -152,6 +159,7 @@ fn reply(
                 raw: String::new(),
                 key,
                 error: Some(e.reason_code()),
+                top_logprobs: None,
             })
         }
     }

@@ -414,6 +414,7 @@ mod tests {
             instruction: "1".into(),
             hint: false,
             kre_examples: None,
+            logprobs: None,
         }
     }
 

@@ -32,6 +32,7 @@ fn call(i: usize, tag: &str) -> Call {
             max_tokens: 64,
             seed: Some(7),
             response_schema: None,
+            top_logprobs: None,
         },
         template: "bench".into(),
         template_hash: "0".into(),

@@ -23,6 +23,7 @@ fn call(i: usize, tag: &str) -> Call {
             max_tokens: 32,
             seed: None,
             response_schema: None,
+            top_logprobs: None,
         },
         template: "bench".into(),
         template_hash: "0".into(),

@@ -30,9 +30,16 @@ pub struct CachedResponse {
 
 impl CachedResponse {
     /// The answer as the caller gets it, under cache key `key` (`cached`: it came from the
-    /// cache, not the endpoint).
-    pub(crate) fn into_completion(self, key: String, cached: bool) -> Completion {
+    /// cache, not the endpoint); `logprobs`: the request asked for top log-probabilities,
+    /// read from the stored body (`raw`), so a cached answer has the ones it came with.
+    pub(crate) fn into_completion(self, key: String, cached: bool, logprobs: bool) -> Completion {
+        let top_logprobs = if logprobs {
+            crate::request::top_logprobs_in(&self.raw)
+        } else {
+            None
+        };
         Completion {
+            top_logprobs,
             text: self.content,
             finish_reason: self.finish_reason,
             cache_key: key,
@@ -348,6 +355,14 @@ impl Cache {
         const SELECT: &str = "SELECT content, finish_reason, prompt_tokens, completion_tokens
                               FROM responses WHERE key = ?1";
         self.lookups.find(SELECT, key, |r| response(r, false))
+    }
+
+    /// [`Cache::answer`] with the `raw` body: for a call that asked for top
+    /// log-probabilities, which the body holds.
+    pub(crate) fn answer_with_raw(&self, key: &str) -> Result<Option<CachedResponse>, LlmError> {
+        const SELECT: &str = "SELECT content, finish_reason, prompt_tokens, completion_tokens, raw
+                              FROM responses WHERE key = ?1";
+        self.lookups.find(SELECT, key, |r| response(r, true))
     }
 
     #[cfg(test)]

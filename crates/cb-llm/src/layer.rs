@@ -208,7 +208,7 @@ impl Llm {
             };
             let form = inner.form_for(&call.request, online).await?;
             let key = inner.key_as(call, form);
-            if let Some(hit) = inner.cached(&key)? {
+            if let Some(hit) = inner.cached(call, &key)? {
                 return Ok(hit);
             }
             let result = match route {
@@ -246,6 +246,7 @@ impl Llm {
             prompt_tokens: 0,
             completion_tokens: 0,
             cached: false,
+            top_logprobs: None,
         }
     }
 }

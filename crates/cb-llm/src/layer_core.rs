@@ -107,12 +107,21 @@ impl Core {
         cache_key_as(&self.endpoint, &self.config.model, &call.request, form)
     }
 
-    pub(crate) fn cached(&self, key: &str) -> Result<Option<Completion>, LlmError> {
+    /// The cached answer of `call` under `key`, if any (with the top log-probabilities its
+    /// stored body holds, when the call asks for them).
+    pub(crate) fn cached(&self, call: &Call, key: &str) -> Result<Option<Completion>, LlmError> {
         let inner = self;
+        let logprobs = call.request.top_logprobs.is_some();
         let Some(hit) = inner
             .cache
             .as_ref()
-            .map(|c| c.answer(key))
+            .map(|c| {
+                if logprobs {
+                    c.answer_with_raw(key)
+                } else {
+                    c.answer(key)
+                }
+            })
             .transpose()?
             .flatten()
         else {
@@ -120,7 +129,7 @@ impl Core {
         };
         inner.stats.cache_hits.fetch_add(1, Ordering::Relaxed);
         self.count_tokens(&hit);
-        Ok(Some(hit.into_completion(key.to_owned(), true)))
+        Ok(Some(hit.into_completion(key.to_owned(), true, logprobs)))
     }
 
     /// Adds the tokens of an answer that cost nothing now (from the cache, or from a batch
@@ -158,6 +167,7 @@ impl Core {
             prompt_tokens: 0,
             completion_tokens: 0,
             cached: false,
+            top_logprobs: None,
         })
     }
 

@@ -82,8 +82,8 @@ pub use limits::Limits;
 pub use pricing::Price;
 pub use progress::{NoProgress, Progress};
 pub use request::{
-    cache_key, cache_key_as, endpoint_identity, Call, ChatRequest, Completion, Message,
-    CACHE_FORMAT,
+    cache_key, cache_key_as, endpoint_identity, top_logprobs_in, top_logprobs_of, Call,
+    ChatRequest, Completion, Message, TopLogprob, CACHE_FORMAT,
 };
 pub use roster::{Role, Roster};
 pub use stats::{Stats, StatsSnapshot};

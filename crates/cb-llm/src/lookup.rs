@@ -140,6 +140,7 @@ mod tests {
                 max_tokens: 8,
                 seed: None,
                 response_schema: None,
+                top_logprobs: None,
             },
             template: "t".into(),
             template_hash: "h".into(),

@@ -46,6 +46,11 @@ pub struct ChatRequest {
     pub seed: Option<u64>,
     /// A JSON schema the answer must follow, sent in the endpoint's form (`--structured`).
     pub response_schema: Option<Value>,
+    /// Ask for the first answer token's N most likely tokens with their log-probabilities
+    /// (OpenAI's `logprobs: true, top_logprobs: N`). `None` sends neither field, so every
+    /// other request, and its cache key, is what it always was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_logprobs: Option<u8>,
 }
 
 impl ChatRequest {
@@ -77,6 +82,10 @@ impl ChatRequest {
             .and_then(|s| form.response_format(s))
         {
             obj.insert("response_format".into(), format);
+        }
+        if let Some(n) = self.top_logprobs {
+            obj.insert("logprobs".into(), json!(true));
+            obj.insert("top_logprobs".into(), json!(n));
         }
         body
     }
@@ -222,6 +231,10 @@ impl Serialize for BodyDoc<'_> {
         {
             m.serialize_entry("response_format", &format)?;
         }
+        if let Some(n) = r.top_logprobs {
+            m.serialize_entry("logprobs", &true)?;
+            m.serialize_entry("top_logprobs", &n)?;
+        }
         m.end()
     }
 }
@@ -236,6 +249,45 @@ pub struct Completion {
     pub completion_tokens: u64,
     /// Served from the cache (no upstream call in this run).
     pub cached: bool,
+    /// The first answer token's most likely tokens, when the request asked for them
+    /// ([`ChatRequest::top_logprobs`]) and the endpoint sent them; `None` otherwise.
+    pub top_logprobs: Option<Vec<TopLogprob>>,
+}
+
+/// One of the most likely tokens at an answer position, with its natural log-probability.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TopLogprob {
+    pub token: String,
+    pub logprob: f64,
+}
+
+/// The first answer token's top log-probabilities in a chat completion body
+/// (`choices[0].logprobs.content[0].top_logprobs`): `None` when the body has none (an
+/// endpoint that ignores the request, or one that was not asked); entries without a token
+/// or a finite log-probability are left out.
+pub fn top_logprobs_of(body: &Value) -> Option<Vec<TopLogprob>> {
+    let top = body
+        .get("choices")?
+        .get(0)?
+        .get("logprobs")?
+        .get("content")?
+        .get(0)?
+        .get("top_logprobs")?
+        .as_array()?;
+    Some(
+        top.iter()
+            .filter_map(|t| {
+                let token = t.get("token")?.as_str()?.to_owned();
+                let logprob = t.get("logprob")?.as_f64().filter(|l| l.is_finite())?;
+                Some(TopLogprob { token, logprob })
+            })
+            .collect(),
+    )
+}
+
+/// [`top_logprobs_of`] of a stored response body (`raw`); `None` when it is not JSON.
+pub fn top_logprobs_in(raw: &str) -> Option<Vec<TopLogprob>> {
+    top_logprobs_of(&serde_json::from_str(raw).ok()?)
 }
 
 #[cfg(test)]
@@ -250,6 +302,7 @@ mod tests {
             max_tokens: 100,
             seed: Some(1),
             response_schema: None,
+            top_logprobs: None,
         }
     }
 
@@ -274,6 +327,55 @@ mod tests {
         let mut r = req();
         r.response_schema = Some(json!({"type": "object"}));
         assert_ne!(base, cache_key("http://h/v1", "m", &r));
+        let mut r = req();
+        r.top_logprobs = Some(20);
+        let with = cache_key("http://h/v1", "m", &r);
+        assert_ne!(
+            base, with,
+            "answers with log-probabilities have keys of their own"
+        );
+        r.top_logprobs = Some(5);
+        assert_ne!(with, cache_key("http://h/v1", "m", &r));
+    }
+
+    #[test]
+    fn log_probabilities_are_asked_only_when_wanted() {
+        let body = req().body("m");
+        assert!(body.get("logprobs").is_none() && body.get("top_logprobs").is_none());
+        assert!(!serde_json::to_string(&req()).unwrap().contains("logprobs"));
+        let mut r = req();
+        r.top_logprobs = Some(20);
+        let body = r.body("m");
+        assert_eq!(body["logprobs"], json!(true));
+        assert_eq!(body["top_logprobs"], json!(20));
+    }
+
+    #[test]
+    fn top_logprobs_are_read_from_the_first_answer_token() {
+        let body = json!({"choices": [{"message": {"content": "B"}, "logprobs": {"content": [
+            {"token": "B", "logprob": -0.1, "top_logprobs": [
+                {"token": "B", "logprob": -0.1, "bytes": [66]},
+                {"token": " A", "logprob": -2.5},
+                {"token": "C", "logprob": null}
+            ]},
+            {"token": ".", "logprob": -0.01, "top_logprobs": []}
+        ]}}]});
+        assert_eq!(
+            top_logprobs_of(&body).unwrap(),
+            [
+                TopLogprob {
+                    token: "B".into(),
+                    logprob: -0.1
+                },
+                TopLogprob {
+                    token: " A".into(),
+                    logprob: -2.5
+                },
+            ]
+        );
+        let none = json!({"choices": [{"message": {"content": "B"}, "logprobs": null}]});
+        assert_eq!(top_logprobs_of(&none), None);
+        assert_eq!(top_logprobs_in("not json"), None);
     }
 
     #[test]
@@ -336,6 +438,7 @@ mod tests {
                 max_tokens: 17 * k,
                 seed: (k % 3 != 0).then_some(u64::MAX - u64::from(k)),
                 response_schema: (k % 2 == 0).then_some(schema),
+                top_logprobs: (k % 5 == 2).then_some(20),
             });
         }
         out

@@ -276,7 +276,8 @@ impl Core {
             ))
         })??;
         self.count_tokens(&answer);
-        Ok(answer.into_completion(key, false))
+        let logprobs = call.request.top_logprobs.is_some();
+        Ok(answer.into_completion(key, false, logprobs))
     }
 
     /// Runs rounds while calls are queued; ends when the queue stays empty.

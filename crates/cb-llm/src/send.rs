@@ -51,7 +51,8 @@ impl Core {
                 .commit((&inner.endpoint, model), &key, call, &response, annex)
                 .await?;
         }
-        Ok(response.into_completion(key, false))
+        let logprobs = call.request.top_logprobs.is_some();
+        Ok(response.into_completion(key, false, logprobs))
     }
 
     /// Sends one body with retries and accounts for what it cost; the answer's `usage` is

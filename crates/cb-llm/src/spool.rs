@@ -196,6 +196,7 @@ mod tests {
                 max_tokens: 8,
                 seed: None,
                 response_schema: None,
+                top_logprobs: None,
             },
             template: "t.md".into(),
             template_hash: "h".into(),

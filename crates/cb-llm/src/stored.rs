@@ -121,6 +121,7 @@ mod tests {
                 max_tokens: 100,
                 seed: None,
                 response_schema: None,
+                top_logprobs: None,
             },
             template: "qa.md".into(),
             template_hash: "h".into(),

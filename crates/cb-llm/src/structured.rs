@@ -64,6 +64,7 @@ fn probe_request() -> ChatRequest {
             "required": ["ok"],
             "additionalProperties": false,
         })),
+        top_logprobs: None,
     }
 }
 

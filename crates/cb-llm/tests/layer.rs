@@ -148,3 +148,45 @@ async fn offline_answers_with_the_steps_rule_and_sends_nothing() {
     assert_eq!(got.finish_reason, "offline");
     assert_eq!(llm.endpoint(), "offline");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn top_log_probabilities_come_with_the_answer_and_again_from_the_cache() {
+    let mock = cb_mock::MockServer::start(cb_mock::responder(|_| cb_mock::Reply::WithLogprobs {
+        content: "B".into(),
+        top_logprobs: vec![("B".into(), -0.25), (" A".into(), -1.5), ("C".into(), -3.0)],
+    }))
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let c = config(&mock.base_url(), &dir.path().join("c.sqlite"));
+    let mut asking = call(0);
+    asking.request.top_logprobs = Some(2);
+    let want = vec![
+        cb_llm::TopLogprob {
+            token: "B".into(),
+            logprob: -0.25,
+        },
+        cb_llm::TopLogprob {
+            token: " A".into(),
+            logprob: -1.5,
+        },
+    ];
+    let llm = Llm::new(c.clone()).unwrap();
+    let got = llm.complete(&asking).await.unwrap();
+    assert_eq!(
+        (got.cached, got.top_logprobs.as_ref()),
+        (false, Some(&want))
+    );
+    // A new run: the same answer from the cache, with its log-probabilities.
+    let llm = Llm::new(c.clone()).unwrap();
+    let again = llm.complete(&asking).await.unwrap();
+    assert_eq!((again.cached, again.top_logprobs), (true, Some(want)));
+    assert_eq!(mock.request_count(), 1);
+    // The same question not asking for them is another request, answered without them.
+    let plain = llm.complete(&call(0)).await.unwrap();
+    assert_eq!((plain.cached, plain.top_logprobs), (false, None));
+    assert_ne!(plain.cache_key, again.cache_key);
+    assert_eq!(mock.request_count(), 2);
+    let bodies = mock.journal();
+    assert_eq!(bodies[0].body["top_logprobs"], 2);
+    assert!(bodies[1].body.get("logprobs").is_none());
+}

@@ -29,6 +29,7 @@ fn call(i: usize) -> Call {
             max_tokens: 200,
             seed: None,
             response_schema: Some(schema()),
+            top_logprobs: None,
         },
         template: "distractors.md".into(),
         template_hash: "h".into(),

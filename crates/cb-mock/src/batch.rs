@@ -394,6 +394,17 @@ fn answer_line<H: Host>(
             &finish_reason,
             usage,
         ))),
+        Reply::WithLogprobs {
+            content,
+            top_logprobs,
+        } => {
+            let id = shared.next_completion_id();
+            let mut obj = completion_json(id, &req.model, &content, "stop", usage(&content));
+            if let Some(n) = crate::reply::logprobs_asked(&req.body) {
+                crate::reply::add_logprobs(&mut obj, &top_logprobs, n);
+            }
+            Ok(ok(obj))
+        }
         Reply::RawBody(raw) => Ok(ok(serde_json::from_str(&raw).unwrap_or(Value::String(raw)))),
         Reply::Status { code, body, .. } => Err(line(
             code,

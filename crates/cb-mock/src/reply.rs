@@ -43,7 +43,7 @@ pub fn echo() -> Responder {
 }
 
 /// One scripted reply.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Reply {
     /// `200`, a standard `chat.completion` JSON with this message content, `finish_reason`
     /// `"stop"`, usage of about chars/4 tokens, plus an extra top-level field `"x_mock": true`.
@@ -54,6 +54,16 @@ pub enum Reply {
         content: String,
         finish_reason: String,
         usage: Option<(u64, u64)>,
+    },
+    /// `200` like [`Reply::Content`], with the first answer token's most likely tokens and
+    /// their natural log-probabilities, most likely first: sent (the first N) where the
+    /// request asks for them (`logprobs: true, top_logprobs: N`) as OpenAI sends them
+    /// (`choices[0].logprobs.content[0].top_logprobs`); a request that does not ask gets
+    /// `logprobs: null`. ([`Reply::Content`] never sends any: an endpoint that ignores the
+    /// request.)
+    WithLogprobs {
+        content: String,
+        top_logprobs: Vec<(String, f64)>,
     },
     /// This status code with an optional `Retry-After` header and this exact body
     /// (content-type `application/json`).
@@ -115,12 +125,13 @@ impl Reply {
         }
     }
 
-    /// The journal's name for this reply: `"content"`, `"content_with"`, `"status:<code>"`,
-    /// `"raw"`, `"hang"` or `"drop"`.
+    /// The journal's name for this reply: `"content"`, `"content_with"`,
+    /// `"content_logprobs"`, `"status:<code>"`, `"raw"`, `"hang"` or `"drop"`.
     pub fn kind(&self) -> &'static str {
         match self {
             Reply::Content(_) => "content",
             Reply::ContentWith { .. } => "content_with",
+            Reply::WithLogprobs { .. } => "content_logprobs",
             Reply::Status { code, .. } => status_kind(*code),
             Reply::RawBody(_) => "raw",
             Reply::Hang => "hang",
@@ -207,6 +218,33 @@ pub(crate) fn completion_json(
     obj
 }
 
+/// `Some(n)` when a request body asks for the top `n` log-probabilities of each answer
+/// token (`logprobs: true`; `top_logprobs` missing is 0).
+pub(crate) fn logprobs_asked(body: &Value) -> Option<usize> {
+    (body.get("logprobs") == Some(&Value::Bool(true))).then(|| {
+        body.get("top_logprobs")
+            .and_then(Value::as_u64)
+            .map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX))
+    })
+}
+
+/// Puts the first answer token's log-probabilities into a chat completion `obj`, as OpenAI
+/// does: the token is the most likely one scripted, with the first `n` of `top` as its top
+/// log-probabilities.
+pub(crate) fn add_logprobs(obj: &mut Value, top: &[(String, f64)], n: usize) {
+    let entry = |(token, logprob): &(String, f64)| json!({"token": token, "logprob": logprob, "bytes": token.as_bytes()});
+    let content: Vec<Value> = top
+        .first()
+        .map(|first| {
+            let mut e = entry(first);
+            e["top_logprobs"] = Value::Array(top.iter().take(n).map(entry).collect());
+            e
+        })
+        .into_iter()
+        .collect();
+    obj["choices"][0]["logprobs"] = json!({ "content": content });
+}
+
 pub(crate) fn json_response(status: StatusCode, body: String) -> Response {
     (
         status,
@@ -259,6 +297,31 @@ mod tests {
     use super::*;
 
     #[test]
+    fn log_probabilities_go_where_asked_as_openai_sends_them() {
+        assert_eq!(
+            logprobs_asked(&json!({"logprobs": true, "top_logprobs": 2})),
+            Some(2)
+        );
+        assert_eq!(
+            logprobs_asked(&json!({"logprobs": false, "top_logprobs": 2})),
+            None
+        );
+        assert_eq!(logprobs_asked(&json!({})), None);
+        let mut obj = completion_json(1, "m", "A", "stop", None);
+        let top = [
+            ("A".to_owned(), -0.5),
+            (" B".to_owned(), -1.0),
+            ("C".to_owned(), -3.0),
+        ];
+        add_logprobs(&mut obj, &top, 2);
+        let first = &obj["choices"][0]["logprobs"]["content"][0];
+        assert_eq!(first["token"], "A");
+        assert_eq!(first["top_logprobs"].as_array().unwrap().len(), 2);
+        assert_eq!(first["top_logprobs"][1]["token"], " B");
+        assert_eq!(first["top_logprobs"][1]["logprob"], -1.0);
+    }
+
+    #[test]
     fn reply_kinds() {
         assert_eq!(Reply::content("x").kind(), "content");
         assert_eq!(Reply::rate_limited("1").kind(), "status:429");
@@ -268,6 +331,11 @@ mod tests {
         assert_eq!(Reply::RawBody(String::new()).kind(), "raw");
         assert_eq!(Reply::Hang.kind(), "hang");
         assert_eq!(Reply::Drop.kind(), "drop");
+        let with = Reply::WithLogprobs {
+            content: "A".into(),
+            top_logprobs: vec![],
+        };
+        assert_eq!(with.kind(), "content_logprobs");
         let Reply::Status { body, .. } = Reply::bad_request("nope") else {
             panic!("not a status")
         };

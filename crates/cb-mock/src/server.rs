@@ -305,7 +305,7 @@ async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes
                 from_fault_queue: false,
             });
             shared.sleep_or_stop(shared.latency()).await;
-            return render(&shared, reply, "", 0).await;
+            return render(&shared, reply, ("", 0), None).await;
         }
     };
 
@@ -326,6 +326,7 @@ async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes
         "cb-mock: chat request"
     );
     let prompt_chars = req.prompt_chars();
+    let asked = crate::reply::logprobs_asked(&req.body);
     let ChatRequest {
         body,
         model,
@@ -344,14 +345,36 @@ async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes
     if !shared.sleep_or_stop(shared.latency()).await {
         return shutting_down();
     }
-    if matches!(reply, Reply::Content(_) | Reply::ContentWith { .. }) {
+    if matches!(
+        reply,
+        Reply::Content(_) | Reply::ContentWith { .. } | Reply::WithLogprobs { .. }
+    ) {
         shared.answered.fetch_add(1, Ordering::Relaxed);
     }
-    render(&shared, reply, &model, prompt_chars).await
+    render(&shared, reply, (&model, prompt_chars), asked).await
 }
 
-async fn render(shared: &Shared, reply: Reply, model: &str, prompt_chars: usize) -> Response {
+/// The response to `reply` for a request of `model` with a prompt of `prompt_chars`
+/// characters that asks for `asked` top log-probabilities (if at all).
+async fn render(
+    shared: &Shared,
+    reply: Reply,
+    (model, prompt_chars): (&str, usize),
+    asked: Option<usize>,
+) -> Response {
     match reply {
+        Reply::WithLogprobs {
+            content,
+            top_logprobs,
+        } => {
+            let usage = Some((tokens(prompt_chars), tokens(content.chars().count())));
+            let id = shared.next_completion_id();
+            let mut obj = completion_json(id, model, &content, "stop", usage);
+            if let Some(n) = asked {
+                crate::reply::add_logprobs(&mut obj, &top_logprobs, n);
+            }
+            json_response(StatusCode::OK, obj.to_string())
+        }
         Reply::Content(content) => {
             let usage = Some((tokens(prompt_chars), tokens(content.chars().count())));
             completion(shared, model, &content, "stop", usage)

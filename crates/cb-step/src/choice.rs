@@ -73,6 +73,7 @@ pub fn call(
             max_tokens: sampling.max_tokens,
             seed,
             response_schema: None,
+            top_logprobs: None,
         },
         template: template.to_owned(),
         template_hash: template_hash.to_owned(),

@@ -130,12 +130,22 @@ pub struct RunArgs {
     /// instead of examples drawn from the benchmark's other rows.
     #[arg(long, value_name = "DIR")]
     pub kre_examples: Option<PathBuf>,
+    /// ConflictBank: ask for the top N log-probabilities of each answer's first token
+    /// (0 to 20; default 20, 0: ask for none), from which each prediction line's `prob` and
+    /// the average entropy come. An endpoint that ignores the request sends none: entropy is
+    /// then "not measured"; one that refuses it (HTTP 400) needs `--logprobs 0`.
+    #[arg(long, value_name = "N", value_parser = whole::<u8>(range::LOGPROBS))]
+    pub logprobs: Option<u8>,
     /// No progress bars.
     #[arg(long)]
     pub no_progress: bool,
     #[command(flatten)]
     pub llm: LlmArgs,
 }
+
+/// `eval conflictbank`'s `--logprobs` when not given: the most OpenAI sends, and vLLM's
+/// default ceiling.
+const DEFAULT_LOGPROBS: u8 = 20;
 
 fn file_safe(s: &str) -> String {
     s.chars()
@@ -233,6 +243,11 @@ async fn run_eval(args: RunArgs) -> anyhow::Result<()> {
     } else {
         args.data.clone()
     };
+    if bench != "conflictbank" && args.logprobs.is_some() {
+        return Err(config_err(format!(
+            "--logprobs is a flag of `eval conflictbank` (its entropy); `eval {bench}` scores the answer's text only"
+        )));
+    }
     if bench == "conflictbank" {
         // Before the output folder or the cache is made.
         kre_flags_refused(&args)?;
@@ -428,6 +443,7 @@ async fn evaluate(
         instruction: args.instruction.clone(),
         hint: args.hint,
         kre_examples: args.kre_examples.clone(),
+        logprobs: (bench == "conflictbank").then(|| args.logprobs.unwrap_or(DEFAULT_LOGPROBS)),
     };
     if bench == "conflictbank" {
         return conflictbank(&llm, &opts, bars, (setup, &config), out).await;

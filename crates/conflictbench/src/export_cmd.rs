@@ -143,6 +143,7 @@ pub fn run(args: ExportArgs) -> anyhow::Result<()> {
             instruction: a.instruction.clone(),
             hint: a.hint,
             kre_examples: a.kre_examples.clone(),
+            logprobs: None,
         };
         match cb_eval::export::lm_eval(benchmark, &opts, &a.out_dir) {
             Ok(tasks) => {

@@ -20,6 +20,9 @@ pub mod range {
     pub const VOTES: Range = cb_steps::reader_check::VOTES;
     /// `audit --sample`, `view --sample`: rows for people to rate.
     pub const RATED_ROWS: Range = Range::whole(1, 1_000_000);
+    /// `eval conflictbank --logprobs`: the top log-probabilities asked of the answer's first
+    /// token (0: none; OpenAI and vLLM send at most 20 unless set otherwise).
+    pub const LOGPROBS: Range = Range::whole(0, 20);
     /// `view --port` (0: any free port).
     pub const PORT: Range = Range::whole(0, u16::MAX as u64);
 }

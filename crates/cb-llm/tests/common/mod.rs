@@ -12,6 +12,7 @@ pub fn question(text: String, item: String) -> Call {
             max_tokens: 1000,
             seed: None,
             response_schema: None,
+            top_logprobs: None,
         },
         template: "t.md".into(),
         template_hash: "h".into(),

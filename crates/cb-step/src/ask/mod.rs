@@ -96,6 +96,7 @@ impl Ask<'_> {
                 max_tokens: self.params.max_tokens,
                 seed: self.params.seed_of(attempt),
                 response_schema: self.schema.cloned(),
+                top_logprobs: None,
             },
             template: self.prompt.name.clone(),
             template_hash: self.prompt.hash.clone(),

@@ -388,6 +388,10 @@ async fn a_folder_without_conflictbank_rows_or_a_kre_flag_exits_2_before_any_fil
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("--hint"), "{}", text(&o));
     assert_eq!(snapshot(tmp.path()), before, "a file was made");
+    // A dry run writes nothing: not even the output folder it locked.
+    let o = run(&good, &out, &server.base_url(), &["--dry-run"]).await;
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(!out.exists(), "a dry run left the output folder");
     assert_eq!(server.request_count(), 0);
 }
 

@@ -279,8 +279,9 @@ async fn run_eval(args: RunArgs) -> anyhow::Result<()> {
     let result = until_stopped(&args, (&setup, config), data, &out).await;
     drop(cache_held);
     drop(held);
-    if result.is_err() && !out_was_there {
-        // Made for the lock only (the cache elsewhere): removed when empty.
+    if (result.is_err() || setup.mode().dry_run()) && !out_was_there {
+        // Made for the lock only (the cache elsewhere; a dry run writes nothing): removed
+        // when empty.
         let _ = std::fs::remove_dir(&out);
     }
     if result.is_err() {

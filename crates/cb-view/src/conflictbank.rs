@@ -135,11 +135,7 @@ pub fn rate_ctx(
 /// the correct evidence (`conflict_FIELD`), FIELD being the recipe's field of that cause's
 /// evidence (named for its cause, `misinformation_evidence`). `None` where it was not asked.
 pub fn reader_says(record: &Value, cause: Cause) -> Vec<ReaderSaid> {
-    let Some(r) = record.get("reader").filter(|r| r.is_object()) else {
-        return Vec::new();
-    };
-    let one = |model: &Value, checks: &Value| {
-        let checks = checks.as_array().cloned().unwrap_or_default();
+    crate::index::each_reader(record, |model, checks| {
         let passed = |family: &str| {
             checks
                 .iter()
@@ -152,20 +148,13 @@ pub fn reader_says(record: &Value, cause: Cause) -> Vec<ReaderSaid> {
                 .and_then(|c| c["passed"].as_bool())
         };
         ReaderSaid {
-            model: model.as_str().unwrap_or("reader").to_owned(),
+            model: model.to_owned(),
             misled: passed("leads_"),
             answer_set: None,
             plausible: passed("plausible_"),
             contradicts: passed("conflict_"),
         }
-    };
-    match r.get("panel").and_then(Value::as_array) {
-        Some(panel) if !panel.is_empty() => panel
-            .iter()
-            .map(|p| one(&p["model"], &p["checks"]))
-            .collect(),
-        _ => vec![one(&r["model"], &r["checks"])],
-    }
+    })
 }
 
 #[cfg(test)]

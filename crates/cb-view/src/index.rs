@@ -677,11 +677,7 @@ fn verdict_of(reader: Option<&Value>, readers: &mut Vec<String>) -> (Verdict, bo
 /// alone (`answer_set` passed) and whether, asked as an editor, it found the context
 /// plausible (`plausible` passed); `None` where it did not say.
 pub fn reader_scales(record: &Value) -> Vec<ReaderSaid> {
-    let Some(r) = record.get("reader").filter(|r| r.is_object()) else {
-        return Vec::new();
-    };
-    let one = |model: &Value, checks: &Value| {
-        let checks = checks.as_array().cloned().unwrap_or_default();
+    each_reader(record, |model, checks| {
         let passed = |name: &str| {
             checks
                 .iter()
@@ -689,18 +685,33 @@ pub fn reader_scales(record: &Value) -> Vec<ReaderSaid> {
                 .and_then(|c| c["passed"].as_bool())
         };
         ReaderSaid {
-            model: model.as_str().unwrap_or("reader").to_owned(),
+            model: model.to_owned(),
             misled: checks.first().and_then(|c| c["passed"].as_bool()),
             answer_set: passed("answer_set"),
             plausible: passed("plausible"),
             contradicts: None,
         }
+    })
+}
+
+/// `one` applied to each reader of a row's `reader` column (each of a panel, or the single
+/// reader), given its model's name and its checks; nothing where no reader read the row.
+pub(crate) fn each_reader(
+    record: &Value,
+    one: impl Fn(&str, &[Value]) -> ReaderSaid,
+) -> Vec<ReaderSaid> {
+    let Some(r) = record.get("reader").filter(|r| r.is_object()) else {
+        return Vec::new();
+    };
+    let said = |model: &Value, checks: &Value| {
+        let checks = checks.as_array().map(Vec::as_slice).unwrap_or_default();
+        one(model.as_str().unwrap_or("reader"), checks)
     };
     match r.get("panel").and_then(Value::as_array) {
         Some(panel) if !panel.is_empty() => panel
             .iter()
-            .map(|p| one(&p["model"], &p["checks"]))
+            .map(|p| said(&p["model"], &p["checks"]))
             .collect(),
-        _ => vec![one(&r["model"], &r["checks"])],
+        _ => vec![said(&r["model"], &r["checks"])],
     }
 }

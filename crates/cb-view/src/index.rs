@@ -646,9 +646,8 @@ fn verdict_of(reader: Option<&Value>, readers: &mut Vec<String>) -> (Verdict, bo
     note(r.get("model").and_then(Value::as_str));
     let checks = r.get("checks").and_then(Value::as_array);
     let passed = checks.is_some_and(|c| c.iter().all(|v| v["passed"] == true));
-    let panel = r.get("panel").and_then(Value::as_array);
     let mut split = false;
-    if let Some(panel) = panel {
+    if let Some(panel) = r.get("panel").and_then(Value::as_array) {
         let mut picks: BTreeMap<String, Vec<Value>> = BTreeMap::new();
         for p in panel {
             note(p.get("model").and_then(Value::as_str));

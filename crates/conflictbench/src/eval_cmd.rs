@@ -227,17 +227,7 @@ async fn run_eval(args: RunArgs) -> anyhow::Result<()> {
             "eval needs a model under test: give --base-url and --model (or --backend replay); the offline backend has no answers of its own to evaluate",
         ));
     }
-    let most = ranges::SEED.max_whole().unwrap_or(u64::MAX);
-    if args
-        .seed
-        .checked_add(args.seeds - 1)
-        .is_none_or(|last| last > most)
-    {
-        return Err(config_err(format!(
-            "--seed {} with --seeds {}: the last seed would pass {most}, the largest a request's seed may be",
-            args.seed, args.seeds
-        )));
-    }
+    seeds_in_range(&args)?;
     let data = if args.data.is_empty() {
         vec![PathBuf::from("generated").join(bench)]
     } else {
@@ -288,6 +278,22 @@ async fn run_eval(args: RunArgs) -> anyhow::Result<()> {
         created.undo();
     }
     result
+}
+
+/// The last of `--seeds` seeds from `--seed` still fits a request's seed.
+fn seeds_in_range(args: &RunArgs) -> anyhow::Result<()> {
+    let most = ranges::SEED.max_whole().unwrap_or(u64::MAX);
+    if args
+        .seed
+        .checked_add(args.seeds - 1)
+        .is_none_or(|last| last > most)
+    {
+        return Err(config_err(format!(
+            "--seed {} with --seeds {}: the last seed would pass {most}, the largest a request's seed may be",
+            args.seed, args.seeds
+        )));
+    }
+    Ok(())
 }
 
 /// KRE's own flags, refused for ConflictBank (its prompt has no instruction or examples).

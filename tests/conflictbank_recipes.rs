@@ -186,6 +186,13 @@ const DISAGREES: &str = "Barack Obama";
 const NO_CONFLICT: &str = "Albert Einstein";
 const IMPLAUSIBLE: &str = "Marie Curie";
 
+/// The plausibility questions the scripted reader was asked: the shared one, then the
+/// question of fit.
+static ASKED: [std::sync::atomic::AtomicUsize; 2] = [
+    std::sync::atomic::AtomicUsize::new(0),
+    std::sync::atomic::AtomicUsize::new(0),
+];
+
 /// The scripted model: a writer that states the claim it is asked for, a reader that follows
 /// the context, and an editor that confirms conflicts and plausibility, except for the
 /// subjects above.
@@ -204,6 +211,11 @@ fn scripted(req: &ChatRequest) -> Reply {
     if user.contains("Would they give different answers?") {
         // A: yes, they contradict; B: no.
         return Reply::content(if about(NO_CONFLICT) { "B" } else { "A" });
+    }
+    if user.contains("Set aside whether this passage is true") {
+        // The bundled recipes ask every evidence the question of fit.
+        let fit = user.contains("check whether all its details still fit together");
+        ASKED[usize::from(fit)].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
     if let Some(pick) = cb_mock::reader_script::judge(user, about(IMPLAUSIBLE)) {
         return Reply::content(pick);
@@ -252,6 +264,13 @@ async fn a_model_build_writes_its_rows_and_counts_each_reader_refusal_by_reason(
             .cloned()
             .unwrap_or_default()
     };
+    let asked = ASKED
+        .each_ref()
+        .map(|a| a.load(std::sync::atomic::Ordering::Relaxed));
+    assert!(
+        asked[0] == 0 && asked[1] > 0,
+        "plausibility questions asked [shared, fit]: {asked:?}"
+    );
     assert_eq!(reader("reader_disagrees"), ["1"], "{by_reason:?}");
     assert_eq!(reader("reader_no_conflict"), ["2"], "{by_reason:?}");
     assert_eq!(reader("reader_implausible"), ["3"], "{by_reason:?}");

@@ -28,8 +28,12 @@ pub(super) struct JudgedChecks {
     pub plausible: bool,
     /// Mode "fields" with `contradicts`: the conflict confirmation.
     pub conflict: bool,
-    /// `qa_na_question = "fit"`: RECALL's non-answer-edited contexts are asked
-    /// [`FIT_QUESTION`] instead of [`PLAUSIBLE_QUESTION`].
+    /// `plausible_question = "fit"`: the passages `plausible_check` asks about (KRE's
+    /// negative context, RECALL's answer-edited one, every context of mode "fields") are
+    /// asked [`FIT_QUESTION`] instead of [`PLAUSIBLE_QUESTION`].
+    pub fit: bool,
+    /// `qa_na_question = "fit"` (by default as `plausible_question`): RECALL's
+    /// non-answer-edited contexts are asked [`FIT_QUESTION`].
     pub qa_na_fit: bool,
 }
 
@@ -42,15 +46,12 @@ pub(super) fn checks(spec: &StepSpec, mode: Mode) -> Result<JudgedChecks, String
         golden: spec.bool("golden_check", false),
         plausible: spec.bool("plausible_check", false),
         conflict: spec.str("contradicts").is_some(),
-        qa_na_fit: match spec.str("qa_na_question").as_deref() {
-            None | Some("plausible") => false,
-            Some("fit") => true,
-            Some(other) => {
-                return Err(format!(
-                    "unknown `qa_na_question = {other:?}`; known: \"plausible\", \"fit\""
-                ))
-            }
-        },
+        fit: question_is_fit(spec, "plausible_question", false)?,
+        qa_na_fit: false,
+    };
+    let c = JudgedChecks {
+        qa_na_fit: question_is_fit(spec, "qa_na_question", c.fit)?,
+        ..c
     };
     if mode == Mode::Fields && (c.kind || c.coherence || c.residual || c.golden) {
         return Err(
@@ -59,6 +60,9 @@ pub(super) fn checks(spec: &StepSpec, mode: Mode) -> Result<JudgedChecks, String
     }
     if c.conflict && mode != Mode::Fields {
         return Err("`contradicts` is a check of mode \"fields\"".into());
+    }
+    if spec.str("plausible_question").is_some() && !c.plausible {
+        return Err("`plausible_question` chooses the question `plausible_check` asks: it needs `plausible_check = true`".into());
     }
     if spec.str("qa_na_question").is_some() && (mode != Mode::Recall || !c.plausible) {
         return Err("`qa_na_question` asks RECALL's non-answer-edited contexts the plausibility question: it needs mode \"recall\" and `plausible_check = true`".into());
@@ -163,6 +167,19 @@ pub(super) fn grounded(question: &str, context: &str, golden: &str) -> Planned {
     )
 }
 
+/// Whether the recipe's `key` ("plausible" or "fit"; absent: `default`) asks the question of
+/// fit.
+fn question_is_fit(spec: &StepSpec, key: &str, default: bool) -> Result<bool, String> {
+    match spec.str(key).as_deref() {
+        None => Ok(default),
+        Some("plausible") => Ok(false),
+        Some("fit") => Ok(true),
+        Some(other) => Err(format!(
+            "unknown `{key} = {other:?}`; known: \"plausible\", \"fit\""
+        )),
+    }
+}
+
 /// The plausibility check of a generated `context` (KRE's negative context, RECALL's
 /// answer-edited one): setting aside whether it is true, could a careful reader who does not
 /// know the answer accept it as written? (Else `reader_implausible`: "theme-park workers call
@@ -175,7 +192,13 @@ pub(super) fn plausible(
     name: impl Into<String>,
     context: &str,
     reject: Option<&'static str>,
+    fit: bool,
 ) -> Planned {
+    let (question, options) = if fit {
+        (FIT_QUESTION, FIT_OPTIONS)
+    } else {
+        (PLAUSIBLE_QUESTION, PLAUSIBLE_OPTIONS)
+    };
     Planned {
         name: name.into(),
         context: Some(context.to_owned()),
@@ -183,10 +206,7 @@ pub(super) fn plausible(
         reject,
         always: true,
         unrelated: false,
-        ask: Some((
-            PLAUSIBLE_QUESTION.to_owned(),
-            PLAUSIBLE_OPTIONS.map(str::to_owned).to_vec(),
-        )),
+        ask: Some((question.to_owned(), options.map(str::to_owned).to_vec())),
     }
 }
 
@@ -219,27 +239,6 @@ const CONFLICT_OPTIONS: [&str; 2] = [
     "yes: they would answer differently",
     "no: they would give the same answer, or one text does not answer it",
 ];
-
-/// The plausibility check of RECALL's non-answer-edited `context` (`name`: the word-edited
-/// or the sentence-edited one): with `fit`, asked as a question of fit ([`FIT_QUESTION`]),
-/// else the shared question ([`plausible`]). Blind raters called a changed date or name
-/// beside details that still fit the old one only "somewhat" plausible, where the shared
-/// question had passed it (EventKG 70 %, UJ 60 %: QUALITY.md, issue 48 run 4).
-pub(super) fn plausible_qa_na(
-    name: &'static str,
-    context: &str,
-    reject: Option<&'static str>,
-    fit: bool,
-) -> Planned {
-    let mut p = plausible(name, context, reject);
-    if fit {
-        p.ask = Some((
-            FIT_QUESTION.to_owned(),
-            FIT_OPTIONS.map(str::to_owned).to_vec(),
-        ));
-    }
-    p
-}
 
 /// A judged check: the editor's `question` with `options`, about `context` (none: the
 /// question alone); the first option passes.

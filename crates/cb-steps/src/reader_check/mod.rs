@@ -210,9 +210,15 @@ pub const PARAMS: &[Param] = &[
         meaning: "Ask, as an editor, whether a careful reader who does not know the answer could accept the generated passage as written (KRE: the negative context; RECALL: the answer-edited and the word-edited contexts, and the sentence-edited one, whose failure leaves only that context out with the note `sentence_implausible` on the sample's other rows): nothing absurd, no common word given a meaning it does not have, nothing such a reader would reject at once; whether it is true is set aside. Else the reject `reader_implausible`. Asked of every row read, so each carries the verdict (`plausible` in its `reader` column). On in the bundled recipes.",
     },
     Param {
-        key: "qa_na_question",
+        key: "plausible_question",
         ty: ParamType::Text,
         default: "\"plausible\"",
+        meaning: "With `plausible_check`: the question asked of the passages it judges (KRE's negative context, RECALL's answer-edited one, every context of mode \"fields\"). \"plausible\": could a careful reader who does not know the answer accept it as written; \"fit\": the question `qa_na_question = \"fit\"` asks, whether all its details still fit together (a person's role and lifetime, the period, the place) and no figure a careful reader knows by heart is wrong. The bundled ConflictBank-style recipes ask \"fit\": a capable reader passed a change dated after the subject's death as plausible, where blind raters did not.",
+    },
+    Param {
+        key: "qa_na_question",
+        ty: ParamType::Text,
+        default: "`plausible_question`",
         meaning: "RECALL with `plausible_check`: the question the non-answer-edited contexts (word- and sentence-edited) are asked. \"plausible\": the plausibility question of every other passage; \"fit\": whether all their details still fit together (each date, name, place and number suits what the rest says: the side, a person's role and lifetime, the period, the place), on the same three levels, only the first passing. A changed value beside details that still fit the old one passes the first and not the second.",
     },
     Param {
@@ -798,6 +804,15 @@ mod instruction {
         let e = err("kind = \"reader_check\"\nmode = \"recall\"\nplausible_check = true\nqa_na_question = \"coherent\"");
         assert!(
             e.contains("unknown `qa_na_question = \"coherent\"`; known: \"plausible\", \"fit\""),
+            "{e}"
+        );
+        // The question of the plausibility check: a choice of two, only with the check.
+        let e = err("kind = \"reader_check\"\nplausible_question = \"fit\"");
+        assert!(e.contains("it needs `plausible_check = true`"), "{e}");
+        let e =
+            err("kind = \"reader_check\"\nplausible_check = true\nplausible_question = \"fits\"");
+        assert!(
+            e.contains("unknown `plausible_question = \"fits\"`; known: \"plausible\", \"fit\""),
             "{e}"
         );
         let spec: StepSpec =

@@ -206,6 +206,7 @@ impl ReaderCheck {
                     format!("plausible_{field}"),
                     context,
                     Some("reader_implausible"),
+                    self.judged.fit,
                 ));
             }
         }
@@ -225,9 +226,11 @@ impl ReaderCheck {
     }
 
     /// How a reject's detail says where a check of mode "fields" was asked.
-    pub(super) fn asked_how_fields(check: &str) -> String {
+    pub(super) fn asked_how_fields(check: &str, fit: bool) -> String {
         if let Some(f) = check.strip_prefix("conflict_") {
             format!("asked whether the {f} contradicts the correct evidence,")
+        } else if let Some(f) = check.strip_prefix("plausible_").filter(|_| fit) {
+            format!("asked whether the details of the {f} still fit together,")
         } else if let Some(f) = check.strip_prefix("plausible_") {
             format!("asked whether a careful reader could accept the {f} as written,")
         } else if let Some(f) = check.strip_prefix("leads_") {

@@ -24,7 +24,7 @@ impl ReaderCheck {
     /// context", "asked whether ...,").
     pub(super) fn asked_how(&self, check: &str) -> String {
         if self.mode == Mode::Fields {
-            return Self::asked_how_fields(check);
+            return Self::asked_how_fields(check, self.judged.fit);
         }
         let how: &str = match check {
             "negative" => "with the negative context",
@@ -52,8 +52,14 @@ impl ReaderCheck {
             "residual" => "asked whether the negative context also supports another option,",
             "grounded" => "asked whether the golden context states every fact its answer needs,",
             "plausible" => match self.mode {
+                Mode::Recall if self.judged.fit => {
+                    "asked whether the details of the answer-edited context still fit together,"
+                }
                 Mode::Recall => {
                     "asked whether a careful reader could accept the answer-edited context as written,"
+                }
+                _ if self.judged.fit => {
+                    "asked whether the details of the negative context still fit together,"
                 }
                 _ => "asked whether a careful reader could accept the negative context as written,",
             },
@@ -100,7 +106,8 @@ impl ReaderCheck {
             checks.push(judged::residual(question, context, &choices, negative));
         }
         if self.judged.plausible {
-            checks.push(judged::plausible("plausible", context, implausible));
+            let fit = self.judged.fit;
+            checks.push(judged::plausible("plausible", context, implausible, fit));
         }
         if self.judged.golden {
             let question = item.require(fields::QUESTION)?;
@@ -160,7 +167,8 @@ impl ReaderCheck {
             checks.push(judged::kind(question, &options[original], edited_answer));
         }
         if self.judged.plausible {
-            checks.push(judged::plausible("plausible", qa_a, implausible));
+            let fit = self.judged.fit;
+            checks.push(judged::plausible("plausible", qa_a, implausible, fit));
         }
         checks.push(Planned::new("qa_na", qa_na, original, disagrees));
         if self.judged.coherence {
@@ -168,7 +176,7 @@ impl ReaderCheck {
         }
         if self.judged.plausible {
             let fit = self.judged.qa_na_fit;
-            checks.push(judged::plausible_qa_na(
+            checks.push(judged::plausible(
                 "plausible_qa_na",
                 qa_na,
                 implausible,
@@ -182,12 +190,7 @@ impl ReaderCheck {
                 // Built by rule, often implausible by construction: a failure refuses
                 // nothing, it leaves this context out.
                 let fit = self.judged.qa_na_fit;
-                checks.push(judged::plausible_qa_na(
-                    SENTENCE_PLAUSIBLE,
-                    context,
-                    None,
-                    fit,
-                ));
+                checks.push(judged::plausible(SENTENCE_PLAUSIBLE, context, None, fit));
             }
         }
         if self.control != Control::Off {

@@ -937,3 +937,49 @@ async fn musique_can_refuse_a_question_whose_answer_an_educated_reader_knows() {
         .collect();
     assert_eq!(defaults, ["musique"]);
 }
+
+/// With `--strict`, a malformed record stops the build only within `--limit`: past it the
+/// record is read once, to fill the distractors' pool of golden answers, and stops nothing.
+#[tokio::test]
+async fn a_malformed_record_past_the_limit_stops_no_strict_build() {
+    let raw = tempfile::tempdir().unwrap();
+    let dir = raw.path().join("musique");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("musique_ans_v1.0_dev.jsonl");
+    let lines: Vec<String> =
+        std::fs::read_to_string(repo().join("raw/musique").join(file.file_name().unwrap()))
+            .unwrap()
+            .lines()
+            .enumerate()
+            .map(|(i, l)| {
+                if i == 3 {
+                    l[..l.len() / 2].to_owned()
+                } else {
+                    l.to_owned()
+                }
+            })
+            .collect();
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let (r, o) = (raw.path().to_str().unwrap(), out.path().to_str().unwrap());
+    let args = [
+        "kre",
+        "--domains",
+        "musique",
+        "--raw",
+        r,
+        "--out",
+        o,
+        "--strict",
+    ];
+    let stopped = build(&args, &[]).await;
+    assert_eq!(stopped.status.code(), Some(1), "{}", text(&stopped));
+    assert!(
+        text(&stopped).contains("musique_ans_v1.0_dev.jsonl:4"),
+        "{}",
+        text(&stopped)
+    );
+    let limited = build(&[&args[..], &["--limit", "3"]].concat(), &[]).await;
+    assert!(limited.status.success(), "{}", text(&limited));
+    assert_counts_add_up(&out.path().join("kre/musique"));
+}

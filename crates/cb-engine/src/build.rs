@@ -269,9 +269,10 @@ impl Build<'_> {
     }
 
     /// The first pass over the source: the views the steps declare ([`Step::views`]), filled
-    /// item by item, and the number of items (the progress display's total). Nothing of the
-    /// items is kept but what the views keep. No pass (and a total of 0) when no step
-    /// declares a view and no progress display shows the total: it would only count.
+    /// item by item from the whole source, `--limit` aside ([`Source::pass_whole`]), and the
+    /// number of items within the limit (the progress display's total). Nothing of the items
+    /// is kept but what the views keep. No pass (and a total of 0) when no step declares a
+    /// view and no progress display shows the total: it would only count.
     fn index(
         &self,
         source: &Source<'_>,
@@ -281,10 +282,15 @@ impl Build<'_> {
         if ix.is_empty() && !self.progress.shows_total() {
             return Ok((ix.finish(), 0));
         }
+        let (pass, limit) = if ix.is_empty() {
+            (source.pass()?, usize::MAX)
+        } else {
+            (source.pass_whole()?, source.limit())
+        };
         let mut items = 0;
-        for entry in source.pass()? {
+        for entry in pass {
             if let Ok(item) = entry? {
-                items += 1;
+                items += u64::from(item.index < limit);
                 ix.add(&item.id, &item.fields);
             }
         }

@@ -143,9 +143,31 @@ impl<'r> Source<'r> {
     /// source order (an `Err` stops the build: a fatal read error, a malformed record with
     /// `--strict`, or, after the last record, an input file that changed since it was hashed).
     pub fn pass(&self) -> Result<Pass<'_, 'r>, EngineError> {
+        self.pass_to(self.limit())
+    }
+
+    /// A pass over the whole primary source, `--limit` aside: the first pass, which fills
+    /// the views, so that a step draws from every item of the source (another object of the
+    /// relation) and a limited build's rows are the first rows of the whole build. A record
+    /// past the limit is read for the views only: a malformed one there is a reject of this
+    /// pass, never a stop of a `--strict` build. A reader that selects records itself
+    /// (EventKG) still takes the limit: its selection is the source.
+    pub fn pass_whole(&self) -> Result<Pass<'_, 'r>, EngineError> {
+        self.pass_to(usize::MAX)
+    }
+
+    /// The records a build reads: at most `--limit`, unless the reader takes it itself.
+    pub fn limit(&self) -> usize {
+        let selects = cb_readers::selects_records(&self.recipe.source.reader);
+        self.opts.limit.filter(|_| !selects).unwrap_or(usize::MAX)
+    }
+
+    fn pass_to(&self, records: usize) -> Result<Pass<'_, 'r>, EngineError> {
         Ok(Pass {
             source: self,
-            records: read(self.recipe, self.opts, &self.files)?.enumerate(),
+            records: read(self.recipe, self.opts, &self.files)?
+                .take(records)
+                .enumerate(),
             seen: Seen::default(),
             tally: Tally::new(),
             filtered: BTreeMap::new(),
@@ -172,6 +194,13 @@ pub struct Pass<'s, 'r> {
 
 type Records = std::iter::Take<cb_readers::Records>;
 
+impl Pass<'_, '_> {
+    /// Whether a malformed record at `index` stops the build (`--strict`, within the limit).
+    fn strict_at(&self, index: usize) -> bool {
+        self.source.opts.strict && index < self.source.limit()
+    }
+}
+
 impl Iterator for Pass<'_, '_> {
     type Item = Result<Entry, EngineError>;
 
@@ -185,7 +214,8 @@ impl Iterator for Pass<'_, '_> {
                 .map(Err);
         };
         let src = self.source;
-        let entry = match accept(rec, index, &mut self.seen, src.opts.strict) {
+        let strict = self.strict_at(index);
+        let entry = match accept(rec, index, &mut self.seen, strict) {
             Err(e) => return Some(Err(e)),
             Ok(Ok(rec)) => to_item(&src.env, src.recipe, &src.tables, index, &rec)
                 .map_err(|(stage, why)| (stage, reject(&rec, stage, why))),
@@ -254,11 +284,15 @@ fn load_joins<'r>(
 }
 
 /// Read: opens the primary source's files as one stream of records in
-/// file order, at most `--limit` of them. A reader that selects records itself (EventKG) takes
+/// file order (the pass takes at most `--limit` of them, [`Source::limit`]). A reader that selects records itself (EventKG) takes
 /// the limit and the sample as options, so that what it holds grows with the selection, not
 /// with the dump (and its malformed lines, reported before its records, do not count against
 /// the limit); with any other reader `--sample` is a configuration error.
-fn read(recipe: &Recipe, opts: &SourceOptions, files: &[PathBuf]) -> Result<Records, EngineError> {
+fn read(
+    recipe: &Recipe,
+    opts: &SourceOptions,
+    files: &[PathBuf],
+) -> Result<cb_readers::Records, EngineError> {
     let mut ropts = toml_to_json(&recipe.source.options);
     let reader = recipe.source.reader.as_str();
     let selects = cb_readers::selects_records(reader);
@@ -276,8 +310,7 @@ fn read(recipe: &Recipe, opts: &SourceOptions, files: &[PathBuf]) -> Result<Reco
             recipe.name()
         )));
     }
-    let limit = opts.limit.filter(|_| !selects).unwrap_or(usize::MAX);
-    Ok(cb_readers::open_set(reader, files, &ropts)?.take(limit))
+    Ok(cb_readers::open_set(reader, files, &ropts)?)
 }
 
 /// Read, per record: the record, or the reject of a malformed record or of an id already read

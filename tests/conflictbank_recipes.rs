@@ -186,9 +186,10 @@ const DISAGREES: &str = "Barack Obama";
 const NO_CONFLICT: &str = "Albert Einstein";
 const IMPLAUSIBLE: &str = "Marie Curie";
 
-/// The plausibility questions the scripted reader was asked: the shared one, then the
-/// question of fit.
-static ASKED: [std::sync::atomic::AtomicUsize; 2] = [
+/// The plausibility questions the scripted reader was asked: the shared one, the question of
+/// fit, the question of change.
+static ASKED: [std::sync::atomic::AtomicUsize; 3] = [
+    std::sync::atomic::AtomicUsize::new(0),
     std::sync::atomic::AtomicUsize::new(0),
     std::sync::atomic::AtomicUsize::new(0),
 ];
@@ -213,9 +214,14 @@ fn scripted(req: &ChatRequest) -> Reply {
         return Reply::content(if about(NO_CONFLICT) { "B" } else { "A" });
     }
     if user.contains("Set aside whether this passage is true") {
-        // The bundled recipes ask every evidence the question of fit.
-        let fit = user.contains("check whether all its details still fit together");
-        ASKED[usize::from(fit)].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        // The bundled recipes ask the misinformation the question of fit, the temporal
+        // evidence the question of change and the semantic one the shared question.
+        let asked = if user.contains("could really happen to such a subject") {
+            2
+        } else {
+            usize::from(user.contains("check whether all its details still fit together"))
+        };
+        ASKED[asked].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
     if let Some(pick) = cb_mock::reader_script::judge(user, about(IMPLAUSIBLE)) {
         return Reply::content(pick);
@@ -268,12 +274,21 @@ async fn a_model_build_writes_its_rows_and_counts_each_reader_refusal_by_reason(
         .each_ref()
         .map(|a| a.load(std::sync::atomic::Ordering::Relaxed));
     assert!(
-        asked[0] == 0 && asked[1] > 0,
-        "plausibility questions asked [shared, fit]: {asked:?}"
+        asked.iter().all(|n| *n > 0),
+        "plausibility questions asked [shared, fit, change]: {asked:?}"
     );
     assert_eq!(reader("reader_disagrees"), ["1"], "{by_reason:?}");
     assert_eq!(reader("reader_no_conflict"), ["2"], "{by_reason:?}");
     assert_eq!(reader("reader_implausible"), ["3"], "{by_reason:?}");
+    // Its detail names the question that refused it: the misinformation's, of fit.
+    let implausible = rejects.iter().find(|r| r["reason"] == "reader_implausible");
+    let detail = implausible.unwrap()["detail"].as_str().unwrap();
+    assert!(
+        detail.contains(
+            "asked whether the details of the misinformation_evidence still fit together"
+        ),
+        "{detail}"
+    );
     assert_eq!(rejects.len(), 3, "{by_reason:?}");
     // The manifest counts them by reason, and each refused row is kept for the raters.
     let m = read_json(&dir.join("manifest.json"));

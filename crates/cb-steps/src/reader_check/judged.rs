@@ -14,6 +14,8 @@
 //! With `qa_na_question = "fit"` (RECALL), the two non-answer-edited contexts are asked the
 //! plausibility question as a question of fit instead: do all the details still fit
 //! together (a changed date or name beside details that still fit the old one is "somewhat")?
+//! `plausible_question` chooses the question of the other passages ([`Question`]: also
+//! "change", for a passage reporting a change in time or a revised record).
 
 use super::{Mode, Planned};
 use crate::prelude::*;
@@ -28,13 +30,13 @@ pub(super) struct JudgedChecks {
     pub plausible: bool,
     /// Mode "fields" with `contradicts`: the conflict confirmation.
     pub conflict: bool,
-    /// `plausible_question = "fit"`: the passages `plausible_check` asks about (KRE's
-    /// negative context, RECALL's answer-edited one, every context of mode "fields") are
-    /// asked [`FIT_QUESTION`] instead of [`PLAUSIBLE_QUESTION`].
-    pub fit: bool,
-    /// `qa_na_question = "fit"` (by default as `plausible_question`): RECALL's
-    /// non-answer-edited contexts are asked [`FIT_QUESTION`].
-    pub qa_na_fit: bool,
+    /// `plausible_question`: the question the passages `plausible_check` asks about (KRE's
+    /// negative context, RECALL's answer-edited one, the contexts of mode "fields" unless
+    /// `plausible_questions` names one per context) are asked.
+    pub question: Question,
+    /// `qa_na_question` (by default as `plausible_question`): the question RECALL's
+    /// non-answer-edited contexts are asked.
+    pub qa_na_question: Question,
 }
 
 /// The judged checks of a recipe's reader check, refused where they cannot run.
@@ -46,11 +48,11 @@ pub(super) fn checks(spec: &StepSpec, mode: Mode) -> Result<JudgedChecks, String
         golden: spec.bool("golden_check", false),
         plausible: spec.bool("plausible_check", false),
         conflict: spec.str("contradicts").is_some(),
-        fit: question_is_fit(spec, "plausible_question", false)?,
-        qa_na_fit: false,
+        question: Question::of(spec, "plausible_question")?.unwrap_or(Question::Plausible),
+        qa_na_question: Question::Plausible,
     };
     let c = JudgedChecks {
-        qa_na_fit: question_is_fit(spec, "qa_na_question", c.fit)?,
+        qa_na_question: Question::of(spec, "qa_na_question")?.unwrap_or(c.question),
         ..c
     };
     if mode == Mode::Fields && (c.kind || c.coherence || c.residual || c.golden) {
@@ -167,16 +169,55 @@ pub(super) fn grounded(question: &str, context: &str, golden: &str) -> Planned {
     )
 }
 
-/// Whether the recipe's `key` ("plausible" or "fit"; absent: `default`) asks the question of
-/// fit.
-fn question_is_fit(spec: &StepSpec, key: &str, default: bool) -> Result<bool, String> {
-    match spec.str(key).as_deref() {
-        None => Ok(default),
-        Some("plausible") => Ok(false),
-        Some("fit") => Ok(true),
-        Some(other) => Err(format!(
-            "unknown `{key} = {other:?}`; known: \"plausible\", \"fit\""
-        )),
+/// The question a plausibility check asks of a passage, on the raters' three levels (only
+/// the first passes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Question {
+    /// Could a careful reader who does not know the answer accept it as written?
+    Plausible,
+    /// Do all its details still fit together ([`FIT_QUESTION`])?
+    Fit,
+    /// The question of fit, and could the change or the revised record it reports really
+    /// happen to such a subject ([`CHANGE_QUESTION`])?
+    Change,
+}
+
+impl Question {
+    /// The values a recipe writes.
+    const NAMES: [(&'static str, Question); 3] = [
+        ("plausible", Question::Plausible),
+        ("fit", Question::Fit),
+        ("change", Question::Change),
+    ];
+
+    /// The question `name` names, refused when it names none.
+    pub(super) fn named(key: &str, name: &str) -> Result<Question, String> {
+        Self::NAMES
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, q)| *q)
+            .ok_or_else(|| {
+                format!("unknown `{key} = {name:?}`; known: \"plausible\", \"fit\", \"change\"")
+            })
+    }
+
+    /// The question of the recipe's `key`, `None` when absent.
+    fn of(spec: &StepSpec, key: &str) -> Result<Option<Question>, String> {
+        spec.str(key).map(|n| Self::named(key, &n)).transpose()
+    }
+
+    /// How a reject's detail tells where a check asking it was asked, of `what` ("the
+    /// negative context").
+    pub(super) fn asked(self, what: &str) -> String {
+        match self {
+            Question::Plausible => {
+                format!("asked whether a careful reader could accept {what} as written,")
+            }
+            Question::Fit => format!("asked whether the details of {what} still fit together,"),
+            Question::Change => format!(
+                "asked whether the change {what} reports could really happen and its details fit,"
+            ),
+        }
     }
 }
 
@@ -192,12 +233,12 @@ pub(super) fn plausible(
     name: impl Into<String>,
     context: &str,
     reject: Option<&'static str>,
-    fit: bool,
+    question: Question,
 ) -> Planned {
-    let (question, options) = if fit {
-        (FIT_QUESTION, FIT_OPTIONS)
-    } else {
-        (PLAUSIBLE_QUESTION, PLAUSIBLE_OPTIONS)
+    let (question, options) = match question {
+        Question::Plausible => (PLAUSIBLE_QUESTION, PLAUSIBLE_OPTIONS),
+        Question::Fit => (FIT_QUESTION, FIT_OPTIONS),
+        Question::Change => (CHANGE_QUESTION, CHANGE_OPTIONS),
     };
     Planned {
         name: name.into(),
@@ -298,6 +339,22 @@ const FIT_QUESTION: &str = "Set aside whether this passage is true: some of its 
 const FIT_OPTIONS: [&str; 3] = [
     "plausible: a careful reader who does not know the subject could take it as written, every detail fitting the rest",
     "somewhat: it could be a real passage, but a detail does not fit the rest (a date outside the period the others give, a person on the wrong side, in a role or at a time they could not have had, a name or a number that still points to something else) or is a well-known figure given wrongly",
+    "implausible: a careful reader would reject it at once (absurd, self-contradictory, or a common word given a meaning it does not have)",
+];
+
+/// The question about a passage that reports a change in time or a revised record
+/// (ConflictBank's temporal conflict): the question of fit, and whether what it reports could
+/// really happen to such a subject. Blind raters called "somewhat" plausible the changes
+/// that would be extraordinary for their subject (a college of two centuries moving to
+/// another city, a man of 75 starting out as a physicist, a famous book credited anew on the
+/// strength of one found document), which the question of fit had passed (QUALITY.md, issue
+/// 49).
+const CHANGE_QUESTION: &str = "Set aside whether this passage is true: the change or the revised record it reports may differ from what you know on purpose, and that alone is no fault. Read it as a careful reader with a general education who does not know its subject well, as a news report, a passage of a book or an encyclopedia entry, and check two things. First, whether all its details fit together: each date, name, place and number must suit what the rest of the passage says (a person's role, age and lifetime, the period, the place). Second, whether what it reports could really happen to such a subject: an ordinary event of its kind (a new post or appointment, a transfer, a citizenship granted, a register corrected on a detail few people know), not an extraordinary one (a long-established institution moving to another city, a person taking up a new career at an age they could hardly begin it, a well-known work, discovery or fact credited anew to someone else on the strength of a found document). Which describes it best?";
+
+/// The options of the change question, on the raters' three levels: only the first passes.
+const CHANGE_OPTIONS: [&str; 3] = [
+    "plausible: a careful reader who does not know the subject could take it as written: what it reports is an ordinary event of its kind and every detail fits the rest",
+    "somewhat: it could be a real passage, but what it reports would be extraordinary for such a subject, or a detail does not fit the rest",
     "implausible: a careful reader would reject it at once (absurd, self-contradictory, or a common word given a meaning it does not have)",
 ];
 

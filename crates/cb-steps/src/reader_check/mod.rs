@@ -213,7 +213,7 @@ pub const PARAMS: &[Param] = &[
         key: "plausible_question",
         ty: ParamType::Text,
         default: "\"plausible\"",
-        meaning: "With `plausible_check`: the question asked of the passages it judges (KRE's negative context, RECALL's answer-edited one, every context of mode \"fields\"). \"plausible\": could a careful reader who does not know the answer accept it as written; \"fit\": the question `qa_na_question = \"fit\"` asks, whether all its details still fit together (a person's role and lifetime, the period, the place) and no figure a careful reader knows by heart is wrong. The bundled ConflictBank-style recipes ask \"fit\": a capable reader passed a change dated after the subject's death as plausible, where blind raters did not.",
+        meaning: "With `plausible_check`: the question asked of the passages it judges (KRE's negative context, RECALL's answer-edited one, every context of mode \"fields\" unless `plausible_questions` names one per context). \"plausible\": could a careful reader who does not know the answer accept it as written; \"fit\": the question `qa_na_question = \"fit\"` asks, whether all its details still fit together (a person's role and lifetime, the period, the place) and no figure a careful reader knows by heart is wrong; \"change\", for a passage that reports a change in time or a revised record: the question of fit, and whether what it reports could really happen to such a subject (an ordinary new post, transfer or corrected detail, not a long-established institution moving city or a famous work credited anew on the strength of one found document).",
     },
     Param {
         key: "qa_na_question",
@@ -803,7 +803,7 @@ mod instruction {
         );
         let e = err("kind = \"reader_check\"\nmode = \"recall\"\nplausible_check = true\nqa_na_question = \"coherent\"");
         assert!(
-            e.contains("unknown `qa_na_question = \"coherent\"`; known: \"plausible\", \"fit\""),
+            e.contains("unknown `qa_na_question = \"coherent\"`; known: \"plausible\", \"fit\", \"change\""),
             "{e}"
         );
         // The question of the plausibility check: a choice of two, only with the check.
@@ -812,9 +812,27 @@ mod instruction {
         let e =
             err("kind = \"reader_check\"\nplausible_check = true\nplausible_question = \"fits\"");
         assert!(
-            e.contains("unknown `plausible_question = \"fits\"`; known: \"plausible\", \"fit\""),
+            e.contains("unknown `plausible_question = \"fits\"`; known: \"plausible\", \"fit\", \"change\""),
             "{e}"
         );
+        // Mode "fields": one question per context, each a known one.
+        let fields = "kind = \"reader_check\"\nmode = \"fields\"\ncontexts = [\"a\", \"b\"]\nexpect = [\"x\", \"y\"]\nplausible_check = true\n";
+        let e = err(&format!("{fields}plausible_questions = [\"fit\"]"));
+        assert!(
+            e.contains("one question per context: 1 given for 2 contexts"),
+            "{e}"
+        );
+        let e = err(&format!("{fields}plausible_questions = [\"fit\", \"odd\"]"));
+        assert!(e.contains("unknown `plausible_questions = \"odd\"`"), "{e}");
+        let e = err(&format!(
+            "{fields}plausible_questions = [\"fit\", \"change\"]\nplausible_question = \"fit\""
+        ));
+        assert!(e.contains("not both"), "{e}");
+        let e = err(&format!(
+            "{}plausible_questions = [\"fit\", \"change\"]",
+            fields.replace("plausible_check = true\n", "")
+        ));
+        assert!(e.contains("it needs `plausible_check = true`"), "{e}");
         let spec: StepSpec =
             toml::from_str("kind = \"reader_check\"\nmode = \"recall\"\ncoherence_check = true")
                 .unwrap();

@@ -67,6 +67,7 @@ pub const PARAMS: &[Param] = &[
     Param { key: "control_context", ty: ParamType::Text, default: "none", meaning: "mode \"fields\": the control's context (the correct evidence)." },
     Param { key: "control_expect", ty: ParamType::Text, default: "none", meaning: "mode \"fields\": the field holding the letter the control must lead to." },
     Param { key: "contradicts", ty: ParamType::Text, default: "none", meaning: "mode \"fields\": a context field (the correct evidence) that the editor must find contradicted by each of `contexts` (else the reject `reader_no_conflict`)." },
+    Param { key: "plausible_questions", ty: ParamType::TextList, default: "`plausible_question` for every context", meaning: "mode \"fields\" with `plausible_check`: per context, the question its plausibility check asks (\"plausible\", \"fit\" or \"change\", as `plausible_question`). The ConflictBank-style recipes ask [\"fit\", \"change\", \"plausible\"]: a misinformation evidence must fit its subject, a temporal one report a change that could really happen, and a semantic one (another bearer of the name) is not held to what the usual bearer is known for." },
 ];
 
 /// The fields a check of `mode = "fields"` names.
@@ -78,6 +79,9 @@ pub(super) struct FieldsSpec {
     expect: Vec<String>,
     control: Option<(String, String)>,
     contradicts: Option<String>,
+    /// `plausible_questions`: per context, the plausibility question it is asked (empty:
+    /// `plausible_question`'s for every context).
+    questions: Vec<judged::Question>,
 }
 
 impl FieldsSpec {
@@ -92,6 +96,24 @@ impl FieldsSpec {
                 expect.len()
             ));
         }
+        let questions = spec.strs("plausible_questions").unwrap_or_default();
+        if !questions.is_empty() && questions.len() != contexts.len() {
+            return Err(format!(
+                "`plausible_questions` names one question per context: {} given for {} contexts",
+                questions.len(),
+                contexts.len()
+            ));
+        }
+        if !questions.is_empty() && spec.str("plausible_question").is_some() {
+            return Err("`plausible_question` (one for every context) or `plausible_questions` (one per context), not both".into());
+        }
+        if !questions.is_empty() && !spec.bool("plausible_check", false) {
+            return Err("`plausible_questions` chooses the questions `plausible_check` asks: it needs `plausible_check = true`".into());
+        }
+        let questions = questions
+            .iter()
+            .map(|q| judged::Question::named("plausible_questions", q))
+            .collect::<Result<_, _>>()?;
         let control = match (spec.str("control_context"), spec.str("control_expect")) {
             (Some(c), Some(e)) => Some((c, e)),
             (None, None) => None,
@@ -104,6 +126,7 @@ impl FieldsSpec {
             expect,
             control,
             contradicts: spec.str("contradicts"),
+            questions,
         })
     }
 
@@ -164,6 +187,22 @@ impl ReaderCheck {
         row
     }
 
+    /// The plausibility question asked of context `field`: its own of `plausible_questions`,
+    /// else `plausible_question`'s.
+    fn question_of(&self, field: &str) -> judged::Question {
+        self.fields
+            .as_ref()
+            .and_then(|f| {
+                f.contexts
+                    .iter()
+                    .position(|c| c == field)
+                    .map(|i| f.questions.get(i))
+            })
+            .flatten()
+            .copied()
+            .unwrap_or(self.judged.question)
+    }
+
     /// Mode "fields": each context must lead to its letter (then, with `contradicts`,
     /// contradict the correct evidence; with `plausible_check`, read as believable), and the
     /// control to its own.
@@ -206,7 +245,7 @@ impl ReaderCheck {
                     format!("plausible_{field}"),
                     context,
                     Some("reader_implausible"),
-                    self.judged.fit,
+                    self.question_of(field),
                 ));
             }
         }
@@ -226,13 +265,11 @@ impl ReaderCheck {
     }
 
     /// How a reject's detail says where a check of mode "fields" was asked.
-    pub(super) fn asked_how_fields(check: &str, fit: bool) -> String {
+    pub(super) fn asked_how_fields(&self, check: &str) -> String {
         if let Some(f) = check.strip_prefix("conflict_") {
             format!("asked whether the {f} contradicts the correct evidence,")
-        } else if let Some(f) = check.strip_prefix("plausible_").filter(|_| fit) {
-            format!("asked whether the details of the {f} still fit together,")
         } else if let Some(f) = check.strip_prefix("plausible_") {
-            format!("asked whether a careful reader could accept the {f} as written,")
+            self.question_of(f).asked(&format!("the {f}"))
         } else if let Some(f) = check.strip_prefix("leads_") {
             format!("with the {f} alone")
         } else {

@@ -24,26 +24,17 @@ impl ReaderCheck {
     /// context", "asked whether ...,").
     pub(super) fn asked_how(&self, check: &str) -> String {
         if self.mode == Mode::Fields {
-            return Self::asked_how_fields(check, self.judged.fit);
+            return self.asked_how_fields(check);
         }
+        let (qa_na, edited) = (self.judged.qa_na_question, self.judged.question);
         let how: &str = match check {
             "negative" => "with the negative context",
             "control" => "with the golden context (the control)",
             "qa_a" => "with the answer-edited context",
             "qa_na" => "with the non-answer-edited context",
             "qa_na_sentence" => "with the sentence-edited context",
-            "plausible_qa_na" if self.judged.qa_na_fit => {
-                "asked whether the details of the non-answer-edited context still fit together,"
-            }
-            "plausible_qa_na" => {
-                "asked whether a careful reader could accept the non-answer-edited context as written,"
-            }
-            "plausible_qa_na_sentence" if self.judged.qa_na_fit => {
-                "asked whether the details of the sentence-edited context still fit together,"
-            }
-            "plausible_qa_na_sentence" => {
-                "asked whether a careful reader could accept the sentence-edited context as written,"
-            }
+            "plausible_qa_na" => return qa_na.asked("the non-answer-edited context"),
+            "plausible_qa_na_sentence" => return qa_na.asked("the sentence-edited context"),
             "kind" => "asked whether the edited answer keeps the answer's kind,",
             "coherent" => match self.mode {
                 Mode::Recall => "asked whether the non-answer-edited context contradicts itself,",
@@ -52,16 +43,8 @@ impl ReaderCheck {
             "residual" => "asked whether the negative context also supports another option,",
             "grounded" => "asked whether the golden context states every fact its answer needs,",
             "plausible" => match self.mode {
-                Mode::Recall if self.judged.fit => {
-                    "asked whether the details of the answer-edited context still fit together,"
-                }
-                Mode::Recall => {
-                    "asked whether a careful reader could accept the answer-edited context as written,"
-                }
-                _ if self.judged.fit => {
-                    "asked whether the details of the negative context still fit together,"
-                }
-                _ => "asked whether a careful reader could accept the negative context as written,",
+                Mode::Recall => return edited.asked("the answer-edited context"),
+                _ => return edited.asked("the negative context"),
             },
             _ => "from the options alone",
         };
@@ -106,8 +89,13 @@ impl ReaderCheck {
             checks.push(judged::residual(question, context, &choices, negative));
         }
         if self.judged.plausible {
-            let fit = self.judged.fit;
-            checks.push(judged::plausible("plausible", context, implausible, fit));
+            let question = self.judged.question;
+            checks.push(judged::plausible(
+                "plausible",
+                context,
+                implausible,
+                question,
+            ));
         }
         if self.judged.golden {
             let question = item.require(fields::QUESTION)?;
@@ -167,20 +155,20 @@ impl ReaderCheck {
             checks.push(judged::kind(question, &options[original], edited_answer));
         }
         if self.judged.plausible {
-            let fit = self.judged.fit;
-            checks.push(judged::plausible("plausible", qa_a, implausible, fit));
+            let question = self.judged.question;
+            checks.push(judged::plausible("plausible", qa_a, implausible, question));
         }
         checks.push(Planned::new("qa_na", qa_na, original, disagrees));
         if self.judged.coherence {
             checks.push(judged::coherent(qa_na));
         }
         if self.judged.plausible {
-            let fit = self.judged.qa_na_fit;
+            let question = self.judged.qa_na_question;
             checks.push(judged::plausible(
                 "plausible_qa_na",
                 qa_na,
                 implausible,
-                fit,
+                question,
             ));
         }
         // Optional: only where the recipe inserts a sentence.
@@ -189,8 +177,13 @@ impl ReaderCheck {
             if self.judged.plausible {
                 // Built by rule, often implausible by construction: a failure refuses
                 // nothing, it leaves this context out.
-                let fit = self.judged.qa_na_fit;
-                checks.push(judged::plausible(SENTENCE_PLAUSIBLE, context, None, fit));
+                let question = self.judged.qa_na_question;
+                checks.push(judged::plausible(
+                    SENTENCE_PLAUSIBLE,
+                    context,
+                    None,
+                    question,
+                ));
             }
         }
         if self.control != Control::Off {

@@ -268,7 +268,17 @@ pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepErro
     };
     let named = match mode {
         Mode::Fields => Some(named::FieldsSpec::of(spec).map_err(bad)?),
-        _ => None,
+        _ => {
+            // Mode "fields"'s own parameters would be ignored here: refused.
+            let own = named::PARAMS.iter().map(|p| p.key);
+            if let Some(key) = own.filter(|k| spec.params.contains_key(*k)).next() {
+                return Err(bad(format!(
+                    "`{key}` is a parameter of mode \"fields\"; this check's mode is {:?}",
+                    spec.str("mode").unwrap_or_else(|| "kre".into())
+                )));
+            }
+            None
+        }
     };
     // In `VOTES`, as the recipe's check made sure.
     let votes = spec.int("votes").unwrap_or(1);
@@ -815,11 +825,26 @@ mod instruction {
             e.contains("unknown `plausible_question = \"fits\"`; known: \"plausible\", \"fit\", \"change\""),
             "{e}"
         );
+        let e = err("kind = \"reader_check\"\nmode = \"recall\"\nplausible_questions = [\"fit\"]");
+        assert!(
+            e.contains("`plausible_questions` is a parameter of mode \"fields\"; this check's mode is \"recall\""),
+            "{e}"
+        );
+        let e = err("kind = \"reader_check\"\ncontexts = [\"a\"]");
+        assert!(
+            e.contains("`contexts` is a parameter of mode \"fields\""),
+            "{e}"
+        );
         // Mode "fields": one question per context, each a known one.
         let fields = "kind = \"reader_check\"\nmode = \"fields\"\ncontexts = [\"a\", \"b\"]\nexpect = [\"x\", \"y\"]\nplausible_check = true\n";
         let e = err(&format!("{fields}plausible_questions = [\"fit\"]"));
         assert!(
             e.contains("one question per context: 1 given for 2 contexts"),
+            "{e}"
+        );
+        let e = err(&format!("{fields}plausible_questions = []"));
+        assert!(
+            e.contains("one question per context: 0 given for 2 contexts"),
             "{e}"
         );
         let e = err(&format!("{fields}plausible_questions = [\"fit\", \"odd\"]"));

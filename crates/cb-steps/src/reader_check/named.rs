@@ -96,18 +96,19 @@ impl FieldsSpec {
                 expect.len()
             ));
         }
-        let questions = spec.strs("plausible_questions").unwrap_or_default();
-        if !questions.is_empty() && questions.len() != contexts.len() {
+        let given = spec.strs("plausible_questions");
+        let questions = given.as_deref().unwrap_or_default();
+        if given.is_some() && questions.len() != contexts.len() {
             return Err(format!(
                 "`plausible_questions` names one question per context: {} given for {} contexts",
                 questions.len(),
                 contexts.len()
             ));
         }
-        if !questions.is_empty() && spec.str("plausible_question").is_some() {
+        if given.is_some() && spec.str("plausible_question").is_some() {
             return Err("`plausible_question` (one for every context) or `plausible_questions` (one per context), not both".into());
         }
-        if !questions.is_empty() && !spec.bool("plausible_check", false) {
+        if given.is_some() && !spec.bool("plausible_check", false) {
             return Err("`plausible_questions` chooses the questions `plausible_check` asks: it needs `plausible_check = true`".into());
         }
         let questions = questions

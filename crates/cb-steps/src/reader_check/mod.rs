@@ -269,14 +269,7 @@ pub fn build(spec: &StepSpec, prompts: &Files) -> Result<Box<dyn Step>, StepErro
     let named = match mode {
         Mode::Fields => Some(named::FieldsSpec::of(spec).map_err(bad)?),
         _ => {
-            // Mode "fields"'s own parameters would be ignored here: refused.
-            let mut own = named::PARAMS.iter().map(|p| p.key);
-            if let Some(key) = own.find(|k| spec.params.contains_key(*k)) {
-                return Err(bad(format!(
-                    "`{key}` is a parameter of mode \"fields\"; this check's mode is {:?}",
-                    spec.str("mode").unwrap_or_else(|| "kre".into())
-                )));
-            }
+            named::FieldsSpec::refuse_own(spec).map_err(bad)?;
             None
         }
     };

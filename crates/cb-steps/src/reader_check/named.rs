@@ -131,6 +131,18 @@ impl FieldsSpec {
         })
     }
 
+    /// In another mode, mode "fields"'s own parameters would be ignored: refused.
+    pub(super) fn refuse_own(spec: &StepSpec) -> Result<(), String> {
+        let mut own = PARAMS.iter().map(|p| p.key);
+        match own.find(|k| spec.params.contains_key(*k)) {
+            Some(key) => Err(format!(
+                "`{key}` is a parameter of mode \"fields\"; this check's mode is {:?}",
+                spec.str("mode").unwrap_or_else(|| "kre".into())
+            )),
+            None => Ok(()),
+        }
+    }
+
     /// The fields the check reads.
     pub(super) fn reads(&self) -> Vec<String> {
         let mut out = vec![self.question.clone(), self.options.clone()];

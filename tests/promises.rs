@@ -118,8 +118,9 @@ const CONCURRENCY: &str = "3";
 const CHAIN: usize = 9;
 /// The same for the ConflictBank-style recipes, as their batch-files build takes it: their
 /// writer steps one after another (the semantic evidence after its description), then the
-/// reader check's questions.
-const CB_CHAIN: usize = 12;
+/// reader check's questions (each evidence's plausibility its own question since
+/// `plausible_questions`, so none is found in the cache from another's).
+const CB_CHAIN: usize = 13;
 
 /// A run's answer from the model stand-ins: CoS-E, ECQA and e-CARE explanations by
 /// [`model_reply`], everything else (SQuAD and MuSiQue steps, the reader check, the

@@ -124,6 +124,15 @@ fn an_init_folder_builds_the_conflictbank_recipes_offline_with_their_invariants(
         // MQuAKE's edits give the replaced object where the source has one.
         let mq = read_jsonl(&out.join("conflictbank/mquake/conflictbank.jsonl"));
         assert!(mq.iter().any(|r| r["replaced_from"] == "source"));
+        if k == 0 {
+            // The bundled MQuAKE sample holds at least three objects of each relation it
+            // draws from, so nearly every fact becomes a row, some replaced from the pool (a
+            // sample of one object per relation gave 1 row of 9).
+            assert!(mq.len() >= 15, "bundled MQuAKE: {} rows", mq.len());
+            assert!(mq.iter().any(|r| r["replaced_from"] == "pool"));
+            let m = read_json(&out.join("conflictbank/mquake/manifest.json"));
+            assert!(m["rejected"].as_u64() <= Some(1), "{}", m["rejected"]);
+        }
         // `export conflictbank` reads the rows as they are.
         let ex = d.path().join(format!("export{k}"));
         let o = conflictbench(

@@ -66,8 +66,8 @@ enum Recipes {
     Kre,
     /// `build conflictbank`: `conflictbank-popqa` and `conflictbank-mquake` at once (five
     /// writer steps, a reader check of ten questions), on the whole bundled samples: six
-    /// PopQA facts, nine MQuAKE facts of which one has another object of its relation there
-    /// (the others are refused `no_other_value` before any model step).
+    /// PopQA facts, 23 MQuAKE facts of which 22 reach the model steps (the one fact of its
+    /// relation is refused `no_other_value` before any).
     Cb,
 }
 
@@ -284,9 +284,8 @@ impl World {
             a.extend(["--domains".into(), "squad".into()]);
         }
         let base = self.mocks[0].base_url();
-        // The ConflictBank recipes read the bundled samples whole: under a limit their pools
-        // (drawn from the items read) are too small for MQuAKE's first facts, and no fact of
-        // it would reach a model step.
+        // The ConflictBank recipes read the bundled samples whole: every relation and both
+        // kinds of MQuAKE edit (a real later object, a counterfactual one) reach the model.
         if self.set != Recipes::Cb {
             a.extend(["--limit".into(), LIMIT.into()]);
         }

@@ -216,7 +216,13 @@ fn mquake_cf_raw_sample_gives_facts_with_their_edits() {
         &ReaderOptions::new(),
     );
     let ids: Vec<_> = records.iter().map(|r| r.id.as_str()).collect();
-    assert_eq!(ids, ["1-0", "1-1", "2-0", "2-1", "2-new1"]);
+    assert_eq!(
+        ids,
+        [
+            "1-0", "1-1", "2-0", "2-1", "2-new1", "3-0", "3-1", "4-0", "4-1", "5-0", "5-1", "5-2",
+            "6-0", "6-1", "6-new1"
+        ]
+    );
     records.iter().for_each(assert_fact);
     let adams = &records[0];
     assert_eq!(adams.fields["edited"], json!(true));
@@ -260,7 +266,35 @@ fn mquake_cf_raw_sample_gives_facts_with_their_edits() {
         &opts(json!({"facts": "edited"})),
     );
     let ids: Vec<_> = edited.iter().map(|r| r.id.as_str()).collect();
-    assert_eq!(ids, ["1-0", "2-0", "2-new1"]);
+    assert_eq!(
+        ids,
+        ["1-0", "2-0", "2-new1", "3-0", "4-0", "5-1", "6-0", "6-new1"]
+    );
+    // A chain of three hops edited in its middle: the fact after the edit is the case's own,
+    // unedited, its subject the edited hop's true answer.
+    let rome = &records[11];
+    assert_eq!(
+        (rome.str("subject"), rome.str("object")),
+        (Some("Italy"), Some("Rome"))
+    );
+    assert_eq!(
+        (rome.fields["hop"].clone(), rome.fields["hops"].clone()),
+        (json!(2), json!(3))
+    );
+    assert_eq!(rome.fields["edited"], json!(false));
+    assert_eq!(
+        strs(&rome.fields["subject_aliases"]),
+        ["Italian Republic", "IT"]
+    );
+    let pisa = &records[10];
+    assert_eq!(
+        (
+            pisa.str("object"),
+            pisa.str("new_object"),
+            pisa.str("chain")
+        ),
+        (Some("Italy"), Some("France"), Some("orig"))
+    );
 }
 
 #[test]
@@ -281,7 +315,9 @@ fn mquake_t_raw_sample_gives_the_later_object() {
         got,
         [
             ("Germany", "Angela Merkel", "Olaf Scholz"),
-            ("France", "François Hollande", "Emmanuel Macron")
+            ("France", "François Hollande", "Emmanuel Macron"),
+            ("Canada", "Stephen Harper", "Justin Trudeau"),
+            ("United States of America", "Donald Trump", "Joe Biden")
         ]
     );
     assert_eq!(records[0].str("relation"), Some("head of government"));

@@ -626,4 +626,27 @@ async fn bad_inputs_are_refused_with_a_clear_error() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("cannot pay for one call"), "{}", text(&o));
     assert_eq!(mock.request_count(), 0);
+    // A flag of `eval kre` given to `eval recall` is refused, not ignored, before any file.
+    let out = tmp.path().join("recall-hint");
+    let o = eval(&[
+        "recall",
+        "--data",
+        tmp.path().to_str().unwrap(),
+        "--base-url",
+        &mock.base_url(),
+        "--model",
+        "m",
+        "--hint",
+        "--out",
+        out.to_str().unwrap(),
+    ])
+    .await;
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("--hint is a flag of `eval kre`"),
+        "{}",
+        text(&o)
+    );
+    assert!(!out.exists());
+    assert_eq!(mock.request_count(), 0);
 }

@@ -238,9 +238,11 @@ async fn run_eval(args: RunArgs) -> anyhow::Result<()> {
             "--logprobs is a flag of `eval conflictbank` (its entropy); `eval {bench}` scores the answer's text only"
         )));
     }
-    if bench == "conflictbank" {
+    if bench != "kre" {
         // Before the output folder or the cache is made.
-        kre_flags_refused(&args)?;
+        kre_flags_refused(&args, bench)?;
+    }
+    if bench == "conflictbank" {
         cb_eval::conflictbank_export::find_rows_in(&data).map_err(|e| config_err(e.to_string()))?;
     }
     setup.check_endpoints(&[])?;
@@ -296,8 +298,9 @@ fn seeds_in_range(args: &RunArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// KRE's own flags, refused for ConflictBank (its prompt has no instruction or examples).
-fn kre_flags_refused(args: &RunArgs) -> anyhow::Result<()> {
+/// KRE's own flags, refused for RECALL and ConflictBank (their prompts have no instruction
+/// or examples to choose).
+fn kre_flags_refused(args: &RunArgs, bench: &str) -> anyhow::Result<()> {
     let given = [
         (args.kre_instructions.is_some(), "--kre-instructions"),
         (args.instruction != "1", "--instruction"),
@@ -306,7 +309,7 @@ fn kre_flags_refused(args: &RunArgs) -> anyhow::Result<()> {
     ];
     match given.iter().find(|(g, _)| *g) {
         Some((_, flag)) => Err(config_err(format!(
-            "{flag} is a flag of `eval kre`: ConflictBank's prompt (prompts/eval/conflictbank.md) has no instruction or examples to choose"
+            "{flag} is a flag of `eval kre`: the prompts of `eval {bench}` (prompts/eval/) have no instruction or examples to choose"
         ))),
         None => Ok(()),
     }

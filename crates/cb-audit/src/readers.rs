@@ -55,6 +55,9 @@ pub struct ReaderFigures {
     /// Not trusted for answering "none of these" to most controls.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub abstaining: bool,
+    /// Why it is not trusted (`None`: it is), as the build decided it.
+    #[serde(skip)]
+    pub untrusted: Option<Untrusted>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -75,6 +78,7 @@ impl ReaderFigures {
             control_lower_bound: r.trust.lower_bound,
             trusted: r.trust.verified,
             abstaining: r.trust.untrusted() == Some(Untrusted::Abstaining),
+            untrusted: r.trust.untrusted(),
         }
     }
 }
@@ -223,10 +227,17 @@ pub fn summary(builds: &[BuildReaders]) -> String {
                     r.controls_unrelated
                 ));
             }
-            let verdict = match (r.trusted, r.abstaining) {
-                (true, _) => "trusted",
-                (false, true) => "abstaining (\"none of these\" to most controls)",
-                (false, false) => "unreliable",
+            let verdict = match r.untrusted {
+                None => "trusted".to_owned(),
+                Some(Untrusted::Abstaining) => {
+                    "abstaining (\"none of these\" to most controls)".to_owned()
+                }
+                Some(Untrusted::TooFew) => format!(
+                    "not measured (too few controls: at least {} are needed)",
+                    cb_model::manifest::ReaderTrust::MIN_CONTROLS
+                ),
+                Some(Untrusted::ReadNothing) => "not measured (it read no row)".to_owned(),
+                Some(Untrusted::Unreliable) => "unreliable".to_owned(),
             };
             let _ = writeln!(
                 s,
@@ -300,6 +311,16 @@ mod tests {
             s.contains("checks passed control 12/12; controls 12/12 (Wilson 95 % lower bound 0.76): trusted"),
             "{s}"
         );
+        // Too few controls, all passed, or none at all: not measured, not "unreliable".
+        let s = summary(&[build(figures(4, 4, 0))]);
+        assert!(
+            s.contains("controls 4/4 (Wilson 95 % lower bound 0.51): not measured (too few controls: at least 10 are needed)"),
+            "{s}"
+        );
+        let s = summary(&[build(figures(0, 0, 0))]);
+        assert!(s.contains(": not measured (it read no row)"), "{s}");
+        let s = summary(&[build(figures(3, 4, 0))]);
+        assert!(s.contains("): unreliable"), "{s}");
         let v = serde_json::to_value(&plain).unwrap();
         assert!(v.get("controls_no_answer").is_none() && v.get("abstaining").is_none());
         assert!(v.get("controls_unrelated").is_none());

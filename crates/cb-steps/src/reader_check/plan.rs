@@ -89,12 +89,11 @@ impl ReaderCheck {
             checks.push(judged::residual(question, context, &choices, negative));
         }
         if self.judged.plausible {
-            let question = self.judged.question;
             checks.push(judged::plausible(
                 "plausible",
                 context,
                 implausible,
-                question,
+                self.judged.question,
             ));
         }
         if self.judged.golden {
@@ -155,20 +154,23 @@ impl ReaderCheck {
             checks.push(judged::kind(question, &options[original], edited_answer));
         }
         if self.judged.plausible {
-            let question = self.judged.question;
-            checks.push(judged::plausible("plausible", qa_a, implausible, question));
+            checks.push(judged::plausible(
+                "plausible",
+                qa_a,
+                implausible,
+                self.judged.question,
+            ));
         }
         checks.push(Planned::new("qa_na", qa_na, original, disagrees));
         if self.judged.coherence {
             checks.push(judged::coherent(qa_na));
         }
         if self.judged.plausible {
-            let question = self.judged.qa_na_question;
             checks.push(judged::plausible(
                 "plausible_qa_na",
                 qa_na,
                 implausible,
-                question,
+                self.judged.qa_na_question,
             ));
         }
         // Optional: only where the recipe inserts a sentence.
@@ -177,12 +179,11 @@ impl ReaderCheck {
             if self.judged.plausible {
                 // Built by rule, often implausible by construction: a failure refuses
                 // nothing, it leaves this context out.
-                let question = self.judged.qa_na_question;
                 checks.push(judged::plausible(
                     SENTENCE_PLAUSIBLE,
                     context,
                     None,
-                    question,
+                    self.judged.qa_na_question,
                 ));
             }
         }

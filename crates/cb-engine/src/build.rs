@@ -81,7 +81,7 @@ async fn build_one(
     };
     let steps = b.prepare()?;
     let source = Source::open(recipe, &opts.sources)?;
-    let (corpus, total) = b.index(&source, &steps)?;
+    let (corpus, total) = b.index(&source, &steps).await?;
     let runner = Arc::new(b.runner(steps, corpus));
     let mut out = b.outputs()?;
     let mut ran = b.run(&runner, &source, total, &mut out).await?;
@@ -253,6 +253,10 @@ impl Window {
     }
 }
 
+/// Records the first pass reads between two yields to the runtime (a signal is seen between
+/// them: the whole source of a limited build can take seconds to read).
+const INDEX_YIELD: usize = 1024;
+
 impl Build<'_> {
     /// Prepare: checks the recipe's steps against the step table before any work
     /// ([`Recipe::check_steps`]), builds them with their prompts, and removes the temporary
@@ -272,8 +276,9 @@ impl Build<'_> {
     /// item by item from the whole source, `--limit` aside ([`Source::pass_whole`]), and the
     /// number of items within the limit (the progress display's total). Nothing of the items
     /// is kept but what the views keep. No pass (and a total of 0) when no step declares a
-    /// view and no progress display shows the total: it would only count.
-    fn index(
+    /// view and no progress display shows the total: it would only count. It yields to the
+    /// runtime every [`INDEX_YIELD`] records, so that a signal stops a long pass at once.
+    async fn index(
         &self,
         source: &Source<'_>,
         steps: &[Box<dyn Step>],
@@ -288,10 +293,13 @@ impl Build<'_> {
             (source.pass_whole()?, source.limit())
         };
         let mut items = 0;
-        for entry in pass {
+        for (n, entry) in pass.enumerate() {
             if let Ok(item) = entry? {
                 items += u64::from(item.index < limit);
                 ix.add(&item.id, &item.fields);
+            }
+            if n % INDEX_YIELD == INDEX_YIELD - 1 {
+                tokio::task::yield_now().await;
             }
         }
         Ok((ix.finish(), items))

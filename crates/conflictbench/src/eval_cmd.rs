@@ -464,12 +464,7 @@ async fn evaluate(
         cb_eval::kre::evaluate(&llm, &opts, bars).await?
     };
     let stats = llm.stats();
-    if setup.mode().dry_run() {
-        let cost = config.price.usd(stats.estimated_tokens, 0);
-        println_out(&format!(
-            "{bench} eval: {} calls ({} cached, {} to make), ~{} prompt tokens, ~${cost:.4}; nothing written",
-            stats.calls, stats.cache_hits, stats.upstream_calls, stats.estimated_tokens
-        ));
+    if dry_run_said(bench, setup, &config, &stats) {
         return Ok(());
     }
     cb_eval::report::write_all(out, &results, &predictions)?;
@@ -485,6 +480,24 @@ async fn evaluate(
     Ok(())
 }
 
+/// In a dry run, says what the evaluation of `bench` would ask and cost, and returns true
+/// (nothing is written then).
+fn dry_run_said(
+    bench: &str,
+    setup: &LlmSetup,
+    config: &cb_llm::LlmConfig,
+    stats: &cb_llm::StatsSnapshot,
+) -> bool {
+    if setup.mode().dry_run() {
+        let cost = config.price.usd(stats.estimated_tokens, 0);
+        println_out(&format!(
+            "{bench} eval: {} calls ({} cached, {} to make), ~{} prompt tokens, ~${cost:.4}; nothing written",
+            stats.calls, stats.cache_hits, stats.upstream_calls, stats.estimated_tokens
+        ));
+    }
+    setup.mode().dry_run()
+}
+
 /// `eval conflictbank`: the model asked in ConflictBank's settings, its prediction folders and
 /// figures written to `out` (nothing in a dry run).
 async fn conflictbank(
@@ -496,12 +509,7 @@ async fn conflictbank(
 ) -> anyhow::Result<()> {
     let e = cb_eval::conflictbank_run::evaluate(llm, opts, bars).await?;
     let stats = llm.stats();
-    if setup.mode().dry_run() {
-        let cost = config.price.usd(stats.estimated_tokens, 0);
-        println_out(&format!(
-            "conflictbank eval: {} calls ({} cached, {} to make), ~{} prompt tokens, ~${cost:.4}; nothing written",
-            stats.calls, stats.cache_hits, stats.upstream_calls, stats.estimated_tokens
-        ));
+    if dry_run_said("conflictbank", setup, config, &stats) {
         return Ok(());
     }
     cb_eval::conflictbank_run::write_all(out, &e)?;
